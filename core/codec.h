@@ -1,0 +1,46 @@
+/* codec.h — record formats: decode input payloads straight into typed rows,
+ * encode rows for sinks.
+ *
+ * The null rule (docs/records.md): a missing field and an explicit JSON null
+ * (or an empty CSV cell) both decode as null. Null in a non-nullable field
+ * makes the record invalid. Fields not in the schema are ignored. A value of
+ * the wrong type is invalid (no silent coercion), except that an integer is
+ * accepted for float64, and timestamp_ms accepts an integer (ms since epoch)
+ * or an RFC 3339 string. Invalid records are rejected with a reason naming
+ * the field; they never crash a job. */
+#ifndef SV_CODEC_H
+#define SV_CODEC_H
+
+#include "core/record.h"
+
+typedef enum sv_format {
+	SV_FMT_JSON = 0,
+	SV_FMT_CSV,
+} sv_format_t;
+
+/* "json" / "csv"; false when unknown. */
+bool sv_format_parse(const char *name, sv_format_t *out);
+const char *sv_format_name(sv_format_t fmt);
+
+typedef struct sv_decoder sv_decoder_t;
+
+/* A decoder for schema (borrowed; must outlive the decoder). CSV: columns in
+ * schema order, ',' separated, RFC 4180 quoting, no header. */
+sv_decoder_t *sv_decoder_new(sv_format_t fmt, const sv_schema_t *schema);
+void sv_decoder_destroy(sv_decoder_t *dec);
+
+/* Decode payload into a new row appended to b (b->schema must be the
+ * decoder's schema); strings are copied into b's arena. Returns 0 and sets
+ * *meta_out to the row's meta for the caller to fill; or returns -1, adds no
+ * row, and writes a reason ("field 'amount': expected float64, got string")
+ * into reason (size reason_len). thread: one thread per decoder. */
+int sv_decoder_decode(sv_decoder_t *dec, const char *payload, size_t len,
+		      sv_batch_t *b, sv_rowmeta_t **meta_out, char *reason,
+		      size_t reason_len);
+
+/* Append row (of schema) as one JSON object, fields in schema order, nulls
+ * as null, timestamps as integers, floats in shortest round-trip form. */
+void sv_json_encode_row(const sv_schema_t *schema, const sv_value_t *row,
+			sv_buf_t *out);
+
+#endif

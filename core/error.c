@@ -1,0 +1,152 @@
+/* error.c — construction and naming of sv_error_t (see error.h). */
+#define _GNU_SOURCE
+#include "core/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+static const char *const cat_names[SV_ERR__COUNT] = {
+	[SV_ERR_CONFIG] = "config",
+	[SV_ERR_SUBMISSION] = "submission",
+	[SV_ERR_BINDING] = "binding",
+	[SV_ERR_UDF_MISSING] = "udf_missing",
+	[SV_ERR_COVERAGE] = "coverage",
+	[SV_ERR_PLANNING] = "planning",
+	[SV_ERR_RUNTIME] = "runtime",
+	[SV_ERR_RETRY_EXHAUSTED] = "retry_exhausted",
+	[SV_ERR_COMMIT] = "commit",
+	[SV_ERR_MATERIALIZATION] = "materialization",
+	[SV_ERR_CHECKPOINT] = "checkpoint",
+	[SV_ERR_OFFSET] = "offset",
+	[SV_ERR_WATERMARK] = "watermark",
+	[SV_ERR_SINK_COMMIT] = "sink_commit",
+	[SV_ERR_CONFLICT] = "conflict",
+	[SV_ERR_NOT_FOUND] = "not_found",
+};
+
+const char *sv_errcat_name(sv_errcat_t cat)
+{
+	if ((unsigned)cat >= SV_ERR__COUNT)
+		return "unknown";
+	return cat_names[cat];
+}
+
+bool sv_errcat_retriable(sv_errcat_t cat)
+{
+	switch (cat) {
+	case SV_ERR_RUNTIME:
+	case SV_ERR_COMMIT:
+	case SV_ERR_OFFSET:
+	case SV_ERR_SINK_COMMIT:
+	case SV_ERR_WATERMARK:
+	case SV_ERR_BINDING: /* a topic may appear; policy bounds the attempts */
+		return true;
+	default:
+		return false;
+	}
+}
+
+int sv_errcat_http_status(sv_errcat_t cat)
+{
+	switch (cat) {
+	case SV_ERR_SUBMISSION:
+	case SV_ERR_CONFIG:
+		return 400;
+	case SV_ERR_BINDING:
+		return 400;
+	case SV_ERR_COVERAGE:
+	case SV_ERR_UDF_MISSING:
+		return 422;
+	case SV_ERR_CONFLICT:
+		return 409;
+	case SV_ERR_NOT_FOUND:
+		return 404;
+	default:
+		return 500;
+	}
+}
+
+sv_error_t *sv_error_newv(sv_errcat_t cat, const char *fmt, va_list ap)
+{
+	sv_error_t *err = sv_calloc(1, sizeof(*err));
+	err->category = cat;
+	if (vasprintf(&err->message, fmt, ap) < 0)
+		abort();
+	err->retriable = sv_errcat_retriable(cat);
+	return err;
+}
+
+sv_error_t *sv_error_new(sv_errcat_t cat, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	sv_error_t *err = sv_error_newv(cat, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+sv_error_t *sv_error_set_field(sv_error_t *err, const char *field)
+{
+	free(err->field);
+	err->field = field ? sv_strdup(field) : NULL;
+	return err;
+}
+
+sv_error_t *sv_error_set_job(sv_error_t *err, const char *job_id, int attempt)
+{
+	free(err->job_id);
+	err->job_id = job_id ? sv_strdup(job_id) : NULL;
+	err->attempt = attempt;
+	return err;
+}
+
+sv_error_t *sv_error_set_cause(sv_error_t *err, int code, const char *cause)
+{
+	free(err->cause);
+	err->cause_code = code;
+	err->cause = cause ? sv_strdup(cause) : NULL;
+	return err;
+}
+
+sv_error_t *sv_error_prefix(sv_error_t *err, const char *fmt, ...)
+{
+	char *pre = NULL, *msg = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&pre, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	if (asprintf(&msg, "%s: %s", pre, err->message) < 0)
+		abort();
+	free(pre);
+	free(err->message);
+	err->message = msg;
+	return err;
+}
+
+sv_error_t *sv_error_copy(const sv_error_t *err)
+{
+	if (!err)
+		return NULL;
+	sv_error_t *c = sv_calloc(1, sizeof(*c));
+	*c = *err;
+	c->message = sv_strdup(err->message);
+	c->field = err->field ? sv_strdup(err->field) : NULL;
+	c->job_id = err->job_id ? sv_strdup(err->job_id) : NULL;
+	c->cause = err->cause ? sv_strdup(err->cause) : NULL;
+	return c;
+}
+
+void sv_error_destroy(sv_error_t *err)
+{
+	if (!err)
+		return;
+	free(err->message);
+	free(err->field);
+	free(err->job_id);
+	free(err->cause);
+	free(err);
+}

@@ -1,0 +1,106 @@
+/* operator.h — the operator interface and the pipeline that chains them.
+ *
+ * An operator turns input batches into output batches of its output schema.
+ * Stateless operators (filter, select) only implement process; stateful ones
+ * (window, dedup) also react to the watermark (advance), to the end of input
+ * (finish), account their state and serialize it for checkpoints.
+ *
+ * Output rows may point at strings of the input batch: every stage batch of a
+ * pipeline stays valid until the next call into the pipeline. Stateful
+ * operators copy what they keep. Output rows carry meta: stateless operators
+ * copy the input row's meta; windows set event_ms = window_end - 1 and
+ * partition -1. */
+#ifndef SV_OPERATOR_H
+#define SV_OPERATOR_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/record.h"
+
+#define SV_WATERMARK_NONE INT64_MIN
+
+/* Counters an operator adds to; owned by the job attempt. */
+typedef struct sv_opstats {
+	uint64_t records_late;    /* late records dropped or side-output */
+	uint64_t records_dropped; /* by dedup */
+} sv_opstats_t;
+
+typedef struct sv_op_ctx {
+	int64_t watermark_ms;   /* combined event-time watermark, or NONE */
+	int64_t now_ms;         /* processing time of this pass */
+	sv_batch_t *late;       /* side output for late records (input schema
+				 * of the window), or NULL when policy is drop */
+	sv_opstats_t *stats;
+} sv_op_ctx_t;
+
+typedef struct sv_op sv_op_t;
+
+typedef struct sv_op_ops {
+	const char *name; /* "filter", "select", "window", "dedup" */
+	/* Append output rows for the rows of in to out. */
+	sv_error_t *(*process)(sv_op_t *op, sv_op_ctx_t *ctx, sv_batch_t *in,
+			       sv_batch_t *out);
+	/* The watermark moved to ctx->watermark_ms: emit what it completes and
+	 * free state behind it. NULL for stateless operators. */
+	sv_error_t *(*advance)(sv_op_t *op, sv_op_ctx_t *ctx, sv_batch_t *out);
+	/* End of input (bounded end, or drain with final watermark): emit all
+	 * open state. NULL for stateless operators. */
+	sv_error_t *(*finish)(sv_op_t *op, sv_op_ctx_t *ctx, sv_batch_t *out);
+	/* State held now. NULL for stateless operators. */
+	void (*state_size)(sv_op_t *op, uint64_t *bytes, uint64_t *keys);
+	/* Append a self-contained serialization of the state to out. */
+	sv_error_t *(*snapshot)(sv_op_t *op, sv_buf_t *out);
+	/* Replace the state with a snapshot's. */
+	sv_error_t *(*restore)(sv_op_t *op, const char *data, size_t len);
+	void (*destroy)(sv_op_t *op);
+} sv_op_ops_t;
+
+struct sv_op {
+	const sv_op_ops_t *ops;
+	const sv_schema_t *in_schema; /* borrowed: the previous stage's */
+	sv_schema_t *out_schema;      /* owned by the operator */
+};
+
+/* Free an operator through its vtable. */
+void sv_op_destroy(sv_op_t *op);
+
+/* filter: keep rows where expr is true. Errors as sv_expr_parse; a
+ * non-boolean expression is a SV_ERR_SUBMISSION error. */
+sv_error_t *sv_op_filter_new(const sv_schema_t *in, const char *expr,
+			     sv_op_t **out);
+/* select: output columns names[i] = exprs[i], in the order given. */
+sv_error_t *sv_op_select_new(const sv_schema_t *in, size_t n,
+			     const char *const *names, const char *const *exprs,
+			     sv_op_t **out);
+
+/* ---- pipeline ---- */
+
+typedef struct sv_pipeline sv_pipeline_t;
+
+/* in_schema is borrowed and must outlive the pipeline. */
+sv_pipeline_t *sv_pipeline_new(const sv_schema_t *in_schema);
+void sv_pipeline_destroy(sv_pipeline_t *pl);
+/* Append an operator (ownership taken). Its in_schema must be the current
+ * output schema. */
+void sv_pipeline_add(sv_pipeline_t *pl, sv_op_t *op);
+size_t sv_pipeline_len(const sv_pipeline_t *pl);
+sv_op_t *sv_pipeline_op(const sv_pipeline_t *pl, size_t i);
+const sv_schema_t *sv_pipeline_out_schema(const sv_pipeline_t *pl);
+
+/* Run in through every operator. *out is the final batch, owned by the
+ * pipeline, valid until the next call. in must stay valid until then too. */
+sv_error_t *sv_pipeline_push(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+			     sv_batch_t *in, sv_batch_t **out);
+/* Propagate a watermark: each stateful operator's advance output flows
+ * through the operators after it. */
+sv_error_t *sv_pipeline_advance(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+				sv_batch_t **out);
+/* End of input: finish every operator in order, flowing output down. */
+sv_error_t *sv_pipeline_finish(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+			       sv_batch_t **out);
+/* Sum of the operators' state. */
+void sv_pipeline_state_size(const sv_pipeline_t *pl, uint64_t *bytes,
+			    uint64_t *keys);
+
+#endif

@@ -1,0 +1,271 @@
+/* util.c — allocation, clocks, arena and buffer helpers (see util.h).
+ * Allocation failure aborts: the supervisor cannot do anything useful
+ * without memory, and checking every small allocation hides real errors. */
+#define _GNU_SOURCE
+#include "core/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void oom(void)
+{
+	fputs("streamvisor: out of memory\n", stderr);
+	abort();
+}
+
+void *sv_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *sv_calloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *sv_realloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		oom();
+	return q;
+}
+
+char *sv_strdup(const char *s)
+{
+	char *d = strdup(s);
+	if (!d)
+		oom();
+	return d;
+}
+
+char *sv_strndup(const char *s, size_t n)
+{
+	char *d = sv_malloc(n + 1);
+	memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
+}
+
+int64_t sv_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sv_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t sv_mono_ms(void)
+{
+	return sv_mono_ns() / 1000000;
+}
+
+/* ---- arena ---- */
+
+struct sv_arena_block {
+	sv_arena_block_t *next;
+	size_t size, used;
+	char data[];
+};
+
+#define ARENA_MIN_BLOCK (64 * 1024)
+
+void sv_arena_init(sv_arena_t *a)
+{
+	memset(a, 0, sizeof(*a));
+}
+
+static void free_chain(sv_arena_block_t *b)
+{
+	while (b) {
+		sv_arena_block_t *n = b->next;
+		free(b);
+		b = n;
+	}
+}
+
+void sv_arena_release(sv_arena_t *a)
+{
+	free_chain(a->head);
+	free_chain(a->full);
+	memset(a, 0, sizeof(*a));
+}
+
+void sv_arena_reset(sv_arena_t *a)
+{
+	/* Keep the largest block, free the rest: bounded memory, no churn. */
+	sv_arena_block_t *keep = a->head;
+	for (sv_arena_block_t *b = a->full; b; b = b->next)
+		if (!keep || b->size > keep->size)
+			keep = b;
+	sv_arena_block_t *all[2] = {a->head, a->full};
+	for (int i = 0; i < 2; i++) {
+		sv_arena_block_t *b = all[i];
+		while (b) {
+			sv_arena_block_t *n = b->next;
+			if (b != keep)
+				free(b);
+			b = n;
+		}
+	}
+	if (keep) {
+		keep->next = NULL;
+		keep->used = 0;
+	}
+	a->head = keep;
+	a->full = NULL;
+	a->used_bytes = 0;
+}
+
+void *sv_arena_alloc(sv_arena_t *a, size_t n)
+{
+	n = (n + 7) & ~(size_t)7;
+	sv_arena_block_t *b = a->head;
+	if (!b || b->size - b->used < n) {
+		size_t size = ARENA_MIN_BLOCK;
+		if (b && b->size * 2 > size)
+			size = b->size * 2;
+		if (size < n)
+			size = n;
+		sv_arena_block_t *nb = sv_malloc(sizeof(*nb) + size);
+		nb->size = size;
+		nb->used = 0;
+		nb->next = NULL;
+		if (b) {
+			b->next = a->full;
+			a->full = b;
+		}
+		a->head = b = nb;
+	}
+	void *p = b->data + b->used;
+	b->used += n;
+	a->used_bytes += n;
+	return p;
+}
+
+char *sv_arena_memdup(sv_arena_t *a, const void *p, size_t n)
+{
+	char *d = sv_arena_alloc(a, n ? n : 1);
+	if (n)
+		memcpy(d, p, n);
+	return d;
+}
+
+/* ---- buffer ---- */
+
+void sv_buf_init(sv_buf_t *b)
+{
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+void sv_buf_release(sv_buf_t *b)
+{
+	free(b->data);
+	sv_buf_init(b);
+}
+
+void sv_buf_reset(sv_buf_t *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+void sv_buf_reserve(sv_buf_t *b, size_t extra)
+{
+	if (b->len + extra + 1 <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap * 2 : 256;
+	while (cap < b->len + extra + 1)
+		cap *= 2;
+	b->data = sv_realloc(b->data, cap);
+	b->cap = cap;
+}
+
+void sv_buf_append(sv_buf_t *b, const void *p, size_t n)
+{
+	sv_buf_reserve(b, n);
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void sv_buf_putc(sv_buf_t *b, char c)
+{
+	sv_buf_reserve(b, 1);
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+}
+
+void sv_buf_puts(sv_buf_t *b, const char *s)
+{
+	sv_buf_append(b, s, strlen(s));
+}
+
+void sv_buf_printf(sv_buf_t *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	sv_buf_reserve(b, (size_t)n);
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void sv_buf_json_str(sv_buf_t *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	sv_buf_reserve(b, n + 2);
+	sv_buf_putc(b, '"');
+	size_t start = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		sv_buf_append(b, s + start, i - start);
+		start = i + 1;
+		switch (c) {
+		case '"': sv_buf_append(b, "\\\"", 2); break;
+		case '\\': sv_buf_append(b, "\\\\", 2); break;
+		case '\n': sv_buf_append(b, "\\n", 2); break;
+		case '\r': sv_buf_append(b, "\\r", 2); break;
+		case '\t': sv_buf_append(b, "\\t", 2); break;
+		case '\b': sv_buf_append(b, "\\b", 2); break;
+		case '\f': sv_buf_append(b, "\\f", 2); break;
+		default: {
+			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			sv_buf_append(b, esc, 6);
+		}
+		}
+	}
+	sv_buf_append(b, s + start, n - start);
+	sv_buf_putc(b, '"');
+}
+
+char *sv_buf_detach(sv_buf_t *b)
+{
+	char *d = b->data ? b->data : sv_strdup("");
+	sv_buf_init(b);
+	return d;
+}

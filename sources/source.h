@@ -1,0 +1,109 @@
+/* source.h — the source interface. Drivers are vtables listed in one static
+ * registry (sources/registry.c); callers use only the inline wrappers.
+ *
+ * A source reads input, decodes it into typed rows of the job's schema
+ * (core/codec.h) and appends them to a batch; inputs that do not decode are
+ * recorded as batch rejects. It tracks, per partition, the next offset to
+ * read and (for Kafka) the end offset, so the supervisor can report lag and
+ * commit positions. */
+#ifndef SV_SOURCE_H
+#define SV_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/cluster.h"
+#include "core/codec.h"
+#include "core/error.h"
+#include "core/record.h"
+
+typedef enum sv_start {
+	SV_START_EARLIEST = 0,
+	SV_START_LATEST,
+} sv_start_t;
+
+typedef struct sv_source_conf {
+	const char *kind;         /* "kafka", "generator" */
+	const char *job_id;
+	int attempt;
+	const sv_cluster_t *cluster; /* kafka: resolved profile (borrowed) */
+	const char *topic;
+	const char *group_id;     /* kafka: the job's consumer group */
+	sv_start_t start;
+	bool bounded;             /* read each partition to the end offsets
+				   * taken at open, then report eof */
+	sv_format_t format;
+	const sv_schema_t *schema; /* borrowed; outlives the source */
+	/* generator */
+	const char *generator;    /* "sequence" | "nexmark" */
+	int64_t count;            /* rows to generate (bounded), or -1 */
+	int64_t rate_per_s;       /* 0 = as fast as possible */
+	uint64_t seed;
+} sv_source_conf_t;
+
+/* Position of one input partition. */
+typedef struct sv_partpos {
+	int32_t partition;
+	int64_t next_offset; /* next offset to read (what we have consumed) */
+	int64_t end_offset;  /* high watermark last seen, or -1 */
+} sv_partpos_t;
+
+typedef struct sv_source sv_source_t;
+
+typedef struct sv_source_ops {
+	const char *name;
+	sv_error_t *(*open)(const sv_source_conf_t *conf, sv_source_t **out);
+	/* Append up to max_rows rows (and rejects) to b, waiting at most
+	 * timeout_ms for the first. Sets *eof when a bounded source has
+	 * delivered everything. */
+	sv_error_t *(*poll)(sv_source_t *src, sv_batch_t *b, size_t max_rows,
+			    int timeout_ms, bool *eof);
+	/* Restart reading at the given positions (next_offset of each). */
+	sv_error_t *(*seek)(sv_source_t *src, const sv_partpos_t *pos, size_t n);
+	/* Current positions; *pos is owned by the source, valid until the next
+	 * call into it. */
+	size_t (*positions)(sv_source_t *src, const sv_partpos_t **pos);
+	/* Commit the current positions to the job's consumer group
+	 * (at-least-once, after the sink flushed). */
+	sv_error_t *(*commit)(sv_source_t *src);
+	void (*close)(sv_source_t *src);
+} sv_source_ops_t;
+
+struct sv_source {
+	const sv_source_ops_t *ops;
+};
+
+/* Find a driver by kind; NULL when there is none. */
+const sv_source_ops_t *sv_source_find(const char *kind);
+
+/* Open a source of conf->kind. Errors: SV_ERR_BINDING (unknown kind, cluster
+ * unreachable, topic missing), SV_ERR_CONFIG. */
+sv_error_t *sv_source_open(const sv_source_conf_t *conf, sv_source_t **out);
+
+static inline sv_error_t *sv_source_poll(sv_source_t *src, sv_batch_t *b,
+					 size_t max_rows, int timeout_ms,
+					 bool *eof)
+{
+	return src->ops->poll(src, b, max_rows, timeout_ms, eof);
+}
+static inline sv_error_t *sv_source_seek(sv_source_t *src,
+					 const sv_partpos_t *pos, size_t n)
+{
+	return src->ops->seek(src, pos, n);
+}
+static inline size_t sv_source_positions(sv_source_t *src,
+					 const sv_partpos_t **pos)
+{
+	return src->ops->positions(src, pos);
+}
+static inline sv_error_t *sv_source_commit(sv_source_t *src)
+{
+	return src->ops->commit ? src->ops->commit(src) : NULL;
+}
+static inline void sv_source_close(sv_source_t *src)
+{
+	if (src)
+		src->ops->close(src);
+}
+
+#endif
