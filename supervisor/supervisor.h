@@ -1,0 +1,77 @@
+/* supervisor.h — the supervisor: job table, lifecycle, and the API the HTTP
+ * layer and tests call.
+ *
+ * One supervisor thread owns the job table and every state transition. The
+ * functions below are called from any thread (HTTP handlers, tests): they post
+ * a command to the supervisor thread and wait for its reply; they never touch
+ * a job directly. Each returns NULL on success with *json set to a response
+ * body the caller frees, or an error whose category decides the HTTP status
+ * (sv_errcat_http_status). */
+#ifndef SV_SUPERVISOR_H
+#define SV_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/cluster.h"
+#include "core/error.h"
+
+/* Server configuration (supervisor/config.c reads it from YAML). */
+typedef struct sv_svconf {
+	char *listen_host;      /* default 127.0.0.1 */
+	int listen_port;        /* default 8080; 0 = pick a free port */
+	char *data_dir;         /* default ./streamvisor-data */
+	size_t nclusters;
+	sv_cluster_t *clusters; /* profiles; "default" may be absent */
+	char *secrets_path;     /* file with credentials, or NULL */
+	char *identity;         /* supervisor identity; default host:port */
+} sv_svconf_t;
+
+void sv_svconf_init(sv_svconf_t *conf);
+void sv_svconf_release(sv_svconf_t *conf);
+/* Read a YAML config file into conf (which holds defaults already).
+ * Errors: SV_ERR_CONFIG naming the key and the file. */
+sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path);
+/* Add or replace a profile (strings copied). */
+void sv_svconf_set_cluster(sv_svconf_t *conf, const char *name,
+			   const char *bootstrap, bool dev_embedded);
+const sv_cluster_t *sv_svconf_cluster(const sv_svconf_t *conf,
+				      const char *name);
+
+typedef struct sv_supervisor sv_supervisor_t;
+
+/* Start the supervisor thread. conf is copied. */
+sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out);
+/* Stop every job attempt (jobs stay as they are in the store) and join. */
+void sv_supervisor_destroy(sv_supervisor_t *sv);
+
+/* POST /v1/jobs. body is a JSON job spec (or protobuf when protobuf is set).
+ * 201 body {"id","name","state","plan_id"}. thread: any */
+sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
+				 size_t len, bool protobuf, char **json);
+/* GET /v1/jobs. thread: any */
+sv_error_t *sv_supervisor_list(sv_supervisor_t *sv, char **json);
+/* GET /v1/jobs/{id}. thread: any */
+sv_error_t *sv_supervisor_status(sv_supervisor_t *sv, const char *id,
+				 char **json);
+/* POST /v1/jobs/{id}/{action}: cancel, drain, resume, restart, checkpoints.
+ * body may be NULL. thread: any */
+sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
+				 const char *action, const char *body,
+				 size_t len, char **json);
+/* GET /v1/jobs/{id}/{what}: checkpoints, observations, preview, result;
+ * query is the raw query string (may be NULL). thread: any */
+sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
+			      const char *what, const char *query, char **json);
+/* DELETE /v1/jobs/{id}. thread: any */
+sv_error_t *sv_supervisor_delete(sv_supervisor_t *sv, const char *id,
+				 char **json);
+/* GET /v1/info as JSON. thread: any */
+char *sv_supervisor_info(sv_supervisor_t *sv);
+/* GET /metrics in Prometheus text format. thread: any */
+char *sv_supervisor_metrics(sv_supervisor_t *sv);
+/* Count one served HTTP request (for metrics). thread: any */
+void sv_supervisor_count_http(sv_supervisor_t *sv, const char *method,
+			      int status);
+
+#endif
