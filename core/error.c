@@ -111,6 +111,13 @@ sv_error_t *sv_error_set_cause(sv_error_t *err, int code, const char *cause)
 	return err;
 }
 
+sv_error_t *sv_error_set_details(sv_error_t *err, const char *json)
+{
+	free(err->details_json);
+	err->details_json = json ? sv_strdup(json) : NULL;
+	return err;
+}
+
 sv_error_t *sv_error_prefix(sv_error_t *err, const char *fmt, ...)
 {
 	char *pre = NULL, *msg = NULL;
@@ -137,6 +144,7 @@ sv_error_t *sv_error_copy(const sv_error_t *err)
 	c->field = err->field ? sv_strdup(err->field) : NULL;
 	c->job_id = err->job_id ? sv_strdup(err->job_id) : NULL;
 	c->cause = err->cause ? sv_strdup(err->cause) : NULL;
+	c->details_json = err->details_json ? sv_strdup(err->details_json) : NULL;
 	return c;
 }
 
@@ -148,5 +156,6 @@ void sv_error_destroy(sv_error_t *err)
 	free(err->field);
 	free(err->job_id);
 	free(err->cause);
+	free(err->details_json);
 	free(err);
 }

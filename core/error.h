@@ -43,6 +43,8 @@ typedef struct sv_error {
 	bool fatal;
 	int cause_code;      /* third-party code (rd_kafka_resp_err_t, ...) or 0 */
 	char *cause;         /* third-party message, or NULL */
+	char *details_json;  /* extra JSON value shown as "details" in the HTTP
+			      * error (e.g. coverage records), or NULL */
 } sv_error_t;
 
 /* Create an error. The message is formatted; retriable defaults to true for
@@ -61,6 +63,9 @@ sv_error_t *sv_error_set_cause(sv_error_t *err, int code, const char *cause);
 /* Prefix the message with "prefix: ". Returns err. */
 sv_error_t *sv_error_prefix(sv_error_t *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Attach a JSON value (text copied) shown as "details". Returns err. */
+sv_error_t *sv_error_set_details(sv_error_t *err, const char *json);
 
 sv_error_t *sv_error_copy(const sv_error_t *err);
 void sv_error_destroy(sv_error_t *err);

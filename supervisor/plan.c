@@ -1,0 +1,147 @@
+/* plan.c — builds the operator pipeline from a job spec (see plan.h). Each
+ * step's errors are tagged with the spec field they come from, so the HTTP
+ * 400 names "pipeline[2].select.total" rather than just the expression. */
+#include "supervisor/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "core/window.h"
+
+static sv_error_t *tag(sv_error_t *err, const char *fmt, size_t i,
+		       const char *sub)
+{
+	char field[256];
+	if (sub)
+		snprintf(field, sizeof(field), fmt, i, sub);
+	else
+		snprintf(field, sizeof(field), fmt, i);
+	if (!err->field)
+		sv_error_set_field(err, field);
+	return err;
+}
+
+static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
+			      const sv_schema_t *in, const Streamvisor__JobSpec *js,
+			      sv_op_t **op)
+{
+	sv_error_t *err = NULL;
+	switch (st->step_case) {
+	case STREAMVISOR__STEP__STEP_FILTER:
+		if ((err = sv_op_filter_new(in, st->filter, op)))
+			return tag(err, "pipeline[%zu].filter", i, NULL);
+		return NULL;
+	case STREAMVISOR__STEP__STEP_SELECT: {
+		size_t n = st->select->n_items;
+		const char **names = sv_calloc(n, sizeof(char *));
+		const char **exprs = sv_calloc(n, sizeof(char *));
+		for (size_t j = 0; j < n; j++) {
+			names[j] = st->select->items[j]->name;
+			exprs[j] = st->select->items[j]->expr;
+		}
+		err = sv_op_select_new(in, n, names, exprs, op);
+		free(names);
+		free(exprs);
+		if (err)
+			return tag(err, "pipeline[%zu].select", i, NULL);
+		return NULL;
+	}
+	case STREAMVISOR__STEP__STEP_WINDOW: {
+		const Streamvisor__Window *w = st->window;
+		sv_window_spec_t ws = {0};
+		if (!strcmp(w->type, "tumbling"))
+			ws.type = SV_WIN_TUMBLING;
+		else if (!strcmp(w->type, "sliding"))
+			ws.type = SV_WIN_SLIDING;
+		else
+			ws.type = SV_WIN_SESSION;
+		ws.size_ms = w->size_ms;
+		ws.slide_ms = w->slide_ms;
+		ws.gap_ms = w->gap_ms;
+		ws.allowed_lateness_ms = w->allowed_lateness_ms;
+		ws.processing_time = !strcmp(w->time, "processing");
+		ws.late_side_output = !strcmp(w->late, "side_output");
+		ws.nkeys = w->n_key;
+		ws.keys = (const char *const *)w->key;
+		ws.naggs = w->n_aggregates;
+		const char **names = sv_calloc(ws.naggs, sizeof(char *));
+		const char **exprs = sv_calloc(ws.naggs, sizeof(char *));
+		for (size_t j = 0; j < ws.naggs; j++) {
+			names[j] = w->aggregates[j]->name;
+			exprs[j] = w->aggregates[j]->expr;
+		}
+		ws.agg_names = names;
+		ws.agg_exprs = exprs;
+		err = sv_op_window_new(in, &ws, op);
+		free(names);
+		free(exprs);
+		if (err)
+			return tag(err, "pipeline[%zu].window", i, NULL);
+		return NULL;
+	}
+	case STREAMVISOR__STEP__STEP_DEDUP:
+		err = sv_op_dedup_new(in, st->dedup->n_key,
+				      (const char *const *)st->dedup->key,
+				      st->dedup->within_ms, op);
+		if (err)
+			return tag(err, "pipeline[%zu].dedup", i, NULL);
+		return NULL;
+	default:
+		(void)js;
+		return tag(sv_error_new(SV_ERR_SUBMISSION, "empty pipeline step"),
+			   "pipeline[%zu]", i, NULL);
+	}
+}
+
+sv_error_t *sv_plan_build(const sv_jobspec_t *spec, sv_plan_t **out)
+{
+	const Streamvisor__JobSpec *js = spec->msg;
+	*out = NULL;
+	sv_plan_t *plan = sv_calloc(1, sizeof(*plan));
+	plan->schema = sv_schema_new();
+	for (size_t i = 0; i < js->n_schema; i++) {
+		sv_type_t t;
+		sv_type_parse(js->schema[i]->type, &t); /* checked by the spec */
+		sv_schema_add(plan->schema, js->schema[i]->name, t,
+			      !js->schema[i]->not_null);
+	}
+	plan->event_time_col = js->event_time
+		? sv_schema_find(plan->schema, js->event_time->field) : -1;
+	plan->pipeline = sv_pipeline_new(plan->schema);
+	sv_error_t *err = NULL;
+	for (size_t i = 0; i < js->n_pipeline && !err; i++) {
+		sv_op_t *op = NULL;
+		err = build_step(js->pipeline[i], i,
+				 sv_pipeline_out_schema(plan->pipeline), js, &op);
+		if (!err) {
+			sv_pipeline_add(plan->pipeline, op);
+			if (op->ops->advance)
+				plan->has_windows = true;
+		}
+	}
+	plan->sink_key_col = -1;
+	if (!err && js->sink->key && js->sink->key[0]) {
+		plan->sink_key_col = sv_schema_find(
+			sv_pipeline_out_schema(plan->pipeline), js->sink->key);
+		if (plan->sink_key_col < 0)
+			err = sv_error_set_field(sv_error_new(SV_ERR_SUBMISSION,
+				"field 'sink.key': unknown output column '%s'",
+				js->sink->key), "sink.key");
+	}
+	if (err) {
+		sv_plan_destroy(plan);
+		return err;
+	}
+	*out = plan;
+	return NULL;
+}
+
+void sv_plan_destroy(sv_plan_t *plan)
+{
+	if (!plan)
+		return;
+	sv_pipeline_destroy(plan->pipeline);
+	sv_schema_destroy(plan->schema);
+	free(plan);
+}

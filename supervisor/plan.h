@@ -1,0 +1,26 @@
+/* plan.h — turn a job spec into an executable plan: the input schema, the
+ * operator pipeline with every expression parsed and type-checked, and the
+ * columns the worker needs (event time, sink key). Built once at submit time
+ * to validate, and again for each attempt. */
+#ifndef SV_PLAN_H
+#define SV_PLAN_H
+
+#include "core/error.h"
+#include "core/operator.h"
+#include "supervisor/spec.h"
+
+typedef struct sv_plan {
+	sv_schema_t *schema;       /* input schema; owned */
+	sv_pipeline_t *pipeline;   /* owned */
+	int event_time_col;        /* input column of event_time.field, or -1 */
+	int sink_key_col;          /* output column used as message key, or -1 */
+	bool has_windows;          /* any stateful operator */
+} sv_plan_t;
+
+/* Errors: SV_ERR_SUBMISSION with err->field ("pipeline[1].filter") for bad
+ * expressions and columns; SV_ERR_COVERAGE for functions, aggregates or
+ * delivery modes this build does not cover. */
+sv_error_t *sv_plan_build(const sv_jobspec_t *spec, sv_plan_t **out);
+void sv_plan_destroy(sv_plan_t *plan);
+
+#endif

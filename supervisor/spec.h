@@ -1,0 +1,43 @@
+/* spec.h — job specs: parse (JSON or protobuf), validate, canonicalize.
+ *
+ * A submitted spec becomes a Streamvisor__JobSpec message (proto/spec.proto)
+ * with every default filled in. That message is the job definition: it is
+ * stored, shown back, and its packed bytes are hashed (SHA-256) into the
+ * plan id, so two submissions that mean the same plan get the same id. */
+#ifndef SV_SPEC_H
+#define SV_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "proto/spec.pb-c.h"
+
+typedef struct sv_jobspec {
+	Streamvisor__JobSpec *msg; /* unpacked by protobuf-c; owned */
+	uint8_t *packed;           /* canonical bytes; owned */
+	size_t packed_len;
+	char plan_id[65];          /* hex SHA-256 of packed */
+} sv_jobspec_t;
+
+/* Parse a JSON job spec. Errors are SV_ERR_SUBMISSION with err->field set to
+ * the path of the offending field ("source.topic", "pipeline[1].filter") and
+ * a message naming it: unknown field, wrong type, missing, bad value. */
+sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
+				  sv_jobspec_t **out);
+/* Parse a protobuf-encoded Streamvisor.JobSpec; same validation. */
+sv_error_t *sv_jobspec_parse_proto(const uint8_t *data, size_t len,
+				   sv_jobspec_t **out);
+void sv_jobspec_destroy(sv_jobspec_t *spec);
+
+/* The spec as JSON in the submitted shape, defaults filled in (no secrets:
+ * specs only ever name cluster profiles). Caller frees. */
+char *sv_jobspec_to_json(const sv_jobspec_t *spec);
+
+static inline bool sv_jobspec_bounded(const sv_jobspec_t *spec)
+{
+	return spec->msg->mode[0] == 'b';
+}
+
+#endif

@@ -1,0 +1,79 @@
+/* worker.h — one job attempt running on its own thread: poll a batch from
+ * the source, run it through the plan's operators, hand output to the sink,
+ * commit progress, until the input ends (bounded), it is told to stop, or it
+ * fails.
+ *
+ * The supervisor thread starts and stops workers and reads their counters;
+ * a worker never touches the job table. When it ends it calls the done
+ * callback (from the worker thread) so the supervisor can post itself an
+ * event. */
+#ifndef SV_WORKER_H
+#define SV_WORKER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#include "core/cluster.h"
+#include "core/error.h"
+#include "sources/source.h"
+#include "supervisor/plan.h"
+#include "supervisor/spec.h"
+
+typedef enum sv_worker_end {
+	SV_WORKER_RUNNING = 0,
+	SV_WORKER_COMPLETED, /* bounded input fully processed and committed */
+	SV_WORKER_STOPPED,   /* told to stop */
+	SV_WORKER_FAILED,    /* error set */
+} sv_worker_end_t;
+
+/* Counters, updated by the worker, read by anyone. */
+typedef struct sv_worker_stats {
+	_Atomic uint64_t records_in;
+	_Atomic uint64_t records_out;
+	_Atomic uint64_t records_invalid;
+	_Atomic uint64_t records_late;
+	_Atomic uint64_t records_dead_letter;
+	_Atomic int64_t watermark_ms;
+	_Atomic uint64_t state_bytes;
+	_Atomic uint64_t state_keys;
+	_Atomic int64_t last_commit_ms;
+} sv_worker_stats_t;
+
+typedef struct sv_worker sv_worker_t;
+
+typedef void (sv_worker_done_cb)(void *opaque, sv_worker_t *w);
+
+typedef struct sv_worker_conf {
+	const char *job_id;
+	int attempt;
+	const sv_jobspec_t *spec;          /* borrowed; outlives the worker */
+	const sv_cluster_t *source_cluster; /* borrowed, may be NULL */
+	const sv_cluster_t *sink_cluster;
+	const sv_cluster_t *dlq_cluster;
+	sv_worker_done_cb *done;
+	void *opaque;
+} sv_worker_conf_t;
+
+/* Build the plan and start the thread. conf is copied (pointers borrowed). */
+sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out);
+/* Ask the worker to stop at the next batch boundary. thread: any */
+void sv_worker_stop(sv_worker_t *w);
+/* Join the thread and free. thread: supervisor (never from the worker). */
+void sv_worker_destroy(sv_worker_t *w);
+
+const sv_worker_stats_t *sv_worker_stats(const sv_worker_t *w);
+/* How the worker ended (RUNNING while it runs). thread: any */
+sv_worker_end_t sv_worker_end(const sv_worker_t *w);
+/* The failure, once ended FAILED (owned by the worker). */
+const sv_error_t *sv_worker_error(const sv_worker_t *w);
+/* Copy of the source positions as last published; caller frees. thread: any */
+size_t sv_worker_positions(sv_worker_t *w, sv_partpos_t **pos);
+/* The collected output of a bounded job, at most limit JSON lines; *rows
+ * says how many, *truncated whether there is more. Caller frees. */
+char *sv_worker_result(sv_worker_t *w, size_t limit, size_t *rows,
+		       bool *truncated);
+/* The last n output rows as JSON lines (newest last); caller frees. */
+char *sv_worker_preview(sv_worker_t *w, size_t limit);
+
+#endif
