@@ -4,19 +4,20 @@
 #include "supervisor/plan.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
 #include "core/window.h"
 
-static sv_error_t *tag(sv_error_t *err, const char *fmt, size_t i,
-		       const char *sub)
+/* Name the spec field an error is about, unless it already names one. */
+static sv_error_t *tag(sv_error_t *err, size_t i, const char *step)
 {
-	char field[256];
-	if (sub)
-		snprintf(field, sizeof(field), fmt, i, sub);
+	char field[128];
+	if (step)
+		snprintf(field, sizeof(field), "pipeline[%zu].%s", i, step);
 	else
-		snprintf(field, sizeof(field), fmt, i);
+		snprintf(field, sizeof(field), "pipeline[%zu]", i);
 	if (!err->field)
 		sv_error_set_field(err, field);
 	return err;
@@ -30,7 +31,7 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 	switch (st->step_case) {
 	case STREAMVISOR__STEP__STEP_FILTER:
 		if ((err = sv_op_filter_new(in, st->filter, op)))
-			return tag(err, "pipeline[%zu].filter", i, NULL);
+			return tag(err, i, "filter");
 		return NULL;
 	case STREAMVISOR__STEP__STEP_SELECT: {
 		size_t n = st->select->n_items;
@@ -44,7 +45,7 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 		free(names);
 		free(exprs);
 		if (err)
-			return tag(err, "pipeline[%zu].select", i, NULL);
+			return tag(err, i, "select");
 		return NULL;
 	}
 	case STREAMVISOR__STEP__STEP_WINDOW: {
@@ -77,7 +78,7 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 		free(names);
 		free(exprs);
 		if (err)
-			return tag(err, "pipeline[%zu].window", i, NULL);
+			return tag(err, i, "window");
 		return NULL;
 	}
 	case STREAMVISOR__STEP__STEP_DEDUP:
@@ -85,12 +86,12 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 				      (const char *const *)st->dedup->key,
 				      st->dedup->within_ms, op);
 		if (err)
-			return tag(err, "pipeline[%zu].dedup", i, NULL);
+			return tag(err, i, "dedup");
 		return NULL;
 	default:
 		(void)js;
 		return tag(sv_error_new(SV_ERR_SUBMISSION, "empty pipeline step"),
-			   "pipeline[%zu]", i, NULL);
+			   i, NULL);
 	}
 }
 

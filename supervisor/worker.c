@@ -15,6 +15,7 @@
 #include "supervisor/worker.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/codec.h"

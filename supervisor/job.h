@@ -1,0 +1,53 @@
+/* job.h — a job as the supervisor thread holds it, and its lifecycle states
+ * (DESIGN.md §3). Only the supervisor thread reads or writes a job. */
+#ifndef SV_JOB_H
+#define SV_JOB_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "supervisor/spec.h"
+#include "supervisor/worker.h"
+
+typedef enum sv_jobstate {
+	SV_JOB_PENDING = 0,
+	SV_JOB_RUNNING,
+	SV_JOB_LAGGING,
+	SV_JOB_DRAINING,
+	SV_JOB_CHECKPOINTED,
+	SV_JOB_RESTARTING,
+	SV_JOB_FAILED,
+	SV_JOB_CANCELLED,
+	SV_JOB_COMPLETED,
+	SV_JOB__COUNT
+} sv_jobstate_t;
+
+const char *sv_jobstate_name(sv_jobstate_t st);
+static inline bool sv_jobstate_terminal(sv_jobstate_t st)
+{
+	return st == SV_JOB_FAILED || st == SV_JOB_CANCELLED ||
+	       st == SV_JOB_COMPLETED;
+}
+
+typedef struct sv_job {
+	char id[40];
+	sv_jobspec_t *spec;       /* owned */
+	sv_jobstate_t state;
+	int attempt;              /* 0 before the first attempt */
+	int restarts;
+	int64_t created_at_ms;
+	int64_t state_since_ms;
+	int64_t next_attempt_at_ms; /* while restarting */
+	int64_t attempt_started_ms;
+	int64_t backoff_ms;       /* the last backoff waited */
+	int64_t window_start_ms;  /* restart policy window */
+	int attempts_in_window;
+	sv_error_t *error;        /* last error; owned */
+	sv_worker_t *worker;      /* current attempt, or NULL */
+	/* counters of attempts that ended */
+	uint64_t done_in, done_out, done_invalid, done_late;
+	int64_t last_watermark_ms;
+	bool cancel_requested;
+} sv_job_t;
+
+#endif
