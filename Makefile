@@ -1,0 +1,47 @@
+# Thin wrapper over CMake presets for the two everyday commands.
+#   make run   build if needed, start the service with the embedded development
+#              cluster and the example job
+#   make test  install what is missing, build, run every test (unit tests under
+#              ASan+UBSan, then all tests — unit, integration against a real
+#              Kafka broker started and stopped by ctest, e2e — in the dev build)
+#   make bench the benchmarks (see bench/README.md)
+PRESET ?= dev
+BUILD := build/$(PRESET)
+JOBS ?= $(shell nproc)
+EXAMPLE ?= examples/generated-orders.json
+LISTEN ?= 127.0.0.1:8080
+
+.PHONY: all deps deps-run build run test test-unit test-asan bench clean
+
+all: build
+
+deps:
+	@deploy/install-deps.sh
+
+deps-run:
+	@deploy/install-deps.sh --no-kafka
+
+build:
+	@cmake --preset $(PRESET) >/dev/null
+	@cmake --build --preset $(PRESET) -j $(JOBS)
+
+run: deps-run build
+	$(BUILD)/streamvisor serve --listen $(LISTEN) --data-dir build/run-data \
+		--example-job $(EXAMPLE)
+
+test-asan:
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
+
+test-unit: build
+	ctest --preset dev -L unit -j $(JOBS)
+
+test: deps test-asan build
+	ctest --preset dev
+
+bench: deps
+	bench/run.sh
+
+clean:
+	rm -rf build
