@@ -1,0 +1,361 @@
+/* codec.c — format names, the decoder front (dispatch to the JSON and CSV
+ * decoders), the JSON row encoder, and the helpers both decoders share:
+ * strict C-locale float parsing, RFC 3339 timestamps and UTF-8 validation.
+ *
+ * The decoders live in codec_json.c and codec_csv.c. There is no private
+ * header for the module yet (core/codec_int.h is not ours to add), so the
+ * handful of cross-file functions below are declared again, identically, at
+ * the top of those files under "codec-internal".
+ *
+ * The encoder writes straight into the caller's sv_buf_t: integers through
+ * a two-digits-at-a-time itoa (no snprintf), floats in the shortest of
+ * %.15g/%.16g/%.17g that reads back to the same double, non-finite floats
+ * as null. */
+#define _GNU_SOURCE
+#include "core/codec.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- codec-internal (shared with codec_json.c and codec_csv.c) ---- */
+void *sv_codec_json_new(const sv_schema_t *schema);
+void sv_codec_json_destroy(void *impl);
+int sv_codec_json_decode(void *impl, const char *p, size_t len, sv_batch_t *b,
+			 sv_rowmeta_t **meta_out, char *reason,
+			 size_t reason_len);
+void *sv_codec_csv_new(const sv_schema_t *schema);
+void sv_codec_csv_destroy(void *impl);
+int sv_codec_csv_decode(void *impl, const char *p, size_t len, sv_batch_t *b,
+			sv_rowmeta_t **meta_out, char *reason, size_t reason_len);
+void sv_codec_reason(char *reason, size_t reason_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int sv_codec_strtod(const char *p, size_t n, double *out);
+int sv_codec_rfc3339(const char *p, size_t n, int64_t *ms_out);
+bool sv_codec_utf8_valid(const char *p, size_t n);
+/* ---- end codec-internal ---- */
+
+bool sv_format_parse(const char *name, sv_format_t *out)
+{
+	if (!strcmp(name, "json")) {
+		*out = SV_FMT_JSON;
+		return true;
+	}
+	if (!strcmp(name, "csv")) {
+		*out = SV_FMT_CSV;
+		return true;
+	}
+	return false;
+}
+
+const char *sv_format_name(sv_format_t fmt)
+{
+	switch (fmt) {
+	case SV_FMT_JSON: return "json";
+	case SV_FMT_CSV: return "csv";
+	}
+	return "unknown";
+}
+
+struct sv_decoder {
+	sv_format_t fmt;
+	void *impl; /* owned: the format's decoder state */
+};
+
+sv_decoder_t *sv_decoder_new(sv_format_t fmt, const sv_schema_t *schema)
+{
+	void *impl;
+	switch (fmt) {
+	case SV_FMT_JSON: impl = sv_codec_json_new(schema); break;
+	case SV_FMT_CSV: impl = sv_codec_csv_new(schema); break;
+	default: return NULL;
+	}
+	sv_decoder_t *dec = sv_malloc(sizeof(*dec));
+	dec->fmt = fmt;
+	dec->impl = impl;
+	return dec;
+}
+
+void sv_decoder_destroy(sv_decoder_t *dec)
+{
+	if (!dec)
+		return;
+	if (dec->fmt == SV_FMT_JSON)
+		sv_codec_json_destroy(dec->impl);
+	else
+		sv_codec_csv_destroy(dec->impl);
+	free(dec);
+}
+
+int sv_decoder_decode(sv_decoder_t *dec, const char *payload, size_t len,
+		      sv_batch_t *b, sv_rowmeta_t **meta_out, char *reason,
+		      size_t reason_len)
+{
+	if (dec->fmt == SV_FMT_JSON)
+		return sv_codec_json_decode(dec->impl, payload, len, b,
+					    meta_out, reason, reason_len);
+	return sv_codec_csv_decode(dec->impl, payload, len, b, meta_out,
+				   reason, reason_len);
+}
+
+/* ---- shared helpers ---- */
+
+void sv_codec_reason(char *reason, size_t reason_len, const char *fmt, ...)
+{
+	if (!reason || !reason_len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(reason, reason_len, fmt, ap);
+	va_end(ap);
+}
+
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void c_locale_init(void)
+{
+	c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
+/* Parse exactly p[0..n) as a decimal float in the C locale (the caller has
+ * already checked the grammar). 0 on success; -1 when the value overflows
+ * to infinity or the text is not fully consumed. Underflow to a subnormal
+ * or zero is accepted, as every JSON parser does. */
+int sv_codec_strtod(const char *p, size_t n, double *out)
+{
+	char small[64];
+	char *s = n < sizeof(small) ? small : sv_malloc(n + 1);
+	memcpy(s, p, n);
+	s[n] = '\0';
+	pthread_once(&c_locale_once, c_locale_init);
+	char *end;
+	errno = 0;
+	double d = c_locale ? strtod_l(s, &end, c_locale) : strtod(s, &end);
+	int rc = (end == s + n && n > 0 && isfinite(d)) ? 0 : -1;
+	if (s != small)
+		free(s);
+	*out = d;
+	return rc;
+}
+
+static int two(const char *p)
+{
+	if (p[0] < '0' || p[0] > '9' || p[1] < '0' || p[1] > '9')
+		return -1;
+	return (p[0] - '0') * 10 + (p[1] - '0');
+}
+
+static bool leap(int64_t y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+ * days_from_civil). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* RFC 3339 date-time: YYYY-MM-DD('T'|'t'|' ')hh:mm:ss[.frac]('Z'|'z'|
+ * (+|-)hh:mm), converted to ms since the epoch UTC. Fractions beyond ms are
+ * truncated. A leap second (ss = 60) is rejected: ms timestamps cannot
+ * represent it. 0 on success, -1 when invalid. */
+int sv_codec_rfc3339(const char *p, size_t n, int64_t *ms_out)
+{
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30,
+				      31, 31, 30, 31, 30, 31};
+	if (n < 20)
+		return -1;
+	int y1 = two(p), y2 = two(p + 2), mo = two(p + 5), d = two(p + 8);
+	int h = two(p + 11), mi = two(p + 14), s = two(p + 17);
+	if (y1 < 0 || y2 < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 ||
+	    h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59)
+		return -1;
+	if (p[4] != '-' || p[7] != '-' || p[13] != ':' || p[16] != ':')
+		return -1;
+	if (p[10] != 'T' && p[10] != 't' && p[10] != ' ')
+		return -1;
+	int64_t y = y1 * 100 + y2;
+	int dim = mdays[mo - 1] + (mo == 2 && leap(y));
+	if (d > dim)
+		return -1;
+	size_t i = 19;
+	int64_t frac_ms = 0;
+	if (p[i] == '.') {
+		i++;
+		size_t digits = 0;
+		while (i < n && p[i] >= '0' && p[i] <= '9') {
+			if (digits < 3)
+				frac_ms = frac_ms * 10 + (p[i] - '0');
+			digits++;
+			i++;
+		}
+		if (!digits)
+			return -1;
+		for (size_t k = digits; k < 3; k++)
+			frac_ms *= 10;
+	}
+	if (i >= n)
+		return -1;
+	int64_t off_min = 0;
+	if (p[i] == 'Z' || p[i] == 'z') {
+		i++;
+	} else if (p[i] == '+' || p[i] == '-') {
+		if (n - i < 6 || p[i + 3] != ':')
+			return -1;
+		int oh = two(p + i + 1), om = two(p + i + 4);
+		if (oh < 0 || oh > 23 || om < 0 || om > 59)
+			return -1;
+		off_min = (oh * 60 + om) * (p[i] == '-' ? -1 : 1);
+		i += 6;
+	} else {
+		return -1;
+	}
+	if (i != n)
+		return -1;
+	int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
+		       s - off_min * 60;
+	*ms_out = secs * 1000 + frac_ms;
+	return 0;
+}
+
+/* Strict UTF-8 (RFC 3629): no overlongs, no surrogates, max U+10FFFF. */
+bool sv_codec_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *e = p + n;
+	while (p < e) {
+		unsigned c = *p;
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		size_t k;
+		unsigned lo = 0x80, hi = 0xBF;
+		if (c >= 0xC2 && c <= 0xDF) {
+			k = 1;
+		} else if (c >= 0xE0 && c <= 0xEF) {
+			k = 2;
+			if (c == 0xE0)
+				lo = 0xA0;
+			else if (c == 0xED)
+				hi = 0x9F;
+		} else if (c >= 0xF0 && c <= 0xF4) {
+			k = 3;
+			if (c == 0xF0)
+				lo = 0x90;
+			else if (c == 0xF4)
+				hi = 0x8F;
+		} else {
+			return false;
+		}
+		if ((size_t)(e - p) <= k || p[1] < lo || p[1] > hi)
+			return false;
+		for (size_t j = 2; j <= k; j++)
+			if ((p[j] & 0xC0) != 0x80)
+				return false;
+		p += k + 1;
+	}
+	return true;
+}
+
+/* ---- encoder ---- */
+
+static const char digit_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
+/* Write v in decimal at the end of out. */
+static void put_i64(sv_buf_t *out, int64_t v)
+{
+	char tmp[24];
+	char *e = tmp + sizeof(tmp), *p = e;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	while (u >= 100) {
+		unsigned r = (unsigned)(u % 100);
+		u /= 100;
+		p -= 2;
+		memcpy(p, digit_pairs + 2 * r, 2);
+	}
+	if (u >= 10) {
+		p -= 2;
+		memcpy(p, digit_pairs + 2 * u, 2);
+	} else {
+		*--p = (char)('0' + u);
+	}
+	if (v < 0)
+		*--p = '-';
+	sv_buf_append(out, p, (size_t)(e - p));
+}
+
+/* Shortest of %.15g, %.16g, %.17g that reads back as f (%.17g always
+ * does). A locale with a ',' decimal point would break JSON, so any byte
+ * that is not part of a C-locale number is mapped back to '.'. */
+static void put_f64(sv_buf_t *out, double f)
+{
+	if (!isfinite(f)) {
+		sv_buf_append(out, "null", 4);
+		return;
+	}
+	if (f == trunc(f) && fabs(f) < 9007199254740992.0 &&
+	    !(f == 0 && signbit(f))) {
+		put_i64(out, (int64_t)f);
+		return;
+	}
+	char tmp[40];
+	int n = 0;
+	for (int prec = 15; prec <= 17; prec++) {
+		n = snprintf(tmp, sizeof(tmp), "%.*g", prec, f);
+		for (int i = 0; i < n; i++) {
+			char c = tmp[i];
+			if (!((c >= '0' && c <= '9') || c == '-' || c == '+' ||
+			      c == 'e'))
+				tmp[i] = '.';
+		}
+		double back;
+		if (prec == 17 ||
+		    (sv_codec_strtod(tmp, (size_t)n, &back) == 0 && back == f))
+			break;
+	}
+	sv_buf_append(out, tmp, (size_t)n);
+}
+
+void sv_json_encode_row(const sv_schema_t *schema, const sv_value_t *row,
+			sv_buf_t *out)
+{
+	sv_buf_putc(out, '{');
+	for (size_t i = 0; i < schema->nfields; i++) {
+		const sv_field_t *f = &schema->fields[i];
+		const sv_value_t *v = &row[i];
+		if (i)
+			sv_buf_putc(out, ',');
+		sv_buf_json_str(out, f->name, strlen(f->name));
+		sv_buf_putc(out, ':');
+		switch (v->type) {
+		case SV_T_BOOL:
+			if (v->v.b)
+				sv_buf_append(out, "true", 4);
+			else
+				sv_buf_append(out, "false", 5);
+			break;
+		case SV_T_INT64:
+		case SV_T_TIMESTAMP: put_i64(out, v->v.i); break;
+		case SV_T_FLOAT64: put_f64(out, v->v.f); break;
+		case SV_T_STRING: sv_buf_json_str(out, v->v.s, v->len); break;
+		default: sv_buf_append(out, "null", 4); break;
+		}
+	}
+	sv_buf_putc(out, '}');
+}
