@@ -1,0 +1,359 @@
+/* testkit.c — integration test helpers (see testkit.h). Uses librdkafka
+ * directly (admin, producer, consumer) as an independent reader and writer,
+ * so tests do not verify streamvisor with streamvisor's own Kafka code. */
+#define _GNU_SOURCE
+#include "tests/integration/testkit.h"
+
+#include <arpa/inet.h>
+#include <librdkafka/rdkafka.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "core/util.h"
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fail_msg("%s", msg);
+}
+
+static rd_kafka_t *client(rd_kafka_type_t type, const char *group,
+			  bool read_committed)
+{
+	char err[512];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err, sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	if (group) {
+		rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
+		rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
+		rd_kafka_conf_set(conf, "isolation.level", read_committed
+				  ? "read_committed" : "read_uncommitted", err,
+				  sizeof(err));
+	}
+	rd_kafka_t *rk = rd_kafka_new(type, conf, err, sizeof(err));
+	if (!rk)
+		die("cannot create kafka client: %s", err);
+	return rk;
+}
+
+const char *tk_bootstrap(void)
+{
+	static char *bs;
+	if (bs)
+		return bs;
+	const char *e = getenv("KAFKA_BOOTSTRAP");
+	if (!e || !*e)
+		die("KAFKA_BOOTSTRAP is not set: integration tests need the real "
+		    "broker (deploy/kafka/kafka.sh start)");
+	bs = sv_strdup(e);
+	rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL, false);
+	const struct rd_kafka_metadata *md;
+	rd_kafka_resp_err_t r = rd_kafka_metadata(rk, 0, NULL, &md, 15000);
+	if (r)
+		die("kafka broker %s does not answer: %s", bs, rd_kafka_err2str(r));
+	rd_kafka_metadata_destroy(md);
+	rd_kafka_destroy(rk);
+	return bs;
+}
+
+char *tk_unique(const char *prefix)
+{
+	static int n;
+	char *s;
+	if (asprintf(&s, "%s-%d-%ld-%d", prefix, (int)getpid(),
+		     (long)(sv_now_ms() % 100000000), ++n) < 0)
+		abort();
+	return s;
+}
+
+void tk_create_topic(const char *topic, int partitions)
+{
+	rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL, false);
+	char err[256];
+	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, 1,
+							err, sizeof(err));
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+	if (!ev)
+		die("create topic '%s': no answer", topic);
+	const rd_kafka_CreateTopics_result_t *res =
+		rd_kafka_event_CreateTopics_result(ev);
+	size_t n;
+	const rd_kafka_topic_result_t **tr =
+		rd_kafka_CreateTopics_result_topics(res, &n);
+	if (n != 1 || (rd_kafka_topic_result_error(tr[0]) &&
+		       rd_kafka_topic_result_error(tr[0]) !=
+			       RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+		die("create topic '%s': %s", topic,
+		    n ? rd_kafka_topic_result_error_string(tr[0]) : "no result");
+	rd_kafka_event_destroy(ev);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_NewTopic_destroy(nt);
+	/* wait until every partition has a leader */
+	int64_t deadline = sv_mono_ms() + 30000;
+	for (;;) {
+		rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+		const struct rd_kafka_metadata *md;
+		bool ok = false;
+		if (!rd_kafka_metadata(rk, 0, rkt, &md, 5000)) {
+			ok = md->topic_cnt == 1 && !md->topics[0].err &&
+			     md->topics[0].partition_cnt == partitions;
+			for (int i = 0; ok && i < md->topics[0].partition_cnt; i++)
+				ok = md->topics[0].partitions[i].leader >= 0;
+			rd_kafka_metadata_destroy(md);
+		}
+		rd_kafka_topic_destroy(rkt);
+		if (ok)
+			break;
+		if (sv_mono_ms() > deadline)
+			die("topic '%s' has no leaders after 30 s", topic);
+		usleep(100000);
+	}
+	rd_kafka_destroy(rk);
+}
+
+void tk_produce(const char *topic, const char *const *payloads, size_t n)
+{
+	rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL, false);
+	for (size_t i = 0; i < n; i++) {
+		for (;;) {
+			rd_kafka_resp_err_t r = rd_kafka_producev(rk,
+				RD_KAFKA_V_TOPIC(topic),
+				RD_KAFKA_V_VALUE((void *)payloads[i], strlen(payloads[i])),
+				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+				RD_KAFKA_V_PARTITION((int32_t)(i % 4 == 0 ? 0 : i % 4)),
+				RD_KAFKA_V_END);
+			if (r == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+				rd_kafka_poll(rk, 10);
+				continue;
+			}
+			if (r == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) {
+				/* fewer partitions: let the partitioner pick */
+				r = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
+					RD_KAFKA_V_VALUE((void *)payloads[i],
+							 strlen(payloads[i])),
+					RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+					RD_KAFKA_V_END);
+			}
+			if (r)
+				die("produce to '%s': %s", topic, rd_kafka_err2str(r));
+			break;
+		}
+	}
+	if (rd_kafka_flush(rk, 60000))
+		die("produce to '%s': flush timed out", topic);
+	rd_kafka_destroy(rk);
+}
+
+size_t tk_consume(const char *topic, size_t expect, int timeout_ms,
+		  bool read_committed, char ***out)
+{
+	char *group = tk_unique("tk-reader");
+	rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, group, read_committed);
+	free(group);
+	rd_kafka_poll_set_consumer(rk);
+	/* assign every partition from the beginning */
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	const struct rd_kafka_metadata *md;
+	if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) || md->topic_cnt != 1 ||
+	    md->topics[0].err)
+		die("no metadata for topic '%s'", topic);
+	rd_kafka_topic_partition_list_t *parts =
+		rd_kafka_topic_partition_list_new(md->topics[0].partition_cnt);
+	for (int i = 0; i < md->topics[0].partition_cnt; i++)
+		rd_kafka_topic_partition_list_add(parts, topic, i)->offset =
+			RD_KAFKA_OFFSET_BEGINNING;
+	rd_kafka_metadata_destroy(md);
+	rd_kafka_topic_destroy(rkt);
+	rd_kafka_assign(rk, parts);
+	rd_kafka_topic_partition_list_destroy(parts);
+
+	size_t n = 0, cap = expect + 16;
+	char **lines = sv_calloc(cap, sizeof(char *));
+	int64_t deadline = sv_mono_ms() + timeout_ms;
+	int64_t settle = -1;
+	while (sv_mono_ms() < deadline) {
+		if (n >= expect && settle < 0)
+			settle = sv_mono_ms() + 1000;
+		if (settle >= 0 && sv_mono_ms() > settle)
+			break;
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+		if (!m)
+			continue;
+		if (!m->err) {
+			if (n == cap) {
+				cap *= 2;
+				lines = sv_realloc(lines, cap * sizeof(char *));
+			}
+			lines[n++] = sv_strndup(m->payload ? m->payload : "", m->len);
+		}
+		rd_kafka_message_destroy(m);
+	}
+	rd_kafka_consumer_close(rk);
+	rd_kafka_destroy(rk);
+	*out = lines;
+	return n;
+}
+
+void tk_free_lines(char **lines, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+}
+
+void tk_service_start(tk_service_t *svc)
+{
+	sv_svconf_t conf;
+	sv_svconf_init(&conf);
+	sv_svconf_set_cluster(&conf, "default", tk_bootstrap(), false);
+	free(conf.data_dir);
+	conf.data_dir = tk_unique("/tmp/sv-it-data");
+	sv_error_t *err = sv_supervisor_new(&conf, &svc->sv);
+	sv_svconf_release(&conf);
+	if (err)
+		die("supervisor: %s", err->message);
+	if ((err = sv_http_start(svc->sv, "127.0.0.1", 0, &svc->http)))
+		die("http: %s", err->message);
+	svc->port = sv_http_port(svc->http);
+}
+
+void tk_service_stop(tk_service_t *svc)
+{
+	sv_http_stop(svc->http);
+	sv_supervisor_destroy(svc->sv);
+	memset(svc, 0, sizeof(*svc));
+}
+
+int tk_http(int port, const char *method, const char *path, const char *body,
+	    char **resp)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		die("connect to 127.0.0.1:%d failed", port);
+	sv_buf_t req;
+	sv_buf_init(&req);
+	size_t blen = body ? strlen(body) : 0;
+	sv_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		      "Connection: close\r\nContent-Type: application/json\r\n"
+		      "Content-Length: %zu\r\n\r\n", method, path, blen);
+	if (body)
+		sv_buf_append(&req, body, blen);
+	size_t off = 0;
+	while (off < req.len) {
+		ssize_t w = write(fd, req.data + off, req.len - off);
+		if (w <= 0)
+			die("write to http server failed");
+		off += (size_t)w;
+	}
+	sv_buf_release(&req);
+	sv_buf_t in;
+	sv_buf_init(&in);
+	char buf[65536];
+	ssize_t r;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		sv_buf_append(&in, buf, (size_t)r);
+	close(fd);
+	int status = 0;
+	if (!in.data || sscanf(in.data, "HTTP/1.%*d %d", &status) != 1)
+		die("bad http response to %s %s", method, path);
+	char *hdr_end = strstr(in.data, "\r\n\r\n");
+	const char *b = hdr_end ? hdr_end + 4 : "";
+	/* chunked responses: join the chunks */
+	sv_buf_t out;
+	sv_buf_init(&out);
+	if (strcasestr(in.data, "transfer-encoding: chunked") &&
+	    (!hdr_end || strcasestr(in.data, "transfer-encoding: chunked") < hdr_end)) {
+		const char *p = b;
+		for (;;) {
+			unsigned long sz = strtoul(p, NULL, 16);
+			const char *nl = strstr(p, "\r\n");
+			if (!sz || !nl)
+				break;
+			sv_buf_append(&out, nl + 2, sz);
+			p = nl + 2 + sz + 2;
+		}
+	} else {
+		sv_buf_puts(&out, b);
+	}
+	sv_buf_release(&in);
+	if (resp)
+		*resp = sv_buf_detach(&out);
+	else
+		sv_buf_release(&out);
+	return status;
+}
+
+json_t *tk_http_json(int port, const char *method, const char *path,
+		     const char *body, int *status)
+{
+	char *resp = NULL;
+	int st = tk_http(port, method, path, body, &resp);
+	if (status)
+		*status = st;
+	json_error_t jerr;
+	json_t *j = json_loads(resp, 0, &jerr);
+	if (!j)
+		die("%s %s → %d, not JSON: %s", method, path, st, resp);
+	free(resp);
+	return j;
+}
+
+json_t *tk_wait_status(int port, const char *id,
+		       bool (*pred)(json_t *status, void *arg), void *arg,
+		       int timeout_ms, const char *what)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	int64_t deadline = sv_mono_ms() + timeout_ms;
+	json_t *st = NULL;
+	for (;;) {
+		json_decref(st);
+		st = tk_http_json(port, "GET", path, NULL, NULL);
+		if (pred(st, arg))
+			return st;
+		if (sv_mono_ms() > deadline) {
+			char *s = json_dumps(st, JSON_COMPACT);
+			die("job %s: timed out after %d ms waiting for %s; last "
+			    "status %s", id, timeout_ms, what, s);
+		}
+		usleep(50000);
+	}
+}
+
+static bool state_is(json_t *st, void *arg)
+{
+	const char *s = json_string_value(json_object_get(st, "state"));
+	if (s && (!strcmp(s, "failed")) && strcmp(arg, "failed")) {
+		char *d = json_dumps(st, JSON_COMPACT);
+		die("job failed while waiting for '%s': %s", (const char *)arg, d);
+	}
+	return s && !strcmp(s, arg);
+}
+
+json_t *tk_wait_state(int port, const char *id, const char *state,
+		      int timeout_ms)
+{
+	char what[64];
+	snprintf(what, sizeof(what), "state '%s'", state);
+	return tk_wait_status(port, id, state_is, (void *)state, timeout_ms, what);
+}
