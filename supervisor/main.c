@@ -1,0 +1,380 @@
+/* main.c — the streamvisor command: `serve` runs the supervisor and its HTTP
+ * API; `help` and `--version` describe it. Subcommands live in one dispatch
+ * table; the CLI client (submit, jobs, status, cancel, drain, ...), a client
+ * of the HTTP API, is added there.
+ *
+ * serve: build the server config (defaults, then --config FILE, then flags),
+ * bind the "default" cluster profile (--bootstrap-servers, the config file,
+ * or else the embedded development cluster), start the supervisor and the
+ * HTTP API, optionally submit an example job, then wait for SIGINT/SIGTERM
+ * and shut down in reverse order. The signals are blocked before any thread
+ * starts and collected with sigwait() on the main thread, so no handler runs
+ * in the middle of a library call. Exit codes: 0 after a clean shutdown,
+ * 1 when something fails at run time (config file, bind), 2 for bad usage. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "core/log.h"
+#include "core/util.h"
+#include "sources/devcluster.h"
+#include "supervisor/config_int.h"
+#include "supervisor/http.h"
+#include "supervisor/supervisor.h"
+
+#ifndef SV_VERSION_STRING
+#define SV_VERSION_STRING "0.0.0-unknown"
+#endif
+
+#define EXIT_USAGE 2
+#define DEV_TOPIC_PARTITIONS 4
+
+typedef struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage;   /* arguments, for the help text */
+	const char *summary;
+} command_t;
+
+static int cmd_serve(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+/* Subcommands. The CLI client (DESIGN.md §5: submit, jobs, status, cancel,
+ * drain, resume, restart, checkpoint, lag) goes here, one entry each,
+ * talking to a running supervisor over the HTTP API (docs/api.md). */
+static const command_t commands[] = {
+	{"serve", cmd_serve,
+	 "[--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
+	 "                    [--bootstrap-servers HOST:PORT[,...]] "
+	 "[--example-job FILE]",
+	 "run the supervisor and its HTTP API"},
+	{"help", cmd_help, "", "show this help"},
+	{"version", cmd_version, "", "print the version"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: streamvisor <command> [options]\n"
+		     "       streamvisor --version\n\ncommands:\n");
+	for (size_t i = 0; i < SV_ARRAY_LEN(commands); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name,
+			commands[i].summary);
+	fprintf(out, "\n");
+	for (size_t i = 0; i < SV_ARRAY_LEN(commands); i++)
+		if (*commands[i].usage)
+			fprintf(out, "streamvisor %s %s\n", commands[i].name,
+				commands[i].usage);
+	fprintf(out,
+		"\nserve options:\n"
+		"  -c, --config FILE         server config (YAML, see "
+		"docs/config.md)\n"
+		"  -l, --listen HOST:PORT    HTTP API address (default "
+		"127.0.0.1:8080; port 0 = any)\n"
+		"  -d, --data-dir DIR        job and checkpoint storage "
+		"(default ./streamvisor-data)\n"
+		"  -b, --bootstrap-servers L Kafka cluster for profile "
+		"\"default\" (replaces the\n"
+		"                            config's profile); without one, "
+		"an embedded\n"
+		"                            development cluster is started\n"
+		"  -e, --example-job FILE    submit this JSON job spec at "
+		"start (creates its\n"
+		"                            topics on the development "
+		"cluster)\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	SV_UNUSED(argc);
+	SV_UNUSED(argv);
+	usage(stdout);
+	return 0;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	SV_UNUSED(argc);
+	SV_UNUSED(argv);
+	printf("streamvisor %s\n", SV_VERSION_STRING);
+	return 0;
+}
+
+/* Print err as "streamvisor: message" on stderr and free it. */
+static void report(sv_error_t *err)
+{
+	fprintf(stderr, "streamvisor: %s\n", err->message);
+	sv_error_destroy(err);
+}
+
+/* "host:port" for a URL: IPv6 addresses in brackets. */
+static void url_host(char *buf, size_t n, const char *host, int port)
+{
+	if (strchr(host, ':'))
+		snprintf(buf, n, "[%s]:%d", host, port);
+	else
+		snprintf(buf, n, "%s:%d", host, port);
+}
+
+/* The Kafka topics a job spec names on the default cluster: source, sink
+ * and dead-letter sections with a "topic" (and no other "cluster"). Returns
+ * how many were stored in topics[] (borrowed from root). */
+static size_t spec_topics(json_t *root, const char **topics, size_t max)
+{
+	static const char *const sections[] = {"source", "sink",
+					       "dead_letter"};
+	size_t n = 0;
+	for (size_t i = 0; i < SV_ARRAY_LEN(sections) && n < max; i++) {
+		json_t *sec = json_object_get(root, sections[i]);
+		const char *topic =
+			json_string_value(json_object_get(sec, "topic"));
+		const char *cluster =
+			json_string_value(json_object_get(sec, "cluster"));
+		if (!topic || (cluster && strcmp(cluster, "default") != 0))
+			continue;
+		bool dup = false;
+		for (size_t j = 0; j < n; j++)
+			dup |= strcmp(topics[j], topic) == 0;
+		if (!dup)
+			topics[n++] = topic;
+	}
+	return n;
+}
+
+/* Submit the example job in path; on the development cluster create its
+ * topics first. Failures are reported and leave the server running. */
+static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
+			   const char *path, const char *base_url)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "streamvisor: cannot read example job '%s': %s\n",
+			path, strerror(errno));
+		return;
+	}
+	sv_buf_t body;
+	sv_buf_init(&body);
+	char chunk[8192];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		sv_buf_append(&body, chunk, n);
+	fclose(f);
+
+	if (dc) {
+		json_error_t jerr;
+		json_t *root = json_loadb(body.data ? body.data : "", body.len,
+					  0, &jerr);
+		const char *topics[3];
+		size_t nt = root ? spec_topics(root, topics, 3) : 0;
+		for (size_t i = 0; i < nt; i++) {
+			sv_error_t *err = sv_devcluster_create_topic(
+				dc, topics[i], DEV_TOPIC_PARTITIONS);
+			if (err) {
+				sv_log(NULL, SV_LOG_WARN, "main",
+				       "topic '%s' on the development cluster: %s",
+				       topics[i], err->message);
+				sv_error_destroy(err);
+			} else {
+				sv_log(NULL, SV_LOG_INFO, "main",
+				       "created topic '%s' (%d partitions) on "
+				       "the development cluster", topics[i],
+				       DEV_TOPIC_PARTITIONS);
+			}
+		}
+		json_decref(root); /* a bad file is the submit's to report */
+	}
+
+	char *resp = NULL;
+	sv_error_t *err = sv_supervisor_submit(
+		sv, body.data ? body.data : "", body.len, false, &resp);
+	sv_buf_release(&body);
+	if (err) {
+		fprintf(stderr, "streamvisor: example job '%s' rejected: ",
+			path);
+		report(err);
+		return;
+	}
+	json_t *r = resp ? json_loads(resp, 0, NULL) : NULL;
+	const char *id = json_string_value(json_object_get(r, "id"));
+	const char *state = json_string_value(json_object_get(r, "state"));
+	if (id) {
+		printf("submitted example job '%s': id %s, state %s\n", path,
+		       id, state ? state : "?");
+		printf("  status:  curl -s %s/v1/jobs/%s\n", base_url, id);
+		printf("  cancel:  curl -s -X POST %s/v1/jobs/%s/cancel\n",
+		       base_url, id);
+	} else {
+		printf("submitted example job '%s': %s\n", path,
+		       resp ? resp : "");
+	}
+	fflush(stdout);
+	json_decref(r);
+	free(resp);
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"listen", required_argument, NULL, 'l'},
+		{"data-dir", required_argument, NULL, 'd'},
+		{"bootstrap-servers", required_argument, NULL, 'b'},
+		{"example-job", required_argument, NULL, 'e'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *config = NULL, *listen = NULL, *data_dir = NULL,
+		   *bootstrap = NULL, *example = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:l:d:b:e:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': config = optarg; break;
+		case 'l': listen = optarg; break;
+		case 'd': data_dir = optarg; break;
+		case 'b': bootstrap = optarg; break;
+		case 'e': example = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "streamvisor: unexpected argument '%s'\n",
+			argv[optind]);
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if ((data_dir && !*data_dir) || (bootstrap && !*bootstrap)) {
+		fprintf(stderr, "streamvisor: empty option value\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+
+	sv_svconf_t conf;
+	sv_svconf_init(&conf);
+	sv_error_t *err = NULL;
+	if (config && (err = sv_svconf_load(&conf, config))) {
+		report(err);
+		sv_svconf_release(&conf);
+		return 1;
+	}
+	if (listen) {
+		char *host = NULL;
+		int port = 0;
+		if ((err = sv_svconf_parse_listen(listen, &host, &port))) {
+			report(err);
+			sv_svconf_release(&conf);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		free(conf.listen_host);
+		conf.listen_host = host;
+		conf.listen_port = port;
+	}
+	if (data_dir) {
+		free(conf.data_dir);
+		conf.data_dir = sv_strdup(data_dir);
+	}
+	if (bootstrap) /* like kcat -b: the whole "default" profile */
+		sv_svconf_set_cluster(&conf, "default", bootstrap, false);
+
+	/* Before any thread exists, so every thread inherits the mask and
+	 * only sigwait() below ever sees these signals. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	sv_devcluster_t *dc = NULL;
+	if (!sv_svconf_cluster(&conf, "default")) {
+		char *dev_bootstrap = NULL;
+		if ((err = sv_devcluster_start(1, &dev_bootstrap, &dc))) {
+			err = sv_error_prefix(err, "cannot start the embedded "
+						   "development cluster");
+			report(err);
+			sv_svconf_release(&conf);
+			return 1;
+		}
+		sv_svconf_set_cluster(&conf, "default", dev_bootstrap, true);
+		sv_log(NULL, SV_LOG_WARN, "main",
+		       "no \"default\" cluster configured: using the embedded "
+		       "development cluster at %s; it has no transactional "
+		       "isolation (read_committed readers see aborted records) "
+		       "and keeps data in memory only — for development, "
+		       "never production", dev_bootstrap);
+		free(dev_bootstrap);
+	}
+
+	sv_supervisor_t *sv = NULL;
+	sv_http_t *http = NULL;
+	int rc = 0;
+	if ((err = sv_supervisor_new(&conf, &sv))) {
+		report(err);
+		rc = 1;
+		goto out;
+	}
+	if ((err = sv_http_start(sv, conf.listen_host, conf.listen_port,
+				 &http))) {
+		report(err);
+		rc = 1;
+		goto out;
+	}
+
+	char hostport[300], base[320];
+	url_host(hostport, sizeof(hostport), conf.listen_host,
+		 sv_http_port(http));
+	snprintf(base, sizeof(base), "http://%s", hostport);
+	printf("streamvisor listening on %s\n"
+	       "  curl -s %s/healthz\n"
+	       "  curl -s %s/v1/info\n"
+	       "  curl -s %s/v1/jobs\n"
+	       "  curl -s %s/metrics\n"
+	       "  curl -s -X POST -H 'Content-Type: application/json' "
+	       "--data-binary @examples/generated-orders.json %s/v1/jobs\n",
+	       base, base, base, base, base, base);
+	fflush(stdout);
+
+	if (example)
+		submit_example(sv, dc, example, base);
+
+	int sig = 0;
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	sv_log(NULL, SV_LOG_INFO, "main", "%s received, shutting down",
+	       sig == SIGINT ? "SIGINT" : "SIGTERM");
+
+out:
+	sv_http_stop(http);          /* no handler runs after this */
+	sv_supervisor_destroy(sv);   /* stops job attempts */
+	sv_devcluster_stop(dc);      /* clients are gone by now */
+	sv_svconf_release(&conf);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0)
+		return cmd_version(argc - 1, argv + 1);
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+		return cmd_help(argc - 1, argv + 1);
+	for (size_t i = 0; i < SV_ARRAY_LEN(commands); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "streamvisor: unknown command '%s'\n", name);
+	usage(stderr);
+	return EXIT_USAGE;
+}
