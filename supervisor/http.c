@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include <jansson.h>
 #include <microhttpd.h>
 
 #include "core/log.h"
@@ -230,6 +231,9 @@ int sv_http_media_type_is(const char *content_type, const char *type)
 
 /* ---- error bodies ---- */
 
+/* {"error": {category, message, job_id, attempt, field, position,
+ * details}}, absent members left out. The third-party cause stays out of
+ * API bodies (it is logged). */
 char *sv_http_error_json(const sv_error_t *err)
 {
 	sv_buf_t b;
@@ -252,6 +256,19 @@ char *sv_http_error_json(const sv_error_t *err)
 	}
 	if (err && err->position > 0)
 		sv_buf_printf(&b, ", \"position\": %d", err->position);
+	if (err && err->details_json) {
+		/* Our own JSON (coverage records, ...); checked anyway so a
+		 * bug there cannot break the body: invalid text goes out as
+		 * a string. */
+		json_t *d = json_loads(err->details_json, JSON_DECODE_ANY, NULL);
+		sv_buf_puts(&b, ", \"details\": ");
+		if (d)
+			sv_buf_puts(&b, err->details_json);
+		else
+			sv_buf_json_str(&b, err->details_json,
+					strlen(err->details_json));
+		json_decref(d);
+	}
 	sv_buf_puts(&b, "}}");
 	return sv_buf_detach(&b);
 }

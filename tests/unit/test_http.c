@@ -363,6 +363,22 @@ static void test_error_json(void **state)
 			       "\"field\": \"pipeline[0].filter\", "
 			       "\"position\": 7}}");
 	free(j);
+	/* details: a JSON value passed through; invalid text as a string */
+	sv_error_t *cov = sv_error_new(SV_ERR_COVERAGE, "not covered");
+	sv_error_set_details(cov, "[{\"capability\": \"x\"}]");
+	j = sv_http_error_json(cov);
+	assert_string_equal(j, "{\"error\": {\"category\": \"coverage\", "
+			       "\"message\": \"not covered\", \"details\": "
+			       "[{\"capability\": \"x\"}]}}");
+	free(j);
+	sv_error_set_details(cov, "[oops");
+	j = sv_http_error_json(cov);
+	assert_string_equal(j, "{\"error\": {\"category\": \"coverage\", "
+			       "\"message\": \"not covered\", \"details\": "
+			       "\"[oops\"}}");
+	free(j);
+	sv_error_destroy(cov);
+
 	/* the third-party cause is not part of the API body */
 	sv_error_set_cause(err, 42, "librdkafka says");
 	j = sv_http_error_json(err);
