@@ -1,0 +1,808 @@
+/* kafka_source.c — the Kafka source driver (source.h, kind "kafka").
+ *
+ * One librdkafka consumer per source, with the job's group id but NO group
+ * membership: we fetch the topic's partitions from metadata and assign them
+ * all manually (rd_kafka_assign), so there is no rebalancing and positions
+ * are ours to decide. The group is only the store of committed offsets:
+ * at open a partition starts at the group's committed offset when there is
+ * one, else at the low or high watermark (conf->start). Offsets are never
+ * stored or committed automatically; commit() commits the positions we
+ * track (at-least-once, after the sink flushed), and exactly-once commits
+ * offsets through the sink's transaction instead.
+ *
+ * Reading is batched: poll() drains the consumer queue with
+ * rd_kafka_consume_batch_queue into a reused message array and decodes each
+ * payload straight into the caller's batch (no allocation per record on our
+ * side). We track per partition the next offset to read and the high
+ * watermark, refreshed about once a second from librdkafka's cache (fed by
+ * fetch responses), never per record.
+ *
+ * Bounded mode takes the end offsets at open (ListOffsets; under
+ * read_committed that is the last stable offset) and reads each partition
+ * up to its end: a partition is done when it consumed end-1 or reached EOF
+ * at or past its end (transaction markers can occupy the last offsets), and
+ * is then paused. poll() reports eof once every partition is done and
+ * everything before has been returned.
+ *
+ * librdkafka's own log lines go to sv_log with the job id; client
+ * properties of the cluster profile are passed through and never logged. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "core/log.h"
+#include "core/util.h"
+#include "sources/source.h"
+
+#define KSRC_META_TIMEOUT_MS 10000
+#define KSRC_WM_REFRESH_MS 1000
+#define KSRC_COMMIT_TIMEOUT_MS 10000
+
+typedef struct kafka_source {
+	sv_source_t base;
+	sv_logctx_t logctx;
+	char *job_id;
+	int attempt;
+	char *cluster_name;
+	char *topic;
+	char *group_id;
+	bool bounded;
+
+	rd_kafka_t *rk;
+	rd_kafka_queue_t *q;     /* the consumer queue (main queue forwarded) */
+	sv_decoder_t *dec;
+
+	size_t nparts;
+	sv_partpos_t *pos;       /* by index; pos[i].partition is the id */
+	int64_t *stop;           /* bounded: end offset taken at open */
+	bool *done;              /* bounded: partition fully read */
+	size_t ndone;
+	bool eof_pending;        /* bounded: all done, eof not yet reported */
+
+	rd_kafka_message_t **msgs; /* reused consume array */
+	size_t msgcap;
+	int64_t wm_next_ms;      /* next watermark refresh (monotonic) */
+	sv_error_t *err;         /* sticky: the source is broken */
+} kafka_source_t;
+
+extern const sv_source_ops_t sv_source_kafka_ops;
+
+/* ---- logging and errors ---- */
+
+static sv_loglevel_t syslog_to_sv(int level)
+{
+	if (level <= 3)
+		return SV_LOG_ERROR;
+	if (level == 4)
+		return SV_LOG_WARN;
+	if (level <= 6)
+		return SV_LOG_INFO;
+	return SV_LOG_DEBUG;
+}
+
+/* thread: librdkafka internal threads */
+static void ksrc_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+			const char *buf)
+{
+	kafka_source_t *ks = rd_kafka_opaque(rk);
+	sv_log(ks ? &ks->logctx : NULL, syslog_to_sv(level), "kafka",
+	       "rdkafka %s: %s", fac, buf);
+}
+
+/* thread: the polling thread (errors are forwarded to the consumer queue) */
+static void ksrc_error_cb(rd_kafka_t *rk, int err, const char *reason,
+			  void *opaque)
+{
+	kafka_source_t *ks = opaque;
+	SV_UNUSED(rk);
+	sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+	       "consumer of topic '%s' on cluster '%s': %s: %s", ks->topic,
+	       ks->cluster_name, rd_kafka_err2name(err), reason);
+}
+
+static sv_error_t *ksrc_error(kafka_source_t *ks, sv_errcat_t cat,
+			      rd_kafka_resp_err_t code, const char *cause,
+			      const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static sv_error_t *ksrc_error(kafka_source_t *ks, sv_errcat_t cat,
+			      rd_kafka_resp_err_t code, const char *cause,
+			      const char *fmt, ...)
+{
+	va_list ap;
+	sv_error_t *err;
+
+	va_start(ap, fmt);
+	err = sv_error_newv(cat, fmt, ap);
+	va_end(ap);
+	if (ks->job_id)
+		sv_error_set_job(err, ks->job_id, ks->attempt);
+	if (code || cause)
+		sv_error_set_cause(err, code,
+				   cause ? cause : rd_kafka_err2str(code));
+	return err;
+}
+
+static sv_error_t *ksrc_topic_missing(kafka_source_t *ks,
+				      rd_kafka_resp_err_t code)
+{
+	sv_error_t *err = ksrc_error(ks, SV_ERR_BINDING, code, NULL,
+				     "topic '%s' does not exist on cluster '%s'",
+				     ks->topic, ks->cluster_name);
+	sv_error_set_field(err, "source.topic");
+	return err;
+}
+
+static bool is_topic_missing(rd_kafka_resp_err_t e)
+{
+	return e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+	       e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+}
+
+/* ---- configuration ---- */
+
+/* Set one property; on failure name the key only (librdkafka's message may
+ * quote the value, which can be a secret). */
+static sv_error_t *ksrc_set(kafka_source_t *ks, rd_kafka_conf_t *conf,
+			    const char *key, const char *value)
+{
+	char errstr[512];
+	if (rd_kafka_conf_set(conf, key, value, errstr, sizeof(errstr)) ==
+	    RD_KAFKA_CONF_OK)
+		return NULL;
+	return ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+			  "invalid kafka client property '%s' for cluster '%s'",
+			  key, ks->cluster_name);
+}
+
+/* Defaults that favour throughput, then the profile's properties (which may
+ * override the tuning), then the settings correctness depends on (which
+ * nothing may override). */
+static sv_error_t *ksrc_conf(kafka_source_t *ks, const sv_source_conf_t *conf,
+			     rd_kafka_conf_t *kc)
+{
+	static const char *const tuning[][2] = {
+		/* Fetch responses wait at most 100 ms for fetch.min.bytes:
+		 * low latency at low rates, full fetches at high rates. */
+		{"fetch.wait.max.ms", "100"},
+		/* Keep a deep prefetch queue so a batch poll rarely waits
+		 * for the network. */
+		{"queued.min.messages", "200000"},
+		{"queued.max.messages.kbytes", "131072"},
+		{"fetch.message.max.bytes", "4194304"},
+		{"fetch.max.bytes", "67108864"},
+		{"check.crcs", "false"},
+		{"socket.nagle.disable", "true"},
+	};
+	static const char *const fixed[][2] = {
+		{"enable.auto.commit", "false"},
+		{"enable.auto.offset.store", "false"},
+		{"isolation.level", "read_committed"},
+		{"enable.partition.eof", "true"},
+		{"allow.auto.create.topics", "false"},
+	};
+	char client_id[256];
+	sv_error_t *err;
+
+	for (size_t i = 0; i < SV_ARRAY_LEN(tuning); i++)
+		if ((err = ksrc_set(ks, kc, tuning[i][0], tuning[i][1])))
+			return err;
+	snprintf(client_id, sizeof(client_id), "streamvisor-%s",
+		 ks->job_id ? ks->job_id : "source");
+	if ((err = ksrc_set(ks, kc, "client.id", client_id)))
+		return err;
+	for (size_t i = 0; i < conf->cluster->nprops; i++)
+		if ((err = ksrc_set(ks, kc, conf->cluster->props[i].key,
+				    conf->cluster->props[i].value)))
+			return err;
+	if ((err = ksrc_set(ks, kc, "bootstrap.servers",
+			    conf->cluster->bootstrap)))
+		return err;
+	if ((err = ksrc_set(ks, kc, "group.id", conf->group_id)))
+		return err;
+	if ((err = ksrc_set(ks, kc, "auto.offset.reset",
+			    conf->start == SV_START_LATEST ? "latest"
+							   : "earliest")))
+		return err;
+	for (size_t i = 0; i < SV_ARRAY_LEN(fixed); i++)
+		if ((err = ksrc_set(ks, kc, fixed[i][0], fixed[i][1])))
+			return err;
+	rd_kafka_conf_set_opaque(kc, ks);
+	rd_kafka_conf_set_log_cb(kc, ksrc_log_cb);
+	rd_kafka_conf_set_error_cb(kc, ksrc_error_cb);
+	return NULL;
+}
+
+/* ---- partitions ---- */
+
+static int cmp_partition(const void *a, const void *b)
+{
+	int32_t x = ((const sv_partpos_t *)a)->partition;
+	int32_t y = ((const sv_partpos_t *)b)->partition;
+	return (x > y) - (x < y);
+}
+
+static ssize_t ksrc_index(const kafka_source_t *ks, int32_t partition)
+{
+	/* Kafka numbers partitions 0..n-1, so the id is the index. */
+	if (partition >= 0 && (size_t)partition < ks->nparts &&
+	    ks->pos[partition].partition == partition)
+		return partition;
+	for (size_t i = 0; i < ks->nparts; i++)
+		if (ks->pos[i].partition == partition)
+			return (ssize_t)i;
+	return -1;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Read the topic's partitions from metadata. A topic just created may
+ * briefly report no leader; retry that until the deadline. */
+static sv_error_t *ksrc_metadata(kafka_source_t *ks)
+{
+	int64_t deadline = sv_mono_ms() + KSRC_META_TIMEOUT_MS;
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(ks->rk, ks->topic, NULL);
+	sv_error_t *err = NULL;
+
+	if (!rkt)
+		return ksrc_error(ks, SV_ERR_BINDING, rd_kafka_last_error(),
+				  NULL, "invalid topic name '%s'", ks->topic);
+	for (;;) {
+		const struct rd_kafka_metadata *md = NULL;
+		int left = (int)(deadline - sv_mono_ms());
+		rd_kafka_resp_err_t e;
+
+		if (left < 1)
+			left = 1;
+		e = rd_kafka_metadata(ks->rk, 0, rkt, &md, left);
+		if (e) {
+			err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
+					 "cannot read metadata of topic '%s' "
+					 "from cluster '%s'",
+					 ks->topic, ks->cluster_name);
+			break;
+		}
+		const rd_kafka_metadata_topic_t *mt =
+			md->topic_cnt == 1 ? &md->topics[0] : NULL;
+		e = mt ? mt->err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+		if (is_topic_missing(e)) {
+			rd_kafka_metadata_destroy(md);
+			err = ksrc_topic_missing(ks, e);
+			break;
+		}
+		if (!e && mt->partition_cnt > 0) {
+			ks->nparts = (size_t)mt->partition_cnt;
+			ks->pos = sv_calloc(ks->nparts, sizeof(*ks->pos));
+			for (size_t i = 0; i < ks->nparts; i++) {
+				ks->pos[i].partition = mt->partitions[i].id;
+				ks->pos[i].next_offset = -1;
+				ks->pos[i].end_offset = -1;
+			}
+			qsort(ks->pos, ks->nparts, sizeof(*ks->pos),
+			      cmp_partition);
+			rd_kafka_metadata_destroy(md);
+			break;
+		}
+		rd_kafka_metadata_destroy(md);
+		if (sv_mono_ms() >= deadline) {
+			err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
+					 "topic '%s' on cluster '%s' has no "
+					 "available partitions",
+					 ks->topic, ks->cluster_name);
+			break;
+		}
+		sleep_ms(100);
+	}
+	rd_kafka_topic_destroy(rkt);
+	return err;
+}
+
+/* Starting positions: the group's committed offset, else the low/high
+ * watermark per conf->start. Also takes the end offsets (bounded stops). */
+static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
+{
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_resp_err_t e;
+	sv_error_t *err = NULL;
+
+	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
+	for (size_t i = 0; i < ks->nparts; i++)
+		rd_kafka_topic_partition_list_add(list, ks->topic,
+						  ks->pos[i].partition);
+	e = rd_kafka_committed(ks->rk, list, KSRC_META_TIMEOUT_MS);
+	if (e) {
+		err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
+				 "cannot read committed offsets of group '%s' "
+				 "on cluster '%s'",
+				 ks->group_id, ks->cluster_name);
+		goto out;
+	}
+	for (size_t i = 0; i < ks->nparts; i++) {
+		sv_partpos_t *p = &ks->pos[i];
+		rd_kafka_topic_partition_t *tp = &list->elems[i];
+		int64_t lo = -1, hi = -1;
+
+		if (tp->err) {
+			err = ksrc_error(ks, SV_ERR_BINDING, tp->err, NULL,
+					 "cannot read committed offset of group "
+					 "'%s' for topic '%s' partition %d",
+					 ks->group_id, ks->topic, p->partition);
+			goto out;
+		}
+		e = rd_kafka_query_watermark_offsets(ks->rk, ks->topic,
+						     p->partition, &lo, &hi,
+						     KSRC_META_TIMEOUT_MS);
+		if (is_topic_missing(e)) {
+			err = ksrc_topic_missing(ks, e);
+			goto out;
+		}
+		if (e) {
+			err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
+					 "cannot read end offsets of topic '%s' "
+					 "partition %d on cluster '%s'",
+					 ks->topic, p->partition,
+					 ks->cluster_name);
+			goto out;
+		}
+		p->end_offset = hi;
+		if (tp->offset >= 0)
+			p->next_offset = tp->offset;
+		else
+			p->next_offset = start == SV_START_LATEST ? hi : lo;
+		if (ks->bounded) {
+			ks->stop[i] = hi;
+			if (p->next_offset >= hi) {
+				ks->done[i] = true;
+				ks->ndone++;
+			}
+		}
+	}
+out:
+	rd_kafka_topic_partition_list_destroy(list);
+	return err;
+}
+
+/* Assign every partition that still has something to read, at our
+ * positions. Replaces the previous assignment: messages fetched for it are
+ * discarded by librdkafka (op versions), so a seek is exact. */
+static sv_error_t *ksrc_assign(kafka_source_t *ks)
+{
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_resp_err_t e;
+
+	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
+	for (size_t i = 0; i < ks->nparts; i++) {
+		if (ks->bounded && ks->done[i])
+			continue;
+		rd_kafka_topic_partition_list_add(list, ks->topic,
+						  ks->pos[i].partition)
+			->offset = ks->pos[i].next_offset;
+	}
+	e = rd_kafka_assign(ks->rk, list);
+	/* A partition paused when it finished and later re-assigned by a
+	 * seek must fetch again. */
+	if (!e && list->cnt > 0)
+		e = rd_kafka_resume_partitions(ks->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+	if (e)
+		return ksrc_error(ks, SV_ERR_RUNTIME, e, NULL,
+				  "cannot assign partitions of topic '%s'",
+				  ks->topic);
+	return NULL;
+}
+
+static void ksrc_mark_done(kafka_source_t *ks, size_t i)
+{
+	rd_kafka_topic_partition_list_t *list;
+
+	if (ks->done[i])
+		return;
+	ks->done[i] = true;
+	ks->ndone++;
+	if (ks->ndone == ks->nparts)
+		ks->eof_pending = true;
+	/* Stop fetching what we would drop anyway. */
+	list = rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_add(list, ks->topic,
+					  ks->pos[i].partition);
+	rd_kafka_pause_partitions(ks->rk, list);
+	rd_kafka_topic_partition_list_destroy(list);
+}
+
+static void ksrc_refresh_watermarks(kafka_source_t *ks)
+{
+	for (size_t i = 0; i < ks->nparts; i++) {
+		int64_t lo = -1, hi = -1;
+		sv_partpos_t *p = &ks->pos[i];
+
+		if (rd_kafka_get_watermark_offsets(ks->rk, ks->topic,
+						   p->partition, &lo, &hi) ||
+		    hi < 0)
+			continue;
+		/* The cache lags fetches; what we consumed proves more. */
+		p->end_offset = hi > p->next_offset ? hi : p->next_offset;
+	}
+}
+
+/* ---- driver ---- */
+
+static void ksrc_close(sv_source_t *src);
+
+static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
+{
+	kafka_source_t *ks;
+	rd_kafka_conf_t *kc;
+	char errstr[512];
+	sv_error_t *err;
+
+	*out = NULL;
+	ks = sv_calloc(1, sizeof(*ks));
+	ks->base.ops = &sv_source_kafka_ops;
+	ks->job_id = conf->job_id ? sv_strdup(conf->job_id) : NULL;
+	ks->attempt = conf->attempt;
+	ks->logctx.job_id = ks->job_id;
+	ks->logctx.attempt = conf->attempt;
+	ks->cluster_name = sv_strdup(conf->cluster && conf->cluster->name
+					     ? conf->cluster->name
+					     : "(none)");
+	ks->topic = sv_strdup(conf->topic ? conf->topic : "");
+	ks->group_id = sv_strdup(conf->group_id ? conf->group_id : "");
+	ks->bounded = conf->bounded;
+
+	if (!conf->cluster || !conf->cluster->bootstrap ||
+	    !*conf->cluster->bootstrap) {
+		err = ksrc_error(ks, SV_ERR_BINDING, 0, NULL,
+				 "kafka source needs a cluster with bootstrap "
+				 "servers (cluster '%s')",
+				 ks->cluster_name);
+		goto fail;
+	}
+	if (!conf->topic || !*conf->topic) {
+		err = sv_error_set_field(
+			ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+				   "kafka source needs a topic"),
+			"source.topic");
+		goto fail;
+	}
+	if (!conf->group_id || !*conf->group_id) {
+		err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+				 "kafka source of topic '%s' needs a group id",
+				 ks->topic);
+		goto fail;
+	}
+	if (!conf->schema) {
+		err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+				 "kafka source of topic '%s' needs a schema",
+				 ks->topic);
+		goto fail;
+	}
+	ks->dec = sv_decoder_new(conf->format, conf->schema);
+	if (!ks->dec) {
+		err = sv_error_set_field(
+			ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+				   "unsupported source format '%s'",
+				   sv_format_name(conf->format)),
+			"source.format");
+		goto fail;
+	}
+
+	kc = rd_kafka_conf_new();
+	if ((err = ksrc_conf(ks, conf, kc))) {
+		rd_kafka_conf_destroy(kc);
+		goto fail;
+	}
+	ks->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
+	if (!ks->rk) {
+		rd_kafka_conf_destroy(kc);
+		err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+				 "cannot create kafka consumer for cluster '%s'",
+				 ks->cluster_name);
+		goto fail;
+	}
+	/* Everything (errors, logs if queued, rebalance-less events) comes
+	 * through the one queue we poll. */
+	rd_kafka_poll_set_consumer(ks->rk);
+	ks->q = rd_kafka_queue_get_consumer(ks->rk);
+	if (conf->cluster->dev_embedded)
+		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+		       "cluster '%s' is the embedded development cluster: "
+		       "read_committed is not enforced there",
+		       ks->cluster_name);
+
+	if ((err = ksrc_metadata(ks)))
+		goto fail;
+	if (ks->bounded) {
+		ks->stop = sv_calloc(ks->nparts, sizeof(*ks->stop));
+		ks->done = sv_calloc(ks->nparts, sizeof(*ks->done));
+	}
+	if ((err = ksrc_positions_at_open(ks, conf->start)))
+		goto fail;
+	if (ks->bounded && ks->ndone == ks->nparts)
+		ks->eof_pending = true;
+	if ((err = ksrc_assign(ks)))
+		goto fail;
+	ks->wm_next_ms = sv_mono_ms() + KSRC_WM_REFRESH_MS;
+
+	sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
+	       "reading topic '%s' (%zu partitions) on cluster '%s' as group "
+	       "'%s'%s",
+	       ks->topic, ks->nparts, ks->cluster_name, ks->group_id,
+	       ks->bounded ? ", bounded to the end offsets at open" : "");
+	*out = &ks->base;
+	return NULL;
+fail:
+	ksrc_close(&ks->base);
+	return err;
+}
+
+static void ksrc_reserve(kafka_source_t *ks, size_t n)
+{
+	if (n <= ks->msgcap)
+		return;
+	free(ks->msgs);
+	ks->msgcap = n < 1024 ? 1024 : n;
+	ks->msgs = sv_malloc(ks->msgcap * sizeof(*ks->msgs));
+}
+
+/* Handle one consumed message or event. Returns an error that breaks the
+ * source (sticky), or NULL. */
+static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
+			       sv_batch_t *b, int64_t now_ms)
+{
+	ssize_t i;
+
+	if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+		sv_rowmeta_t *meta;
+		char reason[256];
+		const char *payload = m->payload ? m->payload : "";
+		int64_t ts;
+
+		i = ksrc_index(ks, m->partition);
+		if (i < 0)
+			return NULL;
+		if (ks->bounded) {
+			if (ks->done[i])
+				return NULL;
+			if (m->offset >= ks->stop[i]) {
+				ksrc_mark_done(ks, (size_t)i);
+				return NULL;
+			}
+		}
+		if (sv_decoder_decode(ks->dec, payload, m->len, b, &meta,
+				      reason, sizeof(reason)) == 0) {
+			ts = rd_kafka_message_timestamp(m, NULL);
+			meta->partition = m->partition;
+			meta->offset = m->offset;
+			meta->source_ts_ms = ts;
+			/* Processing time; the runner replaces it with the
+			 * spec's event_time.field when there is one. */
+			meta->event_ms = now_ms;
+		} else {
+			sv_batch_reject(b, m->partition, m->offset, payload,
+					m->len, reason);
+		}
+		ks->pos[i].next_offset = m->offset + 1;
+		/* What we consumed proves the high watermark is past it. */
+		if (ks->pos[i].end_offset < m->offset + 1)
+			ks->pos[i].end_offset = m->offset + 1;
+		if (ks->bounded && m->offset + 1 >= ks->stop[i])
+			ksrc_mark_done(ks, (size_t)i);
+		return NULL;
+	}
+
+	if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+		i = ksrc_index(ks, m->partition);
+		if (i < 0)
+			return NULL;
+		/* At EOF the fetch position is past any transaction markers
+		 * at the end of the log: that is our position too. */
+		int64_t at = m->offset;
+		if (ks->bounded && at > ks->stop[i])
+			at = ks->stop[i];
+		if (at > ks->pos[i].next_offset)
+			ks->pos[i].next_offset = at;
+		if (ks->pos[i].end_offset < m->offset)
+			ks->pos[i].end_offset = m->offset;
+		if (ks->bounded && m->offset >= ks->stop[i])
+			ksrc_mark_done(ks, (size_t)i);
+		return NULL;
+	}
+
+	if (is_topic_missing(m->err) ||
+	    m->err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
+		return ksrc_topic_missing(ks, m->err);
+
+	if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+		char buf[512];
+		rd_kafka_resp_err_t orig =
+			rd_kafka_fatal_error(ks->rk, buf, sizeof(buf));
+		sv_error_t *err = ksrc_error(ks, SV_ERR_RUNTIME, orig, buf,
+					     "kafka consumer of topic '%s' on "
+					     "cluster '%s' failed",
+					     ks->topic, ks->cluster_name);
+		err->fatal = true;
+		return err;
+	}
+
+	/* Transient: broker down, transport errors, offset reset notices.
+	 * librdkafka retries on its own. */
+	sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+	       "consumer of topic '%s' partition %d on cluster '%s': %s: %s",
+	       ks->topic, (int)m->partition, ks->cluster_name,
+	       rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+	return NULL;
+}
+
+static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
+			     int timeout_ms, bool *eof)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	ssize_t n, more;
+	int64_t now_ms;
+	sv_error_t *err = NULL;
+
+	*eof = false;
+	if (ks->err)
+		return sv_error_copy(ks->err);
+	if (ks->eof_pending) {
+		/* Rows delivered by the previous call came with eof=false;
+		 * only now is everything delivered. */
+		*eof = true;
+		return NULL;
+	}
+	if (max_rows == 0)
+		return NULL;
+	if (sv_mono_ms() >= ks->wm_next_ms) {
+		ksrc_refresh_watermarks(ks);
+		ks->wm_next_ms = sv_mono_ms() + KSRC_WM_REFRESH_MS;
+	}
+	ksrc_reserve(ks, max_rows);
+
+	/* Drain what is queued; if nothing is, wait for the first message
+	 * only (a batch call with a timeout would wait for a full batch). */
+	n = rd_kafka_consume_batch_queue(ks->q, 0, ks->msgs, max_rows);
+	if (n == 0 && timeout_ms > 0) {
+		n = rd_kafka_consume_batch_queue(ks->q, timeout_ms, ks->msgs,
+						 1);
+		if (n == 1 && max_rows > 1) {
+			more = rd_kafka_consume_batch_queue(
+				ks->q, 0, ks->msgs + 1, max_rows - 1);
+			if (more > 0)
+				n += more;
+		}
+	}
+	if (n < 0)
+		return ksrc_error(ks, SV_ERR_RUNTIME, rd_kafka_last_error(),
+				  NULL, "cannot consume from topic '%s'",
+				  ks->topic);
+
+	now_ms = sv_now_ms();
+	for (ssize_t k = 0; k < n; k++) {
+		if (!err)
+			err = ksrc_handle(ks, ks->msgs[k], b, now_ms);
+		rd_kafka_message_destroy(ks->msgs[k]);
+	}
+	if (err) {
+		ks->err = err;
+		return sv_error_copy(err);
+	}
+	return NULL;
+}
+
+static sv_error_t *ksrc_seek(sv_source_t *src, const sv_partpos_t *pos,
+			     size_t n)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+
+	if (ks->err)
+		return sv_error_copy(ks->err);
+	for (size_t k = 0; k < n; k++) {
+		ssize_t i = ksrc_index(ks, pos[k].partition);
+		if (i < 0)
+			return ksrc_error(ks, SV_ERR_OFFSET, 0, NULL,
+					  "cannot seek: topic '%s' has no "
+					  "partition %d",
+					  ks->topic, (int)pos[k].partition);
+		if (pos[k].next_offset < 0)
+			return ksrc_error(ks, SV_ERR_OFFSET, 0, NULL,
+					  "cannot seek topic '%s' partition %d "
+					  "to offset %lld",
+					  ks->topic, (int)pos[k].partition,
+					  (long long)pos[k].next_offset);
+	}
+	for (size_t k = 0; k < n; k++) {
+		size_t i = (size_t)ksrc_index(ks, pos[k].partition);
+		ks->pos[i].next_offset = pos[k].next_offset;
+	}
+	if (ks->bounded) {
+		ks->ndone = 0;
+		for (size_t i = 0; i < ks->nparts; i++) {
+			ks->done[i] = ks->pos[i].next_offset >= ks->stop[i];
+			ks->ndone += ks->done[i];
+		}
+		ks->eof_pending = ks->ndone == ks->nparts;
+	}
+	return ksrc_assign(ks);
+}
+
+static size_t ksrc_positions(sv_source_t *src, const sv_partpos_t **pos)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	*pos = ks->pos;
+	return ks->nparts;
+}
+
+static sv_error_t *ksrc_commit(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_resp_err_t e;
+	sv_error_t *err = NULL;
+
+	if (ks->err)
+		return sv_error_copy(ks->err);
+	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
+	for (size_t i = 0; i < ks->nparts; i++)
+		if (ks->pos[i].next_offset >= 0)
+			rd_kafka_topic_partition_list_add(
+				list, ks->topic, ks->pos[i].partition)
+				->offset = ks->pos[i].next_offset;
+	if (list->cnt == 0)
+		goto out;
+	e = rd_kafka_commit(ks->rk, list, 0 /* sync */);
+	for (int k = 0; !e && k < list->cnt; k++)
+		e = list->elems[k].err;
+	if (e)
+		err = ksrc_error(ks, SV_ERR_COMMIT, e, NULL,
+				 "cannot commit offsets of group '%s' for "
+				 "topic '%s' on cluster '%s'",
+				 ks->group_id, ks->topic, ks->cluster_name);
+out:
+	rd_kafka_topic_partition_list_destroy(list);
+	return err;
+}
+
+static void ksrc_close(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+
+	if (!ks)
+		return;
+	if (ks->q)
+		rd_kafka_queue_destroy(ks->q);
+	if (ks->rk) {
+		rd_kafka_consumer_close(ks->rk);
+		rd_kafka_destroy(ks->rk);
+	}
+	if (ks->dec)
+		sv_decoder_destroy(ks->dec);
+	sv_error_destroy(ks->err);
+	free(ks->msgs);
+	free(ks->pos);
+	free(ks->stop);
+	free(ks->done);
+	free(ks->topic);
+	free(ks->group_id);
+	free(ks->cluster_name);
+	free(ks->job_id);
+	free(ks);
+}
+
+const sv_source_ops_t sv_source_kafka_ops = {
+	.name = "kafka",
+	.open = ksrc_open,
+	.poll = ksrc_poll,
+	.seek = ksrc_seek,
+	.positions = ksrc_positions,
+	.commit = ksrc_commit,
+	.close = ksrc_close,
+};
