@@ -1,0 +1,170 @@
+/* pipeline.c — a chain of operators run batch by batch (see operator.h).
+ *
+ * Every operator writes into a batch the pipeline owns (one per stage,
+ * reused across calls: reset keeps memory, so a steady pipeline stops
+ * allocating). A push resets the stages and runs the input through each
+ * operator in turn; since the stages stay untouched until the next call, a
+ * later stage may point at strings of an earlier one or of the caller's
+ * input batch.
+ *
+ * advance and finish walk the operators in order: operator i first
+ * processes what the operators before it emitted during this call, then
+ * gets its own advance/finish (stateful operators only), so a window's
+ * output flows through everything after it, and a downstream window sees
+ * those rows before its own watermark moves. */
+#include "core/operator.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sv_pipeline {
+	const sv_schema_t *in_schema; /* borrowed */
+	size_t n, cap;
+	sv_op_t **ops;        /* owned */
+	sv_batch_t **stages;  /* owned; stages[i] holds ops[i]'s output */
+	sv_batch_t empty;     /* output of advance/finish with no operators */
+};
+
+sv_pipeline_t *sv_pipeline_new(const sv_schema_t *in_schema)
+{
+	sv_pipeline_t *pl = sv_calloc(1, sizeof(*pl));
+	pl->in_schema = in_schema;
+	sv_batch_init(&pl->empty, in_schema);
+	return pl;
+}
+
+void sv_pipeline_destroy(sv_pipeline_t *pl)
+{
+	if (!pl)
+		return;
+	for (size_t i = 0; i < pl->n; i++) {
+		sv_batch_release(pl->stages[i]);
+		free(pl->stages[i]);
+		sv_op_destroy(pl->ops[i]);
+	}
+	free(pl->stages);
+	free(pl->ops);
+	sv_batch_release(&pl->empty);
+	free(pl);
+}
+
+static bool same_schema(const sv_schema_t *a, const sv_schema_t *b)
+{
+	if (a == b)
+		return true;
+	if (a->nfields != b->nfields)
+		return false;
+	for (size_t i = 0; i < a->nfields; i++)
+		if (a->fields[i].type != b->fields[i].type ||
+		    strcmp(a->fields[i].name, b->fields[i].name))
+			return false;
+	return true;
+}
+
+void sv_pipeline_add(sv_pipeline_t *pl, sv_op_t *op)
+{
+	assert(same_schema(op->in_schema, sv_pipeline_out_schema(pl)));
+	(void)same_schema;
+	if (pl->n == pl->cap) {
+		pl->cap = pl->cap ? pl->cap * 2 : 4;
+		pl->ops = sv_realloc(pl->ops, pl->cap * sizeof(sv_op_t *));
+		pl->stages = sv_realloc(pl->stages,
+					pl->cap * sizeof(sv_batch_t *));
+	}
+	sv_batch_t *b = sv_malloc(sizeof(*b));
+	sv_batch_init(b, op->out_schema);
+	pl->ops[pl->n] = op;
+	pl->stages[pl->n] = b;
+	pl->n++;
+}
+
+size_t sv_pipeline_len(const sv_pipeline_t *pl)
+{
+	return pl->n;
+}
+
+sv_op_t *sv_pipeline_op(const sv_pipeline_t *pl, size_t i)
+{
+	return i < pl->n ? pl->ops[i] : NULL;
+}
+
+const sv_schema_t *sv_pipeline_out_schema(const sv_pipeline_t *pl)
+{
+	return pl->n ? pl->ops[pl->n - 1]->out_schema : pl->in_schema;
+}
+
+static void reset_stages(sv_pipeline_t *pl)
+{
+	for (size_t i = 0; i < pl->n; i++)
+		sv_batch_reset(pl->stages[i]);
+}
+
+sv_error_t *sv_pipeline_push(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+			     sv_batch_t *in, sv_batch_t **out)
+{
+	reset_stages(pl);
+	sv_batch_t *cur = in;
+	for (size_t i = 0; i < pl->n; i++) {
+		sv_op_t *op = pl->ops[i];
+		sv_error_t *err = op->ops->process(op, ctx, cur, pl->stages[i]);
+		if (err) {
+			*out = pl->stages[i];
+			return err;
+		}
+		cur = pl->stages[i];
+	}
+	*out = cur;
+	return NULL;
+}
+
+/* advance (finishing false) or finish (true), flowing output downstream. */
+static sv_error_t *flow(sv_pipeline_t *pl, sv_op_ctx_t *ctx, bool finishing,
+			sv_batch_t **out)
+{
+	reset_stages(pl);
+	sv_batch_reset(&pl->empty);
+	*out = pl->n ? pl->stages[pl->n - 1] : &pl->empty;
+	for (size_t i = 0; i < pl->n; i++) {
+		sv_op_t *op = pl->ops[i];
+		sv_error_t *err = NULL;
+		if (i > 0 && pl->stages[i - 1]->nrows)
+			err = op->ops->process(op, ctx, pl->stages[i - 1],
+					       pl->stages[i]);
+		if (!err && finishing && op->ops->finish)
+			err = op->ops->finish(op, ctx, pl->stages[i]);
+		else if (!err && !finishing && op->ops->advance)
+			err = op->ops->advance(op, ctx, pl->stages[i]);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+sv_error_t *sv_pipeline_advance(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+				sv_batch_t **out)
+{
+	return flow(pl, ctx, false, out);
+}
+
+sv_error_t *sv_pipeline_finish(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+			       sv_batch_t **out)
+{
+	return flow(pl, ctx, true, out);
+}
+
+void sv_pipeline_state_size(const sv_pipeline_t *pl, uint64_t *bytes,
+			    uint64_t *keys)
+{
+	*bytes = 0;
+	*keys = 0;
+	for (size_t i = 0; i < pl->n; i++) {
+		sv_op_t *op = pl->ops[i];
+		if (!op->ops->state_size)
+			continue;
+		uint64_t b = 0, k = 0;
+		op->ops->state_size(op, &b, &k);
+		*bytes += b;
+		*keys += k;
+	}
+}

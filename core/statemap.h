@@ -1,0 +1,62 @@
+/* statemap.h — an open-addressing hash table keyed by a tuple of values.
+ *
+ * Used by the stateful operators (window, dedup) for their keyed state.
+ * Each entry owns a copy of its key tuple (string bytes included) and a
+ * fixed-size user payload, in one allocation, so payload pointers stay valid
+ * while the table grows. Lookups of an existing key never allocate. Null key
+ * values are ordinary values: all nulls of a column compare equal (GROUP BY
+ * semantics, sv_value_equal).
+ *
+ * The table is not thread-safe: one operator instance owns it. */
+#ifndef SV_STATEMAP_H
+#define SV_STATEMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/record.h"
+
+typedef struct sv_statemap sv_statemap_t;
+
+/* A table of nkeys-value keys and payload_size-byte payloads (payloads are
+ * 16-byte aligned). */
+sv_statemap_t *sv_statemap_new(size_t nkeys, size_t payload_size);
+/* Free the table and every entry. Payload-owned resources are the caller's:
+ * release them (iterate) first. NULL is a no-op. */
+void sv_statemap_destroy(sv_statemap_t *map);
+/* Remove every entry (same caveat as destroy); keeps the slot array. */
+void sv_statemap_clear(sv_statemap_t *map);
+
+/* Hash of a key tuple (nkeys values), consistent with lookups. */
+uint64_t sv_statemap_hash(const sv_statemap_t *map, const sv_value_t *key);
+
+/* The payload of key (borrowed, read only for the call), or NULL. hash must
+ * be sv_statemap_hash(map, key). */
+void *sv_statemap_find(sv_statemap_t *map, const sv_value_t *key,
+		       uint64_t hash);
+/* Find key, or insert it (key copied) with a zeroed payload; *created tells
+ * which. Returns the payload, valid until the entry is removed. May grow the
+ * table: do not insert while iterating. */
+void *sv_statemap_upsert(sv_statemap_t *map, const sv_value_t *key,
+			 uint64_t hash, bool *created);
+/* Remove the entry owning payload (from find/upsert/next). Allowed while
+ * iterating. */
+void sv_statemap_remove(sv_statemap_t *map, void *payload);
+
+/* The key tuple (nkeys values, owned by the entry) and hash of an entry,
+ * from its payload pointer. */
+const sv_value_t *sv_statemap_key(const sv_statemap_t *map,
+				  const void *payload);
+uint64_t sv_statemap_entry_hash(const void *payload);
+
+/* Iteration: start with *it = 0; returns the next payload or NULL at the
+ * end. Order is the slot order (not meaningful). */
+void *sv_statemap_next(const sv_statemap_t *map, size_t *it);
+
+/* Number of entries. */
+size_t sv_statemap_count(const sv_statemap_t *map);
+/* Bytes held: slot array, entries (payload, key copy, string bytes). */
+uint64_t sv_statemap_bytes(const sv_statemap_t *map);
+
+#endif
