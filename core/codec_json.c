@@ -42,6 +42,7 @@ typedef struct sv_json_dec {
 	const sv_schema_t *schema; /* borrowed */
 	size_t nf;
 	uint32_t *name_len;  /* per field */
+	bool *plain;         /* name needs no JSON escaping (fast key match) */
 	uint32_t *slots;     /* hash table: field index + 1, 0 = empty */
 	uint32_t mask;
 	uint32_t *seen;      /* per field: gen of the record that set it */
@@ -80,6 +81,7 @@ void *sv_codec_json_new(const sv_schema_t *schema)
 	dec->nf = schema->nfields;
 	size_t n = dec->nf ? dec->nf : 1;
 	dec->name_len = sv_calloc(n, sizeof(uint32_t));
+	dec->plain = sv_calloc(n, sizeof(bool));
 	dec->seen = sv_calloc(n, sizeof(uint32_t));
 	dec->required = sv_calloc(n, sizeof(uint32_t));
 	uint32_t size = 8;
@@ -90,6 +92,11 @@ void *sv_codec_json_new(const sv_schema_t *schema)
 	for (size_t i = 0; i < dec->nf; i++) {
 		const char *name = schema->fields[i].name;
 		dec->name_len[i] = (uint32_t)strlen(name);
+		dec->plain[i] = true;
+		for (const char *q = name; *q; q++)
+			if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e ||
+			    *q == '"' || *q == '\\')
+				dec->plain[i] = false;
 		uint32_t h = key_hash(name, dec->name_len[i]) & dec->mask;
 		while (dec->slots[h])
 			h = (h + 1) & dec->mask;
@@ -107,6 +114,7 @@ void sv_codec_json_destroy(void *impl)
 	if (!dec)
 		return;
 	free(dec->name_len);
+	free(dec->plain);
 	free(dec->slots);
 	free(dec->seen);
 	free(dec->required);
@@ -114,13 +122,18 @@ void sv_codec_json_destroy(void *impl)
 	free(dec);
 }
 
+/* Field names are short: an inline loop beats a call to memcmp. */
+static inline bool key_eq(const char *a, const char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
 /* Field index of key, or -1. */
 static inline int lookup(sv_json_dec_t *dec, const char *k, size_t n)
 {
-	size_t h = dec->hint;
-	if (h < dec->nf && dec->name_len[h] == n &&
-	    !memcmp(dec->schema->fields[h].name, k, n))
-		return (int)h;
 	uint32_t s = key_hash(k, n) & dec->mask;
 	for (;;) {
 		uint32_t v = dec->slots[s];
@@ -128,7 +141,7 @@ static inline int lookup(sv_json_dec_t *dec, const char *k, size_t n)
 			return -1;
 		v--;
 		if (dec->name_len[v] == n &&
-		    !memcmp(dec->schema->fields[v].name, k, n))
+		    key_eq(dec->schema->fields[v].name, k, n))
 			return (int)v;
 		s = (s + 1) & dec->mask;
 	}
@@ -697,16 +710,30 @@ static int decode_object(jctx_t *c)
 	for (;;) {
 		if (p >= end || *p != '"')
 			return syntax(c, p, "string key expected");
-		if (scan_string(c, &p, &s, &n, &esc))
-			return -1;
-		if (esc) {
-			sv_buf_t *sb = &dec->scratch;
-			sv_buf_reset(sb);
-			sv_buf_reserve(sb, n + 1);
-			n = unescape(s, n, sb->data);
-			s = sb->data;
+		/* Fast path: the key is exactly the expected field's name. A
+		 * plain name followed by '"' is a complete, valid key. */
+		int idx = -1;
+		size_t h = dec->hint;
+		if (h < dec->nf && dec->plain[h]) {
+			size_t hl = dec->name_len[h];
+			if ((size_t)(end - p) > hl + 1 && p[hl + 1] == '"' &&
+			    key_eq(p + 1, dec->schema->fields[h].name, hl)) {
+				idx = (int)h;
+				p += hl + 2;
+			}
 		}
-		int idx = lookup(dec, s, n);
+		if (idx < 0) {
+			if (scan_string(c, &p, &s, &n, &esc))
+				return -1;
+			if (esc) {
+				sv_buf_t *sb = &dec->scratch;
+				sv_buf_reset(sb);
+				sv_buf_reserve(sb, n + 1);
+				n = unescape(s, n, sb->data);
+				s = sb->data;
+			}
+			idx = lookup(dec, s, n);
+		}
 		p = skip_ws(p, end);
 		if (p >= end || *p != ':')
 			return syntax(c, p, "':' expected");
