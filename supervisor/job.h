@@ -48,6 +48,10 @@ typedef struct sv_job {
 	uint64_t done_in, done_out, done_invalid, done_late;
 	int64_t last_watermark_ms;
 	bool cancel_requested;
+	/* bounded jobs, once completed: the output as JSON lines (owned) */
+	char *result;
+	size_t result_rows;
+	bool result_truncated;
 } sv_job_t;
 
 #endif

@@ -95,6 +95,26 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 	}
 }
 
+/* Note processing-time windows; side output needs one schema. */
+static sv_error_t *check_time(const Streamvisor__JobSpec *js, size_t i,
+			      sv_op_t *op, sv_plan_t *plan)
+{
+	const Streamvisor__Step *st = js->pipeline[i];
+	if (st->step_case != STREAMVISOR__STEP__STEP_WINDOW)
+		return NULL;
+	const Streamvisor__Window *w = st->window;
+	if (!strcmp(w->time, "processing")) /* event_time checked by spec */
+		plan->has_proc_windows = true;
+	if (!strcmp(w->late, "side_output")) {
+		if (plan->late_schema)
+			return tag(sv_error_new(SV_ERR_SUBMISSION,
+				"only one window per job may use late: "
+				"side_output"), i, "window");
+		plan->late_schema = op->in_schema;
+	}
+	return NULL;
+}
+
 sv_error_t *sv_plan_build(const sv_jobspec_t *spec, sv_plan_t **out)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
@@ -115,10 +135,14 @@ sv_error_t *sv_plan_build(const sv_jobspec_t *spec, sv_plan_t **out)
 		sv_op_t *op = NULL;
 		err = build_step(js->pipeline[i], i,
 				 sv_pipeline_out_schema(plan->pipeline), js, &op);
+		if (!err)
+			err = check_time(js, i, op, plan);
 		if (!err) {
 			sv_pipeline_add(plan->pipeline, op);
 			if (op->ops->advance)
 				plan->has_windows = true;
+		} else if (op) {
+			sv_op_destroy(op);
 		}
 	}
 	plan->sink_key_col = -1;

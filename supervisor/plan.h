@@ -15,6 +15,11 @@ typedef struct sv_plan {
 	int event_time_col;        /* input column of event_time.field, or -1 */
 	int sink_key_col;          /* output column used as message key, or -1 */
 	bool has_windows;          /* any stateful operator */
+	bool has_proc_windows;     /* any processing-time window */
+	/* Schema of the rows a window with late: side_output sends to the
+	 * late sink (that window's input), or NULL. Borrowed from the
+	 * pipeline. At most one window per job may side-output. */
+	const sv_schema_t *late_schema;
 } sv_plan_t;
 
 /* Errors: SV_ERR_SUBMISSION with err->field ("pipeline[1].filter") for bad

@@ -677,7 +677,8 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 			return bad(f, "unknown window type '%s' (expected tumbling, "
 				   "sliding or session)", w->type ? w->type : "");
 		DEFAULT_STR(w->late, "drop");
-		DEFAULT_STR(w->time, js->event_time ? "event" : "processing");
+		/* like Flink SQL: event time unless asked otherwise */
+		DEFAULT_STR(w->time, "event");
 		static const char *const lates[] = {"drop", "side_output", NULL};
 		static const char *const times[] = {"event", "processing", NULL};
 		if (!one_of(w->late, lates))
@@ -688,7 +689,8 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 				   "processing)", w->time);
 		if (!strcmp(w->time, "event") && !js->event_time)
 			return bad("event_time", "is required by the event-time "
-				   "window at pipeline[%zu]", i);
+				   "window at pipeline[%zu] (or set \"time\": "
+				   "\"processing\")", i);
 		if (!strcmp(w->late, "side_output") && !js->late_sink)
 			return bad("late_sink", "is required by late: side_output "
 				   "at pipeline[%zu]", i);

@@ -205,6 +205,9 @@ static void start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	if (js->dead_letter)
 		resolve_cluster(sv, js->dead_letter->kind, js->dead_letter->cluster,
 				"dead_letter.cluster", &wc.dlq_cluster);
+	if (js->late_sink)
+		resolve_cluster(sv, js->late_sink->kind, js->late_sink->cluster,
+				"late_sink.cluster", &wc.late_cluster);
 	job->attempt++;
 	job->attempt_started_ms = sv_now_ms();
 	sv_error_t *err = sv_worker_start(&wc, &job->worker);
@@ -286,6 +289,12 @@ static void on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 	if (end == SV_WORKER_FAILED) {
 		sv_error_destroy(job->error);
 		job->error = sv_error_copy(sv_worker_error(job->worker));
+	}
+	if (end == SV_WORKER_COMPLETED && sv_jobspec_bounded(job->spec)) {
+		free(job->result);
+		job->result = sv_worker_result(job->worker, SIZE_MAX,
+					       &job->result_rows,
+					       &job->result_truncated);
 	}
 	sv_worker_destroy(job->worker);
 	job->worker = NULL;
@@ -499,6 +508,14 @@ static sv_error_t *do_status(sv_supervisor_t *sv, cmd_t *c)
 	return NULL;
 }
 
+static void job_free(sv_job_t *job)
+{
+	sv_jobspec_destroy(job->spec);
+	sv_error_destroy(job->error);
+	free(job->result);
+	free(job);
+}
+
 static sv_error_t *conflict(sv_job_t *job, const char *action)
 {
 	sv_error_t *err = sv_error_new(SV_ERR_CONFLICT,
@@ -586,9 +603,26 @@ static sv_error_t *do_get(sv_supervisor_t *sv, cmd_t *c)
 				"job '%s' is a stream: collect on an unbounded "
 				"stream is refused; use preview", job->id),
 				job->id, job->attempt);
-		return sv_error_set_job(sv_error_new(SV_ERR_COVERAGE,
-			"result of bounded job '%s' is not available yet", job->id),
-			job->id, job->attempt);
+		if (job->state != SV_JOB_COMPLETED)
+			return sv_error_set_job(sv_error_new(SV_ERR_CONFLICT,
+				"result of bounded job '%s' is available once it "
+				"is completed; it is %s", job->id,
+				sv_jobstate_name(job->state)), job->id, job->attempt);
+		size_t limit = query_limit(c->query, SIZE_MAX);
+		const char *p = job->result ? job->result : "";
+		size_t n = 0, len = 0;
+		while (n < limit && p[len]) {
+			const char *nl = strchr(p + len, '\n');
+			len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+			n++;
+		}
+		char *lines = sv_strndup(p, len);
+		c->json = dump(json_pack("{s:s, s:I, s:b, s:o}", "id", job->id,
+			"row_count", (json_int_t)n, "truncated",
+			job->result_truncated || n < job->result_rows,
+			"rows", lines_to_array(lines)));
+		free(lines);
+		return NULL;
 	}
 	return sv_error_set_job(sv_error_new(SV_ERR_COVERAGE,
 		"'%s' is not implemented yet", c->what), job->id, job->attempt);
@@ -603,9 +637,7 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 		if (!sv_jobstate_terminal(job->state))
 			return conflict(job, "delete");
 		c->json = dump(json_pack("{s:s, s:b}", "id", job->id, "deleted", 1));
-		sv_jobspec_destroy(job->spec);
-		sv_error_destroy(job->error);
-		free(job);
+		job_free(job);
 		memmove(&sv->jobs[i], &sv->jobs[i + 1],
 			(sv->njobs - i - 1) * sizeof(*sv->jobs));
 		sv->njobs--;
@@ -721,11 +753,8 @@ void sv_supervisor_destroy(sv_supervisor_t *sv)
 	pthread_cond_signal(&sv->wake);
 	pthread_mutex_unlock(&sv->lock);
 	pthread_join(sv->thread, NULL);
-	for (size_t i = 0; i < sv->njobs; i++) {
-		sv_jobspec_destroy(sv->jobs[i]->spec);
-		sv_error_destroy(sv->jobs[i]->error);
-		free(sv->jobs[i]);
-	}
+	for (size_t i = 0; i < sv->njobs; i++)
+		job_free(sv->jobs[i]);
 	free(sv->jobs);
 	sv_svconf_release(&sv->conf);
 	pthread_mutex_destroy(&sv->lock);

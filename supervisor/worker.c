@@ -2,8 +2,11 @@
  *
  *   loop: poll ≤ BATCH rows from the source (decoded into typed rows)
  *         assign each row its event time (event_time.field, else now)
+ *         and feed it to the per-partition watermarks (core/watermark.h)
  *         count rejects; dead-letter or fail per the spec's on_invalid
  *         push the batch through the pipeline; write the output to the sink
+ *         when the combined watermark moved (or, for processing-time
+ *         windows, on every pass) advance the pipeline and write what fired
  *         every commit interval: flush the sink, then commit the source
  *         positions (at-least-once: nothing is committed before it is out)
  *   end:  bounded input done → finish the pipeline (all windows fire),
@@ -21,6 +24,7 @@
 #include "core/codec.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "core/watermark.h"
 #include "sinks/sink.h"
 
 #define BATCH_ROWS 2048
@@ -46,6 +50,7 @@ struct sv_worker {
 	sv_sink_t *late;
 	sv_batch_t in;
 	sv_batch_t late_rows;
+	sv_watermarks_t *wm;
 
 	pthread_mutex_t lock; /* guards pos, preview, result */
 	sv_partpos_t *pos;
@@ -185,6 +190,27 @@ static void update_state_size(sv_worker_t *w)
 	atomic_store(&w->stats.state_keys, keys);
 }
 
+/* Move the combined watermark and let the windows fire. Processing-time
+ * windows read ctx->now_ms, so they are advanced on every pass. */
+static sv_error_t *advance(sv_worker_t *w, sv_op_ctx_t *ctx, int64_t mono)
+{
+	int64_t wm = sv_watermarks_current(w->wm, mono);
+	bool moved = wm != ctx->watermark_ms;
+	if (moved) {
+		ctx->watermark_ms = wm;
+		atomic_store(&w->stats.watermark_ms, wm);
+	}
+	if (!w->plan->has_windows || (!moved && !w->plan->has_proc_windows))
+		return NULL;
+	sv_batch_t *out;
+	sv_error_t *err = sv_pipeline_advance(w->plan->pipeline, ctx, &out);
+	if (!err)
+		err = emit(w, out);
+	if (!err)
+		update_state_size(w);
+	return err;
+}
+
 static sv_error_t *run(sv_worker_t *w)
 {
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
@@ -193,9 +219,18 @@ static sv_error_t *run(sv_worker_t *w)
 			   .late = NULL};
 	const sv_schema_t *in_schema = w->plan->schema;
 	sv_batch_init(&w->in, in_schema);
-	sv_batch_init(&w->late_rows, in_schema);
+	sv_batch_init(&w->late_rows, w->plan->late_schema ? w->plan->late_schema
+							   : in_schema);
 	if (w->late)
 		ctx.late = &w->late_rows;
+	const Streamvisor__EventTime *evt = js->event_time;
+	w->wm = sv_watermarks_new(evt ? evt->max_out_of_orderness_ms : 0,
+				  evt ? evt->idle_timeout_ms : 0);
+	const sv_partpos_t *pos0;
+	size_t npos0 = sv_source_positions(w->src, &pos0);
+	for (size_t i = 0; i < npos0; i++)
+		sv_watermarks_add_partition(w->wm, pos0[i].partition,
+					    sv_mono_ms());
 	int64_t interval = js->checkpoint->interval_ms;
 	if (interval > 1000 || interval <= 0)
 		interval = 1000; /* at-least-once: commit at least every second */
@@ -212,11 +247,14 @@ static sv_error_t *run(sv_worker_t *w)
 		int64_t now = sv_now_ms();
 		ctx.now_ms = now;
 		size_t n = w->in.nrows;
+		int64_t mono = sv_mono_ms();
 		for (size_t r = 0; r < n; r++) {
 			sv_rowmeta_t *m = &w->in.meta[r];
 			const sv_value_t *v = et >= 0 ? &sv_batch_row(&w->in, r)[et]
 						      : NULL;
 			m->event_ms = v && v->type != SV_T_NULL ? v->v.i : now;
+			sv_watermarks_observe(w->wm, m->partition, m->event_ms,
+					      mono);
 		}
 		atomic_fetch_add(&w->stats.records_in, n);
 		if ((err = handle_rejects(w)))
@@ -229,6 +267,8 @@ static sv_error_t *run(sv_worker_t *w)
 			if ((err = emit(w, out)))
 				return err;
 		}
+		if ((err = advance(w, &ctx, mono)))
+			return err;
 		atomic_store(&w->stats.records_late, opstats.records_late);
 		publish_positions(w);
 		if (eof)
@@ -308,6 +348,10 @@ static sv_error_t *open_all(sv_worker_t *w)
 			     sv_pipeline_out_schema(w->plan->pipeline),
 			     w->plan->sink_key_col, false, &w->snk)))
 		return err;
+	if (js->late_sink && w->plan->late_schema &&
+	    (err = open_sink(w, js->late_sink, w->conf.late_cluster,
+			     w->plan->late_schema, -1, false, &w->late)))
+		return err;
 	if (js->dead_letter && !strcmp(js->on_invalid, "dead_letter") &&
 	    (err = open_sink(w, js->dead_letter, w->conf.dlq_cluster,
 			     w->plan->schema, -1, true, &w->dlq)))
@@ -386,6 +430,7 @@ void sv_worker_destroy(sv_worker_t *w)
 	sv_plan_destroy(w->plan);
 	sv_batch_release(&w->in);
 	sv_batch_release(&w->late_rows);
+	sv_watermarks_destroy(w->wm);
 	sv_error_destroy(w->error);
 	for (size_t i = 0; i < PREVIEW_ROWS; i++)
 		free(w->preview[i]);

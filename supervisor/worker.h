@@ -51,6 +51,7 @@ typedef struct sv_worker_conf {
 	const sv_cluster_t *source_cluster; /* borrowed, may be NULL */
 	const sv_cluster_t *sink_cluster;
 	const sv_cluster_t *dlq_cluster;
+	const sv_cluster_t *late_cluster;
 	sv_worker_done_cb *done;
 	void *opaque;
 } sv_worker_conf_t;
