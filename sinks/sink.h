@@ -3,8 +3,22 @@
  *
  * A sink encodes rows of its schema (core/codec.h) and delivers them. write
  * may buffer; flush returns once everything written so far is acknowledged
- * (at-least-once: offsets are committed only after flush). Transactional
- * methods (begin/commit/abort) come with exactly-once delivery. */
+ * (at-least-once: offsets are committed only after flush).
+ *
+ * Exactly-once (conf->transactional; docs/exactly-once.md): the worker runs
+ * one transaction per checkpoint n:
+ *
+ *   txn_begin → write … → txn_prepare (*state: what recovery needs) →
+ *   [store: checkpoint n PREPARED, sync] → txn_offsets(n, positions) →
+ *   txn_commit → [store: n COMMITTED] → txn_begin …
+ *
+ * and on recovery, for the latest checkpoint n still PREPARED, either
+ * txn_recover(n's sink_state) completes its commit (file sink: the staged
+ * files are durable, rename them into place) or n is abandoned (Kafka: the
+ * broker's outcome stands; init_transactions at open aborted an open one).
+ * An error from txn_offsets/txn_commit leaves the outcome unknown: the
+ * worker fails the attempt and recovery decides; a driver never retries a
+ * commit on its own. */
 #ifndef SV_SINK_H
 #define SV_SINK_H
 
@@ -15,6 +29,7 @@
 #include "core/codec.h"
 #include "core/error.h"
 #include "core/record.h"
+#include "core/util.h"
 
 typedef struct sv_sink_conf {
 	const char *kind;          /* "kafka", "memory", "null" */
@@ -26,6 +41,14 @@ typedef struct sv_sink_conf {
 	const sv_schema_t *schema; /* borrowed; outlives the sink */
 	int key_column;            /* column used as the message key, or -1 */
 	bool raw;                  /* dead-letter sink: write_raw only */
+	/* exactly-once */
+	bool transactional;
+	const char *transactional_id; /* kafka: stable per job and worker,
+				       * "streamvisor-<job id>-0" */
+	int transaction_timeout_ms;   /* kafka: transaction.timeout.ms */
+	const char *group_id;         /* kafka: the job's consumer group, for
+				       * txn_offsets */
+	const char *path;             /* file: output directory */
 } sv_sink_conf_t;
 
 typedef struct sv_sink sv_sink_t;
@@ -42,6 +65,32 @@ typedef struct sv_sink_ops {
 	/* Wait until everything written is acknowledged, at most timeout_ms. */
 	sv_error_t *(*flush)(sv_sink_t *snk, int timeout_ms);
 	void (*close)(sv_sink_t *snk);
+
+	/* ---- transactions (NULL when the driver has none) ---- */
+	/* Start the transaction of the next checkpoint. */
+	sv_error_t *(*txn_begin)(sv_sink_t *snk);
+	/* Make everything written durable but not yet visible; append to
+	 * *state what txn_recover needs (file: the staged and final names;
+	 * kafka: nothing). */
+	sv_error_t *(*txn_prepare)(sv_sink_t *snk, int64_t checkpoint_id,
+				   sv_buf_t *state);
+	/* kafka: send the source positions (next offsets of topic) to the
+	 * transaction for group_id, each with metadata
+	 * "streamvisor:ck=<checkpoint_id>" so recovery can tell whether the
+	 * commit happened. NULL for drivers that do not commit offsets. */
+	sv_error_t *(*txn_offsets)(sv_sink_t *snk, int64_t checkpoint_id,
+				   const char *topic, const int32_t *partitions,
+				   const int64_t *next_offsets, size_t n);
+	/* Make the transaction visible (kafka: commit_transaction; file:
+	 * rename staged files into place and fsync the directory). */
+	sv_error_t *(*txn_commit)(sv_sink_t *snk);
+	/* Drop the open transaction (file: delete its staging files). */
+	sv_error_t *(*txn_abort)(sv_sink_t *snk);
+	/* Complete the commit of a prepared checkpoint from its state
+	 * (idempotent: a file already renamed is skipped). NULL: nothing to
+	 * complete (kafka). */
+	sv_error_t *(*txn_recover)(sv_sink_t *snk, const char *state,
+				   size_t len);
 } sv_sink_ops_t;
 
 struct sv_sink {
@@ -65,6 +114,44 @@ static inline sv_error_t *sv_sink_write_raw(sv_sink_t *snk, const char *p,
 static inline sv_error_t *sv_sink_flush(sv_sink_t *snk, int timeout_ms)
 {
 	return snk->ops->flush ? snk->ops->flush(snk, timeout_ms) : NULL;
+}
+static inline bool sv_sink_transactional(const sv_sink_t *snk)
+{
+	return snk->ops->txn_commit != NULL;
+}
+static inline sv_error_t *sv_sink_txn_begin(sv_sink_t *snk)
+{
+	return snk->ops->txn_begin(snk);
+}
+static inline sv_error_t *sv_sink_txn_prepare(sv_sink_t *snk, int64_t ck,
+					      sv_buf_t *state)
+{
+	return snk->ops->txn_prepare(snk, ck, state);
+}
+static inline sv_error_t *sv_sink_txn_offsets(sv_sink_t *snk, int64_t ck,
+					      const char *topic,
+					      const int32_t *partitions,
+					      const int64_t *next_offsets,
+					      size_t n)
+{
+	return snk->ops->txn_offsets
+		? snk->ops->txn_offsets(snk, ck, topic, partitions,
+					next_offsets, n)
+		: NULL;
+}
+static inline sv_error_t *sv_sink_txn_commit(sv_sink_t *snk)
+{
+	return snk->ops->txn_commit(snk);
+}
+static inline sv_error_t *sv_sink_txn_abort(sv_sink_t *snk)
+{
+	return snk->ops->txn_abort(snk);
+}
+static inline sv_error_t *sv_sink_txn_recover(sv_sink_t *snk,
+					      const char *state, size_t len)
+{
+	return snk->ops->txn_recover ? snk->ops->txn_recover(snk, state, len)
+				     : NULL;
 }
 static inline void sv_sink_close(sv_sink_t *snk)
 {

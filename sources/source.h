@@ -67,6 +67,11 @@ typedef struct sv_source_ops {
 	 * (at-least-once, after the sink flushed). */
 	sv_error_t *(*commit)(sv_source_t *src);
 	void (*close)(sv_source_t *src);
+	/* The checkpoint id the group's committed offsets carry in their
+	 * metadata ("streamvisor:ck=<id>", written by an exactly-once sink's
+	 * txn_offsets), as read at open (read_committed, so require_stable);
+	 * -1 when none. NULL: the driver has no group (-1). */
+	int64_t (*committed_checkpoint)(sv_source_t *src);
 } sv_source_ops_t;
 
 struct sv_source {
@@ -99,6 +104,11 @@ static inline size_t sv_source_positions(sv_source_t *src,
 static inline sv_error_t *sv_source_commit(sv_source_t *src)
 {
 	return src->ops->commit ? src->ops->commit(src) : NULL;
+}
+static inline int64_t sv_source_committed_checkpoint(sv_source_t *src)
+{
+	return src->ops->committed_checkpoint
+		? src->ops->committed_checkpoint(src) : -1;
 }
 static inline void sv_source_close(sv_source_t *src)
 {
