@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/util.h"
+
 static int level_set;
 static sv_loglevel_t cur_level = SV_LOG_INFO;
 
@@ -54,18 +56,13 @@ void sv_log(const sv_logctx_t *ctx, sv_loglevel_t level, const char *facility,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	char when[32];
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-
+	char when[40];
+	sv_format_iso8601(sv_now_ms(), when, sizeof(when));
 	if (ctx && ctx->job_id)
-		fprintf(stderr, "%s.%03ldZ %s [%s] job=%s attempt=%d %s\n", when,
-			ts.tv_nsec / 1000000, level_name(level), facility,
-			ctx->job_id, ctx->attempt, msg);
+		fprintf(stderr, "%s %s [%s] job=%s attempt=%d %s\n", when,
+			level_name(level), facility, ctx->job_id, ctx->attempt,
+			msg);
 	else
-		fprintf(stderr, "%s.%03ldZ %s [%s] %s\n", when,
-			ts.tv_nsec / 1000000, level_name(level), facility, msg);
+		fprintf(stderr, "%s %s [%s] %s\n", when, level_name(level),
+			facility, msg);
 }

@@ -63,6 +63,15 @@ int64_t sv_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void sv_format_iso8601(int64_t ms, char *buf, size_t len)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03dZ", (int)(ms % 1000));
+}
+
 int64_t sv_mono_ns(void)
 {
 	struct timespec ts;

@@ -15,6 +15,8 @@ char *sv_strndup(const char *s, size_t n);
 
 /* Wall clock in milliseconds since the epoch. thread: any */
 int64_t sv_now_ms(void);
+/* ms since the epoch as "2026-11-30T17:33:42.914Z" (UTC); len >= 25. */
+void sv_format_iso8601(int64_t ms, char *buf, size_t len);
 /* Monotonic clock in milliseconds / nanoseconds. thread: any */
 int64_t sv_mono_ms(void);
 int64_t sv_mono_ns(void);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "supervisor/observe.h"
 #include "supervisor/spec.h"
 #include "supervisor/worker.h"
 
@@ -48,6 +49,9 @@ typedef struct sv_job {
 	uint64_t done_in, done_out, done_invalid, done_late;
 	int64_t last_watermark_ms;
 	bool cancel_requested;
+	sv_obslog_t *obs;          /* observations; owned */
+	int64_t last_sample_ms;    /* last watermark/lag sample */
+	int64_t lag_since_ms;      /* lag above the thresholds since, or 0 */
 	/* bounded jobs, once completed: the output as JSON lines (owned) */
 	char *result;
 	size_t result_rows;

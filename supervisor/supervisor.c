@@ -29,6 +29,7 @@
 #include "supervisor/spec.h"
 
 #define TICK_MS 100
+#define SAMPLE_MS 5000 /* watermark and lag samples */
 
 typedef struct cmd cmd_t;
 typedef sv_error_t *(cmd_fn)(sv_supervisor_t *sv, cmd_t *c);
@@ -108,12 +109,8 @@ static json_t *iso_time(int64_t ms)
 {
 	if (ms <= 0)
 		return json_null();
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&s, &tm);
 	char buf[40];
-	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, sizeof(buf) - n, ".%03dZ", (int)(ms % 1000));
+	sv_format_iso8601(ms, buf, sizeof(buf));
 	return json_string(buf);
 }
 
@@ -146,8 +143,21 @@ static void transition(sv_job_t *job, sv_jobstate_t to, const char *reason)
 	sv_logctx_t lc = {job->id, job->attempt};
 	sv_log(&lc, SV_LOG_INFO, "lifecycle", "state %s -> %s (%s)",
 	       sv_jobstate_name(job->state), sv_jobstate_name(to), reason);
+	sv_obslog_add(job->obs, job->attempt, "state_transition",
+		      json_pack("{s:s, s:s, s:s}", "from",
+				sv_jobstate_name(job->state), "to",
+				sv_jobstate_name(to), "reason", reason));
 	job->state = to;
 	job->state_since_ms = sv_now_ms();
+}
+
+static void observe_error(sv_job_t *job, const sv_error_t *err)
+{
+	sv_obslog_add(job->obs, job->attempt, "error",
+		      json_pack("{s:s, s:s, s:b, s:b}", "category",
+				sv_errcat_name(err->category), "message",
+				err->message, "retriable", err->retriable,
+				"fatal", err->fatal));
 }
 
 static void new_job_id(char *out, size_t len)
@@ -210,6 +220,9 @@ static void start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 				"late_sink.cluster", &wc.late_cluster);
 	job->attempt++;
 	job->attempt_started_ms = sv_now_ms();
+	wc.obs = job->obs;
+	sv_obslog_add(job->obs, job->attempt, "attempt_started",
+		      json_pack("{s:i}", "restarts", job->restarts));
 	sv_error_t *err = sv_worker_start(&wc, &job->worker);
 	if (err) {
 		sv_error_destroy(job->error);
@@ -275,6 +288,12 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 	int64_t wait = b / 2 + (int64_t)(r % (uint32_t)(b / 2 + 1));
 	job->next_attempt_at_ms = now + wait;
 	job->restarts++;
+	sv_obslog_add(job->obs, job->attempt, "restart_scheduled",
+		      json_pack("{s:I, s:I, s:i, s:s}", "backoff_ms",
+				(json_int_t)wait, "next_attempt_at_ms",
+				(json_int_t)job->next_attempt_at_ms, "restarts",
+				job->restarts, "category",
+				sv_errcat_name(err->category)));
 	char reason[512];
 	snprintf(reason, sizeof(reason), "%s error, next attempt in %lld ms: %s",
 		 sv_errcat_name(err->category), (long long)wait, err->message);
@@ -289,6 +308,7 @@ static void on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 	if (end == SV_WORKER_FAILED) {
 		sv_error_destroy(job->error);
 		job->error = sv_error_copy(sv_worker_error(job->worker));
+		observe_error(job, job->error);
 	}
 	if (end == SV_WORKER_COMPLETED && sv_jobspec_bounded(job->spec)) {
 		free(job->result);
@@ -315,6 +335,71 @@ static void on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 	}
 }
 
+/* Records behind the end of the source, summed over partitions; *wm the
+ * job's watermark (INT64_MIN when none yet). */
+static int64_t job_lag(sv_job_t *job, int64_t *wm)
+{
+	*wm = job->last_watermark_ms ? job->last_watermark_ms : INT64_MIN;
+	if (!job->worker)
+		return 0;
+	int64_t w = atomic_load(&sv_worker_stats(job->worker)->watermark_ms);
+	if (w != INT64_MIN)
+		*wm = w;
+	sv_partpos_t *pos;
+	size_t n = sv_worker_positions(job->worker, &pos);
+	int64_t lag = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pos[i].end_offset >= 0 && pos[i].next_offset >= 0 &&
+		    pos[i].end_offset > pos[i].next_offset)
+			lag += pos[i].end_offset - pos[i].next_offset;
+	free(pos);
+	return lag;
+}
+
+/* Watermark and lag samples for the observations; running <-> lagging
+ * while the lag stays above the job's thresholds for the grace period. */
+static void watch_progress(sv_job_t *job, int64_t now)
+{
+	if (!job->worker || (job->state != SV_JOB_RUNNING &&
+			     job->state != SV_JOB_LAGGING))
+		return;
+	int64_t wm;
+	int64_t records = job_lag(job, &wm);
+	double seconds = wm == INT64_MIN ? -1 : (double)(now - wm) / 1000.0;
+	if (now - job->last_sample_ms >= SAMPLE_MS) {
+		job->last_sample_ms = now;
+		sv_obslog_add(job->obs, job->attempt, "watermark_sample",
+			json_pack("{s:o, s:o}", "watermark_ms", wm == INT64_MIN
+				  ? json_null() : json_integer(wm),
+				  "watermark_lag_s", seconds < 0 ? json_null()
+				  : json_real(seconds)));
+		sv_obslog_add(job->obs, job->attempt, "lag_sample",
+			json_pack("{s:I, s:o}", "records", (json_int_t)records,
+				  "seconds", seconds < 0 ? json_null()
+				  : json_real(seconds)));
+	}
+	const Streamvisor__Lag *lp = job->spec->msg->lag;
+	bool over = (lp->max_records > 0 && records > lp->max_records) ||
+		    (lp->max_seconds > 0 && seconds > (double)lp->max_seconds);
+	if (!over) {
+		job->lag_since_ms = 0;
+		if (job->state == SV_JOB_LAGGING)
+			transition(job, SV_JOB_RUNNING, "lag recovered");
+		return;
+	}
+	if (!job->lag_since_ms)
+		job->lag_since_ms = now;
+	if (job->state == SV_JOB_RUNNING && now - job->lag_since_ms >= lp->grace_ms) {
+		char reason[200];
+		snprintf(reason, sizeof(reason), "lag of %lld records, %.1f s "
+			 "above the thresholds (%lld records, %lld s) for %lld ms",
+			 (long long)records, seconds < 0 ? 0 : seconds,
+			 (long long)lp->max_records, (long long)lp->max_seconds,
+			 (long long)(now - job->lag_since_ms));
+		transition(job, SV_JOB_LAGGING, reason);
+	}
+}
+
 static void tick(sv_supervisor_t *sv)
 {
 	int64_t now = sv_now_ms();
@@ -322,6 +407,7 @@ static void tick(sv_supervisor_t *sv)
 		sv_job_t *job = sv->jobs[i];
 		if (job->worker && sv_worker_end(job->worker) != SV_WORKER_RUNNING)
 			on_worker_end(sv, job);
+		watch_progress(job, now);
 		if (job->state == SV_JOB_RESTARTING && !job->worker &&
 		    now >= job->next_attempt_at_ms)
 			start_attempt(sv, job);
@@ -422,6 +508,25 @@ static json_t *job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 
 /* ---- commands (run on the supervisor thread) ---- */
 
+/* The physical plan as observations report it: one chain of operators at
+ * parallelism 1 (one worker thread per job). */
+static json_t *plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan)
+{
+	const Streamvisor__JobSpec *js = spec->msg;
+	json_t *ops = json_array();
+	json_array_append_new(ops, json_pack("{s:s, s:s}", "operator", "source",
+		"kind", js->source->kind));
+	for (size_t i = 0; i < sv_pipeline_len(plan->pipeline); i++)
+		json_array_append_new(ops, json_pack("{s:s}", "operator",
+			sv_pipeline_op(plan->pipeline, i)->ops->name));
+	json_array_append_new(ops, json_pack("{s:s, s:s}", "operator", "sink",
+		"kind", js->sink->kind));
+	return json_pack("{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
+		"source_kind", js->source->kind, "source_topic",
+		js->source->topic && *js->source->topic ? js->source->topic : NULL,
+		"parallelism", 1, "delivery", js->delivery, "operators", ops);
+}
+
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
@@ -461,6 +566,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 		sv_jobspec_destroy(spec);
 		return err;
 	}
+	json_t *summary = plan_summary(spec, plan);
 	sv_plan_destroy(plan);
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *o = sv->jobs[i];
@@ -470,6 +576,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 					   "by job '%s' (%s)", js->name, o->id,
 					   sv_jobstate_name(o->state));
 			sv_jobspec_destroy(spec);
+			json_decref(summary);
 			return sv_error_set_field(err, "name");
 		}
 	}
@@ -478,6 +585,13 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	job->spec = spec;
 	job->created_at_ms = job->state_since_ms = sv_now_ms();
 	job->state = SV_JOB_PENDING;
+	job->obs = sv_obslog_new(job->id, SV_OBSLOG_DEFAULT_CAP);
+	sv_obslog_add(job->obs, 0, "job_submitted",
+		json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "backend_kind",
+			  "streamvisor", "backend_version", SV_VERSION_STRING,
+			  "supervisor_identity", sv->conf.identity ?
+			  sv->conf.identity : "", "name", js->name, "plan_id",
+			  spec->plan_id, "physical_plan", summary));
 	sv->jobs = sv_realloc(sv->jobs, (sv->njobs + 1) * sizeof(*sv->jobs));
 	sv->jobs[sv->njobs++] = job;
 	sv_logctx_t lc = {job->id, 0};
@@ -513,6 +627,7 @@ static void job_free(sv_job_t *job)
 	sv_jobspec_destroy(job->spec);
 	sv_error_destroy(job->error);
 	free(job->result);
+	sv_obslog_destroy(job->obs);
 	free(job);
 }
 
@@ -595,6 +710,17 @@ static sv_error_t *do_get(sv_supervisor_t *sv, cmd_t *c)
 		c->json = dump(json_pack("{s:s, s:o}", "id", job->id, "rows",
 					 lines_to_array(lines)));
 		free(lines);
+		return NULL;
+	}
+	if (!strcmp(c->what, "observations")) {
+		uint64_t after = 0;
+		const char *a = c->query ? strstr(c->query, "after=") : NULL;
+		if (a && (a == c->query || a[-1] == '&'))
+			after = strtoull(a + 6, NULL, 10);
+		json_t *page = sv_obslog_page(job->obs, after,
+					      query_limit(c->query, 100));
+		json_object_set_new(page, "id", json_string(job->id));
+		c->json = dump(page);
 		return NULL;
 	}
 	if (!strcmp(c->what, "result")) {

@@ -17,6 +17,7 @@
 #include "core/cluster.h"
 #include "core/error.h"
 #include "sources/source.h"
+#include "supervisor/observe.h"
 #include "supervisor/plan.h"
 #include "supervisor/spec.h"
 
@@ -52,6 +53,7 @@ typedef struct sv_worker_conf {
 	const sv_cluster_t *sink_cluster;
 	const sv_cluster_t *dlq_cluster;
 	const sv_cluster_t *late_cluster;
+	sv_obslog_t *obs;                  /* the job's observations */
 	sv_worker_done_cb *done;
 	void *opaque;
 } sv_worker_conf_t;

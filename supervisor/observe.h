@@ -1,0 +1,36 @@
+/* observe.h — a job's observation log (RFC 048 observations; DESIGN.md §5):
+ * what happened to the job, newest last, bounded (the oldest are dropped),
+ * each with a sequence number, timestamp, job id, attempt and a kind.
+ * Read in pages: GET /v1/jobs/{id}/observations?after=<seq>&limit=<n>.
+ *
+ * Kinds (docs/observations.md): job_submitted, state_transition,
+ * attempt_started, restart_scheduled, error, checkpoint_started,
+ * checkpoint_completed, checkpoint_failed, sink_commit, watermark_sample,
+ * lag_sample, drain.
+ *
+ * thread: any (a mutex inside); workers add checkpoint observations. */
+#ifndef SV_OBSERVE_H
+#define SV_OBSERVE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sv_obslog sv_obslog_t;
+
+#define SV_OBSLOG_DEFAULT_CAP 1000
+
+sv_obslog_t *sv_obslog_new(const char *job_id, size_t cap);
+void sv_obslog_destroy(sv_obslog_t *log);
+
+/* Append an observation of `kind` with fields (an object, stolen; may be
+ * NULL). Returns its sequence number (from 1). */
+uint64_t sv_obslog_add(sv_obslog_t *log, int attempt, const char *kind,
+		       json_t *fields);
+
+/* Observations with seq > after, oldest first, at most limit; as
+ * {"observations": [...], "next_after": seq of the last returned (or
+ * `after`), "first_seq": oldest kept, "dropped": count dropped}. */
+json_t *sv_obslog_page(sv_obslog_t *log, uint64_t after, size_t limit);
+
+#endif
