@@ -52,6 +52,10 @@ typedef struct sv_job {
 	sv_obslog_t *obs;          /* observations; owned */
 	int64_t last_sample_ms;    /* last watermark/lag sample */
 	int64_t lag_since_ms;      /* lag above the thresholds since, or 0 */
+	/* the last committed checkpoint known (id -1: none) */
+	struct {
+		int64_t id, completed_ms, duration_ms, bytes;
+	} last_ck;
 	/* bounded jobs, once completed: the output as JSON lines (owned) */
 	char *result;
 	size_t result_rows;

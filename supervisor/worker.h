@@ -39,6 +39,16 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t state_bytes;
 	_Atomic uint64_t state_keys;
 	_Atomic int64_t last_commit_ms;
+	/* checkpoints */
+	_Atomic int64_t restored_checkpoint; /* id restored at start, or -1 */
+	_Atomic int64_t last_checkpoint;     /* last committed id, or -1 */
+	_Atomic int64_t last_checkpoint_ms;  /* when it completed */
+	_Atomic int64_t last_checkpoint_duration_ms;
+	_Atomic int64_t last_checkpoint_bytes;
+	_Atomic uint64_t checkpoints;        /* committed by this attempt */
+	_Atomic uint64_t checkpoint_failures;
+	_Atomic uint64_t checkpoint_requests; /* on demand: asked */
+	_Atomic uint64_t checkpoint_served;   /* on demand: taken after ask */
 } sv_worker_stats_t;
 
 typedef struct sv_worker sv_worker_t;

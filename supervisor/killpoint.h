@@ -1,0 +1,14 @@
+/* killpoint.h — crash injection for tests (docs/exactly-once.md).
+ *
+ *   STREAMVISOR_KILL_AT=<point>[:<n>]
+ *
+ * makes the process SIGKILL itself the n-th time (default 1st) it reaches
+ * <point>. Points, in protocol order: before_prepare, after_prepare,
+ * after_send_offsets, after_commit, after_mark_committed. Unset: no cost
+ * beyond one load. thread: any */
+#ifndef SV_KILLPOINT_H
+#define SV_KILLPOINT_H
+
+void sv_killpoint(const char *point);
+
+#endif

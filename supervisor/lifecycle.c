@@ -1,0 +1,329 @@
+/* lifecycle.c — a job's attempts and states (DESIGN.md §3): starting an
+ * attempt, what happens when it ends, the restart policy (exponential
+ * backoff with jitter, bounded attempts within a window, reset after a
+ * healthy period), running <-> lagging, and the actions (cancel, drain,
+ * resume, restart, checkpoint). Every state change goes through
+ * sv_transition(), which logs and observes old state, new state, reason and
+ * attempt. thread: supervisor. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "core/util.h"
+#include "supervisor/supervisor_int.h"
+
+void sv_transition(sv_job_t *job, sv_jobstate_t to, const char *reason)
+{
+	sv_logctx_t lc = {job->id, job->attempt};
+	sv_log(&lc, SV_LOG_INFO, "lifecycle", "state %s -> %s (%s)",
+	       sv_jobstate_name(job->state), sv_jobstate_name(to), reason);
+	sv_obslog_add(job->obs, job->attempt, "state_transition",
+		      json_pack("{s:s, s:s, s:s}", "from",
+				sv_jobstate_name(job->state), "to",
+				sv_jobstate_name(to), "reason", reason));
+	job->state = to;
+	job->state_since_ms = sv_now_ms();
+}
+
+void sv_observe_error(sv_job_t *job, const sv_error_t *err)
+{
+	sv_obslog_add(job->obs, job->attempt, "error",
+		      json_pack("{s:s, s:s, s:b, s:b}", "category",
+				sv_errcat_name(err->category), "message",
+				err->message, "retriable", err->retriable,
+				"fatal", err->fatal));
+}
+
+static void done_cb(void *opaque, sv_worker_t *w)
+{
+	sv_supervisor_t *sv = opaque;
+	(void)w;
+	pthread_mutex_lock(&sv->lock);
+	sv->worker_event = true;
+	pthread_cond_signal(&sv->wake);
+	pthread_mutex_unlock(&sv->lock);
+}
+
+sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
+				   const char *name, const char *field,
+				   const sv_cluster_t **out)
+{
+	*out = NULL;
+	if (strcmp(kind, "kafka"))
+		return NULL;
+	*out = sv_svconf_cluster(&sv->conf, name);
+	if (!*out) {
+		sv_error_t *err = sv_error_new(SV_ERR_BINDING,
+			"unknown cluster profile '%s'", name);
+		return sv_error_set_field(err, field);
+	}
+	return NULL;
+}
+
+void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
+{
+	const Streamvisor__JobSpec *js = job->spec->msg;
+	sv_worker_conf_t wc = {
+		.job_id = job->id,
+		.attempt = job->attempt + 1,
+		.spec = job->spec,
+		.done = done_cb,
+		.opaque = sv,
+	};
+	/* Profiles were checked at submit; the config cannot change since. */
+	sv_resolve_cluster(sv, js->source->kind, js->source->cluster, "source.cluster",
+			&wc.source_cluster);
+	sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster, "sink.cluster",
+			&wc.sink_cluster);
+	if (js->dead_letter)
+		sv_resolve_cluster(sv, js->dead_letter->kind, js->dead_letter->cluster,
+				"dead_letter.cluster", &wc.dlq_cluster);
+	if (js->late_sink)
+		sv_resolve_cluster(sv, js->late_sink->kind, js->late_sink->cluster,
+				"late_sink.cluster", &wc.late_cluster);
+	job->attempt++;
+	job->attempt_started_ms = sv_now_ms();
+	wc.obs = job->obs;
+	sv_obslog_add(job->obs, job->attempt, "attempt_started",
+		      json_pack("{s:i}", "restarts", job->restarts));
+	sv_error_t *err = sv_worker_start(&wc, &job->worker);
+	if (err) {
+		sv_error_destroy(job->error);
+		job->error = sv_error_set_job(err, job->id, job->attempt);
+		sv_transition(job, SV_JOB_FAILED, err->message);
+		return;
+	}
+	sv_transition(job, SV_JOB_RUNNING, job->attempt == 1 ? "first attempt started"
+							  : "attempt started");
+}
+
+/* Take the worker's last checkpoint into the job's view. */
+void sv_refresh_last_checkpoint(sv_job_t *job)
+{
+	const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+	int64_t id = atomic_load(&st->last_checkpoint);
+	int64_t at = atomic_load(&st->last_checkpoint_ms);
+	if (id >= 0 && at > 0 && at >= job->last_ck.completed_ms) {
+		job->last_ck.id = id;
+		job->last_ck.completed_ms = at;
+		job->last_ck.duration_ms =
+			atomic_load(&st->last_checkpoint_duration_ms);
+		job->last_ck.bytes = atomic_load(&st->last_checkpoint_bytes);
+	} else if (id >= 0 && job->last_ck.id < 0) {
+		job->last_ck.id = id; /* restored, not taken by this process */
+	}
+}
+
+static void absorb_counters(sv_job_t *job)
+{
+	const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+	job->done_in += atomic_load(&st->records_in);
+	job->done_out += atomic_load(&st->records_out);
+	job->done_invalid += atomic_load(&st->records_invalid);
+	job->done_late += atomic_load(&st->records_late);
+	int64_t wm = atomic_load(&st->watermark_ms);
+	if (wm != INT64_MIN)
+		job->last_watermark_ms = wm;
+	sv_refresh_last_checkpoint(job);
+}
+
+/* Restart policy: exponential backoff with jitter, bounded attempts within a
+ * window, reset after a healthy period. Decides from category and flags. */
+static void schedule_restart(sv_job_t *job, const sv_error_t *err)
+{
+	const Streamvisor__Restart *rp = job->spec->msg->restart;
+	int64_t now = sv_now_ms();
+	if (job->attempt_started_ms &&
+	    now - job->attempt_started_ms >= rp->reset_after_ms) {
+		job->attempts_in_window = 0;
+		job->backoff_ms = 0;
+	}
+	if (!job->window_start_ms || now - job->window_start_ms > rp->window_ms) {
+		job->window_start_ms = now;
+		job->attempts_in_window = 0;
+	}
+	job->attempts_in_window++;
+	if (!err->retriable || err->fatal) {
+		sv_transition(job, SV_JOB_FAILED, err->message);
+		return;
+	}
+	if (job->attempts_in_window >= rp->max_attempts) {
+		sv_error_t *ex = sv_error_new(SV_ERR_RETRY_EXHAUSTED,
+			"gave up after %d attempts: %s", job->attempts_in_window,
+			err->message);
+		sv_error_set_job(ex, job->id, job->attempt);
+		sv_error_destroy(job->error);
+		job->error = ex;
+		sv_transition(job, SV_JOB_FAILED, ex->message);
+		return;
+	}
+	int64_t b = job->backoff_ms ? (int64_t)(job->backoff_ms * rp->multiplier)
+				    : rp->initial_backoff_ms;
+	if (b > rp->max_backoff_ms)
+		b = rp->max_backoff_ms;
+	job->backoff_ms = b;
+	/* full jitter in [b/2, b] keeps the growth visible and spreads herds */
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)now;
+	int64_t wait = b / 2 + (int64_t)(r % (uint32_t)(b / 2 + 1));
+	job->next_attempt_at_ms = now + wait;
+	job->restarts++;
+	sv_obslog_add(job->obs, job->attempt, "restart_scheduled",
+		      json_pack("{s:I, s:I, s:i, s:s}", "backoff_ms",
+				(json_int_t)wait, "next_attempt_at_ms",
+				(json_int_t)job->next_attempt_at_ms, "restarts",
+				job->restarts, "category",
+				sv_errcat_name(err->category)));
+	char reason[512];
+	snprintf(reason, sizeof(reason), "%s error, next attempt in %lld ms: %s",
+		 sv_errcat_name(err->category), (long long)wait, err->message);
+	sv_transition(job, SV_JOB_RESTARTING, reason);
+}
+
+void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
+{
+	(void)sv;
+	sv_worker_end_t end = sv_worker_end(job->worker);
+	absorb_counters(job);
+	if (end == SV_WORKER_FAILED) {
+		sv_error_destroy(job->error);
+		job->error = sv_error_copy(sv_worker_error(job->worker));
+		sv_observe_error(job, job->error);
+	}
+	if (end == SV_WORKER_COMPLETED && sv_jobspec_bounded(job->spec)) {
+		free(job->result);
+		job->result = sv_worker_result(job->worker, SIZE_MAX,
+					       &job->result_rows,
+					       &job->result_truncated);
+	}
+	sv_worker_destroy(job->worker);
+	job->worker = NULL;
+	switch (end) {
+	case SV_WORKER_COMPLETED:
+		sv_transition(job, SV_JOB_COMPLETED, "input ended and all output "
+			   "was committed");
+		break;
+	case SV_WORKER_STOPPED:
+		sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
+		break;
+	default:
+		if (job->cancel_requested)
+			sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
+		else
+			schedule_restart(job, job->error);
+		break;
+	}
+}
+
+/* Records behind the end of the source, summed over partitions; *wm the
+ * job's watermark (INT64_MIN when none yet). */
+static int64_t job_lag(sv_job_t *job, int64_t *wm)
+{
+	*wm = job->last_watermark_ms ? job->last_watermark_ms : INT64_MIN;
+	if (!job->worker)
+		return 0;
+	int64_t w = atomic_load(&sv_worker_stats(job->worker)->watermark_ms);
+	if (w != INT64_MIN)
+		*wm = w;
+	sv_partpos_t *pos;
+	size_t n = sv_worker_positions(job->worker, &pos);
+	int64_t lag = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pos[i].end_offset >= 0 && pos[i].next_offset >= 0 &&
+		    pos[i].end_offset > pos[i].next_offset)
+			lag += pos[i].end_offset - pos[i].next_offset;
+	free(pos);
+	return lag;
+}
+
+/* Watermark and lag samples for the observations; running <-> lagging
+ * while the lag stays above the job's thresholds for the grace period. */
+void sv_watch_progress(sv_job_t *job, int64_t now)
+{
+	if (!job->worker || (job->state != SV_JOB_RUNNING &&
+			     job->state != SV_JOB_LAGGING))
+		return;
+	int64_t wm;
+	int64_t records = job_lag(job, &wm);
+	double seconds = wm == INT64_MIN ? -1 : (double)(now - wm) / 1000.0;
+	if (now - job->last_sample_ms >= SAMPLE_MS) {
+		job->last_sample_ms = now;
+		sv_obslog_add(job->obs, job->attempt, "watermark_sample",
+			json_pack("{s:o, s:o}", "watermark_ms", wm == INT64_MIN
+				  ? json_null() : json_integer(wm),
+				  "watermark_lag_s", seconds < 0 ? json_null()
+				  : json_real(seconds)));
+		sv_obslog_add(job->obs, job->attempt, "lag_sample",
+			json_pack("{s:I, s:o}", "records", (json_int_t)records,
+				  "seconds", seconds < 0 ? json_null()
+				  : json_real(seconds)));
+	}
+	const Streamvisor__Lag *lp = job->spec->msg->lag;
+	bool over = (lp->max_records > 0 && records > lp->max_records) ||
+		    (lp->max_seconds > 0 && seconds > (double)lp->max_seconds);
+	if (!over) {
+		job->lag_since_ms = 0;
+		if (job->state == SV_JOB_LAGGING)
+			sv_transition(job, SV_JOB_RUNNING, "lag recovered");
+		return;
+	}
+	if (!job->lag_since_ms)
+		job->lag_since_ms = now;
+	if (job->state == SV_JOB_RUNNING && now - job->lag_since_ms >= lp->grace_ms) {
+		char reason[200];
+		snprintf(reason, sizeof(reason), "lag of %lld records, %.1f s "
+			 "above the thresholds (%lld records, %lld s) for %lld ms",
+			 (long long)records, seconds < 0 ? 0 : seconds,
+			 (long long)lp->max_records, (long long)lp->max_seconds,
+			 (long long)(now - job->lag_since_ms));
+		sv_transition(job, SV_JOB_LAGGING, reason);
+	}
+}
+
+sv_error_t *sv_conflict(sv_job_t *job, const char *action)
+{
+	sv_error_t *err = sv_error_new(SV_ERR_CONFLICT,
+		"cannot %s job '%s': it is %s", action, job->id,
+		sv_jobstate_name(job->state));
+	return sv_error_set_job(err, job->id, job->attempt);
+}
+
+sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_job_t *job = sv_find_job(sv, c->id);
+	if (!job)
+		return sv_no_job(c->id);
+	if (!strcmp(c->what, "cancel")) {
+		if (sv_jobstate_terminal(job->state))
+			return sv_conflict(job, "cancel");
+		job->cancel_requested = true;
+		if (job->worker) {
+			sv_worker_stop(job->worker);
+			/* Wait here so cancel answers with the final state;
+			 * a worker stops at its next batch boundary. */
+			while (sv_worker_end(job->worker) == SV_WORKER_RUNNING) {
+				struct timespec ts = {0, 5 * 1000000};
+				nanosleep(&ts, NULL);
+			}
+			sv_on_worker_end(sv, job);
+		}
+		if (job->state != SV_JOB_CANCELLED)
+			sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
+		c->json = sv_json_dump(sv_job_json(sv, job, false));
+		return NULL;
+	}
+	static const char *const later[] = {"drain", "resume", "restart",
+		"checkpoints", NULL};
+	for (const char *const *a = later; *a; a++)
+		if (!strcmp(c->what, *a))
+			return sv_error_set_job(sv_error_new(SV_ERR_COVERAGE,
+				"action '%s' is not implemented yet", c->what),
+				job->id, job->attempt);
+	return sv_error_new(SV_ERR_NOT_FOUND, "unknown action '%s'", c->what);
+}

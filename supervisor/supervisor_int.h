@@ -1,0 +1,86 @@
+/* supervisor_int.h — what the files of the supervisor share: the
+ * supervisor and command structs and the functions that run on the
+ * supervisor thread.
+ *   supervisor.c  the thread, the command queue, submit/list/status/delete
+ *   lifecycle.c   attempts, the restart policy, transitions, actions
+ *   views.c       JSON views (status, observations, results), metrics, info
+ * thread: everything here runs on the supervisor thread unless noted. */
+#ifndef SV_SUPERVISOR_INT_H
+#define SV_SUPERVISOR_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+
+#include "supervisor/job.h"
+#include "supervisor/plan.h"
+#include "supervisor/supervisor.h"
+
+#define SAMPLE_MS 5000 /* watermark and lag samples */
+
+typedef struct cmd cmd_t;
+typedef sv_error_t *(cmd_fn)(sv_supervisor_t *sv, cmd_t *c);
+
+struct cmd {
+	cmd_fn *fn;
+	const char *id, *what, *body, *query;
+	size_t len;
+	bool protobuf;
+	char *json;
+	sv_error_t *err;
+	bool done;
+	cmd_t *next;
+};
+
+struct sv_supervisor {
+	sv_svconf_t conf;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;  /* supervisor waits: commands, worker ends */
+	pthread_cond_t reply; /* callers wait: their command is done */
+	cmd_t *head, *tail;
+	bool stop;
+	bool worker_event;
+	/* job table: supervisor thread only */
+	sv_job_t **jobs;
+	size_t njobs;
+	/* HTTP request counters by method and status class */
+	pthread_mutex_t http_lock;
+	struct http_count {
+		char method[8];
+		int status;
+		uint64_t n;
+	} http[64];
+	size_t nhttp;
+	int64_t started_ms;
+};
+
+/* supervisor.c */
+json_t *sv_iso_json(int64_t ms); /* null for ms <= 0 */
+char *sv_json_dump(json_t *o);   /* compact; steals o */
+sv_job_t *sv_find_job(sv_supervisor_t *sv, const char *id);
+sv_error_t *sv_no_job(const char *id);
+void sv_job_free(sv_job_t *job);
+sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
+			       const char *name, const char *field,
+			       const sv_cluster_t **out);
+
+/* lifecycle.c */
+void sv_transition(sv_job_t *job, sv_jobstate_t to, const char *reason);
+void sv_observe_error(sv_job_t *job, const sv_error_t *err);
+void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job);
+void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job);
+/* Take the worker's last checkpoint into job->last_ck. */
+void sv_refresh_last_checkpoint(sv_job_t *job);
+void sv_watch_progress(sv_job_t *job, int64_t now);
+sv_error_t *sv_conflict(sv_job_t *job, const char *action);
+sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c);
+
+/* views.c */
+json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full);
+json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan);
+size_t sv_query_limit(const char *query, size_t def);
+sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c);
+sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c);
+bool sv_dev_default(sv_supervisor_t *sv);
+
+#endif

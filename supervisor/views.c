@@ -1,0 +1,350 @@
+/* views.c — what the supervisor shows: the job status document, plan
+ * summaries, previews, results, observations, Prometheus metrics and
+ * /v1/info. thread: supervisor (sv_supervisor_info: any). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "supervisor/coverage.h"
+#include "supervisor/metrics.h"
+#include "supervisor/supervisor_int.h"
+
+static json_t *error_json(const sv_error_t *err)
+{
+	if (!err)
+		return json_null();
+	json_t *o = json_pack("{s:s, s:s, s:i}", "category",
+			      sv_errcat_name(err->category), "message",
+			      err->message, "attempt", err->attempt);
+	if (err->field)
+		json_object_set_new(o, "field", json_string(err->field));
+	return o;
+}
+
+static json_t *last_checkpoint_json(sv_job_t *job)
+{
+	if (job->worker)
+		sv_refresh_last_checkpoint(job);
+	if (job->last_ck.id < 0)
+		return json_null();
+	return json_pack("{s:I, s:s, s:o, s:o, s:o}", "id",
+		(json_int_t)job->last_ck.id, "status", "committed",
+		"completed_at", sv_iso_json(job->last_ck.completed_ms),
+		"duration_ms", job->last_ck.completed_ms
+			? json_integer(job->last_ck.duration_ms) : json_null(),
+		"bytes", job->last_ck.completed_ms
+			? json_integer(job->last_ck.bytes) : json_null());
+}
+
+json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
+{
+	(void)sv;
+	const Streamvisor__JobSpec *js = job->spec->msg;
+	json_t *o = json_object();
+	json_object_set_new(o, "id", json_string(job->id));
+	json_object_set_new(o, "name", json_string(js->name));
+	json_object_set_new(o, "mode", json_string(js->mode));
+	json_object_set_new(o, "state", json_string(sv_jobstate_name(job->state)));
+	json_object_set_new(o, "attempt", json_integer(job->attempt));
+	json_object_set_new(o, "plan_id", json_string(job->spec->plan_id));
+	if (!full)
+		return o;
+	json_object_set_new(o, "delivery", json_string(js->delivery));
+	json_object_set_new(o, "created_at", sv_iso_json(job->created_at_ms));
+	json_object_set_new(o, "state_since", sv_iso_json(job->state_since_ms));
+	json_object_set_new(o, "restarts", json_integer(job->restarts));
+	json_object_set_new(o, "next_attempt_at",
+		job->state == SV_JOB_RESTARTING ? sv_iso_json(job->next_attempt_at_ms)
+						: json_null());
+	json_object_set_new(o, "error", error_json(job->error));
+
+	uint64_t in = job->done_in, out = job->done_out;
+	uint64_t invalid = job->done_invalid, late = job->done_late;
+	uint64_t sbytes = 0, skeys = 0;
+	int64_t wm = job->last_watermark_ms ? job->last_watermark_ms : INT64_MIN;
+	sv_partpos_t *pos = NULL;
+	size_t npos = 0;
+	if (job->worker) {
+		const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+		in += atomic_load(&st->records_in);
+		out += atomic_load(&st->records_out);
+		invalid += atomic_load(&st->records_invalid);
+		late += atomic_load(&st->records_late);
+		sbytes = atomic_load(&st->state_bytes);
+		skeys = atomic_load(&st->state_keys);
+		int64_t w = atomic_load(&st->watermark_ms);
+		if (w != INT64_MIN)
+			wm = w;
+		npos = sv_worker_positions(job->worker, &pos);
+	}
+	json_object_set_new(o, "watermark_ms",
+			    wm == INT64_MIN ? json_null() : json_integer(wm));
+	json_t *parts = json_array();
+	int64_t lag_records = 0;
+	for (size_t i = 0; i < npos; i++) {
+		int64_t lag = pos[i].end_offset >= 0 && pos[i].next_offset >= 0
+			? pos[i].end_offset - pos[i].next_offset : 0;
+		if (lag < 0)
+			lag = 0;
+		lag_records += lag;
+		json_t *p = json_pack("{s:s, s:i, s:I, s:I, s:I}", "topic",
+			js->source->topic ? js->source->topic : "",
+			"partition", pos[i].partition,
+			"next_offset", (json_int_t)pos[i].next_offset,
+			"end_offset", (json_int_t)pos[i].end_offset,
+			"lag_records", (json_int_t)lag);
+		json_array_append_new(parts, p);
+	}
+	free(pos);
+	json_t *lag = json_object();
+	json_object_set_new(lag, "records", json_integer(lag_records));
+	json_object_set_new(lag, "seconds", wm == INT64_MIN ? json_null()
+		: json_real(fmax(0.0, (double)(sv_now_ms() - wm) / 1000.0)));
+	json_object_set_new(o, "lag", lag);
+	json_object_set_new(o, "partitions", parts);
+	json_object_set_new(o, "last_checkpoint", last_checkpoint_json(job));
+	json_object_set_new(o, "records_in", json_integer((json_int_t)in));
+	json_object_set_new(o, "records_out", json_integer((json_int_t)out));
+	json_object_set_new(o, "records_late", json_integer((json_int_t)late));
+	json_object_set_new(o, "records_invalid", json_integer((json_int_t)invalid));
+	json_object_set_new(o, "state_size", json_pack("{s:I, s:I}", "bytes",
+		(json_int_t)sbytes, "keys", (json_int_t)skeys));
+	return o;
+}
+
+/* The physical plan as observations report it: one chain of operators at
+ * parallelism 1 (one worker thread per job). */
+json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan)
+{
+	const Streamvisor__JobSpec *js = spec->msg;
+	json_t *ops = json_array();
+	json_array_append_new(ops, json_pack("{s:s, s:s}", "operator", "source",
+		"kind", js->source->kind));
+	for (size_t i = 0; i < sv_pipeline_len(plan->pipeline); i++)
+		json_array_append_new(ops, json_pack("{s:s}", "operator",
+			sv_pipeline_op(plan->pipeline, i)->ops->name));
+	json_array_append_new(ops, json_pack("{s:s, s:s}", "operator", "sink",
+		"kind", js->sink->kind));
+	return json_pack("{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
+		"source_kind", js->source->kind, "source_topic",
+		js->source->topic && *js->source->topic ? js->source->topic : NULL,
+		"parallelism", 1, "delivery", js->delivery, "operators", ops);
+}
+
+size_t sv_query_limit(const char *query, size_t def)
+{
+	if (!query)
+		return def;
+	const char *p = strstr(query, "limit=");
+	if (!p || (p != query && p[-1] != '&'))
+		return def;
+	long v = strtol(p + 6, NULL, 10);
+	return v > 0 ? (size_t)v : def;
+}
+
+static json_t *lines_to_array(const char *lines)
+{
+	json_t *a = json_array();
+	const char *p = lines;
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		json_t *row = json_loadb(p, n, 0, NULL);
+		json_array_append_new(a, row ? row : json_stringn(p, n));
+		p += n + (nl ? 1 : 0);
+	}
+	return a;
+}
+
+sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_job_t *job = sv_find_job(sv, c->id);
+	if (!job)
+		return sv_no_job(c->id);
+	if (!strcmp(c->what, "preview")) {
+		size_t limit = sv_query_limit(c->query, 10);
+		char *lines = job->worker ? sv_worker_preview(job->worker, limit)
+					  : sv_strdup("");
+		c->json = sv_json_dump(json_pack("{s:s, s:o}", "id", job->id, "rows",
+					 lines_to_array(lines)));
+		free(lines);
+		return NULL;
+	}
+	if (!strcmp(c->what, "observations")) {
+		uint64_t after = 0;
+		const char *a = c->query ? strstr(c->query, "after=") : NULL;
+		if (a && (a == c->query || a[-1] == '&'))
+			after = strtoull(a + 6, NULL, 10);
+		json_t *page = sv_obslog_page(job->obs, after,
+					      sv_query_limit(c->query, 100));
+		json_object_set_new(page, "id", json_string(job->id));
+		c->json = sv_json_dump(page);
+		return NULL;
+	}
+	if (!strcmp(c->what, "result")) {
+		if (!sv_jobspec_bounded(job->spec))
+			return sv_error_set_job(sv_error_new(SV_ERR_CONFLICT,
+				"job '%s' is a stream: collect on an unbounded "
+				"stream is refused; use preview", job->id),
+				job->id, job->attempt);
+		if (job->state != SV_JOB_COMPLETED)
+			return sv_error_set_job(sv_error_new(SV_ERR_CONFLICT,
+				"result of bounded job '%s' is available once it "
+				"is completed; it is %s", job->id,
+				sv_jobstate_name(job->state)), job->id, job->attempt);
+		size_t limit = sv_query_limit(c->query, SIZE_MAX);
+		const char *p = job->result ? job->result : "";
+		size_t n = 0, len = 0;
+		while (n < limit && p[len]) {
+			const char *nl = strchr(p + len, '\n');
+			len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+			n++;
+		}
+		char *lines = sv_strndup(p, len);
+		c->json = sv_json_dump(json_pack("{s:s, s:I, s:b, s:o}", "id", job->id,
+			"row_count", (json_int_t)n, "truncated",
+			job->result_truncated || n < job->result_rows,
+			"rows", lines_to_array(lines)));
+		free(lines);
+		return NULL;
+	}
+	return sv_error_set_job(sv_error_new(SV_ERR_COVERAGE,
+		"'%s' is not implemented yet", c->what), job->id, job->attempt);
+}
+
+static void job_labels(sv_buf_t *l, const sv_job_t *job)
+{
+	sv_buf_reset(l);
+	sv_prom_label(l, "job", job->id);
+	sv_prom_label(l, "name", job->spec->msg->name);
+}
+
+sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_buf_t b, l;
+	sv_buf_init(&b);
+	sv_buf_init(&l);
+
+	sv_prom_family(&b, "streamvisor_up", "gauge",
+		       "1 while the supervisor serves");
+	sv_prom_sample(&b, "streamvisor_up", NULL, 1);
+	sv_prom_family(&b, "streamvisor_jobs", "gauge", "jobs by state");
+	for (int s = 0; s < SV_JOB__COUNT; s++) {
+		size_t n = 0;
+		for (size_t i = 0; i < sv->njobs; i++)
+			n += sv->jobs[i]->state == (sv_jobstate_t)s;
+		sv_buf_reset(&l);
+		sv_prom_label(&l, "state", sv_jobstate_name((sv_jobstate_t)s));
+		sv_prom_sample(&b, "streamvisor_jobs", l.data, (double)n);
+	}
+
+	sv_prom_family(&b, "streamvisor_job_state", "gauge",
+		       "1 for the job's current state, 0 for the others");
+	for (size_t i = 0; i < sv->njobs; i++) {
+		for (int s = 0; s < SV_JOB__COUNT; s++) {
+			job_labels(&l, sv->jobs[i]);
+			sv_prom_label(&l, "state", sv_jobstate_name((sv_jobstate_t)s));
+			sv_prom_sample(&b, "streamvisor_job_state", l.data,
+				       sv->jobs[i]->state == (sv_jobstate_t)s);
+		}
+	}
+	struct {
+		const char *name, *type, *help;
+	} fams[] = {
+		{"streamvisor_job_attempt", "gauge", "current attempt number"},
+		{"streamvisor_job_restarts_total", "counter", "restarts of the job"},
+		{"streamvisor_records_in_total", "counter", "records read"},
+		{"streamvisor_records_out_total", "counter", "records written"},
+		{"streamvisor_records_invalid_total", "counter",
+		 "input records that could not be decoded"},
+		{"streamvisor_records_late_total", "counter",
+		 "records behind the watermark (dropped or side output)"},
+		{"streamvisor_state_bytes", "gauge", "operator state size"},
+	};
+	for (size_t f = 0; f < SV_ARRAY_LEN(fams); f++) {
+		sv_prom_family(&b, fams[f].name, fams[f].type, fams[f].help);
+		for (size_t i = 0; i < sv->njobs; i++) {
+			sv_job_t *job = sv->jobs[i];
+			uint64_t v[7] = {(uint64_t)job->attempt, (uint64_t)job->restarts,
+					 job->done_in, job->done_out,
+					 job->done_invalid, job->done_late, 0};
+			if (job->worker) {
+				const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+				v[2] += atomic_load(&st->records_in);
+				v[3] += atomic_load(&st->records_out);
+				v[4] += atomic_load(&st->records_invalid);
+				v[5] += atomic_load(&st->records_late);
+				v[6] = atomic_load(&st->state_bytes);
+			}
+			job_labels(&l, job);
+			sv_prom_sample(&b, fams[f].name, l.data, (double)v[f]);
+		}
+	}
+	sv_prom_family(&b, "streamvisor_source_lag_records", "gauge",
+		       "records behind the end of each source partition");
+	for (size_t i = 0; i < sv->njobs; i++) {
+		sv_job_t *job = sv->jobs[i];
+		if (!job->worker)
+			continue;
+		sv_partpos_t *pos;
+		size_t n = sv_worker_positions(job->worker, &pos);
+		for (size_t p = 0; p < n; p++) {
+			if (pos[p].end_offset < 0)
+				continue;
+			int64_t lag = pos[p].end_offset - pos[p].next_offset;
+			job_labels(&l, job);
+			const char *topic = job->spec->msg->source->topic;
+			sv_prom_label(&l, "topic", topic && *topic ? topic : "-");
+			char part[16];
+			snprintf(part, sizeof(part), "%d", pos[p].partition);
+			sv_prom_label(&l, "partition", part);
+			sv_prom_sample(&b, "streamvisor_source_lag_records", l.data,
+				       (double)(lag < 0 ? 0 : lag));
+		}
+		free(pos);
+	}
+	sv_prom_family(&b, "streamvisor_http_requests_total", "counter",
+		       "HTTP requests served");
+	pthread_mutex_lock(&sv->http_lock);
+	for (size_t i = 0; i < sv->nhttp; i++) {
+		char code[8];
+		snprintf(code, sizeof(code), "%d", sv->http[i].status);
+		sv_buf_reset(&l);
+		sv_prom_label(&l, "method", sv->http[i].method);
+		sv_prom_label(&l, "code", code);
+		sv_prom_sample(&b, "streamvisor_http_requests_total", l.data,
+			       (double)sv->http[i].n);
+	}
+	pthread_mutex_unlock(&sv->http_lock);
+	sv_buf_release(&l);
+	c->json = sv_buf_detach(&b);
+	return NULL;
+}
+
+bool sv_dev_default(sv_supervisor_t *sv)
+{
+	const sv_cluster_t *d = sv_svconf_cluster(&sv->conf, "default");
+	return d && d->dev_embedded;
+}
+
+char *sv_supervisor_info(sv_supervisor_t *sv)
+{
+	char *cov = sv_coverage_json(sv_dev_default(sv));
+	json_t *clusters = json_array();
+	for (size_t i = 0; i < sv->conf.nclusters; i++)
+		json_array_append_new(clusters, json_pack("{s:s, s:b}", "name",
+			sv->conf.clusters[i].name, "development",
+			sv->conf.clusters[i].dev_embedded));
+	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}",
+		"backend_kind", "streamvisor",
+		"backend_version", SV_VERSION_STRING,
+		"supervisor_identity", sv->conf.identity,
+		"started_at", sv_iso_json(sv->started_ms),
+		"clusters", clusters,
+		"capabilities", json_loads(cov, 0, NULL));
+	free(cov);
+	return sv_json_dump(o);
+}
