@@ -14,10 +14,30 @@
  * write_raw() produces a dead letter as it came, with the reason in the
  * header "streamvisor.error".
  *
- * Exactly-once will wrap the same producer in transactions (begin at
- * checkpoint n, send offsets + commit at n+1); `transactional` marks where
- * that state lives. librdkafka's log lines go to sv_log with the job id;
- * client properties of the cluster profile are never logged. */
+ * Exactly-once (conf->transactional; docs/exactly-once.md, docs/kafka.md):
+ * the same producer with transactional.id = conf->transactional_id, which is
+ * stable per job and worker. open() calls init_transactions, which fences
+ * any older producer with that id (a zombie attempt) and aborts its open
+ * transaction. Then one transaction per checkpoint: txn_begin →
+ * begin_transaction; txn_prepare → flush, so every record of the
+ * transaction is acknowledged and the sticky delivery error is checked;
+ * txn_offsets → send_offsets_to_transaction for the job's group, each
+ * partition's offset carrying the metadata "streamvisor:ck=<n>" that the
+ * source reads back at recovery; txn_commit → commit_transaction;
+ * txn_abort → abort_transaction. Such a sink uses sv_sink_kafka_txn_ops, so
+ * sv_sink_transactional() is true only for it.
+ *
+ * librdkafka's transaction errors come in three classes (NOTES): retriable
+ * (init_transactions and send_offsets are retried here within a deadline;
+ * a commit never is: its error means an unknown outcome and is returned,
+ * retriable), abortable (returned retriable; the transaction must be
+ * aborted — txn_abort or close does it) and fatal (fenced by a newer
+ * producer, or anything unclassified: returned with err->fatal; the
+ * producer is unusable). In transactional mode records_out counts records
+ * of committed transactions only.
+ *
+ * librdkafka's log lines go to sv_log with the job id; client properties
+ * of the cluster profile are never logged. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +51,21 @@
 
 #define KSNK_META_TIMEOUT_MS 10000
 #define KSNK_DLQ_HEADER "streamvisor.error"
+#define KSNK_TXN_TIMEOUT_DEFAULT_MS 60000
+/* init_transactions and send_offsets: one call waits at most this long,
+ * retriable errors are retried until KSNK_TXN_RETRY_DEADLINE_MS passed. */
+#define KSNK_TXN_CALL_TIMEOUT_MS 30000
+#define KSNK_TXN_RETRY_DEADLINE_MS 60000
+/* close(): how long an abort of the open transaction may take. */
+#define KSNK_CLOSE_ABORT_TIMEOUT_MS 5000
+#define KSNK_CK_META_PREFIX "streamvisor:ck="
+
+typedef enum ksnk_txn_state {
+	KTXN_IDLE = 0,   /* no transaction open (or not transactional) */
+	KTXN_OPEN,       /* begin_transaction done */
+	KTXN_ABORTABLE,  /* an abortable error: only abort is allowed */
+	KTXN_BROKEN,     /* fatal error or unknown commit outcome */
+} ksnk_txn_state_t;
 
 typedef struct kafka_sink {
 	sv_sink_t base;
@@ -42,9 +77,13 @@ typedef struct kafka_sink {
 	const sv_schema_t *schema; /* borrowed */
 	int key_column;            /* -1: no key */
 	bool raw;
-	/* Exactly-once (later): a transactional.id per job and worker, a
-	 * transaction open between checkpoints. Unused while false. */
+	/* exactly-once */
 	bool transactional;
+	char *txn_id;              /* transactional.id */
+	char *group_id;            /* for txn_offsets */
+	int txn_timeout_ms;        /* transaction.timeout.ms */
+	ksnk_txn_state_t txn;
+	uint64_t txn_acked;        /* records acknowledged in the open txn */
 
 	rd_kafka_t *rk;
 	rd_kafka_topic_t *rkt;
@@ -53,6 +92,7 @@ typedef struct kafka_sink {
 } kafka_sink_t;
 
 extern const sv_sink_ops_t sv_sink_kafka_ops;
+extern const sv_sink_ops_t sv_sink_kafka_txn_ops;
 
 /* ---- logging and errors ---- */
 
@@ -141,6 +181,57 @@ static sv_error_t *ksnk_delivery_error(kafka_sink_t *ks,
 			  ks->topic, ks->cluster_name);
 }
 
+static bool is_fenced(rd_kafka_resp_err_t e)
+{
+	return e == RD_KAFKA_RESP_ERR__FENCED ||
+	       e == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+	       e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+}
+
+/* An sv_error_t for a failed transactional call `what`, classified as
+ * NOTES-exactly-once.md says: fatal (and anything unclassified) → fatal,
+ * the producer is unusable; abortable → retriable, the transaction must be
+ * aborted; retriable → retriable. Updates ks->txn. Destroys e. */
+static sv_error_t *ksnk_txn_error(kafka_sink_t *ks, rd_kafka_error_t *e,
+				  const char *what)
+{
+	rd_kafka_resp_err_t code = rd_kafka_error_code(e);
+	const char *cls;
+	sv_errcat_t cat = SV_ERR_SINK_COMMIT;
+	bool fatal = false;
+	sv_error_t *err;
+
+	if (rd_kafka_error_is_fatal(e)) {
+		cls = is_fenced(code) ? "fenced by a newer producer with the "
+					"same transactional id"
+				      : "fatal";
+		fatal = true;
+	} else if (rd_kafka_error_txn_requires_abort(e)) {
+		cls = "the transaction must be aborted";
+	} else if (rd_kafka_error_is_retriable(e)) {
+		cls = "retriable";
+	} else {
+		cls = is_fenced(code) ? "fenced by a newer producer with the "
+					"same transactional id"
+				      : "unclassified, treated as fatal";
+		fatal = true;
+	}
+	if (code == RD_KAFKA_RESP_ERR_INVALID_TRANSACTION_TIMEOUT)
+		cat = SV_ERR_CONFIG;
+	err = ksnk_error(ks, cat, code, rd_kafka_error_string(e),
+			 "%s of transactional id '%s' on cluster '%s' failed "
+			 "(%s)",
+			 what, ks->txn_id, ks->cluster_name, cls);
+	err->fatal = fatal;
+	err->retriable = !fatal;
+	if (fatal)
+		ks->txn = KTXN_BROKEN;
+	else if (rd_kafka_error_txn_requires_abort(e))
+		ks->txn = KTXN_ABORTABLE;
+	rd_kafka_error_destroy(e);
+	return err;
+}
+
 /* thread: the thread calling write/flush (served by rd_kafka_poll) */
 static void ksnk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
 		       void *opaque)
@@ -148,9 +239,18 @@ static void ksnk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
 	kafka_sink_t *ks = opaque;
 	SV_UNUSED(rk);
 	if (!m->err) {
-		ks->base.records_out++;
+		/* Transactional: counted once the transaction commits. */
+		if (ks->transactional)
+			ks->txn_acked++;
+		else
+			ks->base.records_out++;
 		return;
 	}
+	/* Records purged by our own abort_transaction are not failures: the
+	 * transaction they belonged to was dropped on purpose. */
+	if (ks->transactional && (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+				  m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT))
+		return;
 	if (!ks->err) {
 		ks->err = ksnk_delivery_error(ks, m->err);
 		sv_log(&ks->logctx, SV_LOG_ERROR, "kafka",
@@ -191,6 +291,32 @@ static sv_error_t *ksnk_set(kafka_sink_t *ks, rd_kafka_conf_t *conf,
 	return ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
 			  "invalid kafka client property '%s' for cluster '%s'",
 			  key, ks->cluster_name);
+}
+
+/* Transactional settings, after the profile's properties so nothing
+ * overrides them. message.timeout.ms must not exceed transaction.timeout.ms
+ * (librdkafka refuses it); librdkafka lowers its default to fit, but a
+ * profile may set it explicitly. */
+static sv_error_t *ksnk_conf_txn(kafka_sink_t *ks, const sv_sink_conf_t *conf,
+				 rd_kafka_conf_t *kc)
+{
+	char v[32];
+	sv_error_t *err;
+
+	for (size_t i = 0; i < conf->cluster->nprops; i++) {
+		const sv_kv_t *kv = &conf->cluster->props[i];
+		if (!strcmp(kv->key, "message.timeout.ms") &&
+		    atoll(kv->value) > ks->txn_timeout_ms)
+			return ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
+					  "property 'message.timeout.ms' of "
+					  "cluster '%s' exceeds the transaction "
+					  "timeout (%d ms)",
+					  ks->cluster_name, ks->txn_timeout_ms);
+	}
+	if ((err = ksnk_set(ks, kc, "transactional.id", ks->txn_id)))
+		return err;
+	snprintf(v, sizeof(v), "%d", ks->txn_timeout_ms);
+	return ksnk_set(ks, kc, "transaction.timeout.ms", v);
 }
 
 static sv_error_t *ksnk_conf(kafka_sink_t *ks, const sv_sink_conf_t *conf,
@@ -235,6 +361,8 @@ static sv_error_t *ksnk_conf(kafka_sink_t *ks, const sv_sink_conf_t *conf,
 	for (size_t i = 0; i < SV_ARRAY_LEN(fixed); i++)
 		if ((err = ksnk_set(ks, kc, fixed[i][0], fixed[i][1])))
 			return err;
+	if (ks->transactional && (err = ksnk_conf_txn(ks, conf, kc)))
+		return err;
 	rd_kafka_conf_set_opaque(kc, ks);
 	rd_kafka_conf_set_log_cb(kc, ksnk_log_cb);
 	rd_kafka_conf_set_error_cb(kc, ksnk_error_cb);
@@ -268,6 +396,34 @@ static sv_error_t *ksnk_check_topic(kafka_sink_t *ks)
 	return err;
 }
 
+/* init_transactions: fences every older producer with our transactional
+ * id and settles (aborts) its open transaction. Retriable errors (the
+ * coordinator is loading or moving, a previous transaction is still
+ * completing) are retried until the deadline: the call is resumable. */
+static sv_error_t *ksnk_init_transactions(kafka_sink_t *ks)
+{
+	int64_t deadline = sv_mono_ms() + KSNK_TXN_RETRY_DEADLINE_MS;
+	rd_kafka_error_t *e;
+
+	for (;;) {
+		e = rd_kafka_init_transactions(ks->rk,
+					       KSNK_TXN_CALL_TIMEOUT_MS);
+		if (!e)
+			return NULL;
+		if (rd_kafka_error_is_retriable(e) &&
+		    !rd_kafka_error_is_fatal(e) && sv_mono_ms() < deadline) {
+			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			       "init_transactions of transactional id '%s' on "
+			       "cluster '%s': %s; retrying",
+			       ks->txn_id, ks->cluster_name,
+			       rd_kafka_error_string(e));
+			rd_kafka_error_destroy(e);
+			continue;
+		}
+		return ksnk_txn_error(ks, e, "init_transactions");
+	}
+}
+
 /* ---- driver ---- */
 
 static void ksnk_close(sv_sink_t *snk);
@@ -293,6 +449,18 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 	ks->schema = conf->schema;
 	ks->key_column = conf->key_column;
 	ks->raw = conf->raw;
+	ks->transactional = conf->transactional;
+	if (ks->transactional) {
+		ks->base.ops = &sv_sink_kafka_txn_ops;
+		ks->txn_id = sv_strdup(conf->transactional_id
+					       ? conf->transactional_id
+					       : "");
+		ks->group_id = conf->group_id ? sv_strdup(conf->group_id)
+					      : NULL;
+		ks->txn_timeout_ms = conf->transaction_timeout_ms > 0
+			? conf->transaction_timeout_ms
+			: KSNK_TXN_TIMEOUT_DEFAULT_MS;
+	}
 	sv_buf_init(&ks->buf);
 
 	if (!conf->cluster || !conf->cluster->bootstrap ||
@@ -308,6 +476,13 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 			ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
 				   "kafka sink needs a topic"),
 			"sink.topic");
+		goto fail;
+	}
+	if (ks->transactional && !*ks->txn_id) {
+		err = ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
+				 "transactional kafka sink of topic '%s' needs "
+				 "a transactional id",
+				 ks->topic);
 		goto fail;
 	}
 	if (!ks->raw && !ks->schema) {
@@ -362,9 +537,13 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 		       ks->cluster_name);
 	if ((err = ksnk_check_topic(ks)))
 		goto fail;
+	if (ks->transactional && (err = ksnk_init_transactions(ks)))
+		goto fail;
 	sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
-	       "writing topic '%s' on cluster '%s'%s", ks->topic,
-	       ks->cluster_name, ks->raw ? " (dead letters)" : "");
+	       "writing topic '%s' on cluster '%s'%s%s%s", ks->topic,
+	       ks->cluster_name, ks->raw ? " (dead letters)" : "",
+	       ks->transactional ? ", transactional id " : "",
+	       ks->transactional ? ks->txn_id : "");
 	*out = &ks->base;
 	return NULL;
 fail:
@@ -457,6 +636,19 @@ static sv_error_t *ksnk_produce(kafka_sink_t *ks, const char *val, size_t len,
 	return NULL;
 }
 
+/* Transactional: records may be produced only inside an open
+ * transaction. NULL when not transactional. */
+static sv_error_t *ksnk_txn_check_open(kafka_sink_t *ks, const char *what)
+{
+	if (!ks->transactional || ks->txn == KTXN_OPEN)
+		return NULL;
+	return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
+			  "%s to topic '%s' outside an open transaction "
+			  "(transactional id '%s'%s)",
+			  what, ks->topic, ks->txn_id,
+			  ks->txn == KTXN_IDLE ? "" : ", transaction failed");
+}
+
 static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 {
 	kafka_sink_t *ks = (kafka_sink_t *)snk;
@@ -465,6 +657,8 @@ static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 
 	if (ks->err)
 		return sv_error_copy(ks->err);
+	if ((err = ksnk_txn_check_open(ks, "write")))
+		return err;
 	if (ks->raw)
 		return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
 				  "dead-letter sink of topic '%s' takes raw "
@@ -495,6 +689,8 @@ static sv_error_t *ksnk_write_raw(sv_sink_t *snk, const char *payload,
 
 	if (ks->err)
 		return sv_error_copy(ks->err);
+	if ((err = ksnk_txn_check_open(ks, "write")))
+		return err;
 	if ((err = ksnk_produce(ks, payload ? payload : "", len, NULL, 0,
 				reason ? reason : "")))
 		return err;
@@ -523,12 +719,223 @@ static sv_error_t *ksnk_flush(sv_sink_t *snk, int timeout_ms)
 	return NULL;
 }
 
+/* ---- transactions (sink.h, docs/exactly-once.md) ---- */
+
+/* The transaction must be open (and not failed) for `what`. */
+static sv_error_t *ksnk_txn_expect_open(kafka_sink_t *ks, const char *what)
+{
+	if (ks->txn == KTXN_OPEN)
+		return NULL;
+	return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
+			  "%s of transactional id '%s': %s", what, ks->txn_id,
+			  ks->txn == KTXN_IDLE ? "no transaction is open"
+			  : ks->txn == KTXN_ABORTABLE
+				  ? "the transaction failed and must be aborted"
+				  : "the producer failed; a new one must be "
+				    "opened");
+}
+
+static sv_error_t *ksnk_txn_begin(sv_sink_t *snk)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	rd_kafka_error_t *e;
+
+	if (ks->err)
+		return sv_error_copy(ks->err);
+	if (ks->txn != KTXN_IDLE)
+		return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
+				  "begin_transaction of transactional id '%s': "
+				  "%s",
+				  ks->txn_id,
+				  ks->txn == KTXN_OPEN
+					  ? "a transaction is already open"
+					  : "the previous transaction failed");
+	if ((e = rd_kafka_begin_transaction(ks->rk)))
+		return ksnk_txn_error(ks, e, "begin_transaction");
+	ks->txn = KTXN_OPEN;
+	ks->txn_acked = 0;
+	return NULL;
+}
+
+/* Every record of the transaction acknowledged by the brokers (durable,
+ * invisible to read_committed readers until the commit). Kafka needs
+ * nothing in *state: the broker keeps the transaction. */
+static sv_error_t *ksnk_txn_prepare(sv_sink_t *snk, int64_t checkpoint_id,
+				    sv_buf_t *state)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	sv_error_t *err;
+
+	SV_UNUSED(checkpoint_id);
+	SV_UNUSED(state);
+	if ((err = ksnk_txn_expect_open(ks, "prepare")))
+		return err;
+	if ((err = ksnk_flush(snk, ks->txn_timeout_ms))) {
+		/* A record that failed for good leaves librdkafka's
+		 * transaction in the abortable state. */
+		if (ks->err)
+			ks->txn = err->fatal ? KTXN_BROKEN : KTXN_ABORTABLE;
+		return err;
+	}
+	return NULL;
+}
+
+static sv_error_t *ksnk_txn_offsets(sv_sink_t *snk, int64_t checkpoint_id,
+				    const char *topic,
+				    const int32_t *partitions,
+				    const int64_t *next_offsets, size_t n)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	rd_kafka_topic_partition_list_t *list;
+	rd_kafka_consumer_group_metadata_t *cgmd;
+	int64_t deadline = sv_mono_ms() + KSNK_TXN_RETRY_DEADLINE_MS;
+	char meta[64];
+	int metalen;
+	rd_kafka_error_t *e;
+	sv_error_t *err = NULL;
+
+	if (ks->err)
+		return sv_error_copy(ks->err);
+	if ((err = ksnk_txn_expect_open(ks, "send_offsets_to_transaction")))
+		return err;
+	if (!ks->group_id || !*ks->group_id || !topic || !*topic)
+		return ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
+				  "transactional id '%s' cannot send offsets: "
+				  "no consumer group or topic",
+				  ks->txn_id);
+	metalen = snprintf(meta, sizeof(meta), KSNK_CK_META_PREFIX "%lld",
+			   (long long)checkpoint_id);
+	list = rd_kafka_topic_partition_list_new(n ? (int)n : 1);
+	for (size_t i = 0; i < n; i++) {
+		rd_kafka_topic_partition_t *tp;
+		if (next_offsets[i] < 0)
+			continue; /* no position: nothing to commit */
+		tp = rd_kafka_topic_partition_list_add(list, topic,
+						       partitions[i]);
+		tp->offset = next_offsets[i];
+		tp->metadata = sv_strndup(meta, (size_t)metalen);
+		tp->metadata_size = (size_t)metalen;
+	}
+	if (list->cnt == 0) {
+		rd_kafka_topic_partition_list_destroy(list);
+		return NULL;
+	}
+	cgmd = rd_kafka_consumer_group_metadata_new(ks->group_id);
+	for (;;) {
+		/* Retried with identical offsets and group metadata, as
+		 * librdkafka asks. Not a commit: nothing is visible yet. */
+		e = rd_kafka_send_offsets_to_transaction(
+			ks->rk, list, cgmd, KSNK_TXN_CALL_TIMEOUT_MS);
+		if (!e)
+			break;
+		if (rd_kafka_error_is_retriable(e) &&
+		    !rd_kafka_error_is_fatal(e) &&
+		    !rd_kafka_error_txn_requires_abort(e) &&
+		    sv_mono_ms() < deadline) {
+			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			       "send_offsets_to_transaction of transactional "
+			       "id '%s' (group '%s'): %s; retrying",
+			       ks->txn_id, ks->group_id,
+			       rd_kafka_error_string(e));
+			rd_kafka_error_destroy(e);
+			continue;
+		}
+		err = ksnk_txn_error(ks, e, "send_offsets_to_transaction");
+		break;
+	}
+	rd_kafka_consumer_group_metadata_destroy(cgmd);
+	rd_kafka_topic_partition_list_destroy(list);
+	return err;
+}
+
+/* The commit point. Never retried here: an error leaves the outcome
+ * unknown (unless librdkafka says the transaction must be aborted, which
+ * means it did not commit); the worker fails the attempt and recovery
+ * reads the outcome from the group's committed offsets. */
+static sv_error_t *ksnk_txn_commit(sv_sink_t *snk)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	rd_kafka_error_t *e;
+	sv_error_t *err;
+
+	if ((err = ksnk_txn_expect_open(ks, "commit_transaction")))
+		return err;
+	if (ks->err) {
+		ks->txn = ks->err->fatal ? KTXN_BROKEN : KTXN_ABORTABLE;
+		return sv_error_copy(ks->err);
+	}
+	/* -1: the remaining transaction time, as librdkafka recommends. */
+	if ((e = rd_kafka_commit_transaction(ks->rk, -1))) {
+		bool unknown = !rd_kafka_error_is_fatal(e) &&
+			       !rd_kafka_error_txn_requires_abort(e);
+		err = ksnk_txn_error(ks, e, "commit_transaction");
+		if (unknown) {
+			/* Retriable for librdkafka, but we do not retry: the
+			 * producer is done, the attempt fails, recovery
+			 * decides. */
+			ks->txn = KTXN_BROKEN;
+			sv_error_prefix(err, "outcome unknown");
+		}
+		return err;
+	}
+	ks->base.records_out += ks->txn_acked;
+	ks->txn_acked = 0;
+	ks->txn = KTXN_IDLE;
+	return NULL;
+}
+
+static sv_error_t *ksnk_txn_abort(sv_sink_t *snk)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	rd_kafka_error_t *e;
+
+	if (ks->txn == KTXN_IDLE)
+		return NULL;
+	if (ks->txn == KTXN_BROKEN) {
+		/* A fenced or failed producer cannot abort; the broker aborts
+		 * at transaction.timeout.ms, or the next init_transactions
+		 * with our id does. */
+		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+		       "transaction of transactional id '%s' not aborted: "
+		       "the producer failed; the next producer with this id "
+		       "settles it",
+		       ks->txn_id);
+		return NULL;
+	}
+	if ((e = rd_kafka_abort_transaction(ks->rk, -1)))
+		return ksnk_txn_error(ks, e, "abort_transaction");
+	ks->txn = KTXN_IDLE;
+	ks->txn_acked = 0;
+	/* A delivery failure belonged to the aborted transaction; a fatal
+	 * error stays. */
+	if (ks->err && !ks->err->fatal) {
+		sv_error_destroy(ks->err);
+		ks->err = NULL;
+	}
+	return NULL;
+}
+
 static void ksnk_close(sv_sink_t *snk)
 {
 	kafka_sink_t *ks = (kafka_sink_t *)snk;
 
 	if (!ks)
 		return;
+	if (ks->rk && ks->transactional &&
+	    (ks->txn == KTXN_OPEN || ks->txn == KTXN_ABORTABLE)) {
+		/* Abort now rather than leave the transaction to time out:
+		 * until it ends, read_committed readers of the output stop
+		 * at its first record. */
+		rd_kafka_error_t *e = rd_kafka_abort_transaction(
+			ks->rk, KSNK_CLOSE_ABORT_TIMEOUT_MS);
+		if (e) {
+			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			       "closing: abort of the open transaction of "
+			       "transactional id '%s' failed: %s",
+			       ks->txn_id, rd_kafka_error_string(e));
+			rd_kafka_error_destroy(e);
+		}
+	}
 	if (ks->rk) {
 		int left = rd_kafka_outq_len(ks->rk);
 		if (left > 0 && !ks->err)
@@ -550,6 +957,8 @@ static void ksnk_close(sv_sink_t *snk)
 	free(ks->topic);
 	free(ks->cluster_name);
 	free(ks->job_id);
+	free(ks->txn_id);
+	free(ks->group_id);
 	free(ks);
 }
 
@@ -560,4 +969,20 @@ const sv_sink_ops_t sv_sink_kafka_ops = {
 	.write_raw = ksnk_write_raw,
 	.flush = ksnk_flush,
 	.close = ksnk_close,
+};
+
+/* A sink opened with conf->transactional gets this table (open() switches
+ * to it), so sv_sink_transactional() tells the two apart. */
+const sv_sink_ops_t sv_sink_kafka_txn_ops = {
+	.name = "kafka",
+	.open = ksnk_open,
+	.write = ksnk_write,
+	.write_raw = ksnk_write_raw,
+	.flush = ksnk_flush,
+	.close = ksnk_close,
+	.txn_begin = ksnk_txn_begin,
+	.txn_prepare = ksnk_txn_prepare,
+	.txn_offsets = ksnk_txn_offsets,
+	.txn_commit = ksnk_txn_commit,
+	.txn_abort = ksnk_txn_abort,
 };
