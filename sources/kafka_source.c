@@ -8,7 +8,9 @@
  * one, else at the low or high watermark (conf->start). Offsets are never
  * stored or committed automatically; commit() commits the positions we
  * track (at-least-once, after the sink flushed), and exactly-once commits
- * offsets through the sink's transaction instead.
+ * offsets through the sink's transaction instead, with the metadata
+ * "streamvisor:ck=<id>"; committed_checkpoint() reports that id as read at
+ * open, so recovery can tell whether a prepared checkpoint committed.
  *
  * Reading is batched: poll() drains the consumer queue with
  * rd_kafka_consume_batch_queue into a reused message array and decodes each
@@ -27,6 +29,7 @@
  * librdkafka's own log lines go to sv_log with the job id; client
  * properties of the cluster profile are passed through and never logged. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +69,8 @@ typedef struct kafka_source {
 
 	rd_kafka_message_t **msgs; /* reused consume array */
 	size_t msgcap;
+	int64_t committed_ck;    /* checkpoint id in the committed offsets'
+				  * metadata at open, or -1 */
 	int64_t wm_next_ms;      /* next watermark refresh (monotonic) */
 	sv_error_t *err;         /* sticky: the source is broken */
 } kafka_source_t;
@@ -306,8 +311,65 @@ static sv_error_t *ksrc_metadata(kafka_source_t *ks)
 	return err;
 }
 
+#define KSRC_CK_META_PREFIX "streamvisor:ck="
+
+/* The checkpoint id in a committed offset's metadata
+ * ("streamvisor:ck=<id>", written by the exactly-once Kafka sink), or -1. */
+static int64_t parse_ck_meta(const void *meta, size_t len)
+{
+	const size_t plen = sizeof(KSRC_CK_META_PREFIX) - 1;
+	const char *p = meta;
+	int64_t id = 0;
+
+	if (!p || len <= plen || memcmp(p, KSRC_CK_META_PREFIX, plen))
+		return -1;
+	for (size_t i = plen; i < len; i++) {
+		if (p[i] < '0' || p[i] > '9' || id > (INT64_MAX - 9) / 10)
+			return -1;
+		id = id * 10 + (p[i] - '0');
+	}
+	return id;
+}
+
+/* The checkpoint id the committed offsets carry. Partitions without a
+ * committed offset (e.g. added to the topic since) do not count; one with
+ * an offset but no checkpoint metadata (committed at-least-once) counts as
+ * -1. One transaction commits all partitions' offsets together, so they
+ * agree unless something else committed in between: then the minimum (the
+ * checkpoint all of them have passed), with a warning. */
+static void ksrc_read_committed_ck(kafka_source_t *ks,
+				   const rd_kafka_topic_partition_list_t *list)
+{
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+
+	for (int i = 0; i < list->cnt; i++) {
+		const rd_kafka_topic_partition_t *tp = &list->elems[i];
+		int64_t ck;
+		if (tp->err || tp->offset < 0)
+			continue;
+		ck = parse_ck_meta(tp->metadata, tp->metadata_size);
+		if (ck < lo)
+			lo = ck;
+		if (ck > hi)
+			hi = ck;
+	}
+	ks->committed_ck = lo == INT64_MAX ? -1 : lo;
+	if (lo != INT64_MAX && lo != hi)
+		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+		       "committed offsets of group '%s' for topic '%s' carry "
+		       "different checkpoints (%lld to %lld; -1: none); using "
+		       "%lld",
+		       ks->group_id, ks->topic, (long long)lo, (long long)hi,
+		       (long long)lo);
+}
+
 /* Starting positions: the group's committed offset, else the low/high
- * watermark per conf->start. Also takes the end offsets (bounded stops). */
+ * watermark per conf->start. Also takes the end offsets (bounded stops) and
+ * the checkpoint id of the committed offsets. The consumer reads with
+ * isolation.level=read_committed, so librdkafka asks for stable offsets
+ * (KIP-447 require_stable): while a transaction that commits offsets for
+ * the group is pending, the broker makes us wait instead of answering with
+ * the offsets from before it. */
 static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 {
 	rd_kafka_topic_partition_list_t *list;
@@ -326,6 +388,7 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 				 ks->group_id, ks->cluster_name);
 		goto out;
 	}
+	ksrc_read_committed_ck(ks, list);
 	for (size_t i = 0; i < ks->nparts; i++) {
 		sv_partpos_t *p = &ks->pos[i];
 		rd_kafka_topic_partition_t *tp = &list->elems[i];
@@ -457,6 +520,7 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	ks->topic = sv_strdup(conf->topic ? conf->topic : "");
 	ks->group_id = sv_strdup(conf->group_id ? conf->group_id : "");
 	ks->bounded = conf->bounded;
+	ks->committed_ck = -1;
 
 	if (!conf->cluster || !conf->cluster->bootstrap ||
 	    !*conf->cluster->bootstrap) {
@@ -534,9 +598,10 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 
 	sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
 	       "reading topic '%s' (%zu partitions) on cluster '%s' as group "
-	       "'%s'%s",
+	       "'%s'%s; committed checkpoint %lld",
 	       ks->topic, ks->nparts, ks->cluster_name, ks->group_id,
-	       ks->bounded ? ", bounded to the end offsets at open" : "");
+	       ks->bounded ? ", bounded to the end offsets at open" : "",
+	       (long long)ks->committed_ck);
 	*out = &ks->base;
 	return NULL;
 fail:
@@ -771,6 +836,11 @@ out:
 	return err;
 }
 
+static int64_t ksrc_committed_checkpoint(sv_source_t *src)
+{
+	return ((kafka_source_t *)src)->committed_ck;
+}
+
 static void ksrc_close(sv_source_t *src)
 {
 	kafka_source_t *ks = (kafka_source_t *)src;
@@ -805,4 +875,5 @@ const sv_source_ops_t sv_source_kafka_ops = {
 	.positions = ksrc_positions,
 	.commit = ksrc_commit,
 	.close = ksrc_close,
+	.committed_checkpoint = ksrc_committed_checkpoint,
 };
