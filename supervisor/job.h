@@ -56,6 +56,9 @@ typedef struct sv_job {
 	struct {
 		int64_t id, completed_ms, duration_ms, bytes;
 	} last_ck;
+	/* checkpoint counters of attempts that ended */
+	uint64_t done_checkpoints, done_ck_failures, done_ck_sum_us;
+	uint64_t done_ck_hist[SV_CK_BUCKETS + 1];
 	/* bounded jobs, once completed: the output as JSON lines (owned) */
 	char *result;
 	size_t result_rows;

@@ -130,6 +130,11 @@ static void absorb_counters(sv_job_t *job)
 	if (wm != INT64_MIN)
 		job->last_watermark_ms = wm;
 	sv_refresh_last_checkpoint(job);
+	job->done_checkpoints += atomic_load(&st->checkpoints);
+	job->done_ck_failures += atomic_load(&st->checkpoint_failures);
+	job->done_ck_sum_us += atomic_load(&st->ck_sum_us);
+	for (int b = 0; b <= SV_CK_BUCKETS; b++)
+		job->done_ck_hist[b] += atomic_load(&st->ck_hist[b]);
 }
 
 /* Restart policy: exponential backoff with jitter, bounded attempts within a

@@ -251,9 +251,13 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 				       sv->jobs[i]->state == (sv_jobstate_t)s);
 		}
 	}
-	struct {
+	/* one value per job and family; NAN: no sample for that job */
+	enum { F_ATTEMPT, F_RESTARTS, F_IN, F_OUT, F_INVALID, F_LATE, F_SBYTES,
+	       F_SKEYS, F_WM, F_LAG_S, F_CKS, F_CKFAIL, F_CKBYTES, F_CKAGE,
+	       F_COMMITS, F_COMMITFAIL, F__N };
+	static const struct {
 		const char *name, *type, *help;
-	} fams[] = {
+	} fams[F__N] = {
 		{"streamvisor_job_attempt", "gauge", "current attempt number"},
 		{"streamvisor_job_restarts_total", "counter", "restarts of the job"},
 		{"streamvisor_records_in_total", "counter", "records read"},
@@ -263,26 +267,117 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		{"streamvisor_records_late_total", "counter",
 		 "records behind the watermark (dropped or side output)"},
 		{"streamvisor_state_bytes", "gauge", "operator state size"},
+		{"streamvisor_state_keys", "gauge", "keys held in operator state"},
+		{"streamvisor_watermark_seconds", "gauge",
+		 "the job's event-time watermark, as seconds since the epoch"},
+		{"streamvisor_source_lag_seconds", "gauge",
+		 "wall clock minus the job's watermark"},
+		{"streamvisor_checkpoints_total", "counter",
+		 "checkpoints committed"},
+		{"streamvisor_checkpoint_failures_total", "counter",
+		 "checkpoints that failed"},
+		{"streamvisor_checkpoint_size_bytes", "gauge",
+		 "size of the last committed checkpoint"},
+		{"streamvisor_last_checkpoint_age_seconds", "gauge",
+		 "time since the last committed checkpoint completed"},
+		{"streamvisor_sink_commits_total", "counter",
+		 "sink commits (transactions or offset commits) that succeeded"},
+		{"streamvisor_sink_commit_failures_total", "counter",
+		 "sink commits that failed"},
 	};
-	for (size_t f = 0; f < SV_ARRAY_LEN(fams); f++) {
+	size_t nj = sv->njobs;
+	double *v = sv_calloc((nj ? nj : 1) * F__N, sizeof(double));
+	uint64_t *hist = sv_calloc((nj ? nj : 1) * (SV_CK_BUCKETS + 2),
+				   sizeof(uint64_t));
+	int64_t now = sv_now_ms();
+	for (size_t i = 0; i < nj; i++) {
+		sv_job_t *job = sv->jobs[i];
+		double *jv = &v[i * F__N];
+		uint64_t *h = &hist[i * (SV_CK_BUCKETS + 2)];
+		uint64_t in = job->done_in, out = job->done_out;
+		uint64_t inv = job->done_invalid, late = job->done_late;
+		uint64_t cks = job->done_checkpoints, ckf = job->done_ck_failures;
+		uint64_t sum_us = job->done_ck_sum_us;
+		for (int k = 0; k <= SV_CK_BUCKETS; k++)
+			h[k] = job->done_ck_hist[k];
+		uint64_t sbytes = 0, skeys = 0;
+		if (job->worker) {
+			const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+			in += atomic_load(&st->records_in);
+			out += atomic_load(&st->records_out);
+			inv += atomic_load(&st->records_invalid);
+			late += atomic_load(&st->records_late);
+			sbytes = atomic_load(&st->state_bytes);
+			skeys = atomic_load(&st->state_keys);
+			cks += atomic_load(&st->checkpoints);
+			ckf += atomic_load(&st->checkpoint_failures);
+			sum_us += atomic_load(&st->ck_sum_us);
+			for (int k = 0; k <= SV_CK_BUCKETS; k++)
+				h[k] += atomic_load(&st->ck_hist[k]);
+			sv_refresh_last_checkpoint(job);
+		}
+		h[SV_CK_BUCKETS + 1] = sum_us;
+		int64_t wm = job->last_watermark_ms ? job->last_watermark_ms
+						    : INT64_MIN;
+		if (job->worker) {
+			int64_t w = atomic_load(
+				&sv_worker_stats(job->worker)->watermark_ms);
+			if (w != INT64_MIN)
+				wm = w;
+		}
+		jv[F_ATTEMPT] = job->attempt;
+		jv[F_RESTARTS] = job->restarts;
+		jv[F_IN] = (double)in;
+		jv[F_OUT] = (double)out;
+		jv[F_INVALID] = (double)inv;
+		jv[F_LATE] = (double)late;
+		jv[F_SBYTES] = (double)sbytes;
+		jv[F_SKEYS] = (double)skeys;
+		jv[F_WM] = wm == INT64_MIN ? NAN : (double)wm / 1000.0;
+		jv[F_LAG_S] = wm == INT64_MIN ? NAN
+			: fmax(0.0, (double)(now - wm) / 1000.0);
+		jv[F_CKS] = (double)cks;
+		jv[F_CKFAIL] = (double)ckf;
+		jv[F_CKBYTES] = job->last_ck.completed_ms
+			? (double)job->last_ck.bytes : NAN;
+		jv[F_CKAGE] = job->last_ck.completed_ms
+			? (double)(now - job->last_ck.completed_ms) / 1000.0 : NAN;
+		bool txn = !strcmp(job->spec->msg->delivery, "exactly_once");
+		jv[F_COMMITS] = (double)cks;
+		jv[F_COMMITFAIL] = txn ? (double)ckf : 0;
+	}
+	for (int f = 0; f < F__N; f++) {
 		sv_prom_family(&b, fams[f].name, fams[f].type, fams[f].help);
-		for (size_t i = 0; i < sv->njobs; i++) {
-			sv_job_t *job = sv->jobs[i];
-			uint64_t v[7] = {(uint64_t)job->attempt, (uint64_t)job->restarts,
-					 job->done_in, job->done_out,
-					 job->done_invalid, job->done_late, 0};
-			if (job->worker) {
-				const sv_worker_stats_t *st = sv_worker_stats(job->worker);
-				v[2] += atomic_load(&st->records_in);
-				v[3] += atomic_load(&st->records_out);
-				v[4] += atomic_load(&st->records_invalid);
-				v[5] += atomic_load(&st->records_late);
-				v[6] = atomic_load(&st->state_bytes);
-			}
-			job_labels(&l, job);
-			sv_prom_sample(&b, fams[f].name, l.data, (double)v[f]);
+		for (size_t i = 0; i < nj; i++) {
+			if (isnan(v[i * F__N + f]))
+				continue;
+			job_labels(&l, sv->jobs[i]);
+			sv_prom_sample(&b, fams[f].name, l.data, v[i * F__N + f]);
 		}
 	}
+	sv_prom_family(&b, "streamvisor_checkpoint_duration_seconds",
+		       "histogram", "time to take and commit a checkpoint");
+	for (size_t i = 0; i < nj; i++) {
+		const uint64_t *h = &hist[i * (SV_CK_BUCKETS + 2)];
+		for (int k = 0; k <= SV_CK_BUCKETS; k++) {
+			char le[32];
+			if (k < SV_CK_BUCKETS)
+				snprintf(le, sizeof(le), "%g", sv_ck_buckets_s[k]);
+			else
+				snprintf(le, sizeof(le), "+Inf");
+			job_labels(&l, sv->jobs[i]);
+			sv_prom_label(&l, "le", le);
+			sv_prom_sample(&b, "streamvisor_checkpoint_duration_seconds_bucket",
+				       l.data, (double)h[k]);
+		}
+		job_labels(&l, sv->jobs[i]);
+		sv_prom_sample(&b, "streamvisor_checkpoint_duration_seconds_sum",
+			       l.data, (double)h[SV_CK_BUCKETS + 1] / 1e6);
+		sv_prom_sample(&b, "streamvisor_checkpoint_duration_seconds_count",
+			       l.data, (double)h[SV_CK_BUCKETS]);
+	}
+	free(v);
+	free(hist);
 	sv_prom_family(&b, "streamvisor_source_lag_records", "gauge",
 		       "records behind the end of each source partition");
 	for (size_t i = 0; i < sv->njobs; i++) {

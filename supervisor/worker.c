@@ -33,6 +33,10 @@
 #define RESULT_MAX_ROWS 100000
 #define FLUSH_TIMEOUT_MS 30000
 
+const double sv_ck_buckets_s[SV_CK_BUCKETS] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
 struct sv_worker {
 	sv_worker_conf_t conf;
 	char *job_id;

@@ -28,6 +28,10 @@ typedef enum sv_worker_end {
 	SV_WORKER_FAILED,    /* error set */
 } sv_worker_end_t;
 
+/* Upper bounds (seconds) of the checkpoint duration histogram. */
+#define SV_CK_BUCKETS 11
+extern const double sv_ck_buckets_s[SV_CK_BUCKETS];
+
 /* Counters, updated by the worker, read by anyone. */
 typedef struct sv_worker_stats {
 	_Atomic uint64_t records_in;
@@ -49,6 +53,10 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t checkpoint_failures;
 	_Atomic uint64_t checkpoint_requests; /* on demand: asked */
 	_Atomic uint64_t checkpoint_served;   /* on demand: taken after ask */
+	/* checkpoint durations: counts per bucket of sv_ck_buckets_s (the
+	 * last, +Inf, is the total count) and the sum */
+	_Atomic uint64_t ck_hist[SV_CK_BUCKETS + 1];
+	_Atomic uint64_t ck_sum_us;
 } sv_worker_stats_t;
 
 typedef struct sv_worker sv_worker_t;
