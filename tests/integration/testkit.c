@@ -4,22 +4,23 @@
 #define _GNU_SOURCE
 #include "tests/integration/testkit.h"
 
-#include <arpa/inet.h>
 #include <librdkafka/rdkafka.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/util.h"
+#include "supervisor/client.h"
+
+/* A request that takes longer than this fails the test. */
+#define TK_HTTP_TIMEOUT_MS 120000
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void die(const char *fmt, ...)
@@ -245,61 +246,25 @@ void tk_service_stop(tk_service_t *svc)
 int tk_http(int port, const char *method, const char *path, const char *body,
 	    char **resp)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
-		die("connect to 127.0.0.1:%d failed", port);
-	sv_buf_t req;
-	sv_buf_init(&req);
-	size_t blen = body ? strlen(body) : 0;
-	sv_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-		      "Connection: close\r\nContent-Type: application/json\r\n"
-		      "Content-Length: %zu\r\n\r\n", method, path, blen);
-	if (body)
-		sv_buf_append(&req, body, blen);
-	size_t off = 0;
-	while (off < req.len) {
-		ssize_t w = write(fd, req.data + off, req.len - off);
-		if (w <= 0)
-			die("write to http server failed");
-		off += (size_t)w;
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	sv_client_t cl;
+	sv_error_t *err = sv_client_init(&cl, url);
+	if (err)
+		die("%s", err->message);
+	cl.timeout_ms = TK_HTTP_TIMEOUT_MS;
+	sv_client_resp_t r;
+	err = sv_client_request(&cl, method, path, "application/json", body,
+				body ? strlen(body) : 0, &r);
+	sv_client_release(&cl);
+	if (err)
+		die("%s %s: %s", method, path, err->message);
+	int status = r.status;
+	if (resp) {
+		*resp = r.body;
+		r.body = NULL;
 	}
-	sv_buf_release(&req);
-	sv_buf_t in;
-	sv_buf_init(&in);
-	char buf[65536];
-	ssize_t r;
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		sv_buf_append(&in, buf, (size_t)r);
-	close(fd);
-	int status = 0;
-	if (!in.data || sscanf(in.data, "HTTP/1.%*d %d", &status) != 1)
-		die("bad http response to %s %s", method, path);
-	char *hdr_end = strstr(in.data, "\r\n\r\n");
-	const char *b = hdr_end ? hdr_end + 4 : "";
-	/* chunked responses: join the chunks */
-	sv_buf_t out;
-	sv_buf_init(&out);
-	if (strcasestr(in.data, "transfer-encoding: chunked") &&
-	    (!hdr_end || strcasestr(in.data, "transfer-encoding: chunked") < hdr_end)) {
-		const char *p = b;
-		for (;;) {
-			unsigned long sz = strtoul(p, NULL, 16);
-			const char *nl = strstr(p, "\r\n");
-			if (!sz || !nl)
-				break;
-			sv_buf_append(&out, nl + 2, sz);
-			p = nl + 2 + sz + 2;
-		}
-	} else {
-		sv_buf_puts(&out, b);
-	}
-	sv_buf_release(&in);
-	if (resp)
-		*resp = sv_buf_detach(&out);
-	else
-		sv_buf_release(&out);
+	sv_client_resp_release(&r);
 	return status;
 }
 

@@ -1,0 +1,60 @@
+/* client.h — a minimal blocking HTTP/1.1 client for the streamvisor API: one
+ * request per TCP connection (Connection: close), bodies framed by
+ * Content-Length, chunked transfer coding or the end of the connection, and
+ * one deadline for the whole exchange. Used by the CLI (main.c) and the
+ * integration test kit; it is the only HTTP client in the tree. No TLS, no
+ * redirects, no keep-alive. thread: any (no shared state). */
+#ifndef SV_CLIENT_H
+#define SV_CLIENT_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+/* Default deadline of one request, connect to last byte. */
+#define SV_CLIENT_TIMEOUT_MS 30000
+/* Responses larger than this are refused (the API's bodies are far smaller;
+ * this only bounds what a wrong server can make us allocate). */
+#define SV_CLIENT_BODY_MAX (64u * 1024u * 1024u)
+
+/* Where requests go. Embedded: sv_client_init / sv_client_release. */
+typedef struct sv_client {
+	char *host;       /* name or address, IPv6 without brackets */
+	int port;
+	char *prefix;     /* path prefix from the URL, "" or "/base" */
+	int timeout_ms;   /* deadline per request; <= 0: none */
+} sv_client_t;
+
+/* One response. Embedded: filled by sv_client_request, freed with
+ * sv_client_resp_release. */
+typedef struct sv_client_resp {
+	int status;          /* HTTP status code */
+	char *body;          /* the body, NUL-terminated; never NULL after a
+			      * successful request (empty body: "") */
+	size_t len;          /* body bytes, without the NUL */
+	char *content_type;  /* Content-Type header value, or NULL */
+} sv_client_resp_t;
+
+/* Parse url, "http://HOST[:PORT][/PREFIX]" (the scheme may be left out;
+ * IPv6 hosts in brackets; port 80 by default) into cl, with the default
+ * timeout. url is borrowed. Returns a SV_ERR_CONFIG error for a URL that
+ * cannot be used (https, bad port, empty host); cl is then empty but may
+ * still be released. */
+sv_error_t *sv_client_init(sv_client_t *cl, const char *url);
+void sv_client_release(sv_client_t *cl);
+
+/* Send one request and read the whole response. path is appended to the
+ * URL's prefix ("/v1/jobs?limit=3"); content_type may be NULL (no header);
+ * body may be NULL (none; POST then sends Content-Length: 0). Everything is
+ * borrowed. On success returns NULL and fills *resp whatever the HTTP status
+ * is; an error (SV_ERR_RUNTIME, errno as the cause where there is one) means
+ * no complete HTTP response arrived: cannot resolve or connect, timed out,
+ * connection closed early, malformed or oversized response. */
+sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
+			      const char *path, const char *content_type,
+			      const char *body, size_t len,
+			      sv_client_resp_t *resp);
+
+void sv_client_resp_release(sv_client_resp_t *resp);
+
+#endif
