@@ -6,11 +6,13 @@
 
 #include "sinks/sink.h"
 
+extern const sv_sink_ops_t sv_sink_file_ops;
 extern const sv_sink_ops_t sv_sink_kafka_ops;
 extern const sv_sink_ops_t sv_sink_memory_ops;
 extern const sv_sink_ops_t sv_sink_null_ops;
 
 static const sv_sink_ops_t *const drivers[] = {
+	&sv_sink_file_ops,
 	&sv_sink_kafka_ops,
 	&sv_sink_memory_ops,
 	&sv_sink_null_ops,
