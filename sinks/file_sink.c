@@ -428,13 +428,13 @@ static sv_error_t *fsnk_write(sv_sink_t *snk, const sv_batch_t *b)
 
 	if (fs->err)
 		return sv_error_copy(fs->err);
+	if (b->nrows == 0)
+		return NULL;
 	if (fs->transactional && fs->txn != FTXN_OPEN)
 		return fsnk_error(fs, SV_ERR_RUNTIME, 0,
 				  "write to file sink '%s' outside an open "
 				  "transaction",
 				  fs->dir);
-	if (b->nrows == 0)
-		return NULL;
 	if ((err = fsnk_ensure_file(fs)))
 		return err;
 	for (size_t r = 0; r < b->nrows; r++) {

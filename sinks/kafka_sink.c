@@ -657,7 +657,7 @@ static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 
 	if (ks->err)
 		return sv_error_copy(ks->err);
-	if ((err = ksnk_txn_check_open(ks, "write")))
+	if (b->nrows > 0 && (err = ksnk_txn_check_open(ks, "write")))
 		return err;
 	if (ks->raw)
 		return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
@@ -938,7 +938,9 @@ static void ksnk_close(sv_sink_t *snk)
 	}
 	if (ks->rk) {
 		int left = rd_kafka_outq_len(ks->rk);
-		if (left > 0 && !ks->err)
+		/* (Transactional: an open transaction was aborted above, a
+		 * failed one is settled by the next producer.) */
+		if (left > 0 && !ks->err && !ks->transactional)
 			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
 			       "closing sink of topic '%s' with %d "
 			       "unflushed records (dropped)",
