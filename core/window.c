@@ -31,6 +31,13 @@
 #define WIN_SNAPSHOT_VERSION 1
 #define WIN_SNAPSHOT_KIND 'W'
 
+/* Window ends are below 2 * SV_TIME_LIMIT and the lateness below
+ * SV_TIME_LIMIT, so a watermark at WM_ALL_DUE has emitted every window and
+ * one below WM_NOTHING_DUE emits none; between the two, arithmetic on the
+ * watermark and window bounds cannot overflow. */
+#define WM_ALL_DUE (3 * SV_TIME_LIMIT)
+#define WM_NOTHING_DUE (-2 * SV_TIME_LIMIT)
+
 typedef struct pane {
 	uint64_t seq;  /* creation order: emission order within a window */
 	int64_t start; /* pane start */
@@ -315,11 +322,16 @@ static void emit_sliding(winop_t *op, int64_t s, sv_batch_t *out)
 			}
 			fent_t *f = &op->fents[op->nfents++];
 			f->p = b->v[j];
-			f->hash = sv_statemap_entry_hash(f->p);
 			f->key = sv_statemap_key(op->map, f->p);
+			/* the entry's own hash covers the pane start too: the
+			 * grouping needs a hash of the key columns only */
+			f->hash = 0x51ed27a1u;
+			for (size_t k = 0; k < op->nkeys; k++)
+				f->hash = sv_value_hash(&f->key[k], f->hash);
 		}
 	}
-	qsort_r(op->fents, op->nfents, sizeof(fent_t), fent_cmp, op);
+	if (op->nfents > 1)
+		qsort_r(op->fents, op->nfents, sizeof(fent_t), fent_cmp, op);
 	op->ngroups = 0;
 	for (size_t i = 0; i < op->nfents;) {
 		size_t j = i + 1;
@@ -335,7 +347,8 @@ static void emit_sliding(winop_t *op, int64_t s, sv_batch_t *out)
 		op->groups[op->ngroups++] = (fgroup_t){i, j - i, minseq};
 		i = j;
 	}
-	qsort(op->groups, op->ngroups, sizeof(fgroup_t), group_cmp);
+	if (op->ngroups > 1)
+		qsort(op->groups, op->ngroups, sizeof(fgroup_t), group_cmp);
 	for (size_t g = 0; g < op->ngroups; g++) {
 		fgroup_t *gr = &op->groups[g];
 		const fent_t *f = &op->fents[gr->first];
@@ -362,9 +375,9 @@ static void fire_panes(winop_t *op, int64_t wm, sv_batch_t *out)
 		int64_t s = sv_floor_div(b0 - op->size, op->slide) * op->slide +
 			    op->slide;
 		/* ... among the windows not emitted yet */
-		if (op->wm >= SV_TIME_LIMIT) { /* after finish */
+		if (op->wm >= WM_ALL_DUE) { /* every window is emitted */
 			s = INT64_MAX;
-		} else if (op->wm != SV_WATERMARK_NONE) {
+		} else if (op->wm >= WM_NOTHING_DUE) {
 			int64_t x = op->wm - op->lateness - op->size + 2;
 			int64_t smin = -sv_floor_div(-x, op->slide) * op->slide;
 			if (smin > s)
@@ -590,7 +603,8 @@ static void fire_sessions(winop_t *op, int64_t wm, sv_batch_t *out)
 		}
 		op->fired[op->nfired++] = (fired_t){k, s};
 	}
-	qsort(op->fired, op->nfired, sizeof(fired_t), fired_cmp);
+	if (op->nfired > 1) /* fired is NULL until first used */
+		qsort(op->fired, op->nfired, sizeof(fired_t), fired_cmp);
 	for (size_t i = 0; i < op->nfired; i++) {
 		fired_t *f = &op->fired[i];
 		emit_row(op, out, sv_statemap_key(op->map, f->key), f->s->start,
@@ -615,7 +629,9 @@ static void fire_sessions(winop_t *op, int64_t wm, sv_batch_t *out)
 
 static void fire(winop_t *op, int64_t wm, sv_batch_t *out)
 {
-	if (wm == SV_WATERMARK_NONE ||
+	/* a watermark that cannot complete any window is ignored, which also
+	 * keeps the window arithmetic in fire_panes from overflowing */
+	if (wm < WM_NOTHING_DUE ||
 	    (op->wm != SV_WATERMARK_NONE && wm <= op->wm))
 		return;
 	if (op->type == SV_WIN_SESSION)
@@ -811,8 +827,15 @@ static sv_error_t *win_restore(sv_op_t *base, const char *data, size_t len)
 				uint64_t seq = sv_deser_u64(&d);
 				for (size_t k = 0; k < op->nkeys; k++)
 					sv_deser_value(&d, &op->keybuf[k]);
-				if (d.bad)
+				op->keybuf[op->nkeys] = sv_int(start);
+				if (d.bad || sv_statemap_find(
+						     op->map, op->keybuf,
+						     sv_statemap_hash(
+							     op->map,
+							     op->keybuf))) {
+					d.bad = true; /* or a duplicate pane */
 					break;
+				}
 				pane_t *p = pane_upsert(op, start);
 				p->seq = seq;
 				restore_accs(op, &d, p->accs);
@@ -826,7 +849,12 @@ static sv_error_t *win_restore(sv_op_t *base, const char *data, size_t len)
 		if (d.bad)
 			break;
 		uint64_t h = sv_statemap_hash(op->map, op->keybuf);
-		skey_t *k = sv_statemap_upsert(op->map, op->keybuf, h, NULL);
+		bool created;
+		skey_t *k = sv_statemap_upsert(op->map, op->keybuf, h, &created);
+		if (!created) { /* a key listed twice */
+			d.bad = true;
+			break;
+		}
 		k->seq = seq;
 		for (uint32_t j = 0; j < ns && !d.bad; j++) {
 			session_t *s = session_new(op, 0);
