@@ -1,3 +1,505 @@
-/* store.c — the checkpoint store on RocksDB (DESIGN.md §4). Not built yet:
- * it arrives with the checkpoint issue; until then the checkpoint module is
- * empty and GET /v1/info reports checkpoint_recovery as uncovered. */
+/* store.c — the checkpoint store on RocksDB (see store.h).
+ *
+ * Key layout (docs/checkpoints.md), all in the default column family:
+ *   job/<job id>                     job definition (opaque bytes)
+ *   seq/<job id>                     last checkpoint id allocated (8 bytes BE)
+ *   ck/<job id>/<id, 16 hex digits>  packed CheckpointRecord
+ * Ids are fixed-width hex so byte order is id order and a job's newest
+ * checkpoint is the last key under its prefix. */
+#define _GNU_SOURCE
+#include "checkpoint/store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <rocksdb/c.h>
+
+#include "core/util.h"
+
+/* kTolerateCorruptedTailRecords in rocksdb::WALRecoveryMode */
+#define WAL_TOLERATE_CORRUPTED_TAIL 0
+
+struct sv_ckstore {
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_writeoptions_t *wopts;
+	rocksdb_readoptions_t *ropts;
+	pthread_mutex_t seq_lock;
+	char *dir;
+};
+
+static sv_error_t *db_error(sv_ckstore_t *st, char *rerr, const char *what)
+{
+	sv_error_t *err = sv_error_new(SV_ERR_CHECKPOINT,
+		"checkpoint store %s: %s: %s", st ? st->dir : "", what, rerr);
+	rocksdb_free(rerr);
+	return err;
+}
+
+static int mkdirs(const char *path)
+{
+	char *p = sv_strdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) && errno != EEXIST) {
+			free(p);
+			return -1;
+		}
+		*s = '/';
+	}
+	int rc = mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
+	free(p);
+	return rc;
+}
+
+sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
+{
+	*out = NULL;
+	if (mkdirs(dir))
+		return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: cannot "
+				    "create the directory: %s", dir,
+				    strerror(errno));
+	sv_ckstore_t *st = sv_calloc(1, sizeof(*st));
+	st->dir = sv_strdup(dir);
+	st->opts = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(st->opts, 1);
+	rocksdb_options_set_paranoid_checks(st->opts, 1);
+	rocksdb_options_set_wal_recovery_mode(st->opts,
+					      WAL_TOLERATE_CORRUPTED_TAIL);
+	rocksdb_options_set_keep_log_file_num(st->opts, 4);
+	st->wopts = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(st->wopts, 1);
+	st->ropts = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_verify_checksums(st->ropts, 1);
+	pthread_mutex_init(&st->seq_lock, NULL);
+	char *rerr = NULL;
+	st->db = rocksdb_open(st->opts, dir, &rerr);
+	if (rerr) {
+		sv_error_t *err = db_error(st, rerr, "cannot open");
+		sv_ckstore_close(st);
+		return err;
+	}
+	*out = st;
+	return NULL;
+}
+
+void sv_ckstore_close(sv_ckstore_t *st)
+{
+	if (!st)
+		return;
+	if (st->db)
+		rocksdb_close(st->db);
+	rocksdb_readoptions_destroy(st->ropts);
+	rocksdb_writeoptions_destroy(st->wopts);
+	rocksdb_options_destroy(st->opts);
+	pthread_mutex_destroy(&st->seq_lock);
+	free(st->dir);
+	free(st);
+}
+
+/* ---- keys ---- */
+
+static char *job_key(const char *job)
+{
+	char *k;
+	if (asprintf(&k, "job/%s", job) < 0)
+		abort();
+	return k;
+}
+
+static char *seq_key(const char *job)
+{
+	char *k;
+	if (asprintf(&k, "seq/%s", job) < 0)
+		abort();
+	return k;
+}
+
+static char *ck_prefix(const char *job)
+{
+	char *k;
+	if (asprintf(&k, "ck/%s/", job) < 0)
+		abort();
+	return k;
+}
+
+static char *ck_key(const char *job, int64_t id)
+{
+	char *k;
+	if (asprintf(&k, "ck/%s/%016llx", job, (unsigned long long)id) < 0)
+		abort();
+	return k;
+}
+
+static sv_error_t *put_raw(sv_ckstore_t *st, const char *key, const char *v,
+			   size_t len)
+{
+	char *rerr = NULL;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	rocksdb_writebatch_put(wb, key, strlen(key), v, len);
+	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	return rerr ? db_error(st, rerr, key) : NULL;
+}
+
+/* ---- jobs ---- */
+
+sv_error_t *sv_ckstore_put_job(sv_ckstore_t *st, const char *job_id,
+			       const char *data, size_t len)
+{
+	char *k = job_key(job_id);
+	sv_error_t *err = put_raw(st, k, data, len);
+	free(k);
+	return err;
+}
+
+/* Delete every key starting with prefix into wb. */
+static sv_error_t *delete_prefix(sv_ckstore_t *st, rocksdb_writebatch_t *wb,
+				 const char *prefix)
+{
+	size_t plen = strlen(prefix);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
+	for (rocksdb_iter_seek(it, prefix, plen); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		if (kl < plen || memcmp(k, prefix, plen))
+			break;
+		rocksdb_writebatch_delete(wb, k, kl);
+	}
+	char *rerr = NULL;
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	return rerr ? db_error(st, rerr, prefix) : NULL;
+}
+
+sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id)
+{
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	char *jk = job_key(job_id), *sk = seq_key(job_id), *cp = ck_prefix(job_id);
+	rocksdb_writebatch_delete(wb, jk, strlen(jk));
+	rocksdb_writebatch_delete(wb, sk, strlen(sk));
+	sv_error_t *err = delete_prefix(st, wb, cp);
+	if (!err) {
+		char *rerr = NULL;
+		rocksdb_write(st->db, st->wopts, wb, &rerr);
+		if (rerr)
+			err = db_error(st, rerr, jk);
+	}
+	rocksdb_writebatch_destroy(wb);
+	free(jk);
+	free(sk);
+	free(cp);
+	return err;
+}
+
+sv_error_t *sv_ckstore_each_job(sv_ckstore_t *st, sv_ckstore_job_fn *fn,
+				void *opaque)
+{
+	const char *prefix = "job/";
+	size_t plen = strlen(prefix);
+	sv_error_t *err = NULL;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
+	for (rocksdb_iter_seek(it, prefix, plen); !err && rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		if (kl < plen || memcmp(k, prefix, plen))
+			break;
+		const char *v = rocksdb_iter_value(it, &vl);
+		char *id = sv_strndup(k + plen, kl - plen);
+		err = fn(opaque, id, v, vl);
+		free(id);
+	}
+	char *rerr = NULL;
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr && !err)
+		err = db_error(st, rerr, "reading job definitions");
+	else if (rerr)
+		rocksdb_free(rerr);
+	return err;
+}
+
+/* ---- checkpoints ---- */
+
+sv_error_t *sv_ckstore_next_id(sv_ckstore_t *st, const char *job_id,
+			       int64_t *id)
+{
+	char *k = seq_key(job_id);
+	pthread_mutex_lock(&st->seq_lock);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = NULL;
+	uint64_t last = 0;
+	if (rerr) {
+		err = db_error(st, rerr, k);
+	} else if (v && vl != 8) {
+		err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: %s "
+				   "holds %zu bytes, not 8", st->dir, k, vl);
+	} else if (v) {
+		for (int i = 0; i < 8; i++)
+			last = last << 8 | (unsigned char)v[i];
+	}
+	rocksdb_free(v);
+	if (!err) {
+		char buf[8];
+		uint64_t next = last + 1;
+		for (int i = 7; i >= 0; i--, next >>= 8)
+			buf[i] = (char)(next & 0xff);
+		err = put_raw(st, k, buf, 8);
+		*id = (int64_t)last + 1;
+	}
+	pthread_mutex_unlock(&st->seq_lock);
+	free(k);
+	return err;
+}
+
+sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
+{
+	size_t len = streamvisor__checkpoint_record__get_packed_size(rec);
+	uint8_t *buf = sv_malloc(len ? len : 1);
+	streamvisor__checkpoint_record__pack(rec, buf);
+	char *k = ck_key(rec->job_id, rec->id);
+	sv_error_t *err = put_raw(st, k, (const char *)buf, len);
+	free(k);
+	free(buf);
+	return err;
+}
+
+static sv_error_t *unpack(sv_ckstore_t *st, const char *key, size_t kl,
+			  const char *v, size_t vl, sv_ckrec_t **out)
+{
+	*out = streamvisor__checkpoint_record__unpack(NULL, vl,
+						       (const uint8_t *)v);
+	if (*out)
+		return NULL;
+	return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: record "
+			    "%.*s is corrupt (does not unpack)", st->dir,
+			    (int)kl, key);
+}
+
+sv_error_t *sv_ckstore_get(sv_ckstore_t *st, const char *job_id, int64_t id,
+			   sv_ckrec_t **out)
+{
+	*out = NULL;
+	char *k = ck_key(job_id, id);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = NULL;
+	if (rerr)
+		err = db_error(st, rerr, k);
+	else if (v)
+		err = unpack(st, k, strlen(k), v, vl, out);
+	rocksdb_free(v);
+	free(k);
+	return err;
+}
+
+sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
+			    Streamvisor__CheckpointRecord__Status status,
+			    int64_t duration_ms)
+{
+	sv_ckrec_t *rec;
+	sv_error_t *err = sv_ckstore_get(st, job_id, id, &rec);
+	if (err)
+		return err;
+	if (!rec)
+		return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint %lld of job '%s' "
+				    "is not in the store", (long long)id, job_id);
+	rec->status = status;
+	if (duration_ms >= 0)
+		rec->duration_ms = duration_ms;
+	err = sv_ckstore_put(st, rec);
+	sv_ckstore_free_record(rec);
+	return err;
+}
+
+/* Walk the job's records from the newest (id < before) to the oldest;
+ * visit returns true to stop. */
+typedef bool (visit_fn)(void *opaque, sv_ckrec_t *rec, bool *keep);
+
+static sv_error_t *walk_back(sv_ckstore_t *st, const char *job_id,
+			     int64_t before, visit_fn *visit, void *opaque)
+{
+	char *prefix = ck_prefix(job_id);
+	size_t plen = strlen(prefix);
+	char *start = before == INT64_MAX
+		? sv_strdup(prefix) : ck_key(job_id, before);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
+	if (before == INT64_MAX) {
+		/* just past the last key of the prefix: "ck/<job>0" > "ck/<job>/..." */
+		start[plen - 1] = '0';
+		rocksdb_iter_seek_for_prev(it, start, plen);
+	} else {
+		rocksdb_iter_seek_for_prev(it, start, strlen(start));
+		if (rocksdb_iter_valid(it)) {
+			size_t kl;
+			const char *k = rocksdb_iter_key(it, &kl);
+			if (kl == strlen(start) && !memcmp(k, start, kl))
+				rocksdb_iter_prev(it); /* exclusive */
+		}
+	}
+	sv_error_t *err = NULL;
+	for (; rocksdb_iter_valid(it); rocksdb_iter_prev(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		if (kl < plen || memcmp(k, prefix, plen))
+			break;
+		const char *v = rocksdb_iter_value(it, &vl);
+		sv_ckrec_t *rec;
+		if ((err = unpack(st, k, kl, v, vl, &rec)))
+			break;
+		bool keep = false;
+		bool stop = visit(opaque, rec, &keep);
+		if (!keep)
+			sv_ckstore_free_record(rec);
+		if (stop)
+			break;
+	}
+	char *rerr = NULL;
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr && !err)
+		err = db_error(st, rerr, prefix);
+	else if (rerr)
+		rocksdb_free(rerr);
+	free(start);
+	free(prefix);
+	return err;
+}
+
+typedef struct find {
+	bool committed_only;
+	sv_ckrec_t *found;
+} find_t;
+
+static bool visit_find(void *opaque, sv_ckrec_t *rec, bool *keep)
+{
+	find_t *f = opaque;
+	if (f->committed_only &&
+	    rec->status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED)
+		return false;
+	f->found = rec;
+	*keep = true;
+	return true;
+}
+
+sv_error_t *sv_ckstore_latest(sv_ckstore_t *st, const char *job_id,
+			      sv_ckrec_t **out)
+{
+	find_t f = {false, NULL};
+	sv_error_t *err = walk_back(st, job_id, INT64_MAX, visit_find, &f);
+	*out = err ? NULL : f.found;
+	if (err)
+		sv_ckstore_free_record(f.found);
+	return err;
+}
+
+sv_error_t *sv_ckstore_latest_committed(sv_ckstore_t *st, const char *job_id,
+					int64_t before, sv_ckrec_t **out)
+{
+	find_t f = {true, NULL};
+	sv_error_t *err = walk_back(st, job_id, before, visit_find, &f);
+	*out = err ? NULL : f.found;
+	if (err)
+		sv_ckstore_free_record(f.found);
+	return err;
+}
+
+typedef struct collect {
+	size_t limit, n;
+	sv_ckrec_t **recs;
+} collect_t;
+
+static bool visit_collect(void *opaque, sv_ckrec_t *rec, bool *keep)
+{
+	collect_t *c = opaque;
+	c->recs[c->n++] = rec;
+	*keep = true;
+	return c->n >= c->limit;
+}
+
+sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id,
+			    size_t limit, sv_ckrec_t ***recs, size_t *n)
+{
+	*recs = NULL;
+	*n = 0;
+	if (!limit)
+		return NULL;
+	collect_t c = {limit, 0, NULL};
+	c.recs = sv_calloc(limit > 4096 ? 4096 : limit, sizeof(sv_ckrec_t *));
+	if (limit > 4096)
+		c.limit = limit = 4096;
+	sv_error_t *err = walk_back(st, job_id, INT64_MAX, visit_collect, &c);
+	if (err) {
+		for (size_t i = 0; i < c.n; i++)
+			sv_ckstore_free_record(c.recs[i]);
+		free(c.recs);
+		return err;
+	}
+	*recs = c.recs;
+	*n = c.n;
+	return NULL;
+}
+
+typedef struct retain {
+	int keep;
+	int committed;
+	size_t ndel;
+	int64_t *del;
+	size_t cap;
+} retain_t;
+
+static bool visit_retain(void *opaque, sv_ckrec_t *rec, bool *keep)
+{
+	retain_t *r = opaque;
+	(void)keep;
+	if (r->committed >= r->keep) {
+		if (r->ndel == r->cap) {
+			r->cap = r->cap ? 2 * r->cap : 16;
+			r->del = sv_realloc(r->del, r->cap * sizeof(int64_t));
+		}
+		r->del[r->ndel++] = rec->id;
+	} else if (rec->status ==
+		   STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED) {
+		r->committed++;
+	}
+	return false;
+}
+
+sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id,
+			      int retain)
+{
+	retain_t r = {retain < 1 ? 1 : retain, 0, 0, NULL, 0};
+	sv_error_t *err = walk_back(st, job_id, INT64_MAX, visit_retain, &r);
+	if (!err && r.ndel) {
+		rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+		for (size_t i = 0; i < r.ndel; i++) {
+			char *k = ck_key(job_id, r.del[i]);
+			rocksdb_writebatch_delete(wb, k, strlen(k));
+			free(k);
+		}
+		char *rerr = NULL;
+		rocksdb_write(st->db, st->wopts, wb, &rerr);
+		rocksdb_writebatch_destroy(wb);
+		if (rerr)
+			err = db_error(st, rerr, "retention");
+	}
+	free(r.del);
+	return err;
+}
+
+void sv_ckstore_free_record(sv_ckrec_t *rec)
+{
+	if (rec)
+		streamvisor__checkpoint_record__free_unpacked(rec, NULL);
+}

@@ -49,6 +49,12 @@ typedef struct sv_job {
 	uint64_t done_in, done_out, done_invalid, done_late;
 	int64_t last_watermark_ms;
 	bool cancel_requested;
+	bool pending_start;       /* start a new attempt once the worker ended
+				   * (restart, drain timeout) */
+	int64_t restart_from;     /* next attempt restores this checkpoint, or
+				   * -1: the recovery rule */
+	bool restart_ignore_state;
+	int64_t drain_deadline_ms; /* while draining */
 	sv_obslog_t *obs;          /* observations; owned */
 	int64_t last_sample_ms;    /* last watermark/lag sample */
 	int64_t lag_since_ms;      /* lag above the thresholds since, or 0 */

@@ -89,8 +89,15 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	job->attempt++;
 	job->attempt_started_ms = sv_now_ms();
 	wc.obs = job->obs;
+	wc.store = sv->store;
+	wc.restore_from = job->restart_from;
+	wc.ignore_state = job->restart_ignore_state;
+	job->restart_from = -1;
+	job->restart_ignore_state = false;
+	job->drain_deadline_ms = 0;
 	sv_obslog_add(job->obs, job->attempt, "attempt_started",
 		      json_pack("{s:i}", "restarts", job->restarts));
+	sv_persist_job(sv, job);
 	sv_error_t *err = sv_worker_start(&wc, &job->worker);
 	if (err) {
 		sv_error_destroy(job->error);
@@ -153,7 +160,11 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 		job->attempts_in_window = 0;
 	}
 	job->attempts_in_window++;
-	if (!err->retriable || err->fatal) {
+	/* A fatal sink error (fenced producer, broken transaction) ends this
+	 * producer, not the job: a new attempt opens a new one and recovery
+	 * decides what committed. Other fatal or non-retriable errors fail. */
+	bool sink_fatal = err->category == SV_ERR_SINK_COMMIT && err->fatal;
+	if (!sink_fatal && (!err->retriable || err->fatal)) {
 		sv_transition(job, SV_JOB_FAILED, err->message);
 		return;
 	}
@@ -193,7 +204,6 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 
 void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 {
-	(void)sv;
 	sv_worker_end_t end = sv_worker_end(job->worker);
 	absorb_counters(job);
 	if (end == SV_WORKER_FAILED) {
@@ -209,21 +219,42 @@ void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 	}
 	sv_worker_destroy(job->worker);
 	job->worker = NULL;
+	char reason[256];
 	switch (end) {
 	case SV_WORKER_COMPLETED:
 		sv_transition(job, SV_JOB_COMPLETED, "input ended and all output "
 			   "was committed");
 		break;
+	case SV_WORKER_DRAINED:
+		snprintf(reason, sizeof(reason), "drained: final checkpoint %lld "
+			 "committed", (long long)job->last_ck.id);
+		sv_obslog_add(job->obs, job->attempt, "drain", json_pack(
+			"{s:s, s:I}", "outcome", "checkpointed", "checkpoint_id",
+			(json_int_t)job->last_ck.id));
+		if (job->state == SV_JOB_DRAINING && !job->pending_start) {
+			sv_transition(job, SV_JOB_CHECKPOINTED, reason);
+		} else {
+			/* the drain had timed out; its checkpoint stands and
+			 * the next attempt continues from it */
+			sv_log(&(sv_logctx_t){job->id, job->attempt}, SV_LOG_INFO,
+			       "lifecycle", "%s after its timeout", reason);
+			job->pending_start = true;
+		}
+		break;
 	case SV_WORKER_STOPPED:
-		sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
+		if (!job->pending_start)
+			sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
 		break;
 	default:
-		if (job->cancel_requested)
+		if (job->cancel_requested) {
 			sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
-		else
+		} else {
+			job->pending_start = false;
 			schedule_restart(job, job->error);
+		}
 		break;
 	}
+	sv_persist_job(sv, job);
 }
 
 /* Records behind the end of the source, summed over partitions; *wm the
@@ -297,38 +328,4 @@ sv_error_t *sv_conflict(sv_job_t *job, const char *action)
 		"cannot %s job '%s': it is %s", action, job->id,
 		sv_jobstate_name(job->state));
 	return sv_error_set_job(err, job->id, job->attempt);
-}
-
-sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c)
-{
-	sv_job_t *job = sv_find_job(sv, c->id);
-	if (!job)
-		return sv_no_job(c->id);
-	if (!strcmp(c->what, "cancel")) {
-		if (sv_jobstate_terminal(job->state))
-			return sv_conflict(job, "cancel");
-		job->cancel_requested = true;
-		if (job->worker) {
-			sv_worker_stop(job->worker);
-			/* Wait here so cancel answers with the final state;
-			 * a worker stops at its next batch boundary. */
-			while (sv_worker_end(job->worker) == SV_WORKER_RUNNING) {
-				struct timespec ts = {0, 5 * 1000000};
-				nanosleep(&ts, NULL);
-			}
-			sv_on_worker_end(sv, job);
-		}
-		if (job->state != SV_JOB_CANCELLED)
-			sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
-		c->json = sv_json_dump(sv_job_json(sv, job, false));
-		return NULL;
-	}
-	static const char *const later[] = {"drain", "resume", "restart",
-		"checkpoints", NULL};
-	for (const char *const *a = later; *a; a++)
-		if (!strcmp(c->what, *a))
-			return sv_error_set_job(sv_error_new(SV_ERR_COVERAGE,
-				"action '%s' is not implemented yet", c->what),
-				job->id, job->attempt);
-	return sv_error_new(SV_ERR_NOT_FOUND, "unknown action '%s'", c->what);
 }

@@ -29,6 +29,7 @@
 #include "supervisor/spec.h"
 
 #define TICK_MS 100
+#define CHECKPOINT_WAIT_MS 120000 /* POST checkpoints */
 
 
 static const char *const state_names[SV_JOB__COUNT] = {
@@ -120,6 +121,11 @@ static void tick(sv_supervisor_t *sv)
 		if (job->worker && sv_worker_end(job->worker) != SV_WORKER_RUNNING)
 			sv_on_worker_end(sv, job);
 		sv_watch_progress(job, now);
+		sv_check_drain(sv, job, now);
+		if (job->pending_start && !job->worker) {
+			job->pending_start = false;
+			sv_start_attempt(sv, job);
+		}
 		if (job->state == SV_JOB_RESTARTING && !job->worker &&
 		    now >= job->next_attempt_at_ms)
 			sv_start_attempt(sv, job);
@@ -204,6 +210,8 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_log(&lc, SV_LOG_INFO, "lifecycle", "job '%s' submitted, plan %s",
 	       js->name, spec->plan_id);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
+	job->restart_from = -1;
+	sv_persist_job(sv, job);
 	sv_start_attempt(sv, job);
 	return NULL;
 }
@@ -246,6 +254,7 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 		if (!sv_jobstate_terminal(job->state))
 			return sv_conflict(job, "delete");
 		c->json = sv_json_dump(json_pack("{s:s, s:b}", "id", job->id, "deleted", 1));
+		sv_persist_forget(sv, job->id);
 		sv_job_free(job);
 		memmove(&sv->jobs[i], &sv->jobs[i + 1],
 			(sv->njobs - i - 1) * sizeof(*sv->jobs));
@@ -340,11 +349,31 @@ sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out)
 		sv->conf.identity = sv_strdup(id);
 	}
 	sv->started_ms = sv_now_ms();
+	sv_error_t *err = NULL;
+	if (sv->conf.data_dir && *sv->conf.data_dir) {
+		char *dir;
+		if (asprintf(&dir, "%s/checkpoints", sv->conf.data_dir) < 0)
+			abort();
+		err = sv_ckstore_open(dir, &sv->store);
+		free(dir);
+		if (!err)
+			err = sv_persist_load(sv);
+	}
+	if (err) {
+		for (size_t i = 0; i < sv->njobs; i++)
+			sv_job_free(sv->jobs[i]);
+		free(sv->jobs);
+		sv_ckstore_close(sv->store);
+		sv_svconf_release(&sv->conf);
+		free(sv);
+		return err;
+	}
 	pthread_mutex_init(&sv->lock, NULL);
 	pthread_mutex_init(&sv->http_lock, NULL);
 	pthread_cond_init(&sv->wake, NULL);
 	pthread_cond_init(&sv->reply, NULL);
 	if (pthread_create(&sv->thread, NULL, sv_main, sv) != 0) {
+		sv_ckstore_close(sv->store);
 		sv_svconf_release(&sv->conf);
 		free(sv);
 		return sv_error_new(SV_ERR_RUNTIME, "cannot start supervisor thread");
@@ -365,6 +394,7 @@ void sv_supervisor_destroy(sv_supervisor_t *sv)
 	for (size_t i = 0; i < sv->njobs; i++)
 		sv_job_free(sv->jobs[i]);
 	free(sv->jobs);
+	sv_ckstore_close(sv->store);
 	sv_svconf_release(&sv->conf);
 	pthread_mutex_destroy(&sv->lock);
 	pthread_mutex_destroy(&sv->http_lock);
@@ -399,7 +429,42 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 {
 	cmd_t c = {.fn = sv_do_action, .id = id, .what = action, .body = body,
 		   .len = len};
-	return call(sv, &c, json);
+	sv_error_t *err = call(sv, &c, json);
+	if (err || strcmp(action, "checkpoints"))
+		return err;
+	/* POST checkpoints answers once the checkpoint committed: wait here,
+	 * on the caller's thread, polling the supervisor thread. */
+	json_error_t jerr;
+	json_t *t = json_loads(*json, 0, &jerr);
+	free(*json);
+	*json = NULL;
+	char q[64];
+	snprintf(q, sizeof(q), "%lld:%d",
+		 (long long)json_integer_value(json_object_get(t, "ticket")),
+		 (int)json_integer_value(json_object_get(t, "attempt")));
+	json_decref(t);
+	int64_t deadline = sv_mono_ms() + CHECKPOINT_WAIT_MS;
+	for (;;) {
+		char *r = NULL;
+		cmd_t p = {.fn = sv_do_ck_poll, .id = id, .query = q};
+		if ((err = call(sv, &p, &r)))
+			return err;
+		json_t *o = json_loads(r, 0, &jerr);
+		free(r);
+		bool done = json_is_true(json_object_get(o, "done"));
+		json_int_t ck = json_integer_value(json_object_get(o, "id"));
+		json_decref(o);
+		if (done) {
+			*json = sv_json_dump(json_pack("{s:I}", "id", ck));
+			return NULL;
+		}
+		if (sv_mono_ms() > deadline)
+			return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint of job "
+				"'%s' did not commit within %d ms", id,
+				CHECKPOINT_WAIT_MS);
+		struct timespec ts = {0, 20 * 1000000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,

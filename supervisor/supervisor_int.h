@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
+#include "checkpoint/store.h"
 #include "supervisor/job.h"
 #include "supervisor/plan.h"
 #include "supervisor/supervisor.h"
@@ -52,6 +53,7 @@ struct sv_supervisor {
 	} http[64];
 	size_t nhttp;
 	int64_t started_ms;
+	sv_ckstore_t *store;  /* <data_dir>/checkpoints, or NULL without one */
 };
 
 /* supervisor.c */
@@ -73,7 +75,17 @@ void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job);
 void sv_refresh_last_checkpoint(sv_job_t *job);
 void sv_watch_progress(sv_job_t *job, int64_t now);
 sv_error_t *sv_conflict(sv_job_t *job, const char *action);
+
+/* actions.c */
 sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c);
+sv_error_t *sv_do_ck_poll(sv_supervisor_t *sv, cmd_t *c);
+sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c);
+void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now);
+
+/* persist.c */
+void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job);
+void sv_persist_forget(sv_supervisor_t *sv, const char *id);
+sv_error_t *sv_persist_load(sv_supervisor_t *sv);
 
 /* views.c */
 json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full);

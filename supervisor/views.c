@@ -164,6 +164,8 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 	sv_job_t *job = sv_find_job(sv, c->id);
 	if (!job)
 		return sv_no_job(c->id);
+	if (!strcmp(c->what, "checkpoints"))
+		return sv_do_checkpoint_list(sv, c);
 	if (!strcmp(c->what, "preview")) {
 		size_t limit = sv_query_limit(c->query, 10);
 		char *lines = job->worker ? sv_worker_preview(job->worker, limit)

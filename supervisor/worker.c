@@ -26,12 +26,14 @@
 #include "core/util.h"
 #include "core/watermark.h"
 #include "sinks/sink.h"
+#include "supervisor/ckpt.h"
 
 #define BATCH_ROWS 2048
 #define POLL_TIMEOUT_MS 100
 #define PREVIEW_ROWS 100
 #define RESULT_MAX_ROWS 100000
 #define FLUSH_TIMEOUT_MS 30000
+#define TXN_TIMEOUT_MS 60000 /* transaction.timeout.ms; <= the broker's max */
 
 const double sv_ck_buckets_s[SV_CK_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
@@ -43,6 +45,8 @@ struct sv_worker {
 	sv_logctx_t log;
 	pthread_t thread;
 	atomic_bool stop;
+	atomic_int drain; /* 0 no, 1 drain, 2 drain with final watermark */
+	bool drained;
 	_Atomic int end; /* sv_worker_end_t */
 	sv_error_t *error;
 	sv_worker_stats_t stats;
@@ -55,6 +59,8 @@ struct sv_worker {
 	sv_batch_t in;
 	sv_batch_t late_rows;
 	sv_watermarks_t *wm;
+	sv_ckpt_conf_t ck;
+	bool checkpointing; /* a store is configured */
 
 	pthread_mutex_t lock; /* guards pos, preview, result */
 	sv_partpos_t *pos;
@@ -194,6 +200,62 @@ static void update_state_size(sv_worker_t *w)
 	atomic_store(&w->stats.state_keys, keys);
 }
 
+/* Flush the side sinks (dead letters, late records: at-least-once), then
+ * take checkpoint n through the main sink. */
+static sv_error_t *checkpoint(sv_worker_t *w, int64_t wm)
+{
+	sv_error_t *err;
+	if (w->dlq && (err = sv_sink_flush(w->dlq, FLUSH_TIMEOUT_MS)))
+		return err;
+	if (w->late && (err = sv_sink_flush(w->late, FLUSH_TIMEOUT_MS)))
+		return err;
+	uint64_t asked = atomic_load(&w->stats.checkpoint_requests);
+	update_state_size(w);
+	sv_ckpt_parts_t parts = {w->src, w->snk, w->plan->pipeline, w->wm};
+	sv_ckpt_info_t info;
+	if ((err = sv_ckpt_take(&w->ck, &parts, wm, &info))) {
+		atomic_fetch_add(&w->stats.checkpoint_failures, 1);
+		return err;
+	}
+	atomic_store(&w->stats.last_checkpoint, info.id);
+	atomic_store(&w->stats.last_checkpoint_ms, sv_now_ms());
+	atomic_store(&w->stats.last_checkpoint_duration_ms, info.duration_ms);
+	atomic_store(&w->stats.last_checkpoint_bytes, info.bytes);
+	atomic_store(&w->stats.last_commit_ms, sv_now_ms());
+	atomic_fetch_add(&w->stats.checkpoints, 1);
+	atomic_store(&w->stats.checkpoint_served, asked);
+	double secs = (double)info.duration_ms / 1000.0;
+	for (int b = 0; b < SV_CK_BUCKETS; b++)
+		if (secs <= sv_ck_buckets_s[b])
+			atomic_fetch_add(&w->stats.ck_hist[b], 1);
+	atomic_fetch_add(&w->stats.ck_hist[SV_CK_BUCKETS], 1);
+	atomic_fetch_add(&w->stats.ck_sum_us, (uint64_t)info.duration_ms * 1000);
+	return NULL;
+}
+
+/* Restore the job's checkpoint (if any) and open the first transaction. */
+static sv_error_t *recover(sv_worker_t *w, sv_op_ctx_t *ctx)
+{
+	sv_ckpt_parts_t parts = {w->src, w->snk, w->plan->pipeline, w->wm};
+	int64_t restored, wm;
+	sv_error_t *err = sv_ckpt_recover(&w->ck, &parts, &restored, &wm);
+	if (err)
+		return err;
+	atomic_store(&w->stats.restored_checkpoint, restored);
+	if (restored >= 0) {
+		atomic_store(&w->stats.last_checkpoint, restored);
+		if (wm != SV_WATERMARK_NONE) {
+			ctx->watermark_ms = wm;
+			atomic_store(&w->stats.watermark_ms, wm);
+		}
+		publish_positions(w);
+		update_state_size(w);
+	}
+	if (w->ck.transactional)
+		return sv_sink_txn_begin(w->snk);
+	return NULL;
+}
+
 /* Move the combined watermark and let the windows fire. Processing-time
  * windows read ctx->now_ms, so they are advanced on every pass. */
 static sv_error_t *advance(sv_worker_t *w, sv_op_ctx_t *ctx, int64_t mono)
@@ -236,14 +298,16 @@ static sv_error_t *run(sv_worker_t *w)
 		sv_watermarks_add_partition(w->wm, pos0[i].partition,
 					    sv_mono_ms());
 	int64_t interval = js->checkpoint->interval_ms;
-	if (interval > 1000 || interval <= 0)
-		interval = 1000; /* at-least-once: commit at least every second */
+	if (!w->checkpointing && (interval > 1000 || interval <= 0))
+		interval = 1000; /* no store: commit offsets every second */
+	sv_error_t *err;
+	if (w->checkpointing && (err = recover(w, &ctx)))
+		return err;
 	int64_t next_commit = sv_mono_ms() + interval;
 	int et = w->plan->event_time_col;
 	bool eof = false;
-	sv_error_t *err = NULL;
 
-	while (!atomic_load(&w->stop)) {
+	while (!atomic_load(&w->stop) && !atomic_load(&w->drain)) {
 		sv_batch_reset(&w->in);
 		if ((err = sv_source_poll(w->src, &w->in, BATCH_ROWS,
 					  POLL_TIMEOUT_MS, &eof)))
@@ -277,14 +341,21 @@ static sv_error_t *run(sv_worker_t *w)
 		publish_positions(w);
 		if (eof)
 			break;
-		if (sv_mono_ms() >= next_commit) {
-			if ((err = commit(w)))
+		bool asked = atomic_load(&w->stats.checkpoint_requests) >
+			     atomic_load(&w->stats.checkpoint_served);
+		if (sv_mono_ms() >= next_commit || asked) {
+			if ((err = w->checkpointing
+				   ? checkpoint(w, ctx.watermark_ms) : commit(w)))
 				return err;
 			update_state_size(w);
 			next_commit = sv_mono_ms() + interval;
 		}
 	}
-	if (eof) {
+	int drain = atomic_load(&w->drain);
+	if (!eof && drain && !w->checkpointing)
+		return sv_error_new(SV_ERR_CONFIG, "drain needs checkpoints (the "
+				    "supervisor has no data directory)");
+	if (eof || drain == 2) {
 		sv_batch_t *out;
 		ctx.now_ms = sv_now_ms();
 		if ((err = sv_pipeline_finish(w->plan->pipeline, &ctx, &out)))
@@ -293,8 +364,20 @@ static sv_error_t *run(sv_worker_t *w)
 			return err;
 		atomic_store(&w->stats.records_late, opstats.records_late);
 	}
-	if ((err = commit(w)))
+	if (w->checkpointing && (eof || drain)) {
+		/* bounded end or drain: a final checkpoint commits the last
+		 * output (and, drained, is where resume continues) */
+		if ((err = checkpoint(w, ctx.watermark_ms)))
+			return err;
+		w->drained = drain && !eof;
+	} else if (w->checkpointing) {
+		/* stopped (cancel): the open transaction is aborted; the last
+		 * checkpoint stays */
+		if (w->ck.transactional && (err = sv_sink_txn_abort(w->snk)))
+			return err;
+	} else if ((err = commit(w))) {
 		return err;
+	}
 	publish_positions(w);
 	update_state_size(w);
 	return NULL;
@@ -303,8 +386,11 @@ static sv_error_t *run(sv_worker_t *w)
 static sv_error_t *open_sink(sv_worker_t *w, const Streamvisor__Sink *s,
 			     const sv_cluster_t *cluster,
 			     const sv_schema_t *schema, int key_col, bool raw,
-			     sv_sink_t **out)
+			     bool txn, sv_sink_t **out)
 {
+	char txn_id[160], group[160];
+	snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-0", w->job_id);
+	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
 	sv_sink_conf_t sc = {
 		.kind = s->kind,
 		.job_id = w->job_id,
@@ -315,6 +401,11 @@ static sv_error_t *open_sink(sv_worker_t *w, const Streamvisor__Sink *s,
 		.schema = schema,
 		.key_column = key_col,
 		.raw = raw,
+		.transactional = txn,
+		.transactional_id = txn_id,
+		.transaction_timeout_ms = TXN_TIMEOUT_MS,
+		.group_id = group,
+		.path = s->path,
 	};
 	return sv_sink_open(&sc, out);
 }
@@ -325,6 +416,20 @@ static sv_error_t *open_all(sv_worker_t *w)
 	sv_error_t *err = sv_plan_build(w->conf.spec, &w->plan);
 	if (err)
 		return err;
+	w->checkpointing = w->conf.store != NULL;
+	w->ck = (sv_ckpt_conf_t){
+		.store = w->conf.store,
+		.job_id = w->job_id,
+		.plan_id = w->conf.spec->plan_id,
+		.topic = js->source->topic ? js->source->topic : "",
+		.attempt = w->conf.attempt,
+		.retain = js->checkpoint->retain,
+		.transactional = w->checkpointing &&
+				 !strcmp(js->delivery, "exactly_once"),
+		.obs = w->conf.obs,
+		.restore_from = w->conf.restore_from,
+		.ignore_state = w->conf.ignore_state,
+	};
 	char group[160];
 	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
 	sv_format_t fmt = SV_FMT_JSON;
@@ -346,19 +451,27 @@ static sv_error_t *open_all(sv_worker_t *w)
 		.rate_per_s = js->source->rate_per_s,
 		.seed = js->source->seed,
 	};
-	if ((err = sv_source_open(&sc, &w->src)))
-		return err;
+	/* The sink first: a transactional sink's init_transactions aborts a
+	 * crashed attempt's open transaction, which otherwise keeps the
+	 * group's offsets unreadable (require_stable) until it times out. */
 	if ((err = open_sink(w, js->sink, w->conf.sink_cluster,
 			     sv_pipeline_out_schema(w->plan->pipeline),
-			     w->plan->sink_key_col, false, &w->snk)))
+			     w->plan->sink_key_col, false, w->ck.transactional,
+			     &w->snk)))
+		return err;
+	if (w->ck.transactional && !sv_sink_transactional(w->snk))
+		return sv_error_new(SV_ERR_COVERAGE, "sink kind '%s' has no "
+				    "transactions: exactly_once is not available "
+				    "with it", js->sink->kind);
+	if ((err = sv_source_open(&sc, &w->src)))
 		return err;
 	if (js->late_sink && w->plan->late_schema &&
 	    (err = open_sink(w, js->late_sink, w->conf.late_cluster,
-			     w->plan->late_schema, -1, false, &w->late)))
+			     w->plan->late_schema, -1, false, false, &w->late)))
 		return err;
 	if (js->dead_letter && !strcmp(js->on_invalid, "dead_letter") &&
 	    (err = open_sink(w, js->dead_letter, w->conf.dlq_cluster,
-			     w->plan->schema, -1, true, &w->dlq)))
+			     w->plan->schema, -1, true, false, &w->dlq)))
 		return err;
 	return NULL;
 }
@@ -376,6 +489,8 @@ static void *worker_main(void *arg)
 		sv_log(&w->log, SV_LOG_ERROR, "worker", "attempt failed: %s: %s",
 		       sv_errcat_name(w->error->category), w->error->message);
 		end = SV_WORKER_FAILED;
+	} else if (w->drained) {
+		end = SV_WORKER_DRAINED;
 	} else if (atomic_load(&w->stop)) {
 		end = SV_WORKER_STOPPED;
 	} else {
@@ -407,6 +522,8 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	w->log.job_id = w->job_id;
 	w->log.attempt = conf->attempt;
 	atomic_store(&w->stats.watermark_ms, INT64_MIN);
+	atomic_store(&w->stats.restored_checkpoint, -1);
+	atomic_store(&w->stats.last_checkpoint, -1);
 	pthread_mutex_init(&w->lock, NULL);
 	sv_buf_init(&w->result);
 	sv_buf_init(&w->enc);
@@ -418,6 +535,16 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	}
 	*out = w;
 	return NULL;
+}
+
+uint64_t sv_worker_request_checkpoint(sv_worker_t *w)
+{
+	return atomic_fetch_add(&w->stats.checkpoint_requests, 1) + 1;
+}
+
+void sv_worker_drain(sv_worker_t *w, bool final_watermark)
+{
+	atomic_store(&w->drain, final_watermark ? 2 : 1);
 }
 
 void sv_worker_stop(sv_worker_t *w)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include "checkpoint/store.h"
 #include "core/cluster.h"
 #include "core/error.h"
 #include "sources/source.h"
@@ -26,6 +27,7 @@ typedef enum sv_worker_end {
 	SV_WORKER_COMPLETED, /* bounded input fully processed and committed */
 	SV_WORKER_STOPPED,   /* told to stop */
 	SV_WORKER_FAILED,    /* error set */
+	SV_WORKER_DRAINED,   /* drain: final checkpoint committed */
 } sv_worker_end_t;
 
 /* Upper bounds (seconds) of the checkpoint duration histogram. */
@@ -72,12 +74,26 @@ typedef struct sv_worker_conf {
 	const sv_cluster_t *dlq_cluster;
 	const sv_cluster_t *late_cluster;
 	sv_obslog_t *obs;                  /* the job's observations */
+	sv_ckstore_t *store;               /* checkpoints; NULL: none (offsets
+					    * committed every second) */
+	int64_t restore_from;              /* checkpoint id to restore, or -1:
+					    * the recovery rule */
+	bool ignore_state;                 /* restore positions only */
 	sv_worker_done_cb *done;
 	void *opaque;
 } sv_worker_conf_t;
 
 /* Build the plan and start the thread. conf is copied (pointers borrowed). */
 sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out);
+/* Ask for a checkpoint at the next batch boundary; returns the request
+ * number: the checkpoint that serves it is committed once
+ * stats->checkpoint_served >= it (then stats->last_checkpoint is its id),
+ * unless the attempt ends first. thread: any */
+uint64_t sv_worker_request_checkpoint(sv_worker_t *w);
+/* Drain: stop reading at the next batch boundary, fire every open window
+ * first when final_watermark, take a final checkpoint, end DRAINED.
+ * thread: any */
+void sv_worker_drain(sv_worker_t *w, bool final_watermark);
 /* Ask the worker to stop at the next batch boundary. thread: any */
 void sv_worker_stop(sv_worker_t *w);
 /* Join the thread and free. thread: supervisor (never from the worker). */

@@ -1,0 +1,73 @@
+/* store.h — the checkpoint store: one RocksDB per supervisor data dir
+ * holding job definitions and checkpoint records (DESIGN.md §4,
+ * docs/checkpoints.md). The only module that includes rocksdb/c.h.
+ *
+ * Durability: WAL always on, every write synced (sync=true), paranoid
+ * checks, WAL recovery mode "tolerate corrupted tail records" — a torn tail
+ * left by kill -9 recovers silently; corruption anywhere else makes open or
+ * a read fail with an SV_ERR_CHECKPOINT error naming what is wrong. A record
+ * that does not unpack is an error too: the store never skips silently to
+ * an older checkpoint.
+ *
+ * Records are Streamvisor__CheckpointRecord (proto/checkpoint.proto); a
+ * record returned by the store is the caller's, freed with
+ * sv_ckstore_free_record. thread: any (RocksDB is thread-safe; id
+ * allocation takes a mutex). */
+#ifndef SV_CKSTORE_H
+#define SV_CKSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "proto/checkpoint.pb-c.h"
+
+typedef struct sv_ckstore sv_ckstore_t;
+typedef Streamvisor__CheckpointRecord sv_ckrec_t;
+
+/* Open (creating the directory and the database if missing). */
+sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out);
+void sv_ckstore_close(sv_ckstore_t *st);
+
+/* ---- job definitions (opaque bytes, keyed by job id) ---- */
+sv_error_t *sv_ckstore_put_job(sv_ckstore_t *st, const char *job_id,
+			       const char *data, size_t len);
+/* Delete the job, its checkpoints and its id sequence in one batch. */
+sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id);
+/* Call fn for every stored job, in id order; stops at fn's first error. */
+typedef sv_error_t *(sv_ckstore_job_fn)(void *opaque, const char *job_id,
+					const char *data, size_t len);
+sv_error_t *sv_ckstore_each_job(sv_ckstore_t *st, sv_ckstore_job_fn *fn,
+				void *opaque);
+
+/* ---- checkpoints ---- */
+/* The next checkpoint id of the job (1, 2, ...; never reused, also across
+ * restarts and after retention). */
+sv_error_t *sv_ckstore_next_id(sv_ckstore_t *st, const char *job_id,
+			       int64_t *id);
+/* Write rec (its job_id and id name it) in one synced WriteBatch. */
+sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec);
+/* Set the status of a stored record (and its duration when >= 0). */
+sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
+			    Streamvisor__CheckpointRecord__Status status,
+			    int64_t duration_ms);
+/* The record, or *out = NULL when there is none. */
+sv_error_t *sv_ckstore_get(sv_ckstore_t *st, const char *job_id, int64_t id,
+			   sv_ckrec_t **out);
+/* The newest record of any status, or NULL. */
+sv_error_t *sv_ckstore_latest(sv_ckstore_t *st, const char *job_id,
+			      sv_ckrec_t **out);
+/* The newest COMMITTED record with id < before, or NULL. */
+sv_error_t *sv_ckstore_latest_committed(sv_ckstore_t *st, const char *job_id,
+					int64_t before, sv_ckrec_t **out);
+/* Up to limit records, newest first; *recs is an array the caller frees
+ * (and each record with sv_ckstore_free_record). */
+sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id,
+			    size_t limit, sv_ckrec_t ***recs, size_t *n);
+/* Keep the newest `retain` COMMITTED records and every record newer than
+ * the oldest of them (pending ones); delete the older ones in one batch. */
+sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id,
+			      int retain);
+void sv_ckstore_free_record(sv_ckrec_t *rec);
+
+#endif

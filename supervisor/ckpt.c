@@ -1,0 +1,331 @@
+/* ckpt.c — one checkpoint and one recovery (see ckpt.h and
+ * docs/exactly-once.md for the order of the steps and why). */
+#define _GNU_SOURCE
+#include "supervisor/ckpt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/util.h"
+#include "supervisor/killpoint.h"
+
+typedef Streamvisor__CheckpointRecord ckrec_t;
+
+/* A checkpoint error "<what>: <cause>", keeping the cause's flags. */
+static sv_error_t *ck_error(const sv_ckpt_conf_t *conf, sv_error_t *cause,
+			    const char *what)
+{
+	sv_error_t *err = sv_error_new(SV_ERR_CHECKPOINT, "%s: %s", what,
+				       cause ? cause->message : "");
+	if (cause) {
+		err->retriable = cause->retriable;
+		err->fatal = cause->fatal;
+		sv_error_destroy(cause);
+	}
+	return sv_error_set_job(err, conf->job_id, conf->attempt);
+}
+
+/* ---- take ---- */
+
+/* The record of checkpoint id as PREPARED: positions, watermarks, operator
+ * state, sink state. Buffers of the record live in *bufs (caller frees). */
+static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+				int64_t id, int64_t wm, const sv_buf_t *sink_state,
+				ckrec_t *rec, Streamvisor__PartitionOffset **offs,
+				Streamvisor__OperatorState **ops, sv_buf_t *opbufs,
+				size_t *nops_out)
+{
+	rec->id = id;
+	rec->job_id = (char *)conf->job_id;
+	rec->attempt = conf->attempt;
+	rec->plan_id = (char *)conf->plan_id;
+	rec->status = STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED;
+	rec->watermark_ms = wm;
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(p->src, &pos);
+	rec->n_offsets = n;
+	rec->offsets = sv_calloc(n ? n : 1, sizeof(*rec->offsets));
+	for (size_t i = 0; i < n; i++) {
+		Streamvisor__PartitionOffset *o = &(*offs)[i];
+		streamvisor__partition_offset__init(o);
+		o->topic = (char *)conf->topic;
+		o->partition = pos[i].partition;
+		o->next_offset = pos[i].next_offset;
+		o->watermark_ms = sv_watermarks_partition(p->wm, pos[i].partition);
+		rec->offsets[i] = o;
+	}
+	size_t nops = 0;
+	for (size_t i = 0; i < sv_pipeline_len(p->pl); i++) {
+		sv_op_t *op = sv_pipeline_op(p->pl, i);
+		if (!op->ops->snapshot)
+			continue;
+		sv_buf_init(&opbufs[nops]);
+		sv_error_t *err = op->ops->snapshot(op, &opbufs[nops]);
+		if (err) {
+			*nops_out = nops + 1;
+			return ck_error(conf, err, "cannot snapshot an operator");
+		}
+		Streamvisor__OperatorState *os = &(*ops)[nops];
+		streamvisor__operator_state__init(os);
+		os->index = (uint32_t)i;
+		os->kind = (char *)op->ops->name;
+		os->state.data = (uint8_t *)opbufs[nops].data;
+		os->state.len = opbufs[nops].len;
+		rec->bytes += (int64_t)opbufs[nops].len;
+		nops++;
+	}
+	*nops_out = nops;
+	rec->n_operators = nops;
+	rec->operators = sv_calloc(nops ? nops : 1, sizeof(*rec->operators));
+	for (size_t i = 0; i < nops; i++)
+		rec->operators[i] = &(*ops)[i];
+	rec->sink_state.data = (uint8_t *)sink_state->data;
+	rec->sink_state.len = sink_state->len;
+	return NULL;
+}
+
+sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			 int64_t wm, sv_ckpt_info_t *info)
+{
+	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
+	int64_t id;
+	sv_error_t *err = sv_ckstore_next_id(conf->store, conf->job_id, &id);
+	if (err)
+		return err;
+	memset(info, 0, sizeof(*info));
+	info->id = id;
+	info->started_ms = t0;
+	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_started",
+		      json_pack("{s:I}", "checkpoint_id", (json_int_t)id));
+	sv_killpoint("before_prepare");
+
+	/* 1. everything written so far: durable, not yet visible */
+	sv_buf_t sink_state;
+	sv_buf_init(&sink_state);
+	if (conf->transactional)
+		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
+	else
+		err = sv_sink_flush(p->snk, 30000);
+
+	/* 2. the record, PREPARED, synced */
+	ckrec_t rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	const sv_partpos_t *pos;
+	size_t npos = sv_source_positions(p->src, &pos);
+	Streamvisor__PartitionOffset *offs =
+		sv_calloc(npos ? npos : 1, sizeof(*offs));
+	size_t nmax = sv_pipeline_len(p->pl);
+	Streamvisor__OperatorState *ops = sv_calloc(nmax ? nmax : 1, sizeof(*ops));
+	sv_buf_t *opbufs = sv_calloc(nmax ? nmax : 1, sizeof(*opbufs));
+	size_t nops = 0;
+	if (!err)
+		err = build_record(conf, p, id, wm, &sink_state, &rec, &offs, &ops,
+				   opbufs, &nops);
+	if (!err) {
+		rec.started_at_ms = t0;
+		rec.bytes += (int64_t)sink_state.len;
+		err = sv_ckstore_put(conf->store, &rec);
+	}
+	info->bytes = rec.bytes;
+	int32_t *parts = sv_calloc(npos ? npos : 1, sizeof(int32_t));
+	int64_t *next = sv_calloc(npos ? npos : 1, sizeof(int64_t));
+	for (size_t i = 0; i < npos; i++) {
+		parts[i] = pos[i].partition;
+		next[i] = pos[i].next_offset;
+	}
+	free(rec.offsets);
+	free(rec.operators);
+	free(offs);
+	free(ops);
+	for (size_t i = 0; i < nops; i++)
+		sv_buf_release(&opbufs[i]);
+	free(opbufs);
+	sv_buf_release(&sink_state);
+	if (!err)
+		sv_killpoint("after_prepare");
+
+	/* 3. offsets: into the transaction, or committed after the flush */
+	if (!err) {
+		if (conf->transactional)
+			err = sv_sink_txn_offsets(p->snk, id, conf->topic, parts,
+						  next, npos);
+		else
+			err = sv_source_commit(p->src);
+	}
+	free(parts);
+	free(next);
+	if (!err)
+		sv_killpoint("after_send_offsets");
+
+	/* 4. the commit point; a sink that does not carry offsets (file)
+	 * commits them to the group afterwards, for lag tooling only:
+	 * recovery reads positions from the store */
+	if (!err && conf->transactional)
+		err = sv_sink_txn_commit(p->snk);
+	if (!err && conf->transactional && !p->snk->ops->txn_offsets)
+		err = sv_source_commit(p->src);
+	if (!err)
+		sv_killpoint("after_commit");
+
+	/* 5. mark committed, retention */
+	if (!err)
+		err = sv_ckstore_mark(conf->store, conf->job_id, id,
+				      STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+				      sv_mono_ms() - m0);
+	if (!err)
+		sv_killpoint("after_mark_committed");
+	if (!err)
+		err = sv_ckstore_retain(conf->store, conf->job_id, conf->retain);
+	info->duration_ms = sv_mono_ms() - m0;
+	if (err) {
+		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed",
+			json_pack("{s:I, s:s, s:s}", "checkpoint_id", (json_int_t)id,
+				  "category", sv_errcat_name(err->category),
+				  "message", err->message));
+		return sv_error_set_job(err, conf->job_id, conf->attempt);
+	}
+	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed",
+		json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id", (json_int_t)id,
+			  "duration_ms", (json_int_t)info->duration_ms, "bytes",
+			  (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm));
+	if (conf->transactional) {
+		sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
+			json_pack("{s:I, s:s, s:s}", "checkpoint_id", (json_int_t)id,
+				  "kind", "transaction", "outcome", "committed"));
+		err = sv_sink_txn_begin(p->snk);
+	}
+	return err;
+}
+
+/* ---- recover ---- */
+
+static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			   const ckrec_t *rec, int64_t *wm_out)
+{
+	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
+		const Streamvisor__OperatorState *os = rec->operators[i];
+		sv_op_t *op = os->index < sv_pipeline_len(p->pl)
+			? sv_pipeline_op(p->pl, os->index) : NULL;
+		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
+			return sv_error_set_job(sv_error_new(SV_ERR_CHECKPOINT,
+				"checkpoint %lld holds state of operator %u (%s) that "
+				"the plan does not have", (long long)rec->id,
+				os->index, os->kind), conf->job_id, conf->attempt);
+		sv_error_t *err = op->ops->restore(op, (const char *)os->state.data,
+						   os->state.len);
+		if (err)
+			return ck_error(conf, err, "cannot restore an operator");
+	}
+	int64_t now = sv_mono_ms();
+	sv_partpos_t *pos = sv_calloc(rec->n_offsets ? rec->n_offsets : 1,
+				      sizeof(*pos));
+	for (size_t i = 0; i < rec->n_offsets; i++) {
+		pos[i].partition = rec->offsets[i]->partition;
+		pos[i].next_offset = rec->offsets[i]->next_offset;
+		pos[i].end_offset = -1;
+		if (!conf->ignore_state)
+			sv_watermarks_set(p->wm, pos[i].partition,
+					  rec->offsets[i]->watermark_ms, now);
+	}
+	if (!conf->ignore_state) {
+		sv_watermarks_set_current(p->wm, rec->watermark_ms);
+		*wm_out = rec->watermark_ms;
+	}
+	sv_error_t *err = sv_source_seek(p->src, pos, rec->n_offsets);
+	free(pos);
+	if (err)
+		return ck_error(conf, err, "cannot seek the source to the "
+				"checkpoint's positions");
+	return NULL;
+}
+
+sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			    int64_t *restored, int64_t *wm_out)
+{
+	*restored = -1;
+	*wm_out = SV_WATERMARK_NONE;
+	ckrec_t *rec = NULL;
+	sv_error_t *err;
+	if (conf->restore_from >= 0) {
+		/* restart from a chosen checkpoint: it must have committed */
+		err = sv_ckstore_get(conf->store, conf->job_id, conf->restore_from,
+				     &rec);
+		if (!err && (!rec || rec->status !=
+			     STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED)) {
+			err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint %lld of job "
+				"'%s' %s", (long long)conf->restore_from,
+				conf->job_id, rec ? "did not commit"
+				: "does not exist (or was removed by retention)");
+		}
+		if (!err)
+			err = restore(conf, p, rec, wm_out);
+		if (!err)
+			*restored = rec->id;
+		sv_ckstore_free_record(rec);
+		return err ? sv_error_set_job(err, conf->job_id, conf->attempt)
+			   : NULL;
+	}
+	err = sv_ckstore_latest(conf->store, conf->job_id, &rec);
+	if (err || !rec)
+		return err;
+	if (strcmp(rec->plan_id, conf->plan_id)) {
+		err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint %lld belongs to "
+				   "plan %s, not %s", (long long)rec->id,
+				   rec->plan_id, conf->plan_id);
+		sv_ckstore_free_record(rec);
+		return sv_error_set_job(err, conf->job_id, conf->attempt);
+	}
+	const char *decision = "committed";
+	if (rec->status == STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED) {
+		bool done;
+		if (!conf->transactional) {
+			/* at-least-once: the sink was flushed before the record */
+			done = true;
+			decision = "prepared, output flushed before it: restored";
+		} else if (p->snk->ops->txn_recover) {
+			/* file sink: the staged files are durable; finish */
+			err = sv_sink_txn_recover(p->snk,
+				(const char *)rec->sink_state.data,
+				rec->sink_state.len);
+			done = !err;
+			decision = "prepared, commit completed from its staged state";
+		} else {
+			/* Kafka: the group's offsets say whether it committed */
+			int64_t ck = sv_source_committed_checkpoint(p->src);
+			done = ck == rec->id;
+			decision = done ? "prepared, its transaction committed"
+					: "prepared, its transaction did not commit";
+		}
+		if (!err)
+			err = sv_ckstore_mark(conf->store, conf->job_id, rec->id, done
+				? STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED
+				: STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED, -1);
+		if (!err && !done) {
+			int64_t id = rec->id;
+			sv_ckstore_free_record(rec);
+			rec = NULL;
+			err = sv_ckstore_latest_committed(conf->store, conf->job_id,
+							  id, &rec);
+		}
+	} else if (rec->status == STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
+		int64_t id = rec->id;
+		sv_ckstore_free_record(rec);
+		rec = NULL;
+		err = sv_ckstore_latest_committed(conf->store, conf->job_id, id,
+						  &rec);
+	}
+	if (!err && rec)
+		err = restore(conf, p, rec, wm_out);
+	if (!err && rec) {
+		*restored = rec->id;
+		sv_logctx_t lc = {conf->job_id, conf->attempt};
+		sv_log(&lc, SV_LOG_INFO, "checkpoint", "restored checkpoint %lld "
+		       "(%s)", (long long)rec->id, decision);
+		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
+			json_pack("{s:I, s:s}", "checkpoint_id", (json_int_t)rec->id,
+				  "decision", decision));
+	}
+	sv_ckstore_free_record(rec);
+	return err ? sv_error_set_job(err, conf->job_id, conf->attempt) : NULL;
+}

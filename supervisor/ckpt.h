@@ -1,0 +1,63 @@
+/* ckpt.h — the checkpoint protocol of one job attempt, on the worker's
+ * thread (docs/exactly-once.md): take checkpoint n at a batch boundary, and
+ * recover the right checkpoint before the first poll.
+ *
+ * The worker owns the parts (source, sink, pipeline, watermarks) and lends
+ * them for each call; this module owns the order of the steps, the kill
+ * points, the checkpoint records and the observations they produce. */
+#ifndef SV_CKPT_H
+#define SV_CKPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "checkpoint/store.h"
+#include "core/error.h"
+#include "core/operator.h"
+#include "core/watermark.h"
+#include "sinks/sink.h"
+#include "sources/source.h"
+#include "supervisor/observe.h"
+
+typedef struct sv_ckpt_conf {
+	sv_ckstore_t *store;     /* shared, thread-safe */
+	const char *job_id;
+	const char *plan_id;
+	const char *topic;       /* source topic ("" for generators) */
+	int attempt;
+	int retain;
+	bool transactional;      /* the sink runs one transaction per ck */
+	sv_obslog_t *obs;
+	int64_t restore_from;    /* restart: this checkpoint, or -1: the
+				  * recovery rule */
+	bool ignore_state;       /* restart: positions only, empty state */
+} sv_ckpt_conf_t;
+
+typedef struct sv_ckpt_parts {
+	sv_source_t *src;
+	sv_sink_t *snk;
+	sv_pipeline_t *pl;
+	sv_watermarks_t *wm;
+} sv_ckpt_parts_t;
+
+typedef struct sv_ckpt_info {
+	int64_t id;
+	int64_t started_ms;
+	int64_t duration_ms;
+	int64_t bytes;
+} sv_ckpt_info_t;
+
+/* Restore the newest usable checkpoint into the parts (operators,
+ * watermarks, source positions). *restored is its id, or -1 when the job
+ * starts fresh. Errors are SV_ERR_CHECKPOINT and fail the job loudly. */
+sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			    int64_t *restored, int64_t *watermark_ms);
+
+/* Take and commit one checkpoint: everything written to the sink so far
+ * becomes part of it. On error the outcome may be unknown: the caller fails
+ * the attempt and recovery decides. For transactional sinks the next
+ * transaction is open again on success. */
+sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			 int64_t watermark_ms, sv_ckpt_info_t *info);
+
+#endif
