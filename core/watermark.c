@@ -116,7 +116,9 @@ static int64_t part_wm(const sv_watermarks_t *wm, const wm_part_t *pt)
 static bool part_idle(const sv_watermarks_t *wm, const wm_part_t *pt,
 		      int64_t now_ms)
 {
-	return wm->idle > 0 && now_ms - pt->last_ms >= wm->idle;
+	/* unsigned difference: no overflow on odd clocks */
+	return wm->idle > 0 && now_ms > pt->last_ms &&
+	       (uint64_t)now_ms - (uint64_t)pt->last_ms >= (uint64_t)wm->idle;
 }
 
 int64_t sv_watermarks_current(sv_watermarks_t *wm, int64_t now_ms)
