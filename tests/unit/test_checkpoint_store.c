@@ -1,0 +1,370 @@
+/* test_checkpoint_store.c — the RocksDB checkpoint store: records survive a
+ * reopen, ids are never reused, latest/latest-committed/list, retention
+ * keeps the newest committed (and pending) ones, job definitions, delete;
+ * a torn WAL tail (what kill -9 leaves) recovers silently, and corruption in
+ * the middle of the log or a record that does not unpack is a loud
+ * checkpoint error, never a silent fall-back to older state. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <rocksdb/c.h>
+
+#include "checkpoint/store.h"
+
+static char *tmpdir(void)
+{
+	char tmpl[] = "/tmp/sv-ckstore-XXXXXX";
+	char *d = mkdtemp(tmpl);
+	assert_non_null(d);
+	return strdup(d);
+}
+
+static void rmtree(const char *dir)
+{
+	char *cmd;
+	if (asprintf(&cmd, "rm -rf '%s'", dir) < 0)
+		abort();
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+}
+
+static void put(sv_ckstore_t *st, const char *job, int64_t *id_out,
+		Streamvisor__CheckpointRecord__Status status, int64_t offset)
+{
+	int64_t id;
+	assert_null(sv_ckstore_next_id(st, job, &id));
+	Streamvisor__CheckpointRecord rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	Streamvisor__PartitionOffset po = STREAMVISOR__PARTITION_OFFSET__INIT;
+	Streamvisor__PartitionOffset *pos[1] = {&po};
+	po.topic = "in";
+	po.partition = 3;
+	po.next_offset = offset;
+	rec.id = id;
+	rec.job_id = (char *)job;
+	rec.plan_id = "p";
+	rec.n_offsets = 1;
+	rec.offsets = pos;
+	rec.status = STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED;
+	assert_null(sv_ckstore_put(st, &rec));
+	if (status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED)
+		assert_null(sv_ckstore_mark(st, job, id, status, 7));
+	if (id_out)
+		*id_out = id;
+}
+
+static void test_records_and_reopen(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	sv_ckrec_t *rec;
+	assert_null(sv_ckstore_latest(st, "j1", &rec));
+	assert_null(rec);
+	int64_t a, b, c;
+	put(st, "j1", &a, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 10);
+	put(st, "j1", &b, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 20);
+	put(st, "j1", &c, STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED, 30);
+	put(st, "j10", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 99);
+	assert_int_equal(a, 1);
+	assert_int_equal(c, 3);
+	sv_ckstore_close(st);
+
+	assert_null(sv_ckstore_open(dir, &st));
+	assert_null(sv_ckstore_latest(st, "j1", &rec));
+	assert_non_null(rec);
+	assert_int_equal(rec->id, 3);
+	assert_int_equal(rec->status, STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED);
+	assert_int_equal(rec->offsets[0]->next_offset, 30);
+	sv_ckstore_free_record(rec);
+	assert_null(sv_ckstore_latest_committed(st, "j1", INT64_MAX, &rec));
+	assert_int_equal(rec->id, 2);
+	assert_int_equal(rec->duration_ms, 7);
+	sv_ckstore_free_record(rec);
+	assert_null(sv_ckstore_latest_committed(st, "j1", 2, &rec));
+	assert_int_equal(rec->id, 1);
+	sv_ckstore_free_record(rec);
+	assert_null(sv_ckstore_latest_committed(st, "j1", 1, &rec));
+	assert_null(rec);
+	/* j10 is not j1's neighbour in the walks */
+	assert_null(sv_ckstore_latest(st, "j10", &rec));
+	assert_int_equal(rec->offsets[0]->next_offset, 99);
+	sv_ckstore_free_record(rec);
+	/* ids continue after reopen */
+	int64_t d;
+	assert_null(sv_ckstore_next_id(st, "j1", &d));
+	assert_int_equal(d, 4);
+	sv_ckrec_t **recs;
+	size_t n;
+	assert_null(sv_ckstore_list(st, "j1", 10, &recs, &n));
+	assert_int_equal(n, 3);
+	assert_int_equal(recs[0]->id, 3);
+	assert_int_equal(recs[2]->id, 1);
+	for (size_t i = 0; i < n; i++)
+		sv_ckstore_free_record(recs[i]);
+	free(recs);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_many_ids_ordered(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	/* ids beyond one and two bytes keep their order */
+	for (int i = 0; i < 300; i++)
+		put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, i);
+	sv_ckrec_t *rec;
+	assert_null(sv_ckstore_latest(st, "j", &rec));
+	assert_int_equal(rec->id, 300);
+	sv_ckstore_free_record(rec);
+	assert_null(sv_ckstore_latest_committed(st, "j", 257, &rec));
+	assert_int_equal(rec->id, 256);
+	sv_ckstore_free_record(rec);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_retention(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	const Streamvisor__CheckpointRecord__Status C =
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
+	const Streamvisor__CheckpointRecord__Status A =
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED;
+	const Streamvisor__CheckpointRecord__Status P =
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED;
+	/* 1C 2A 3C 4C 5A 6C 7P */
+	Streamvisor__CheckpointRecord__Status seq[] = {C, A, C, C, A, C, P};
+	for (size_t i = 0; i < 7; i++)
+		put(st, "j", NULL, seq[i], (int64_t)i);
+	assert_null(sv_ckstore_retain(st, "j", 2));
+	sv_ckrec_t **recs;
+	size_t n;
+	assert_null(sv_ckstore_list(st, "j", 100, &recs, &n));
+	/* kept: 7 (pending), 6, 5, 4 (the 2nd newest committed) */
+	assert_int_equal(n, 4);
+	assert_int_equal(recs[0]->id, 7);
+	assert_int_equal(recs[3]->id, 4);
+	for (size_t i = 0; i < n; i++)
+		sv_ckstore_free_record(recs[i]);
+	free(recs);
+	/* ids are not reused after retention */
+	int64_t id;
+	assert_null(sv_ckstore_next_id(st, "j", &id));
+	assert_int_equal(id, 8);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+static sv_error_t *count_job(void *opaque, const char *id, const char *data,
+			     size_t len)
+{
+	int *n = opaque;
+	(*n)++;
+	if (!strcmp(id, "j2"))
+		assert_memory_equal(data, "{\"b\":2}", len);
+	return NULL;
+}
+
+static void test_jobs(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	assert_null(sv_ckstore_put_job(st, "j1", "{\"a\":1}", 7));
+	assert_null(sv_ckstore_put_job(st, "j2", "{\"b\":2}", 7));
+	put(st, "j1", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 1);
+	int n = 0;
+	assert_null(sv_ckstore_each_job(st, count_job, &n));
+	assert_int_equal(n, 2);
+	assert_null(sv_ckstore_delete_job(st, "j1"));
+	n = 0;
+	assert_null(sv_ckstore_each_job(st, count_job, &n));
+	assert_int_equal(n, 1);
+	sv_ckrec_t *rec;
+	assert_null(sv_ckstore_latest(st, "j1", &rec));
+	assert_null(rec);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+/* The one WAL file of the store (the newest *.log). */
+static char *wal_path(const char *dir)
+{
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *e;
+	char *best = NULL;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l > 4 && !strcmp(e->d_name + l - 4, ".log") &&
+		    (!best || strcmp(e->d_name, best) > 0)) {
+			free(best);
+			best = strdup(e->d_name);
+		}
+	}
+	closedir(d);
+	assert_non_null(best);
+	char *p;
+	if (asprintf(&p, "%s/%s", dir, best) < 0)
+		abort();
+	free(best);
+	return p;
+}
+
+static void test_torn_tail_recovers(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	for (int i = 0; i < 5; i++)
+		put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+		    i);
+	sv_ckstore_close(st);
+	/* a half-written record at the end: garbage appended, as kill -9
+	 * in the middle of a write leaves it */
+	char *wal = wal_path(dir);
+	struct stat sb;
+	assert_int_equal(stat(wal, &sb), 0);
+	assert_true(sb.st_size > 0);
+	int fd = open(wal, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	char junk[40];
+	memset(junk, 0xab, sizeof(junk));
+	junk[0] = 0x11; /* a header that claims more than is there */
+	assert_int_equal(write(fd, junk, sizeof(junk)), sizeof(junk));
+	close(fd);
+	assert_null(sv_ckstore_open(dir, &st));
+	sv_ckrec_t *rec;
+	assert_null(sv_ckstore_latest(st, "j", &rec));
+	assert_non_null(rec);
+	assert_int_equal(rec->id, 5);
+	sv_ckstore_free_record(rec);
+	sv_ckstore_close(st);
+	free(wal);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_mid_log_corruption_is_loud(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	for (int i = 0; i < 50; i++)
+		put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+		    i);
+	sv_ckstore_close(st);
+	char *wal = wal_path(dir);
+	struct stat sb;
+	assert_int_equal(stat(wal, &sb), 0);
+	/* flip bytes in the middle of the log: a checksum mismatch that is
+	 * not at the tail */
+	int fd = open(wal, O_RDWR);
+	assert_true(fd >= 0);
+	off_t mid = sb.st_size / 2;
+	unsigned char buf[16];
+	assert_int_equal(pread(fd, buf, sizeof(buf), mid), sizeof(buf));
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] ^= 0x5a;
+	assert_int_equal(pwrite(fd, buf, sizeof(buf), mid), sizeof(buf));
+	close(fd);
+	sv_error_t *err = sv_ckstore_open(dir, &st);
+	assert_non_null(err);
+	assert_int_equal(err->category, SV_ERR_CHECKPOINT);
+	assert_non_null(strstr(err->message, dir));
+	assert_non_null(strstr(err->message, "orrupt"));
+	sv_error_destroy(err);
+	free(wal);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_unreadable_record_is_loud(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 1);
+	sv_ckstore_close(st);
+	/* a newer record whose bytes are not a CheckpointRecord, written
+	 * behind the store's back (the test speaks RocksDB directly) */
+	rocksdb_options_t *o = rocksdb_options_create();
+	char *rerr = NULL;
+	rocksdb_t *db = rocksdb_open(o, dir, &rerr);
+	assert_null(rerr);
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	const char *key = "ck/j/0000000000000002";
+	rocksdb_put(db, wo, key, strlen(key), "\xff\xff\xff\x07", 4, &rerr);
+	assert_null(rerr);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_close(db);
+	rocksdb_options_destroy(o);
+	assert_null(sv_ckstore_open(dir, &st));
+	sv_ckrec_t *got = NULL;
+	/* never a silent fall-back to checkpoint 1 */
+	sv_error_t *err = sv_ckstore_latest(st, "j", &got);
+	assert_non_null(err);
+	assert_null(got);
+	assert_int_equal(err->category, SV_ERR_CHECKPOINT);
+	assert_non_null(strstr(err->message, key));
+	assert_non_null(strstr(err->message, "corrupt"));
+	sv_error_destroy(err);
+	err = sv_ckstore_latest_committed(st, "j", INT64_MAX, &got);
+	assert_non_null(err);
+	sv_error_destroy(err);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+static void test_open_errors(void **state)
+{
+	(void)state;
+	sv_ckstore_t *st;
+	sv_error_t *err = sv_ckstore_open("/proc/no-such/dir", &st);
+	assert_non_null(err);
+	assert_int_equal(err->category, SV_ERR_CHECKPOINT);
+	assert_non_null(strstr(err->message, "/proc/no-such/dir"));
+	sv_error_destroy(err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_records_and_reopen),
+		cmocka_unit_test(test_many_ids_ordered),
+		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_jobs),
+		cmocka_unit_test(test_torn_tail_recovers),
+		cmocka_unit_test(test_mid_log_corruption_is_loud),
+		cmocka_unit_test(test_unreadable_record_is_loud),
+		cmocka_unit_test(test_open_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
