@@ -413,9 +413,13 @@ static cjob_t *add_job(crash_t *c, const char *label, jkind_t kind,
 
 /* ---- the supervisor process ---- */
 
+static void sv_sigkill(crash_t *c);
+
 static void sv_start(crash_t *c, const char *kill_at)
 {
 	const char *bin = getenv("STREAMVISOR_BIN");
+	if (c->pid > 0) /* never two supervisors on one data dir */
+		sv_sigkill(c);
 	c->incarnation++;
 	snprintf(c->log_path, sizeof(c->log_path), "%s/sv-%02d%s%s.log",
 		 c->log_dir, c->incarnation, kill_at ? "-" : "",
@@ -811,6 +815,7 @@ static void submit_jobs(crash_t *c)
 		       j->label, j->id, j->exactly_once ? "exactly_once"
 		       : "at_least_once", j->sink == S_KAFKA ? "kafka" : "file",
 		       j->out);
+		fflush(stdout);
 		json_decref(r);
 		free(raw);
 		free(spec);
@@ -1292,6 +1297,17 @@ static void note_list(const char *what, const char *label, int64_t *v,
 	printf("%s\n", total > n ? " ..." : "");
 }
 
+static void note_strs(const char *what, const char *label, char v[][40],
+		      size_t n, size_t total)
+{
+	if (!total)
+		return;
+	printf("    %s %s (%zu):", label, what, total);
+	for (size_t i = 0; i < n; i++)
+		printf(" %s", v[i]);
+	printf("%s\n", total > n ? " ..." : "");
+}
+
 /* Passthrough: every seq in [0, n) exactly once, with its own k and ts. */
 static tally_t verify_pass(const char *label, char **lines, size_t nl, int64_t n)
 {
@@ -1369,7 +1385,7 @@ static tally_t verify_window(const char *label, char **lines, size_t nl,
 	tally_t t = {.got = nl};
 	for (size_t i = 0; i < nwin * N_KEYS; i++)
 		t.expected += w[i].n > 0;
-	int64_t ex_dup[8], ex_miss[8], ex_wrong[8];
+	char ex_dup[8][40], ex_miss[8][40], ex_wrong[8][40];
 	size_t nd = 0, nm = 0, nw = 0;
 	for (size_t i = 0; i < nl; i++) {
 		json_error_t jerr;
@@ -1391,13 +1407,13 @@ static tally_t verify_window(const char *label, char **lines, size_t nl,
 		}
 		wexp_t *e = &w[(size_t)wi * N_KEYS + (size_t)key];
 		if (e->seen++ && nd < 8)
-			ex_dup[nd++] = ws;
+			snprintf(ex_dup[nd++], 40, "k%02d@%" PRId64, key, ws);
 		if (jint(o, "window_end", -1) != ws + WIN_MS ||
 		    jint(o, "n", -1) != e->n || jint(o, "total", -1) != e->total ||
 		    jint(o, "lo", -1) != e->lo || jint(o, "hi", -1) != e->hi) {
 			t.wrong++;
 			if (nw < 8)
-				ex_wrong[nw++] = ws;
+				snprintf(ex_wrong[nw++], 40, "k%02d@%" PRId64, key, ws);
 			if (t.wrong <= 3)
 				printf("    %s wrong row: %.200s (expected n=%"
 				       PRId64 " total=%" PRId64 " lo=%" PRId64
@@ -1412,14 +1428,16 @@ static tally_t verify_window(const char *label, char **lines, size_t nl,
 		if (!w[i].seen) {
 			t.missing++;
 			if (nm < 8)
-				ex_miss[nm++] = BASE_MS + (int64_t)(i / N_KEYS) * WIN_MS;
+				snprintf(ex_miss[nm++], 40, "k%02d@%" PRId64,
+					 (int)(i % N_KEYS),
+					 (int64_t)(BASE_MS + (int64_t)(i / N_KEYS) * WIN_MS));
 		} else {
 			t.dup += w[i].seen - 1;
 		}
 	}
-	note_list("duplicated window (start)", label, ex_dup, nd, t.dup);
-	note_list("missing window (start)", label, ex_miss, nm, t.missing);
-	note_list("wrong window (start)", label, ex_wrong, nw, t.wrong);
+	note_strs("duplicated window (key@start)", label, ex_dup, nd, t.dup);
+	note_strs("missing window (key@start)", label, ex_miss, nm, t.missing);
+	note_strs("wrong window (key@start)", label, ex_wrong, nw, t.wrong);
 	free(w);
 	return t;
 }
@@ -1472,9 +1490,8 @@ static tally_t check_output(crash_t *c, cjob_t *j, bool read_committed)
 	return t;
 }
 
-/* After the loop: wait for the producer, start a last incarnation, send
- * the sentinels, wait until every job has drained and committed. */
-static void finish(crash_t *c)
+/* Wait until the producer has written the whole input. */
+static void wait_input(crash_t *c)
 {
 	int64_t deadline = sv_mono_ms() + 300000;
 	while (!producer_done(c)) {
@@ -1486,11 +1503,17 @@ static void finish(crash_t *c)
 	if (atomic_load(&c->prod.failures))
 		fail_c(c, "the input producer failed: %s", c->prod.err);
 	c->n = atomic_load(&c->prod.produced);
-	printf("[%s %6.1fs] input complete: %" PRId64 " records; final "
-	       "incarnation, sentinels\n", c->test, secs(c), c->n);
+	printf("[%s %6.1fs] input complete: %" PRId64 " records\n", c->test,
+	       secs(c), c->n);
+	fflush(stdout);
+}
+
+/* A last incarnation without kills: every job comes back with its id,
+ * none twice, none new. */
+static void final_incarnation(crash_t *c)
+{
 	sv_start(c, NULL);
 	wait_back(c, 60000);
-	/* every job id came back, none twice, none new */
 	int st;
 	json_t *list = http_json(c, "GET", "/v1/jobs", NULL, &st, NULL);
 	json_t *arr = json_object_get(list, "jobs");
@@ -1512,7 +1535,14 @@ static void finish(crash_t *c)
 		       c->njobs, d);
 	}
 	json_decref(list);
+	printf("[%s %6.1fs] final incarnation %d: every job back\n", c->test,
+	       secs(c), c->incarnation);
+	fflush(stdout);
+}
 
+/* Sentinels, then wait until every job has drained and committed. */
+static void drain_all(crash_t *c)
+{
 	char *sentinels[PARTS];
 	for (int p = 0; p < PARTS; p++)
 		if (asprintf(&sentinels[p], "{\"seq\":-1,\"k\":\"end\",\"ts\":%lld}",
@@ -1536,6 +1566,13 @@ static void finish(crash_t *c)
 	fflush(stdout);
 }
 
+static void finish(crash_t *c)
+{
+	wait_input(c);
+	final_incarnation(c);
+	drain_all(c);
+}
+
 static void print_end(crash_t *c)
 {
 	printf("[%s] KILLS random=%d kill_points=%d with_data_in_flight=%d "
@@ -1543,8 +1580,8 @@ static void print_end(crash_t *c)
 	       c->kills_point, c->kills_inflight, c->incarnation, c->seed);
 	for (int i = 0; i < c->njobs; i++) {
 		cjob_t *j = &c->jobs[i];
-		printf("[%s] JOB %s id=%s state=%s records_in=%" PRId64
-		       " records_out=%" PRId64 " records_late=%" PRId64
+		printf("[%s] JOB %s id=%s state=%s (last attempt:) records_in=%"
+		       PRId64 " records_out=%" PRId64 " records_late=%" PRId64
 		       " restarts=%" PRId64 " last_checkpoint=%" PRId64 "\n",
 		       c->test, j->label, j->id, j->state, j->in, j->out_n,
 		       j->late, j->restarts, j->ck);
