@@ -299,6 +299,34 @@ static void test_negative_times_floor(void **state)
 	assert_string_equal(fin(f), "a|0|10|1;");
 }
 
+/* Regression: a watermark near INT64_MIN made the next firing compute
+ * window bounds with signed overflow (UBSan). */
+static void test_extreme_low_watermark(void **state)
+{
+	fx_t *f = *state;
+	win(f, SLIDING(10, 5), "n:count()");
+	rec(f, "a", 1, 3);
+	push(f);
+	assert_string_equal(adv(f, INT64_MIN + 1), "");
+	assert_string_equal(adv(f, -((int64_t)1 << 62) - 7), "");
+	assert_string_equal(adv(f, 100), "a|-5|5|1;a|0|10|1;");
+}
+
+/* Regression: with a lateness near 2^61 the firing loop took its own
+ * watermark for "everything emitted" and freed later windows unemitted. */
+static void test_huge_lateness(void **state)
+{
+	fx_t *f = *state;
+	sv_window_spec_t spec = TUMBLING(10);
+	spec.allowed_lateness_ms = ((int64_t)1 << 61) - 5;
+	win(f, spec, "n:count()");
+	rec(f, "a", 1, 5);
+	rec(f, "a", 1, 15);
+	push(f);
+	assert_string_equal(adv(f, 19 + spec.allowed_lateness_ms),
+			    "a|0|10|1;a|10|20|1;");
+}
+
 /* ---- late data ---- */
 
 static void test_late_drop(void **state)
@@ -917,6 +945,8 @@ int main(void)
 		T(test_event_time_of_output),
 		T(test_empty_windows_emit_nothing),
 		T(test_negative_times_floor),
+		T(test_extreme_low_watermark),
+		T(test_huge_lateness),
 		T(test_late_drop),
 		T(test_late_side_output),
 		T(test_allowed_lateness),
