@@ -322,12 +322,16 @@ sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c)
 					r->offsets[k]->watermark_ms == INT64_MIN
 					? json_null()
 					: json_integer(r->offsets[k]->watermark_ms)));
+			bool done = r->status ==
+				STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
 			json_array_append_new(a, json_pack(
-				"{s:I, s:s, s:i, s:o, s:I, s:I, s:o, s:o}",
+				"{s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:o, s:o}",
 				"id", (json_int_t)r->id, "status",
 				r->status <= 2 ? st[r->status] : "unknown",
 				"attempt", r->attempt, "started_at",
-				sv_iso_json(r->started_at_ms), "duration_ms",
+				sv_iso_json(r->started_at_ms), "completed_at",
+				done ? sv_iso_json(r->started_at_ms + r->duration_ms)
+				     : json_null(), "duration_ms",
 				(json_int_t)r->duration_ms, "bytes",
 				(json_int_t)r->bytes, "watermark_ms",
 				r->watermark_ms == INT64_MIN ? json_null()

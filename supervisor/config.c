@@ -471,8 +471,10 @@ static sv_error_t *read_cluster(const loader_t *L, struct fy_node *namek,
 {
 	char kp[256];
 	*credentials = NULL;
+	if (!name)
+		return lerr(L, namek, "cluster name must be a string");
 	c->name = sv_strdup(name);
-	snprintf(kp, sizeof(kp), "clusters.%s", name);
+	snprintf(kp, sizeof(kp), "clusters.%.200s", name);
 	if (!name_ok(name))
 		return lerr(L, namek, "cluster name '%s' must be letters, "
 			    "digits, '-', '_' or '.'", name);

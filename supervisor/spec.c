@@ -551,11 +551,12 @@ static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
 	char f[64];
 	DEFAULT_STR(s->kind, "kafka");
 	DEFAULT_STR(s->format, "json");
-	static const char *const kinds[] = {"kafka", "null", "memory", NULL};
+	static const char *const kinds[] = {"kafka", "file", "null", "memory",
+					    NULL};
 	snprintf(f, sizeof(f), "%s.kind", name);
 	if (!one_of(s->kind, kinds))
-		return bad(f, "unknown sink kind '%s' (expected kafka, null or memory)",
-			   s->kind);
+		return bad(f, "unknown sink kind '%s' (expected kafka, file, null "
+			   "or memory)", s->kind);
 	snprintf(f, sizeof(f), "%s.format", name);
 	if (strcmp(s->format, "json"))
 		return bad(f, "unsupported output format '%s' (expected json)",
@@ -566,6 +567,12 @@ static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
 		if (empty(s->topic))
 			return bad(f, "is required for a kafka sink");
 	}
+	snprintf(f, sizeof(f), "%s.path", name);
+	if (!strcmp(s->kind, "file") && empty(s->path))
+		return bad(f, "is required for a file sink (the output "
+			   "directory)");
+	if (strcmp(s->kind, "file") && !empty(s->path))
+		return bad(f, "only a file sink has a path");
 	return NULL;
 }
 
