@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/codec.h"
 #include "core/log.h"
@@ -307,11 +308,30 @@ static sv_error_t *run(sv_worker_t *w)
 	int et = w->plan->event_time_col;
 	bool eof = false;
 
+	/* source.rate_per_s on a Kafka source: a token bucket on intake (the
+	 * generator paces itself) */
+	int64_t rate = strcmp(js->source->kind, "generator")
+		? js->source->rate_per_s : 0;
+	int64_t t_start = sv_mono_ms();
+	uint64_t taken = 0;
 	while (!atomic_load(&w->stop) && !atomic_load(&w->drain)) {
 		sv_batch_reset(&w->in);
-		if ((err = sv_source_poll(w->src, &w->in, BATCH_ROWS,
+		size_t max_rows = BATCH_ROWS;
+		if (rate > 0) {
+			int64_t allowed = rate * (sv_mono_ms() - t_start) / 1000 -
+					  (int64_t)taken;
+			if (allowed <= 0) {
+				struct timespec ts = {0, 10 * 1000000};
+				nanosleep(&ts, NULL);
+				allowed = 1;
+			}
+			if ((size_t)allowed < max_rows)
+				max_rows = (size_t)allowed;
+		}
+		if ((err = sv_source_poll(w->src, &w->in, max_rows,
 					  POLL_TIMEOUT_MS, &eof)))
 			return err;
+		taken += w->in.nrows + w->in.nrejects;
 		int64_t now = sv_now_ms();
 		ctx.now_ms = now;
 		size_t n = w->in.nrows;

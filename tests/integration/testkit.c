@@ -33,11 +33,10 @@ static void die(const char *fmt, ...)
 	fail_msg("%s", msg);
 }
 
-static rd_kafka_t *client(rd_kafka_type_t type, const char *group,
-			  bool read_committed)
+static rd_kafka_t *client_conf(rd_kafka_type_t type, const char *group,
+			       bool read_committed, rd_kafka_conf_t *conf)
 {
 	char err[512];
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
 	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err, sizeof(err));
 	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
 	if (group) {
@@ -51,6 +50,23 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *group,
 	if (!rk)
 		die("cannot create kafka client: %s", err);
 	return rk;
+}
+
+static rd_kafka_t *client(rd_kafka_type_t type, const char *group,
+			  bool read_committed)
+{
+	return client_conf(type, group, read_committed, rd_kafka_conf_new());
+}
+
+/* A producer whose delivery reports go to dr(opaque). */
+static rd_kafka_t *client_with_dr(void (*dr)(rd_kafka_t *,
+					     const rd_kafka_message_t *, void *),
+				  void *opaque)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set_dr_msg_cb(conf, dr);
+	rd_kafka_conf_set_opaque(conf, opaque);
+	return client_conf(RD_KAFKA_PRODUCER, NULL, false, conf);
 }
 
 const char *tk_bootstrap(void)
@@ -130,28 +146,47 @@ void tk_create_topic(const char *topic, int partitions)
 	rd_kafka_destroy(rk);
 }
 
+/* Delivery reports: count failures (a produce that never arrives must fail
+ * the test, not shrink its input). */
+static void dr_count(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
+{
+	(void)rk;
+	if (m->err)
+		(*(size_t *)op)++;
+}
+
+static int partition_count(rd_kafka_t *rk, const char *topic)
+{
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	const struct rd_kafka_metadata *md = NULL;
+	int n = 0;
+	if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+	    md->topic_cnt == 1 && !md->topics[0].err)
+		n = md->topics[0].partition_cnt;
+	if (md)
+		rd_kafka_metadata_destroy(md);
+	rd_kafka_topic_destroy(rkt);
+	if (n <= 0)
+		die("produce to '%s': cannot read its partitions", topic);
+	return n;
+}
+
 void tk_produce(const char *topic, const char *const *payloads, size_t n)
 {
-	rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL, false);
+	size_t failed = 0;
+	rd_kafka_t *rk = client_with_dr(dr_count, &failed);
+	int nparts = partition_count(rk, topic);
 	for (size_t i = 0; i < n; i++) {
 		for (;;) {
 			rd_kafka_resp_err_t r = rd_kafka_producev(rk,
 				RD_KAFKA_V_TOPIC(topic),
 				RD_KAFKA_V_VALUE((void *)payloads[i], strlen(payloads[i])),
 				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-				RD_KAFKA_V_PARTITION((int32_t)(i % 4 == 0 ? 0 : i % 4)),
+				RD_KAFKA_V_PARTITION((int32_t)(i % (size_t)nparts)),
 				RD_KAFKA_V_END);
 			if (r == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				rd_kafka_poll(rk, 10);
 				continue;
-			}
-			if (r == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION) {
-				/* fewer partitions: let the partitioner pick */
-				r = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
-					RD_KAFKA_V_VALUE((void *)payloads[i],
-							 strlen(payloads[i])),
-					RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-					RD_KAFKA_V_END);
 			}
 			if (r)
 				die("produce to '%s': %s", topic, rd_kafka_err2str(r));
@@ -161,6 +196,9 @@ void tk_produce(const char *topic, const char *const *payloads, size_t n)
 	if (rd_kafka_flush(rk, 60000))
 		die("produce to '%s': flush timed out", topic);
 	rd_kafka_destroy(rk);
+	if (failed)
+		die("produce to '%s': %zu of %zu records were not delivered",
+		    topic, failed, n);
 }
 
 size_t tk_consume(const char *topic, size_t expect, int timeout_ms,
