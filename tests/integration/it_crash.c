@@ -1573,8 +1573,72 @@ static void finish(crash_t *c)
 	drain_all(c);
 }
 
+/* Recovery decisions the supervisor logged ("restored checkpoint N
+ * (<decision>)", one per job and attempt), counted per job and decision
+ * from every incarnation's log: which recovery paths the kills exercised.
+ * Best effort (log text), reported, never asserted. */
+static void print_recoveries(crash_t *c)
+{
+	struct { int job; char what[96]; int n; } tab[48];
+	int nt = 0;
+	DIR *d = opendir(c->log_dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[1200];
+		snprintf(path, sizeof(path), "%s/%s", c->log_dir, e->d_name);
+		char *s = slurp(path, NULL);
+		for (char *l = s; l && *l;) {
+			char *nl = strchr(l, '\n');
+			if (nl)
+				*nl = '\0';
+			char *r = strstr(l, "restored checkpoint");
+			char *jid = strstr(l, "job=");
+			char *op = r ? strchr(r, '(') : NULL;
+			char *cp = op ? strrchr(op, ')') : NULL;
+			int job = -1;
+			for (int i = 0; jid && i < c->njobs; i++)
+				if (c->jobs[i].id && !strncmp(jid + 4, c->jobs[i].id,
+							      strlen(c->jobs[i].id)))
+					job = i;
+			if (job >= 0 && op && cp) {
+				char what[96];
+				snprintf(what, sizeof(what), "%.*s", (int)(cp - op - 1),
+					 op + 1);
+				int i;
+				for (i = 0; i < nt; i++)
+					if (tab[i].job == job && !strcmp(tab[i].what, what))
+						break;
+				if (i == nt && nt < 48) {
+					tab[nt].job = job;
+					snprintf(tab[nt].what, sizeof(tab[nt].what), "%s",
+						 what);
+					tab[nt++].n = 0;
+				}
+				if (i < nt)
+					tab[i].n++;
+			}
+			l = nl ? nl + 1 : NULL;
+		}
+		free(s);
+	}
+	if (d)
+		closedir(d);
+	for (int j = 0; j < c->njobs; j++) {
+		printf("[%s] RECOVERY %s:", c->test, c->jobs[j].label);
+		int any = 0;
+		for (int i = 0; i < nt; i++)
+			if (tab[i].job == j)
+				printf("%s %d x \"%s\"", any++ ? "," : "", tab[i].n,
+				       tab[i].what);
+		printf("%s\n", any ? "" : " (none logged)");
+	}
+}
+
 static void print_end(crash_t *c)
 {
+	print_recoveries(c);
 	printf("[%s] KILLS random=%d kill_points=%d with_data_in_flight=%d "
 	       "incarnations=%d seed=%u\n", c->test, c->kills_random,
 	       c->kills_point, c->kills_inflight, c->incarnation, c->seed);
@@ -1777,14 +1841,15 @@ static const char *const points[] = {
 #define N_POINTS (sizeof(points) / sizeof(points[0]))
 
 /* Every kill point, three times each with n = 1, 2 and 3..5, while input
- * flows; same invariant. */
+ * flows; same invariant. The negative control is read_uncommitted. */
 static void test_kill_points(void **state)
 {
 	bool lng = env_on("SV_CRASH_LONG");
 	crash_t *c = crash_new(state, "kill_points", 2);
+	/* only exactly_once jobs: every kill point reached is one of theirs
+	 * (the counter of STREAMVISOR_KILL_AT is per process) */
 	cjob_t *pass = add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
 	cjob_t *win = add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
-	cjob_t *alo = add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
 	/* written until the cycles are done (capped) */
 	producer_start(&c->prod, c->in_topic, lng ? 2000000 : 400000,
 		       lng ? 8000 : 2500);
@@ -1804,9 +1869,6 @@ static void test_kill_points(void **state)
 	summary(c, pass, "read_committed", &tp, "asserted");
 	tally_t tw = check_output(c, win, true);
 	summary(c, win, "read_committed", &tw, "asserted");
-	tally_t ta = check_output(c, alo, true);
-	summary(c, alo, "read_committed", &ta,
-		"negative control: duplicates allowed, missing asserted 0");
 	tally_t tpu = check_output(c, pass, false);
 	summary(c, pass, "read_uncommitted", &tpu,
 		"negative control: duplicates allowed");
@@ -1816,9 +1878,6 @@ static void test_kill_points(void **state)
 	if (!exact(&tp) || !exact(&tw))
 		fail_c(c, "exactly_once output is not exact after %d kill-point "
 		       "kills (see SUMMARY lines above)", c->kills_point);
-	if (ta.missing || ta.wrong || ta.unexpected)
-		fail_c(c, "at_least_once output lost or changed records (see "
-		       "SUMMARY lines above)");
 	c->passed = true;
 }
 
