@@ -3,8 +3,16 @@
  * Key layout (docs/checkpoints.md), all in the default column family:
  *   job/<job id>                     job definition (opaque bytes)
  *   seq/<job id>                     last checkpoint id allocated (8 bytes BE)
- *   ck/<job id>/<id, 16 hex digits>  packed CheckpointRecord
+ *   ck/<job id>/<id, 16 hex digits>  packed CheckpointRecord, operators'
+ *                                    state bytes left out
+ *   cs/<job id>/<id>/<op index, 4 hex digits>  one operator's state
  *   meta/marks                       commits marked so far (8 bytes BE)
+ * State apart from the record: marking, listing and retention read and
+ * rewrite only the small record (bench_checkpoint: marking a 91 MB state
+ * used to rewrite all of it), and the state goes from the operator's
+ * snapshot buffer into the write batch without another packed copy. Values
+ * of 4 KiB and more live in blob files, so compaction does not rewrite
+ * them.
  * Ids are fixed-width hex so byte order is id order and a job's newest
  * checkpoint is the last key under its prefix.
  *
@@ -141,6 +149,8 @@ sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
 	rocksdb_options_set_wal_recovery_mode(st->opts,
 					      WAL_TOLERATE_CORRUPTED_TAIL);
 	rocksdb_options_set_keep_log_file_num(st->opts, 4);
+	rocksdb_options_set_enable_blob_files(st->opts, 1);
+	rocksdb_options_set_min_blob_size(st->opts, 4096);
 	st->wopts = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(st->wopts, 1);
 	st->ropts = rocksdb_readoptions_create();
@@ -218,6 +228,23 @@ static char *ck_key(const char *job, int64_t id)
 	return k;
 }
 
+static char *cs_prefix(const char *job, int64_t id)
+{
+	char *k;
+	if (asprintf(&k, "cs/%s/%016llx/", job, (unsigned long long)id) < 0)
+		abort();
+	return k;
+}
+
+static char *cs_key(const char *job, int64_t id, uint32_t op)
+{
+	char *k;
+	if (asprintf(&k, "cs/%s/%016llx/%04x", job, (unsigned long long)id,
+		     op) < 0)
+		abort();
+	return k;
+}
+
 static sv_error_t *put_raw(sv_ckstore_t *st, const char *key, const char *v,
 			   size_t len)
 {
@@ -267,6 +294,13 @@ sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id)
 	rocksdb_writebatch_delete(wb, jk, strlen(jk));
 	rocksdb_writebatch_delete(wb, sk, strlen(sk));
 	sv_error_t *err = delete_prefix(st, wb, cp);
+	if (!err) {
+		char *csp;
+		if (asprintf(&csp, "cs/%s/", job_id) < 0)
+			abort();
+		err = delete_prefix(st, wb, csp);
+		free(csp);
+	}
 	if (!err) {
 		char *rerr = NULL;
 		rocksdb_write(st->db, st->wopts, wb, &rerr);
@@ -343,16 +377,80 @@ sv_error_t *sv_ckstore_next_id(sv_ckstore_t *st, const char *job_id,
 	return err;
 }
 
+/* The record without its operators' state bytes, packed. */
+static uint8_t *pack_meta(const sv_ckrec_t *rec, size_t *len)
+{
+	sv_ckrec_t meta = *rec;
+	size_t n = rec->n_operators;
+	Streamvisor__OperatorState *ops = sv_calloc(n ? n : 1, sizeof(*ops));
+	Streamvisor__OperatorState **opp = sv_calloc(n ? n : 1, sizeof(*opp));
+	for (size_t i = 0; i < n; i++) {
+		ops[i] = *rec->operators[i];
+		ops[i].state.data = NULL;
+		ops[i].state.len = 0;
+		opp[i] = &ops[i];
+	}
+	meta.operators = opp;
+	*len = streamvisor__checkpoint_record__get_packed_size(&meta);
+	uint8_t *buf = sv_malloc(*len ? *len : 1);
+	streamvisor__checkpoint_record__pack(&meta, buf);
+	free(ops);
+	free(opp);
+	return buf;
+}
+
 sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 {
-	size_t len = streamvisor__checkpoint_record__get_packed_size(rec);
-	uint8_t *buf = sv_malloc(len ? len : 1);
-	streamvisor__checkpoint_record__pack(rec, buf);
+	size_t len;
+	uint8_t *buf = pack_meta(rec, &len);
 	char *k = ck_key(rec->job_id, rec->id);
-	sv_error_t *err = put_raw(st, k, (const char *)buf, len);
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	for (size_t i = 0; i < rec->n_operators; i++) {
+		const Streamvisor__OperatorState *os = rec->operators[i];
+		char *sk = cs_key(rec->job_id, rec->id, os->index);
+		rocksdb_writebatch_put(wb, sk, strlen(sk),
+				       (const char *)os->state.data, os->state.len);
+		free(sk);
+	}
+	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
+	char *rerr = NULL;
+	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
 	free(k);
 	free(buf);
 	return err;
+}
+
+/* Fill the operators' state bytes of rec from their keys. A missing state
+ * key is corruption: loud. */
+static sv_error_t *load_state(sv_ckstore_t *st, sv_ckrec_t *rec)
+{
+	for (size_t i = 0; i < rec->n_operators; i++) {
+		Streamvisor__OperatorState *os = rec->operators[i];
+		char *sk = cs_key(rec->job_id, rec->id, os->index);
+		char *rerr = NULL;
+		size_t vl = 0;
+		char *v = rocksdb_get(st->db, st->ropts, sk, strlen(sk), &vl, &rerr);
+		sv_error_t *err = NULL;
+		if (rerr)
+			err = db_error(st, rerr, sk);
+		else if (!v)
+			err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: "
+				"the state %s of checkpoint %lld is missing",
+				st->dir, sk, (long long)rec->id);
+		if (!err) {
+			free(os->state.data); /* empty from unpack */
+			os->state.data = sv_malloc(vl ? vl : 1);
+			memcpy(os->state.data, v, vl);
+			os->state.len = vl;
+		}
+		rocksdb_free(v);
+		free(sk);
+		if (err)
+			return err;
+	}
+	return NULL;
 }
 
 static sv_error_t *unpack(sv_ckstore_t *st, const char *key, size_t kl,
@@ -367,8 +465,9 @@ static sv_error_t *unpack(sv_ckstore_t *st, const char *key, size_t kl,
 			    (int)kl, key);
 }
 
-sv_error_t *sv_ckstore_get(sv_ckstore_t *st, const char *job_id, int64_t id,
-			   sv_ckrec_t **out)
+/* The record without its state bytes, or *out = NULL. */
+static sv_error_t *get_meta(sv_ckstore_t *st, const char *job_id, int64_t id,
+			    sv_ckrec_t **out)
 {
 	*out = NULL;
 	char *k = ck_key(job_id, id);
@@ -385,12 +484,23 @@ sv_error_t *sv_ckstore_get(sv_ckstore_t *st, const char *job_id, int64_t id,
 	return err;
 }
 
+sv_error_t *sv_ckstore_get(sv_ckstore_t *st, const char *job_id, int64_t id,
+			   sv_ckrec_t **out)
+{
+	sv_error_t *err = get_meta(st, job_id, id, out);
+	if (!err && *out && (err = load_state(st, *out))) {
+		sv_ckstore_free_record(*out);
+		*out = NULL;
+	}
+	return err;
+}
+
 sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 			    Streamvisor__CheckpointRecord__Status status,
 			    int64_t duration_ms)
 {
 	sv_ckrec_t *rec;
-	sv_error_t *err = sv_ckstore_get(st, job_id, id, &rec);
+	sv_error_t *err = get_meta(st, job_id, id, &rec);
 	if (err)
 		return err;
 	if (!rec)
@@ -399,9 +509,8 @@ sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 	rec->status = status;
 	if (duration_ms >= 0)
 		rec->duration_ms = duration_ms;
-	size_t len = streamvisor__checkpoint_record__get_packed_size(rec);
-	uint8_t *buf = sv_malloc(len ? len : 1);
-	streamvisor__checkpoint_record__pack(rec, buf);
+	size_t len;
+	uint8_t *buf = pack_meta(rec, &len);
 	sv_ckstore_free_record(rec);
 	char *k = ck_key(job_id, id);
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
@@ -506,6 +615,8 @@ sv_error_t *sv_ckstore_latest(sv_ckstore_t *st, const char *job_id,
 {
 	find_t f = {false, NULL};
 	sv_error_t *err = walk_back(st, job_id, INT64_MAX, visit_find, &f);
+	if (!err && f.found)
+		err = load_state(st, f.found);
 	*out = err ? NULL : f.found;
 	if (err)
 		sv_ckstore_free_record(f.found);
@@ -517,6 +628,8 @@ sv_error_t *sv_ckstore_latest_committed(sv_ckstore_t *st, const char *job_id,
 {
 	find_t f = {true, NULL};
 	sv_error_t *err = walk_back(st, job_id, before, visit_find, &f);
+	if (!err && f.found)
+		err = load_state(st, f.found);
 	*out = err ? NULL : f.found;
 	if (err)
 		sv_ckstore_free_record(f.found);
@@ -591,13 +704,17 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id,
 	sv_error_t *err = walk_back(st, job_id, INT64_MAX, visit_retain, &r);
 	if (!err && r.ndel) {
 		rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-		for (size_t i = 0; i < r.ndel; i++) {
+		for (size_t i = 0; i < r.ndel && !err; i++) {
 			char *k = ck_key(job_id, r.del[i]);
 			rocksdb_writebatch_delete(wb, k, strlen(k));
 			free(k);
+			char *cp = cs_prefix(job_id, r.del[i]);
+			err = delete_prefix(st, wb, cp);
+			free(cp);
 		}
 		char *rerr = NULL;
-		rocksdb_write(st->db, st->wopts, wb, &rerr);
+		if (!err)
+			rocksdb_write(st->db, st->wopts, wb, &rerr);
 		rocksdb_writebatch_destroy(wb);
 		if (rerr)
 			err = db_error(st, rerr, "retention");
