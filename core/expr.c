@@ -30,6 +30,10 @@
 
 #define SV_EXPR_STACK 128    /* operand stack slots of one evaluation */
 #define SV_EXPR_MAX_DEPTH 96 /* parser nesting */
+/* Height of the tree: bounds the compiler's recursion (emit), which
+ * parser nesting alone does not, since a chain like a+a+...+a is built by
+ * a loop into a left-deep tree as tall as the chain is long. */
+#define SV_EXPR_MAX_HEIGHT 1000
 
 /* ---- the program ---- */
 
@@ -490,6 +494,7 @@ typedef struct node {
 	uint16_t nkids;
 	uint32_t kids; /* first index in parser.kids */
 	uint32_t arg;
+	uint32_t height; /* 1 for a leaf */
 	int pos;
 } node_t;
 
@@ -782,8 +787,12 @@ static int new_node(parser_t *p, uint8_t kind, sv_type_t type, bool nullable,
 	nd->pos = pos;
 	nd->kids = (uint32_t)p->nkids;
 	nd->nkids = (uint16_t)nkids;
-	for (int i = 0; i < nkids; i++)
+	nd->height = 1;
+	for (int i = 0; i < nkids; i++) {
 		p->kids[p->nkids++] = kids[i];
+		if (p->nodes[kids[i]].height >= nd->height)
+			nd->height = p->nodes[kids[i]].height + 1;
+	}
 	return (int)p->nnodes++;
 }
 
@@ -921,6 +930,7 @@ static int fold(parser_t *p, int id)
 	nd = N(p, id);
 	nd->kind = N_CONST;
 	nd->nkids = 0;
+	nd->height = 1;
 	nd->arg = add_const(p, v);
 	nd->nullable = v.type == SV_T_NULL;
 	return id;
@@ -1130,6 +1140,16 @@ static int expect_operand(parser_t *p)
 	return perr(p, SV_ERR_SUBMISSION, cur(p)->pos, "expected an operand");
 }
 
+/* Called after each link of an operator chain (the loops below). */
+static int check_height(parser_t *p, const tok_t *op, int id)
+{
+	if (id >= 0 && N(p, id)->height > SV_EXPR_MAX_HEIGHT)
+		return perr(p, SV_ERR_SUBMISSION, op->pos,
+			    "expression is too complex (more than %d nested "
+			    "operations)", SV_EXPR_MAX_HEIGHT);
+	return id;
+}
+
 static int column_ref(parser_t *p, const tok_t *t, const char *name,
 		      size_t len)
 {
@@ -1200,6 +1220,13 @@ static int parse_call(parser_t *p, const tok_t *name)
 	p->cur++; /* '(' */
 	if (tok_kw(name, "cast"))
 		return parse_cast(p, name);
+	/* looked up before the arguments are read, so a function we do not
+	 * have is reported as the coverage gap it is, whatever its arguments */
+	int fi = sv_func_find(name->src, (size_t)name->len);
+	if (fi < 0)
+		return perr(p, SV_ERR_COVERAGE, name->pos,
+			    "function '%.*s' is not in the registry", name->len,
+			    name->src);
 	int args[SV_FUNC_MAX_ARGS], n = 0;
 	if (cur(p)->kind == TK_RP) {
 		p->cur++;
@@ -1223,11 +1250,6 @@ static int parse_call(parser_t *p, const tok_t *name)
 				    "expected ',' or ')'");
 		}
 	}
-	int fi = sv_func_find(name->src, (size_t)name->len);
-	if (fi < 0)
-		return perr(p, SV_ERR_COVERAGE, name->pos,
-			    "function '%.*s' is not in the registry", name->len,
-			    name->src);
 	const sv_func_t *fn = &sv_funcs[fi];
 	if (n < fn->min_args || n > fn->max_args) {
 		char want[64];
@@ -1308,12 +1330,14 @@ static int parse_primary(parser_t *p)
 			p->cur++;
 			return mk_const(p, sv_null(), SV_T_NULL, t->pos);
 		}
+		/* a keyword is never a function name: "x + in (1)" is a syntax
+		 * error, not a call of a function 'in' */
+		if (is_reserved(t))
+			return expect_operand(p);
 		if (peek(p, 1)->kind == TK_LP) {
 			p->cur++;
 			return parse_call(p, t);
 		}
-		if (is_reserved(t))
-			return expect_operand(p);
 		p->cur++;
 		return column_ref(p, t, t->src, (size_t)t->len);
 	default:
@@ -1368,7 +1392,7 @@ static int parse_mul(parser_t *p)
 		int r = parse_unary(p);
 		if (r < 0)
 			return -1;
-		l = mk_arith(p, op, l, r);
+		l = check_height(p, op, mk_arith(p, op, l, r));
 	}
 	return l;
 }
@@ -1383,7 +1407,7 @@ static int parse_add(parser_t *p)
 		int r = parse_mul(p);
 		if (r < 0)
 			return -1;
-		l = mk_arith(p, op, l, r);
+		l = check_height(p, op, mk_arith(p, op, l, r));
 	}
 	return l;
 }
@@ -1524,7 +1548,7 @@ static int parse_and(parser_t *p)
 		int r = parse_not(p);
 		if (r < 0)
 			return -1;
-		l = mk_logic(p, op, true, l, r);
+		l = check_height(p, op, mk_logic(p, op, true, l, r));
 	}
 	return l;
 }
@@ -1540,7 +1564,7 @@ static int parse_or(parser_t *p)
 		int r = parse_and(p);
 		if (r < 0)
 			return -1;
-		l = mk_logic(p, op, false, l, r);
+		l = check_height(p, op, mk_logic(p, op, false, l, r));
 	}
 	p->depth--;
 	return l;

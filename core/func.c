@@ -776,9 +776,15 @@ static void fn_round(const sv_value_t *a, int n, sv_arena_t *arena,
 			*out = sv_float(round(x));
 		} else if (d > 308 || d < -308) {
 			*out = sv_float(d > 0 ? x : 0.0 * x);
-		} else {
+		} else if (d > 0) {
 			double p = pow(10.0, (double)d), y = x * p;
 			*out = sv_float(isfinite(y) ? round(y) / p : x);
+		} else {
+			/* divide by 10^-d (exact up to 10^22) rather than
+			 * multiply by the inexact 10^d: round(1e300, -300) is
+			 * 1e300, not 9.999999999999999e+299 */
+			double p = pow(10.0, (double)-d);
+			*out = sv_float(round(x / p) * p);
 		}
 		return;
 	}
@@ -788,7 +794,9 @@ static void fn_round(const sv_value_t *a, int n, sv_arena_t *arena,
 		return;
 	}
 	if (d < -18) {
-		*out = sv_int(0);
+		/* 10^19 > INT64_MAX: |x| >= 5 * 10^18 would round to +-10^19 */
+		*out = (x >= 5000000000000000000 || x <= -5000000000000000000) ?
+		       sv_null() : sv_int(0);
 		return;
 	}
 	int64_t p = 1;
