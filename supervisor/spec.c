@@ -213,7 +213,7 @@ static bool get_strlist(pctx_t *c, json_t *obj, const char *key, size_t *n,
 static const char *const source_keys[] = {"kind", "cluster", "topic", "format",
 	"start", "generator", "count", "rate_per_s", "seed", NULL};
 static const char *const sink_keys[] = {"kind", "cluster", "topic", "format",
-	"key", "path", NULL};
+	"key", "path", "transaction_timeout_ms", NULL};
 
 static Streamvisor__Source *parse_source(pctx_t *c, json_t *root)
 {
@@ -253,7 +253,9 @@ static Streamvisor__Sink *parse_sink(pctx_t *c, json_t *root, const char *key,
 	    !get_str(c, o, "topic", &s->topic, false) ||
 	    !get_str(c, o, "format", &s->format, false) ||
 	    !get_str(c, o, "key", &s->key, false) ||
-	    !get_str(c, o, "path", &s->path, false))
+	    !get_str(c, o, "path", &s->path, false) ||
+	    !get_int(c, o, "transaction_timeout_ms", &s->transaction_timeout_ms,
+		     0))
 		return NULL;
 	leave(c, saved);
 	return s;
@@ -567,6 +569,11 @@ static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
 		if (empty(s->topic))
 			return bad(f, "is required for a kafka sink");
 	}
+	snprintf(f, sizeof(f), "%s.transaction_timeout_ms", name);
+	if (s->transaction_timeout_ms < 0 ||
+	    (s->transaction_timeout_ms && strcmp(s->kind, "kafka")))
+		return bad(f, "must be a positive number of milliseconds, on a "
+			   "kafka sink");
 	snprintf(f, sizeof(f), "%s.path", name);
 	if (!strcmp(s->kind, "file") && empty(s->path))
 		return bad(f, "is required for a file sink (the output "
@@ -869,6 +876,9 @@ static json_t *sink_json(const Streamvisor__Sink *s)
 	put_str(o, "format", s->format);
 	put_str(o, "key", s->key);
 	put_str(o, "path", s->path);
+	if (s->transaction_timeout_ms)
+		json_object_set_new(o, "transaction_timeout_ms",
+				    json_integer(s->transaction_timeout_ms));
 	return o;
 }
 

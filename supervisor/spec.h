@@ -40,4 +40,10 @@ static inline bool sv_jobspec_bounded(const sv_jobspec_t *spec)
 	return spec->msg->mode[0] == 'b';
 }
 
+/* The transaction timeout of an exactly-once Kafka sink (default 60 s). */
+static inline int64_t sv_sink_txn_timeout_ms(const Streamvisor__Sink *s)
+{
+	return s->transaction_timeout_ms > 0 ? s->transaction_timeout_ms : 60000;
+}
+
 #endif

@@ -9,6 +9,7 @@
  * attempt. */
 #define _GNU_SOURCE
 #include "supervisor/supervisor_int.h"
+#include "sinks/kafka_admin.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -138,6 +139,24 @@ static void tick(sv_supervisor_t *sv)
 
 /* ---- commands (run on the supervisor thread) ---- */
 
+/* exactly_once into Kafka: the broker must allow our transaction timeout
+ * (asked now, not at the first init_transactions). */
+static sv_error_t *check_transactions(sv_supervisor_t *sv,
+				      const Streamvisor__JobSpec *js)
+{
+	if (strcmp(js->delivery, "exactly_once") || strcmp(js->sink->kind, "kafka"))
+		return NULL;
+	const sv_cluster_t *cl;
+	sv_error_t *err = sv_resolve_cluster(sv, js->sink->kind,
+					     js->sink->cluster, "sink.cluster",
+					     &cl);
+	if (!err)
+		err = sv_kafka_check_txn_timeout(cl, sv_sink_txn_timeout_ms(js->sink));
+	if (err && err->category == SV_ERR_CONFIG)
+		sv_error_set_field(err, "sink.transaction_timeout_ms");
+	return err;
+}
+
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
@@ -159,7 +178,8 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	    (js->late_sink &&
 	     (err = sv_resolve_cluster(sv, js->late_sink->kind, js->late_sink->cluster,
 				    "late_sink.cluster", &cl))) ||
-	    (err = sv_coverage_check(spec))) {
+	    (err = sv_coverage_check(spec)) ||
+	    (err = check_transactions(sv, js))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}

@@ -34,7 +34,6 @@
 #define PREVIEW_ROWS 100
 #define RESULT_MAX_ROWS 100000
 #define FLUSH_TIMEOUT_MS 30000
-#define TXN_TIMEOUT_MS 60000 /* transaction.timeout.ms; <= the broker's max */
 
 const double sv_ck_buckets_s[SV_CK_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
@@ -423,7 +422,7 @@ static sv_error_t *open_sink(sv_worker_t *w, const Streamvisor__Sink *s,
 		.raw = raw,
 		.transactional = txn,
 		.transactional_id = txn_id,
-		.transaction_timeout_ms = TXN_TIMEOUT_MS,
+		.transaction_timeout_ms = (int)sv_sink_txn_timeout_ms(s),
 		.group_id = group,
 		.path = s->path,
 	};

@@ -512,6 +512,38 @@ static void test_lagging_and_back(void **state)
 	free(out);
 }
 
+/* exactly_once into Kafka: a transaction timeout above the broker's
+ * transaction.max.timeout.ms is refused at submit, naming both. */
+static void test_txn_timeout_checked_at_submit(void **state)
+{
+	fixture_t *f = *state;
+	char *in = tk_unique("it-lc-txn");
+	tk_create_topic(in, 1);
+#define TXN_SPEC \
+	"{\"name\": \"lc-txn-%d\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"}," \
+	" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}]," \
+	" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"," \
+	"   \"transaction_timeout_ms\": %lld}," \
+	" \"delivery\": \"exactly_once\"}"
+	char *spec;
+	if (asprintf(&spec, TXN_SPEC, 1, in, in, 100000000LL) < 0)
+		abort();
+	char *body = NULL;
+	int status = tk_http(f->svc.port, "POST", "/v1/jobs", spec, &body);
+	if (status != 400 || !strstr(body, "transaction.max.timeout.ms") ||
+	    !strstr(body, "100000000") || !strstr(body, "transaction_timeout_ms"))
+		fail_msg("got %d %s", status, body);
+	free(body);
+	free(spec);
+	if (asprintf(&spec, TXN_SPEC, 2, in, in, 30000LL) < 0)
+		abort();
+	char *id = submit(f, spec);
+	assert_int_equal(action(f, id, "cancel", NULL, NULL), 200);
+	free(id);
+	free(spec);
+	free(in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -520,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_restart_and_bad_bodies),
 		cmocka_unit_test(test_restart_policy_visible),
 		cmocka_unit_test(test_lagging_and_back),
+		cmocka_unit_test(test_txn_timeout_checked_at_submit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
