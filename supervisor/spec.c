@@ -413,6 +413,16 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 				return false;
 			s->step_case = STREAMVISOR__STEP__STEP_DEDUP;
 			s->dedup = d;
+		} else if (!strcmp(k, "join")) {
+			/* a known stream-processing step this backend does not
+			 * run: a coverage error with its record, not a typo */
+			failf(c, k, "a join step needs capability "
+			      "'stateful_join_support', which is not covered");
+			c->err->category = SV_ERR_COVERAGE;
+			sv_error_set_details(c->err, "[{\"capability\":"
+				"\"stateful_join_support\",\"status\":\"uncovered\","
+				"\"reason\":\"no join operator exists\"}]");
+			return false;
 		} else {
 			return failf(c, k, "unknown step (expected one of: filter, "
 				     "select, window, dedup)");

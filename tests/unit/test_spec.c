@@ -181,6 +181,23 @@ static void test_bad_specs(void **state)
 	expect_error(buf, "event_time.field", "unknown column 'zz'");
 }
 
+static void test_join_is_coverage(void **state)
+{
+	(void)state;
+	const char *j = "{\"name\": \"x\", \"source\": {\"topic\": \"t\"},"
+		" \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
+		" \"pipeline\": [{\"join\": {\"with\": \"u\"}}],"
+		" \"sink\": {\"topic\": \"o\"}}";
+	sv_jobspec_t *spec = NULL;
+	sv_error_t *err = sv_jobspec_parse_json(j, strlen(j), &spec);
+	assert_non_null(err);
+	assert_int_equal(err->category, SV_ERR_COVERAGE);
+	assert_string_equal(err->field, "pipeline[0].join");
+	assert_non_null(strstr(err->details_json, "stateful_join_support"));
+	assert_int_equal(sv_errcat_http_status(err->category), 422);
+	sv_error_destroy(err);
+}
+
 static void test_plan_errors(void **state)
 {
 	(void)state;
@@ -240,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_plan_id_is_canonical),
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_plan_errors),
+		cmocka_unit_test(test_join_is_coverage),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
