@@ -61,8 +61,8 @@ done
 
 if [ "$QUICK" = 1 ]; then
     RECORDS=${RECORDS:-100000}
-    LATENCY_S=${LATENCY_S:-6}
-    RECOVERY_S=12
+    LATENCY_S=${LATENCY_S:-5}
+    RECOVERY_S=10
     LAT_WORKLOADS="W1"
     LAT_DELIVERIES="exactly_once"
 else
@@ -371,8 +371,10 @@ lat_run() {
         [ -n "$pid" ] && { kill -TERM "$pid" 2>/dev/null || true; sleep 1; kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
     fi
     local f
-    f=$(jq -c --argjson rate "$rate" '
-        {latency_rate_per_s: $rate, latency_records: .measured}
+    local achieved
+    achieved=$(jq '.records / .seconds | floor' "$dir/load.json")
+    f=$(jq -c --argjson rate "$rate" --argjson ach "$achieved" '
+        {latency_rate_per_s: $rate, latency_rate_achieved: $ach, latency_records: .measured}
         + (if .latency_p50_ms then {latency_p50_ms, latency_p99_ms} else {} end)
         + (if .recovery_s then {recovery_s} else {} end)' "$dir/latency.json")
     row_merge "$c" "$w" "$d" "$f"
