@@ -811,8 +811,11 @@ static void fn_round(const sv_value_t *a, int n, sv_arena_t *arena,
 		return;
 	}
 	if (d < -18) {
-		/* 10^19 > INT64_MAX: |x| >= 5 * 10^18 would round to +-10^19 */
-		*out = (x >= 5000000000000000000 || x <= -5000000000000000000) ?
+		/* 10^-d > INT64_MAX. At d = -19, |x| >= 5 * 10^18 rounds to
+		 * +-10^19, past int64: null. From d = -20 on, half a unit is
+		 * 5 * 10^19 > |x|: every x rounds to 0. */
+		*out = d == -19 && (x >= 5000000000000000000 ||
+				    x <= -5000000000000000000) ?
 		       sv_null() : sv_int(0);
 		return;
 	}

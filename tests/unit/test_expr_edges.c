@@ -13,7 +13,9 @@
  *   every text gives an expression or an error naming the expression and a
  *   position inside it, and every accepted expression is evaluated on
  *   random rows (byte-less empty strings, NaN, infinities, INT64 limits)
- *   and checked against its declared type and nullability. */
+ *   and checked against its declared type and nullability;
+ * - round(x, d) on int64 for d <= -20 was null for |x| >= 5 * 10^18: only
+ *   d = -19 can round past int64; from d = -20 on every int64 rounds to 0. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -234,6 +236,27 @@ static void test_in_mixed_types(void **state)
 	want_bool(f, "n in (1, 2.5, 3)", true);
 	want_bool(f, "n in (i, 3.0)", true);
 	want_bool(f, "2.5 in (1, 2.5)", true);
+}
+
+/* round(int64, d) with 10^-d past int64. */
+static void test_round_int_far_left(void **state)
+{
+	fx_t *f = *state;
+	want_null(f, "round(9223372036854775807, -19)");
+	want_null(f, "round(5000000000000000000, -19)");
+	want_null(f, "round(-5000000000000000000, -19)");
+	want_int(f, "round(4999999999999999999, -19)", 0);
+	want_int(f, "round(-4999999999999999999, -19)", 0);
+	want_int(f, "round(9223372036854775807, -20)", 0);
+	want_int(f, "round(-9223372036854775807 - 1, -20)", 0);
+	want_int(f, "round(5000000000000000000, -30)", 0);
+	want_int(f, "round(n, -9223372036854775807 - 1)", 0);
+	/* at run time as well as folded */
+	f->row[C_I] = sv_int(INT64_MAX);
+	want_int(f, "round(i, -20)", 0);
+	want_null(f, "round(i, -19)");
+	want_int(f, "round(i, -18)", INT64_C(9000000000000000000));
+	want_null(f, "round(i, -1)");
 }
 
 /* Every string function and operator on an empty string with no bytes. */
@@ -539,6 +562,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 		T(test_in_mixed_types),
 		T(test_empty_strings_without_bytes),
+		T(test_round_int_far_left),
 		T(test_fuzz_grammar),
 #undef T
 	};
