@@ -1460,6 +1460,16 @@ static int parse_in(parser_t *p, const tok_t *op, int x, bool negated)
 		if (k == K_F)
 			t = SV_T_FLOAT64;
 	}
+	/* a float64 item met late widens the comparison to float64: the
+	 * items checked before it (a timestamp_ms, say) must take that too */
+	for (int i = 1; i < n && t == SV_T_FLOAT64; i++) {
+		sv_type_t ti = N(p, items[i])->type, common;
+		if (ti != SV_T_NULL && cmp_kind(t, ti, &common) < 0)
+			return perr(p, SV_ERR_SUBMISSION, N(p, items[i])->pos,
+				    "operator '%.*s' cannot apply to %s and %s",
+				    op->len, op->src, sv_type_name(t),
+				    sv_type_name(ti));
+	}
 	kind = t == SV_T_FLOAT64 ? K_F : t == SV_T_STRING ? K_S :
 	       t == SV_T_BOOL ? K_B : K_I;
 	for (int i = 0; i < n; i++) {

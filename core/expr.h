@@ -7,8 +7,8 @@
  *   not:     ('!' | 'NOT') not | cmp
  *   cmp:     add ( ('=='|'='|'!='|'<>'|'<'|'<='|'>'|'>=') add
  *                | IS [NOT] NULL | [NOT] IN '(' expr, ... ')' )?
- *   add:     mul ( ('+'|'-'|'||' on strings? no: concat is '+' on strings
- *            and the concat() function) mul )*
+ *   add:     mul ( ('+'|'-') mul )*     ('+' on two strings concatenates;
+ *            '||' is logical or, not concatenation)
  *   mul:     unary ( ('*'|'/'|'%') unary )*
  *   unary:   '-' unary | primary
  *   primary: literal | column | func '(' args ')' | '(' expr ')'

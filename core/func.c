@@ -698,26 +698,41 @@ static void fn_rtrim(const sv_value_t *a, int n, sv_arena_t *arena,
 	trim_impl(&a[0], out, false, true);
 }
 
+/* An empty string may have no bytes at all (s == NULL): the C library's
+ * memcmp/memmem/memcpy must not see that pointer, even with a zero length
+ * (they are declared nonnull; UBSan stops on it). */
+static bool bytes_eq(const char *x, const char *y, size_t n)
+{
+	return !n || !memcmp(x, y, n);
+}
+
+static const char *find_bytes(const char *s, size_t n, const char *f,
+			      size_t fl)
+{
+	return n >= fl && fl ? memmem(s, n, f, fl) : NULL;
+}
+
 static void fn_starts_with(const sv_value_t *a, int n, sv_arena_t *arena,
 			   sv_value_t *out)
 {
 	*out = sv_bool(a[1].len <= a[0].len &&
-		       !memcmp(a[0].v.s, a[1].v.s, a[1].len));
+		       bytes_eq(a[0].v.s, a[1].v.s, a[1].len));
 }
 
 static void fn_ends_with(const sv_value_t *a, int n, sv_arena_t *arena,
 			 sv_value_t *out)
 {
 	*out = sv_bool(a[1].len <= a[0].len &&
-		       !memcmp(a[0].v.s + a[0].len - a[1].len, a[1].v.s,
-			       a[1].len));
+		       (!a[1].len ||
+			!memcmp(a[0].v.s + a[0].len - a[1].len, a[1].v.s,
+				a[1].len)));
 }
 
 static void fn_contains(const sv_value_t *a, int n, sv_arena_t *arena,
 			sv_value_t *out)
 {
 	*out = sv_bool(!a[1].len ||
-		       memmem(a[0].v.s, a[0].len, a[1].v.s, a[1].len));
+		       find_bytes(a[0].v.s, a[0].len, a[1].v.s, a[1].len));
 }
 
 static void fn_replace(const sv_value_t *a, int n, sv_arena_t *arena,
@@ -729,8 +744,8 @@ static void fn_replace(const sv_value_t *a, int n, sv_arena_t *arena,
 		*out = a[0];
 		return;
 	}
-	for (const char *p = s; (p = memmem(p, sl - (size_t)(p - s), f, fl));
-	     p += fl)
+	for (const char *p = s;
+	     (p = find_bytes(p, sl - (size_t)(p - s), f, fl)); p += fl)
 		count++;
 	if (!count) {
 		*out = a[0];
@@ -744,14 +759,16 @@ static void fn_replace(const sv_value_t *a, int n, sv_arena_t *arena,
 	}
 	size_t w = 0;
 	const char *p = s, *q;
-	while ((q = memmem(p, sl - (size_t)(p - s), f, fl))) {
+	while ((q = find_bytes(p, sl - (size_t)(p - s), f, fl))) {
 		memcpy(d + w, p, (size_t)(q - p));
 		w += (size_t)(q - p);
-		memcpy(d + w, t, tl);
+		if (tl)
+			memcpy(d + w, t, tl);
 		w += tl;
 		p = q + fl;
 	}
-	memcpy(d + w, p, sl - (size_t)(p - s));
+	if (sl - (size_t)(p - s))
+		memcpy(d + w, p, sl - (size_t)(p - s));
 	*out = sv_str(d, (uint32_t)total);
 }
 
@@ -794,8 +811,11 @@ static void fn_round(const sv_value_t *a, int n, sv_arena_t *arena,
 		return;
 	}
 	if (d < -18) {
-		/* 10^19 > INT64_MAX: |x| >= 5 * 10^18 would round to +-10^19 */
-		*out = (x >= 5000000000000000000 || x <= -5000000000000000000) ?
+		/* 10^-d > INT64_MAX. At d = -19, |x| >= 5 * 10^18 rounds to
+		 * +-10^19, past int64: null. From d = -20 on, half a unit is
+		 * 5 * 10^19 > |x|: every x rounds to 0. */
+		*out = d == -19 && (x >= 5000000000000000000 ||
+				    x <= -5000000000000000000) ?
 		       sv_null() : sv_int(0);
 		return;
 	}
@@ -847,8 +867,11 @@ static void fn_coalesce(const sv_value_t *a, int n, sv_arena_t *arena,
 static void fn_nullif(const sv_value_t *a, int n, sv_arena_t *arena,
 		      sv_value_t *out)
 {
-	if (a[0].type != SV_T_NULL && a[1].type != SV_T_NULL &&
-	    sv_value_equal(&a[0], &a[1]))
+	bool eq = a[0].type == SV_T_STRING && a[1].type == SV_T_STRING ?
+		  a[0].len == a[1].len &&
+		  bytes_eq(a[0].v.s, a[1].v.s, a[0].len) :
+		  sv_value_equal(&a[0], &a[1]);
+	if (a[0].type != SV_T_NULL && a[1].type != SV_T_NULL && eq)
 		*out = sv_null();
 	else
 		*out = a[0];

@@ -71,11 +71,17 @@ sv_error_t *sv_op_filter_new(const sv_schema_t *in, const char *expr,
 	sv_error_t *err = sv_expr_parse(expr, in, &e);
 	if (err)
 		return err;
+	/* the literal null (no type) is accepted: it is never true, as in
+	 * SQL's WHERE NULL */
 	sv_type_t t = sv_expr_type(e);
-	if (t != SV_T_BOOL) {
+	if (t != SV_T_BOOL && t != SV_T_NULL) {
+		/* worded like the parser's errors: the whole expression is at
+		 * fault, so position 1 */
 		err = sv_error_new(SV_ERR_SUBMISSION,
-				   "filter '%s' must be boolean, got %s", expr,
+				   "expression '%s' at position 1: a filter "
+				   "must be boolean, got %s", expr,
 				   sv_type_name(t));
+		err->position = 1;
 		sv_expr_destroy(e);
 		return err;
 	}

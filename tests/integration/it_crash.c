@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -452,8 +453,13 @@ static void sv_start(crash_t *c, const char *kill_at)
 	if (fd < 0 || nul < 0)
 		fail_c(c, "cannot open %s: %s", c->log_path, strerror(errno));
 	fflush(NULL);
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
+		/* dies with the test, even if the test is killed (ctest timeout) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(126);
 		setpgid(0, 0);
 		dup2(nul, 0);
 		dup2(fd, 1);
@@ -1772,14 +1778,24 @@ static int uniform(crash_t *c, int lo, int hi)
 	return lo + (int)(rnd(&c->rng) % (uint64_t)(hi - lo + 1));
 }
 
+/* A random kill delay: one in four 50-700 ms after the start (the
+ * supervisor is still opening the store, fencing the old producer,
+ * restoring), the others 0.7-4.5 s (mid-stream, between and inside
+ * checkpoints). */
+static int kill_delay(crash_t *c)
+{
+	return rnd(&c->rng) % 4 == 0 ? uniform(c, 50, 700)
+				     : uniform(c, 700, 4500);
+}
+
 /* Random kills until at least `kills` happened and the producer is done
  * (each kill lands while input is still being written), capped at 4x. */
-static void random_kills(crash_t *c, int kills, int lo_ms, int hi_ms)
+static void random_kills(crash_t *c, int kills)
 {
 	int cycles = 0;
 	while ((c->kills_random < kills || !producer_done(c)) &&
 	       cycles < 4 * kills) {
-		cycle_random(c, uniform(c, lo_ms, hi_ms));
+		cycle_random(c, kill_delay(c));
 		cycles++;
 	}
 }
@@ -1795,13 +1811,14 @@ static void test_crash_loop(void **state)
 	cjob_t *pass = add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
 	cjob_t *win = add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
 	cjob_t *alo = add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
-	/* delays 0.4-4.5 s, plus ~0.7 s to restart: the input spans the kills */
+	/* delays ~2.5 s on average plus ~0.7 s to restart: the input spans
+	 * the kills */
 	double rate = (double)n / (kills * 3.2);
 	printf("[crash_loop] %" PRId64 " records at %.0f/s, >= %d random "
 	       "SIGKILLs%s\n", n, rate, kills, lng ? " (SV_CRASH_LONG)" : "");
 	producer_start(&c->prod, c->in_topic, n, rate);
 	first_incarnation(c);
-	random_kills(c, kills, 400, 4500);
+	random_kills(c, kills);
 	finish(c);
 
 	tally_t tp = check_output(c, pass, true);
@@ -1897,7 +1914,7 @@ static void test_file_sink(void **state)
 	producer_start(&c->prod, c->in_topic, n, rate);
 	first_incarnation(c);
 	while (c->kills_random < kills)
-		cycle_random(c, uniform(c, 400, 4500));
+		cycle_random(c, kill_delay(c));
 	for (size_t p = 0; p < N_POINTS; p++) {
 		char ka[64];
 		snprintf(ka, sizeof(ka), "%s:%d", points[p], uniform(c, 1, 3));

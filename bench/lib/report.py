@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""bench/lib/report.py — the markdown table of bench/run.sh's JSON rows.
+
+usage: report.py ROWS.json [META.json]     print the table (markdown)
+       report.py --check ROWS.json         exit 1 unless every contender's
+                                           output record count is the
+                                           expected one (the CI smoke check)
+
+One row per workload, delivery and contender. The streamvisor rows carry
+the ratios: throughput streamvisor/raw and streamvisor/Flink (>1: faster),
+CPU per record streamvisor/Flink and peak RSS streamvisor/Flink (<1: less).
+"""
+import json
+import sys
+
+ORDER = {"raw-librdkafka": 0, "streamvisor": 1, "flink": 2}
+
+
+def fmt(v, nd=0):
+    if v is None:
+        return "—"
+    if isinstance(v, float) and nd:
+        return f"{v:.{nd}f}"
+    if isinstance(v, (int, float)):
+        return f"{v:,.0f}" if abs(v) >= 100 or nd == 0 else f"{v:.{nd}f}"
+    return str(v)
+
+
+def pair(r, a, b, nd=0):
+    if r.get(a) is None:
+        return "—"
+    return f"{fmt(r.get(a), nd)} / {fmt(r.get(b), nd)}"
+
+
+def ratio(x, y):
+    if not x or not y:
+        return "—"
+    return f"{x / y:.2f}×"
+
+
+def find(rows, c, w, d):
+    for r in rows:
+        if r["contender"] == c and r["workload"] == w and r["delivery"] == d:
+            return r
+    return None
+
+
+def table(rows, meta):
+    out = []
+    if meta:
+        q = " (QUICK run: --quick, {:,} records)".format(meta["records"]) if meta.get("quick") else ""
+        out.append(f"Run {meta['date']}{q}, commit {meta['commit']}: {meta['cores']} cores "
+                   f"({meta['cpu']}), {meta['memory']}; input {meta['input']['records']:,} records, "
+                   f"{meta['input']['avg_bytes']} bytes on average, {meta['input']['partitions']} partitions; "
+                   f"Kafka broker {meta['kafka_broker']}, librdkafka {meta['librdkafka']}, "
+                   f"Flink {meta['flink']} (connector {meta['flink_connector_kafka']}), {meta['java']}, "
+                   f"gcc {meta['gcc']}; wall time of the run {meta['wall_seconds']} s; "
+                   f"load average at start {meta.get('loadavg_start')}, at end {meta.get('loadavg_end')} "
+                   f"(other work on the machine shows here); "
+                   f"command `{meta.get('command', 'bench/run.sh')}`.")
+        out.append("")
+    out.append("| workload | delivery | contender | records/s | CPU s per M rec | peak RSS MB "
+               "| checkpoint p50 / p99 ms | latency p50 / p99 ms (rate) | recovery s | output records "
+               "| sv/raw rec/s | sv/Flink rec/s | sv/Flink CPU per rec | sv/Flink RSS |")
+    out.append("|" + "---|" * 14)
+    rows = sorted(rows, key=lambda r: (r["workload"], r["delivery"] != "at_least_once",
+                                       ORDER.get(r["contender"], 9)))
+    for r in rows:
+        lat = pair(r, "latency_p50_ms", "latency_p99_ms")
+        if r.get("latency_rate_per_s") and r.get("latency_p50_ms") is not None:
+            lat += f" ({r['latency_rate_per_s']:,}/s)"
+        cells = [r["workload"], r["delivery"], r["contender"], fmt(r.get("records_per_s")),
+                 fmt(r.get("cpu_s_per_million"), 2), fmt(r.get("peak_rss_mb"), 0),
+                 pair(r, "checkpoint_p50_ms", "checkpoint_p99_ms"), lat,
+                 fmt(r.get("recovery_s"), 2), fmt(r.get("output_records"))]
+        if r["contender"] == "streamvisor":
+            raw = find(rows, "raw-librdkafka", r["workload"], r["delivery"]) or {}
+            fl = find(rows, "flink", r["workload"], r["delivery"]) or {}
+            cells += [ratio(r.get("records_per_s"), raw.get("records_per_s")),
+                      ratio(r.get("records_per_s"), fl.get("records_per_s")),
+                      ratio(r.get("cpu_s_per_million"), fl.get("cpu_s_per_million")),
+                      ratio(r.get("peak_rss_mb"), fl.get("peak_rss_mb"))]
+        else:
+            cells += [""] * 4
+        out.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(out)
+
+
+def check(rows):
+    bad = []
+    for r in rows:
+        w, d = r["workload"], r["delivery"]
+        if r["contender"] == "raw-librdkafka" and r.get("output_records") != r.get("records"):
+            bad.append(f"raw {w} {d}: {r.get('output_records')} out of {r.get('records')}")
+        if r["contender"] == "streamvisor":
+            raw = find(rows, "raw-librdkafka", w, d)
+            if raw and r.get("records") != raw.get("records"):
+                bad.append(f"streamvisor {w} {d}: read {r.get('records')}, input {raw.get('records')}")
+        if r["contender"] in ("streamvisor", "flink") and not r.get("output_records"):
+            bad.append(f"{r['contender']} {w} {d}: no output")
+        if r["contender"] == "flink":
+            sv = find(rows, "streamvisor", w, d)
+            if sv and sv.get("output_records") != r.get("output_records"):
+                bad.append(f"{w} {d}: streamvisor wrote {sv.get('output_records')} records, "
+                           f"Flink {r.get('output_records')}")
+    for b in bad:
+        print("run.sh check: " + b, file=sys.stderr)
+    return 1 if bad else 0
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "--check":
+        sys.exit(check(json.load(open(sys.argv[2]))))
+    rows = json.load(open(sys.argv[1]))
+    meta = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else None
+    print(table(rows, meta))
+
+
+if __name__ == "__main__":
+    main()
