@@ -189,12 +189,13 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id", (json_int_t)id,
 			  "duration_ms", (json_int_t)info->duration_ms, "bytes",
 			  (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm));
-	if (conf->transactional) {
-		sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
-			json_pack("{s:I, s:s, s:s}", "checkpoint_id", (json_int_t)id,
-				  "kind", "transaction", "outcome", "committed"));
+	sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
+		json_pack("{s:I, s:s, s:s}", "checkpoint_id", (json_int_t)id,
+			  "kind", !conf->transactional ? "offsets"
+			  : p->snk->ops->txn_offsets ? "transaction" : "file",
+			  "outcome", "committed"));
+	if (conf->transactional)
 		err = sv_sink_txn_begin(p->snk);
-	}
 	return err;
 }
 

@@ -3,10 +3,10 @@
  * each with a sequence number, timestamp, job id, attempt and a kind.
  * Read in pages: GET /v1/jobs/{id}/observations?after=<seq>&limit=<n>.
  *
- * Kinds (docs/observations.md): job_submitted, state_transition,
- * attempt_started, restart_scheduled, error, checkpoint_started,
- * checkpoint_completed, checkpoint_failed, sink_commit, watermark_sample,
- * lag_sample, drain.
+ * Kinds (docs/observability.md): job_submitted, state_transition,
+ * attempt_started, source_bound, restart_scheduled, restart_requested,
+ * error, checkpoint_started, checkpoint_completed, checkpoint_failed,
+ * checkpoint_restored, sink_commit, watermark_sample, lag_sample, drain.
  *
  * thread: any (a mutex inside); workers add checkpoint observations. */
 #ifndef SV_OBSERVE_H

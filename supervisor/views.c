@@ -103,6 +103,12 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	json_object_set_new(lag, "records", json_integer(lag_records));
 	json_object_set_new(lag, "seconds", wm == INT64_MIN ? json_null()
 		: json_real(fmax(0.0, (double)(sv_now_ms() - wm) / 1000.0)));
+	/* wall clock minus the event time of the newest record read: known
+	 * as soon as one record is, unlike the watermark */
+	int64_t ev = job->worker ? atomic_load(&sv_worker_stats(job->worker)
+					       ->last_event_ms) : INT64_MIN;
+	json_object_set_new(lag, "event_seconds", ev == INT64_MIN ? json_null()
+		: json_real(fmax(0.0, (double)(sv_now_ms() - ev) / 1000.0)));
 	json_object_set_new(o, "lag", lag);
 	json_object_set_new(o, "partitions", parts);
 	json_object_set_new(o, "last_checkpoint", last_checkpoint_json(job));
@@ -255,7 +261,7 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 	}
 	/* one value per job and family; NAN: no sample for that job */
 	enum { F_ATTEMPT, F_RESTARTS, F_IN, F_OUT, F_INVALID, F_LATE, F_SBYTES,
-	       F_SKEYS, F_WM, F_LAG_S, F_CKS, F_CKFAIL, F_CKBYTES, F_CKAGE,
+	       F_SKEYS, F_WM, F_LAG_S, F_EVLAG_S, F_CKS, F_CKFAIL, F_CKBYTES, F_CKAGE,
 	       F_COMMITS, F_COMMITFAIL, F__N };
 	static const struct {
 		const char *name, *type, *help;
@@ -274,6 +280,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		 "the job's event-time watermark, as seconds since the epoch"},
 		{"streamvisor_source_lag_seconds", "gauge",
 		 "wall clock minus the job's watermark"},
+		{"streamvisor_source_event_lag_seconds", "gauge",
+		 "wall clock minus the event time of the newest record read"},
 		{"streamvisor_checkpoints_total", "counter",
 		 "checkpoints committed"},
 		{"streamvisor_checkpoint_failures_total", "counter",
@@ -338,6 +346,10 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		jv[F_WM] = wm == INT64_MIN ? NAN : (double)wm / 1000.0;
 		jv[F_LAG_S] = wm == INT64_MIN ? NAN
 			: fmax(0.0, (double)(now - wm) / 1000.0);
+		int64_t ev = job->worker ? atomic_load(&sv_worker_stats(
+			job->worker)->last_event_ms) : INT64_MIN;
+		jv[F_EVLAG_S] = ev == INT64_MIN ? NAN
+			: fmax(0.0, (double)(now - ev) / 1000.0);
 		jv[F_CKS] = (double)cks;
 		jv[F_CKFAIL] = (double)ckf;
 		jv[F_CKBYTES] = job->last_ck.completed_ms

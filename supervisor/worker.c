@@ -335,6 +335,7 @@ static sv_error_t *run(sv_worker_t *w)
 		ctx.now_ms = now;
 		size_t n = w->in.nrows;
 		int64_t mono = sv_mono_ms();
+		int64_t max_ev = INT64_MIN;
 		for (size_t r = 0; r < n; r++) {
 			sv_rowmeta_t *m = &w->in.meta[r];
 			const sv_value_t *v = et >= 0 ? &sv_batch_row(&w->in, r)[et]
@@ -342,7 +343,11 @@ static sv_error_t *run(sv_worker_t *w)
 			m->event_ms = v && v->type != SV_T_NULL ? v->v.i : now;
 			sv_watermarks_observe(w->wm, m->partition, m->event_ms,
 					      mono);
+			if (m->event_ms > max_ev)
+				max_ev = m->event_ms;
 		}
+		if (max_ev > atomic_load(&w->stats.last_event_ms))
+			atomic_store(&w->stats.last_event_ms, max_ev);
 		atomic_fetch_add(&w->stats.records_in, n);
 		if ((err = handle_rejects(w)))
 			return err;
@@ -429,6 +434,23 @@ static sv_error_t *open_sink(sv_worker_t *w, const Streamvisor__Sink *s,
 	return sv_sink_open(&sc, out);
 }
 
+/* The physical plan as bound: the source partitions this attempt reads. */
+static void observe_bound(sv_worker_t *w)
+{
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(w->src, &pos);
+	json_t *parts = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(parts, json_pack("{s:i, s:I}", "partition",
+			pos[i].partition, "next_offset",
+			(json_int_t)pos[i].next_offset));
+	const Streamvisor__JobSpec *js = w->conf.spec->msg;
+	sv_obslog_add(w->conf.obs, w->conf.attempt, "source_bound",
+		json_pack("{s:s, s:s, s:i, s:o}", "source_kind", js->source->kind,
+			  "topic", js->source->topic ? js->source->topic : "",
+			  "parallelism", 1, "partitions", parts));
+}
+
 static sv_error_t *open_all(sv_worker_t *w)
 {
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
@@ -484,6 +506,7 @@ static sv_error_t *open_all(sv_worker_t *w)
 				    "with it", js->sink->kind);
 	if ((err = sv_source_open(&sc, &w->src)))
 		return err;
+	observe_bound(w);
 	if (js->late_sink && w->plan->late_schema &&
 	    (err = open_sink(w, js->late_sink, w->conf.late_cluster,
 			     w->plan->late_schema, -1, false, false, &w->late)))
@@ -542,6 +565,7 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	w->log.attempt = conf->attempt;
 	atomic_store(&w->stats.watermark_ms, INT64_MIN);
 	atomic_store(&w->stats.restored_checkpoint, -1);
+	atomic_store(&w->stats.last_event_ms, INT64_MIN);
 	atomic_store(&w->stats.last_checkpoint, -1);
 	pthread_mutex_init(&w->lock, NULL);
 	sv_buf_init(&w->result);

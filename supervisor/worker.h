@@ -42,6 +42,7 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t records_late;
 	_Atomic uint64_t records_dead_letter;
 	_Atomic int64_t watermark_ms;
+	_Atomic int64_t last_event_ms;   /* largest event time read, or MIN */
 	_Atomic uint64_t state_bytes;
 	_Atomic uint64_t state_keys;
 	_Atomic int64_t last_commit_ms;
