@@ -69,7 +69,7 @@ else
     RECORDS=${RECORDS:-2000000}
     LATENCY_S=${LATENCY_S:-20}
     RECOVERY_S=25
-    LAT_WORKLOADS="$WORKLOADS"
+    LAT_WORKLOADS="${WORKLOADS//,/ }"
     LAT_DELIVERIES="at_least_once exactly_once"
 fi
 
