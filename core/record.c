@@ -47,7 +47,8 @@ bool sv_value_equal(const sv_value_t *a, const sv_value_t *b)
 	case SV_T_TIMESTAMP: return a->v.i == b->v.i;
 	case SV_T_FLOAT64: return a->v.f == b->v.f;
 	case SV_T_STRING:
-		return a->len == b->len && (!a->len || !memcmp(a->v.s, b->v.s, a->len));
+		return a->len == b->len &&
+		       (!a->len || !memcmp(a->v.s, b->v.s, a->len));
 	default: return false;
 	}
 }

@@ -100,6 +100,7 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_started",
 		      json_pack("{s:I}", "checkpoint_id", (json_int_t)id));
 	sv_killpoint("before_prepare");
+	sv_delaypoint("before_prepare");
 
 	/* 1. everything written so far: durable, not yet visible */
 	sv_buf_t sink_state;
@@ -277,26 +278,32 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_ckstore_free_record(rec);
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
-	const char *decision = "committed";
+	const char *decision = "the newest checkpoint, committed";
+	int64_t newest = rec->id;
 	if (rec->status == STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED) {
 		bool done;
 		if (!conf->transactional) {
 			/* at-least-once: the sink was flushed before the record */
 			done = true;
-			decision = "prepared, output flushed before it: restored";
+			decision = "the newest checkpoint, prepared; its output was "
+				   "flushed before it";
 		} else if (p->snk->ops->txn_recover) {
 			/* file sink: the staged files are durable; finish */
 			err = sv_sink_txn_recover(p->snk,
 				(const char *)rec->sink_state.data,
 				rec->sink_state.len);
 			done = !err;
-			decision = "prepared, commit completed from its staged state";
+			decision = "the newest checkpoint, prepared; its commit was "
+				   "completed from its staged files";
 		} else {
 			/* Kafka: the group's offsets say whether it committed */
 			int64_t ck = sv_source_committed_checkpoint(p->src);
 			done = ck == rec->id;
-			decision = done ? "prepared, its transaction committed"
-					: "prepared, its transaction did not commit";
+			decision = done ? "the newest checkpoint, prepared; its "
+					  "transaction committed"
+					: "the newest committed one: the newer checkpoint "
+					  "was prepared but its transaction did not commit, "
+					  "marked aborted";
 		}
 		if (!err)
 			err = sv_ckstore_mark(conf->store, conf->job_id, rec->id, done
@@ -310,6 +317,8 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 							  id, &rec);
 		}
 	} else if (rec->status == STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
+		decision = "the newest committed one: the newer checkpoint was "
+			   "aborted";
 		int64_t id = rec->id;
 		sv_ckstore_free_record(rec);
 		rec = NULL;
@@ -321,11 +330,13 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err && rec) {
 		*restored = rec->id;
 		sv_logctx_t lc = {conf->job_id, conf->attempt};
-		sv_log(&lc, SV_LOG_INFO, "checkpoint", "restored checkpoint %lld "
-		       "(%s)", (long long)rec->id, decision);
+		sv_log(&lc, SV_LOG_INFO, "checkpoint", "restored checkpoint %lld, "
+		       "newest record %lld (%s)", (long long)rec->id,
+		       (long long)newest, decision);
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
-			json_pack("{s:I, s:s}", "checkpoint_id", (json_int_t)rec->id,
-				  "decision", decision));
+			json_pack("{s:I, s:I, s:s}", "checkpoint_id",
+				  (json_int_t)rec->id, "newest_checkpoint_id",
+				  (json_int_t)newest, "decision", decision));
 	}
 	sv_ckstore_free_record(rec);
 	return err ? sv_error_set_job(err, conf->job_id, conf->attempt) : NULL;

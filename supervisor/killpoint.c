@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -40,4 +41,19 @@ void sv_killpoint(const char *point)
 		", SIGKILL\n", point);
 	kill(getpid(), SIGKILL);
 	pause();
+}
+
+void sv_delaypoint(const char *point)
+{
+	const char *v = getenv("STREAMVISOR_DELAY_AT");
+	if (!v || !*v)
+		return;
+	size_t n = strlen(point);
+	if (strncmp(v, point, n) || v[n] != ':')
+		return;
+	long ms = strtol(v + n + 1, NULL, 10);
+	if (ms <= 0)
+		return;
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
 }

@@ -93,6 +93,19 @@ static sv_error_t *load_one(void *opaque, const char *id, const char *data,
 	job->restart_from = -1;
 	job->state_since_ms = sv_now_ms();
 	job->obs = sv_obslog_new(job->id, SV_OBSLOG_DEFAULT_CAP);
+	/* the last committed checkpoint, for the status before the first
+	 * attempt restores it */
+	sv_ckrec_t *ck = NULL;
+	sv_error_t *cerr = sv_ckstore_latest_committed(sv->store, job->id,
+						      INT64_MAX, &ck);
+	sv_error_destroy(cerr); /* the attempt's recovery reports it loudly */
+	if (ck) {
+		job->last_ck.id = ck->id;
+		job->last_ck.completed_ms = ck->started_at_ms + ck->duration_ms;
+		job->last_ck.duration_ms = ck->duration_ms;
+		job->last_ck.bytes = ck->bytes;
+		sv_ckstore_free_record(ck);
+	}
 	sv_jobstate_t was = state_by_name(json_string_value(
 		json_object_get(o, "state")));
 	json_decref(o);

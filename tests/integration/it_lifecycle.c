@@ -544,6 +544,215 @@ static void test_txn_timeout_checked_at_submit(void **state)
 	free(in);
 }
 
+/* Every action in states where it is not valid: 409 naming the action,
+ * the job and the state. */
+static void expect_conflicts(fixture_t *f, const char *id, const char *state,
+			     const char *const *actions)
+{
+	for (const char *const *a = actions; *a; a++) {
+		json_t *r;
+		int status = action(f, id, *a, NULL, &r);
+		const char *msg = err_message(r);
+		char want[160];
+		const char *verb = !strcmp(*a, "checkpoints") ? "checkpoint" : *a;
+		snprintf(want, sizeof(want), "cannot %s job '%s': it is %s", verb,
+			 id, state);
+		if (status != 409 || !msg || !strstr(msg, want))
+			fail_msg("%s in %s: HTTP %d '%s', want 409 '%s'", *a, state,
+				 status, msg ? msg : "", want);
+		json_decref(r);
+	}
+}
+
+static bool has_transition(fixture_t *f, const char *id, const char *from,
+			   const char *to, const char *reason_part)
+{
+	char path[200];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/observations?limit=1000", id);
+	json_t *page = get(f, path);
+	json_t *obs = json_object_get(page, "observations");
+	bool found = false;
+	for (size_t i = 0; i < json_array_size(obs) && !found; i++) {
+		json_t *o = json_array_get(obs, i);
+		const char *k = json_string_value(json_object_get(o, "kind"));
+		if (strcmp(k, "state_transition"))
+			continue;
+		const char *fr = json_string_value(json_object_get(o, "from"));
+		const char *t = json_string_value(json_object_get(o, "to"));
+		const char *why = json_string_value(json_object_get(o, "reason"));
+		found = !strcmp(fr, from) && !strcmp(t, to) &&
+			(!reason_part || strstr(why, reason_part));
+	}
+	json_decref(page);
+	return found;
+}
+
+/* Every transition of DESIGN.md §3 through the HTTP API (the ones not
+ * already driven by the tests above), each seen in the observations, and
+ * every invalid action's 409. */
+static void test_transitions_and_conflicts(void **state)
+{
+	fixture_t *f = *state;
+	char *in = tk_unique("it-lc-tr"), *out = tk_unique("it-lc-tr-out");
+	tk_create_topic(in, 4);
+	tk_create_topic(out, 1);
+	produce_range(in, 0, 4000);
+	char *spec = passthrough_spec("lc-transitions", in, out, 1000);
+	char *id = submit(f, spec);
+	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)500,
+				   60000, "records read"));
+	assert_true(has_transition(f, id, "pending", "running", NULL));
+	static const char *const in_running[] = {"resume", NULL};
+	expect_conflicts(f, id, "running", in_running);
+
+	/* draining -> running: the drain's checkpoint is made slow, its
+	 * timeout short */
+	setenv("STREAMVISOR_DELAY_AT", "before_prepare:2500", 1);
+	assert_int_equal(action(f, id, "drain", "{\"timeout_ms\": 300}", NULL),
+			 200);
+	static const char *const in_draining[] = {"drain", "resume", "restart",
+						  "checkpoints", NULL};
+	expect_conflicts(f, id, "draining", in_draining);
+	json_t *st = tk_wait_state(f->svc.port, id, "running", 30000);
+	json_decref(st);
+	unsetenv("STREAMVISOR_DELAY_AT");
+	assert_true(has_transition(f, id, "draining", "running",
+				   "drain timed out"));
+	/* the slow drain still committed its checkpoint; the next attempt
+	 * continues from it */
+	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)4000,
+				   60000, "all records read"));
+
+	/* running -> draining -> checkpointed, then the checkpointed 409s */
+	assert_int_equal(action(f, id, "drain", NULL, NULL), 200);
+	json_decref(tk_wait_state(f->svc.port, id, "checkpointed", 60000));
+	static const char *const in_ckd[] = {"drain", "checkpoints", NULL};
+	expect_conflicts(f, id, "checkpointed", in_ckd);
+	/* checkpointed -> cancelled */
+	assert_int_equal(action(f, id, "cancel", NULL, NULL), 200);
+	assert_true(has_transition(f, id, "checkpointed", "cancelled", NULL));
+	static const char *const in_cancelled[] = {"cancel", "drain", "resume",
+		"restart", "checkpoints", NULL};
+	expect_conflicts(f, id, "cancelled", in_cancelled);
+	/* output exactly once across the timed-out drain and the real one */
+	char **lines;
+	size_t n = tk_consume(out, 4000, 60000, true, &lines);
+	check_exactly_once(lines, n, 4000);
+	tk_free_lines(lines, n);
+	free(spec);
+	free(id);
+
+	/* running -> completed (bounded), then its 409s */
+	char *bspec;
+	if (asprintf(&bspec,
+		"{\"name\": \"lc-bounded\", \"mode\": \"bounded\","
+		" \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
+		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"}}", in, out) < 0)
+		abort();
+	id = submit(f, bspec);
+	json_decref(tk_wait_state(f->svc.port, id, "completed", 60000));
+	assert_true(has_transition(f, id, "running", "completed", NULL));
+	static const char *const in_completed[] = {"cancel", "drain", "resume",
+		"restart", "checkpoints", NULL};
+	expect_conflicts(f, id, "completed", in_completed);
+	free(bspec);
+	free(id);
+	free(in);
+	free(out);
+}
+
+static json_int_t obs_int(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+/* A sink topic that does not exist (and is not auto-created): restarting
+ * with growing backoff, then failed with retry_exhausted; the
+ * observations show each attempt and each backoff. Also restarting ->
+ * cancelled and failed's 409s. */
+static void test_missing_sink_backoff(void **state)
+{
+	fixture_t *f = *state;
+	char *in = tk_unique("it-lc-ms"), *missing = tk_unique("it-lc-nosink");
+	tk_create_topic(in, 1);
+	produce_range(in, 0, 10);
+	char *spec;
+	if (asprintf(&spec,
+		"{\"name\": \"lc-nosink\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
+		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		" \"restart\": {\"max_attempts\": 4, \"initial_backoff_ms\": 300,"
+		"   \"max_backoff_ms\": 5000, \"multiplier\": 2.0}}", in, missing) < 0)
+		abort();
+	char *id = submit(f, spec);
+	json_t *st = tk_wait_state(f->svc.port, id, "failed", 60000);
+	json_t *err = json_object_get(st, "error");
+	assert_string_equal(json_string_value(json_object_get(err, "category")),
+			    "retry_exhausted");
+	assert_non_null(strstr(json_string_value(json_object_get(err, "message")),
+			       missing));
+	assert_int_equal(json_integer_value(json_object_get(st, "attempt")), 4);
+	json_decref(st);
+	char path[200];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/observations?limit=1000", id);
+	json_t *page = get(f, path);
+	json_t *obs = json_object_get(page, "observations");
+	int attempts = 0, errors = 0;
+	json_int_t backoff[8];
+	int nb = 0;
+	for (size_t i = 0; i < json_array_size(obs); i++) {
+		json_t *o = json_array_get(obs, i);
+		const char *k = json_string_value(json_object_get(o, "kind"));
+		if (!strcmp(k, "attempt_started")) {
+			attempts++;
+			assert_int_equal(obs_int(o, "attempt"), attempts);
+		} else if (!strcmp(k, "error")) {
+			errors++;
+			assert_string_equal(json_string_value(json_object_get(o,
+				"category")), "binding");
+		} else if (!strcmp(k, "restart_scheduled") && nb < 8) {
+			backoff[nb++] = obs_int(o, "backoff_ms");
+		}
+	}
+	assert_int_equal(attempts, 4);
+	assert_int_equal(errors, 4);
+	assert_int_equal(nb, 3);
+	/* full jitter within [b/2, b] of 300, 600, 1200 */
+	assert_true(backoff[0] >= 150 && backoff[0] <= 300);
+	assert_true(backoff[1] >= 300 && backoff[1] <= 600);
+	assert_true(backoff[2] >= 600 && backoff[2] <= 1200);
+	assert_true(backoff[1] >= backoff[0] && backoff[2] >= backoff[1]);
+	assert_true(has_transition(f, id, "running", "restarting", "binding"));
+	assert_true(has_transition(f, id, "restarting", "running", NULL));
+	assert_true(has_transition(f, id, "restarting", "failed", NULL) ||
+		    has_transition(f, id, "running", "failed",
+				   "gave up after 4 attempts"));
+	json_decref(page);
+	static const char *const in_failed[] = {"cancel", "drain", "resume",
+						"checkpoints", NULL};
+	expect_conflicts(f, id, "failed", in_failed);
+	free(spec);
+	free(id);
+
+	/* restarting -> cancelled */
+	if (asprintf(&spec,
+		"{\"name\": \"lc-nosink-2\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
+		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		" \"restart\": {\"initial_backoff_ms\": 20000}}", in, missing) < 0)
+		abort();
+	id = submit(f, spec);
+	json_decref(tk_wait_status(f->svc.port, id, is_restarting, NULL, 30000,
+				   "restarting"));
+	assert_int_equal(action(f, id, "cancel", NULL, NULL), 200);
+	assert_true(has_transition(f, id, "restarting", "cancelled", NULL));
+	free(spec);
+	free(id);
+	free(in);
+	free(missing);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -553,6 +762,8 @@ int main(void)
 		cmocka_unit_test(test_restart_policy_visible),
 		cmocka_unit_test(test_lagging_and_back),
 		cmocka_unit_test(test_txn_timeout_checked_at_submit),
+		cmocka_unit_test(test_transitions_and_conflicts),
+		cmocka_unit_test(test_missing_sink_backoff),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
