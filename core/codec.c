@@ -151,23 +151,6 @@ static int two(const char *p)
 	return (p[0] - '0') * 10 + (p[1] - '0');
 }
 
-static bool leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
- * days_from_civil). */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 /* RFC 3339 date-time: YYYY-MM-DD('T'|'t'|' ')hh:mm:ss[.frac]('Z'|'z'|
  * (+|-)hh:mm), converted to ms since the epoch UTC. Fractions beyond ms are
  * truncated. A leap second (ss = 60) is rejected: ms timestamps cannot
@@ -188,7 +171,7 @@ int sv_codec_rfc3339(const char *p, size_t n, int64_t *ms_out)
 	if (p[10] != 'T' && p[10] != 't' && p[10] != ' ')
 		return -1;
 	int64_t y = y1 * 100 + y2;
-	int dim = mdays[mo - 1] + (mo == 2 && leap(y));
+	int dim = mdays[mo - 1] + (mo == 2 && sv_is_leap_year(y));
 	if (d > dim)
 		return -1;
 	size_t i = 19;
@@ -225,7 +208,7 @@ int sv_codec_rfc3339(const char *p, size_t n, int64_t *ms_out)
 	}
 	if (i != n)
 		return -1;
-	int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
+	int64_t secs = sv_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
 		       s - off_min * 60;
 	*ms_out = secs * 1000 + frac_ms;
 	return 0;

@@ -131,35 +131,6 @@ static char *str_alloc(sv_arena_t *arena, size_t n)
 static const int64_t days_before[] = {0,   31,  59,  90,  120, 151,
 				      181, 212, 243, 273, 304, 334};
 
-static bool is_leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-	z += 719468;
-	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-	int64_t doe = z - era * 146097;
-	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	int64_t mp = (5 * doy + 2) / 153;
-	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
-	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
-	*y = yoe + era * 400 + (*m <= 2);
-}
-
 static int digits(const char *s, size_t n, size_t *i, int count, int *out)
 {
 	int v = 0;
@@ -217,7 +188,7 @@ bool sv_parse_timestamp(const char *s, size_t n, int64_t *ms)
 	if (mo < 1 || mo > 12 || d < 1)
 		return false;
 	int mdays = mo == 12 ? 31 : (int)(days_before[mo] - days_before[mo - 1]);
-	if (mo == 2 && is_leap(y))
+	if (mo == 2 && sv_is_leap_year(y))
 		mdays = 29;
 	if (d > mdays)
 		return false;
@@ -264,7 +235,7 @@ bool sv_parse_timestamp(const char *s, size_t n, int64_t *ms)
 	}
 	if (i != n)
 		return false;
-	int64_t days = days_from_civil(y, mo, d);
+	int64_t days = sv_days_from_civil(y, mo, d);
 	*ms = days * 86400000 + (int64_t)h * 3600000 + (int64_t)mi * 60000 +
 	      (int64_t)sec * 1000 + frac - off_ms;
 	return true;
@@ -304,7 +275,7 @@ static int format_value(const sv_value_t *v, char *buf, size_t cap)
 			rem += 86400000, days--;
 		int64_t y;
 		int m, d;
-		civil_from_days(days, &y, &m, &d);
+		sv_civil_from_days(days, &y, &m, &d);
 		return snprintf(buf, cap, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
 				(long long)y, m, d, (int)(rem / 3600000),
 				(int)(rem / 60000 % 60), (int)(rem / 1000 % 60),

@@ -15,6 +15,13 @@ char *sv_strndup(const char *s, size_t n);
 
 /* Wall clock in milliseconds since the epoch. thread: any */
 int64_t sv_now_ms(void);
+/* Proleptic Gregorian calendar (Howard Hinnant's algorithms), shared by
+ * the record decoder and the expression functions. */
+bool sv_is_leap_year(int64_t y);
+/* Days since 1970-01-01 of y-m-d (m 1..12, d 1..31). */
+int64_t sv_days_from_civil(int64_t y, int64_t m, int64_t d);
+/* The date of z days since 1970-01-01. */
+void sv_civil_from_days(int64_t z, int64_t *y, int *m, int *d);
 /* ms since the epoch as "2026-11-30T17:33:42.914Z" (UTC); len >= 25. */
 void sv_format_iso8601(int64_t ms, char *buf, size_t len);
 /* Monotonic clock in milliseconds / nanoseconds. thread: any */

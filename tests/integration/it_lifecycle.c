@@ -61,17 +61,6 @@ static void produce_range(const char *topic, int first, int n)
 	free(p);
 }
 
-static char *submit(fixture_t *f, const char *spec)
-{
-	int status;
-	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec, &status);
-	if (status != 201)
-		fail_msg("submit: HTTP %d: %s", status, json_dumps(r, 0));
-	char *id = strdup(json_string_value(json_object_get(r, "id")));
-	json_decref(r);
-	return id;
-}
-
 /* POST /v1/jobs/{id}/<action> with body; returns the status code and the
  * parsed answer in *out (caller decrefs; may be NULL). */
 static int action(fixture_t *f, const char *id, const char *what,
@@ -160,7 +149,7 @@ static void test_drain_resume_no_loss_no_repeat(void **state)
 	tk_create_topic(out, 2);
 	produce_range(in, 0, 6000);
 	char *spec = passthrough_spec("lc-drain", in, out, 3000);
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)1000,
 				   60000, "1000 records read"));
 
@@ -319,7 +308,7 @@ static void test_drain_final_watermark_fires_windows(void **state)
 		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
 		" \"checkpoint\": {\"interval_ms\": 1000}}", in, out) < 0)
 		abort();
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)2000,
 				   60000, "all records read"));
 	/* on demand checkpoint: answered once committed, then listed */
@@ -388,7 +377,7 @@ static void test_restart_and_bad_bodies(void **state)
 	tk_create_topic(out, 1);
 	produce_range(in, 0, 500);
 	char *spec = passthrough_spec("lc-restart", in, out, 0);
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)500,
 				   60000, "records read"));
 	json_t *r;
@@ -454,7 +443,7 @@ static void test_restart_policy_visible(void **state)
 		" \"restart\": {\"max_attempts\": 3, \"initial_backoff_ms\": 3000,"
 		"   \"max_backoff_ms\": 4000}}", missing, missing) < 0)
 		abort();
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_status(f->svc.port, id, is_restarting, NULL, 60000,
 				    "restarting");
 	assert_true(json_is_string(json_object_get(st, "next_attempt_at")));
@@ -495,7 +484,7 @@ static void test_lagging_and_back(void **state)
 		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
 		" \"lag\": {\"max_records\": 1500, \"grace_ms\": 500}}", in, out) < 0)
 		abort();
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_status(f->svc.port, id, lagging, NULL, 30000,
 				    "lagging");
 	assert_true(json_integer_value(json_object_get(json_object_get(st, "lag"),
@@ -537,7 +526,7 @@ static void test_txn_timeout_checked_at_submit(void **state)
 	free(spec);
 	if (asprintf(&spec, TXN_SPEC, 2, in, in, 30000LL) < 0)
 		abort();
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	assert_int_equal(action(f, id, "cancel", NULL, NULL), 200);
 	free(id);
 	free(spec);
@@ -598,7 +587,7 @@ static void test_transitions_and_conflicts(void **state)
 	tk_create_topic(out, 1);
 	produce_range(in, 0, 4000);
 	char *spec = passthrough_spec("lc-transitions", in, out, 1000);
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)500,
 				   60000, "records read"));
 	assert_true(has_transition(f, id, "pending", "running", NULL));
@@ -650,7 +639,7 @@ static void test_transitions_and_conflicts(void **state)
 		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
 		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"}}", in, out) < 0)
 		abort();
-	id = submit(f, bspec);
+	id = tk_submit(f->svc.port, bspec);
 	json_decref(tk_wait_state(f->svc.port, id, "completed", 60000));
 	assert_true(has_transition(f, id, "running", "completed", NULL));
 	static const char *const in_completed[] = {"cancel", "drain", "resume",
@@ -685,7 +674,7 @@ static void test_missing_sink_backoff(void **state)
 		" \"restart\": {\"max_attempts\": 4, \"initial_backoff_ms\": 300,"
 		"   \"max_backoff_ms\": 5000, \"multiplier\": 2.0}}", in, missing) < 0)
 		abort();
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_state(f->svc.port, id, "failed", 60000);
 	json_t *err = json_object_get(st, "error");
 	assert_string_equal(json_string_value(json_object_get(err, "category")),
@@ -742,7 +731,7 @@ static void test_missing_sink_backoff(void **state)
 		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
 		" \"restart\": {\"initial_backoff_ms\": 20000}}", in, missing) < 0)
 		abort();
-	id = submit(f, spec);
+	id = tk_submit(f->svc.port, spec);
 	json_decref(tk_wait_status(f->svc.port, id, is_restarting, NULL, 30000,
 				   "restarting"));
 	assert_int_equal(action(f, id, "cancel", NULL, NULL), 200);

@@ -231,17 +231,6 @@ static bool out_reached(json_t *st, void *arg)
 	       N_EVENTS + 4;
 }
 
-static char *submit(fixture_t *f, const char *spec)
-{
-	int status;
-	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec, &status);
-	if (status != 201)
-		fail_msg("submit: HTTP %d: %s", status, json_dumps(r, 0));
-	char *id = strdup(json_string_value(json_object_get(r, "id")));
-	json_decref(r);
-	return id;
-}
-
 static void cancel(fixture_t *f, const char *id)
 {
 	char path[128];
@@ -260,7 +249,7 @@ static char **run_bounded(fixture_t *f, const char *name, const char *steps,
 	char *out_topic = tk_unique("it-win-out");
 	tk_create_topic(out_topic, 2);
 	char *spec = job_spec(f, name, "bounded", steps, out_topic);
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_state(f->svc.port, id, "completed", 120000);
 	size_t want = (size_t)json_integer_value(json_object_get(st, "records_out"));
 	char **lines;
@@ -288,7 +277,7 @@ static char **run_stream(fixture_t *f, const char *name, const char *steps,
 	char *out_topic = tk_unique("it-win-out");
 	tk_create_topic(out_topic, 2);
 	char *spec = job_spec(f, name, "stream", steps, out_topic);
-	char *id = submit(f, spec);
+	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_status(f->svc.port, id, out_reached,
 				    (void *)expect, 120000, "window output");
 	assert_string_equal(json_string_value(json_object_get(st, "state")),

@@ -360,3 +360,16 @@ json_t *tk_wait_state(int port, const char *id, const char *state,
 	snprintf(what, sizeof(what), "state '%s'", state);
 	return tk_wait_status(port, id, state_is, (void *)state, timeout_ms, what);
 }
+
+char *tk_submit(int port, const char *spec)
+{
+	int status;
+	json_t *r = tk_http_json(port, "POST", "/v1/jobs", spec, &status);
+	if (status != 201) {
+		char *body = json_dumps(r, 0);
+		die("submit: HTTP %d: %s", status, body ? body : "");
+	}
+	char *id = strdup(json_string_value(json_object_get(r, "id")));
+	json_decref(r);
+	return id;
+}

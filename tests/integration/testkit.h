@@ -48,6 +48,8 @@ int tk_http(int port, const char *method, const char *path, const char *body,
 /* Same, parsing the response as JSON (fails the test on invalid JSON). */
 json_t *tk_http_json(int port, const char *method, const char *path,
 		     const char *body, int *status);
+/* POST /v1/jobs; fails the test unless 201. Returns the job id (free). */
+char *tk_submit(int port, const char *spec);
 /* Poll GET /v1/jobs/{id} until its state is `state` or timeout; returns the
  * last status document (caller decrefs). Fails the test on timeout. */
 json_t *tk_wait_state(int port, const char *id, const char *state,
