@@ -97,16 +97,17 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	job->drain_deadline_ms = 0;
 	sv_obslog_add(job->obs, job->attempt, "attempt_started",
 		      json_pack("{s:i}", "restarts", job->restarts));
-	sv_persist_job(sv, job);
 	sv_error_t *err = sv_worker_start(&wc, &job->worker);
 	if (err) {
 		sv_error_destroy(job->error);
 		job->error = sv_error_set_job(err, job->id, job->attempt);
 		sv_transition(job, SV_JOB_FAILED, err->message);
+		sv_persist_job(sv, job);
 		return;
 	}
 	sv_transition(job, SV_JOB_RUNNING, job->attempt == 1 ? "first attempt started"
 							  : "attempt started");
+	sv_persist_job(sv, job);
 }
 
 /* Take the worker's last checkpoint into the job's view. */

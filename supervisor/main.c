@@ -320,6 +320,14 @@ static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
 		sv, body.data ? body.data : "", body.len, false, &resp);
 	sv_buf_release(&body);
 	if (err) {
+		if (err->category == SV_ERR_CONFLICT && err->field &&
+		    !strcmp(err->field, "name")) {
+			/* brought back from the data directory by a restart */
+			printf("example job '%s' is already here (recovered from "
+			       "the data directory): %s\n", path, err->message);
+			sv_error_destroy(err);
+			return;
+		}
 		fprintf(stderr, "streamvisor: example job '%s' rejected: ",
 			path);
 		report(err);

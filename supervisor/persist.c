@@ -114,8 +114,11 @@ static sv_error_t *load_one(void *opaque, const char *id, const char *data,
 		/* checkpointed stays checkpointed (resume continues it) */
 		sv_jobstate_t to = was == SV_JOB_CHECKPOINTED
 			? SV_JOB_CHECKPOINTED : SV_JOB_PENDING;
-		sv_transition(job, to, "supervisor restarted; the job continues "
-			      "from its last committed checkpoint");
+		sv_transition(job, to, to == SV_JOB_CHECKPOINTED
+			      ? "supervisor restarted; resume continues from "
+				"the final checkpoint"
+			      : "supervisor restarted; the job continues from "
+				"its last committed checkpoint");
 	}
 	sv->jobs = sv_realloc(sv->jobs, (sv->njobs + 1) * sizeof(*sv->jobs));
 	sv->jobs[sv->njobs++] = job;
