@@ -287,14 +287,18 @@ static sv_error_t *delete_prefix(sv_ckstore_t *st, rocksdb_writebatch_t *wb,
 	return rerr ? db_error(st, rerr, prefix) : NULL;
 }
 
-sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id)
+sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
+				  bool checkpoints)
 {
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	char *jk = job_key(job_id), *sk = seq_key(job_id), *cp = ck_prefix(job_id);
 	rocksdb_writebatch_delete(wb, jk, strlen(jk));
-	rocksdb_writebatch_delete(wb, sk, strlen(sk));
-	sv_error_t *err = delete_prefix(st, wb, cp);
-	if (!err) {
+	sv_error_t *err = NULL;
+	if (checkpoints) {
+		rocksdb_writebatch_delete(wb, sk, strlen(sk));
+		err = delete_prefix(st, wb, cp);
+	}
+	if (!err && checkpoints) {
 		char *csp;
 		if (asprintf(&csp, "cs/%s/", job_id) < 0)
 			abort();

@@ -16,6 +16,7 @@
 #ifndef SV_CKSTORE_H
 #define SV_CKSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,8 +33,11 @@ void sv_ckstore_close(sv_ckstore_t *st);
 /* ---- job definitions (opaque bytes, keyed by job id) ---- */
 sv_error_t *sv_ckstore_put_job(sv_ckstore_t *st, const char *job_id,
 			       const char *data, size_t len);
-/* Delete the job, its checkpoints and its id sequence in one batch. */
-sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id);
+/* Delete the job definition in one batch; with checkpoints also its
+ * checkpoints and its id sequence (DESIGN.md §5: checkpoints are removed
+ * only when asked). */
+sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
+				  bool checkpoints);
 /* Call fn for every stored job, in id order; stops at fn's first error. */
 typedef sv_error_t *(sv_ckstore_job_fn)(void *opaque, const char *job_id,
 					const char *data, size_t len);

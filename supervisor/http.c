@@ -469,7 +469,7 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 		err = sv_supervisor_status(sv, r->id, &json);
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_DELETE:
-		err = sv_supervisor_delete(sv, r->id, &json);
+		err = sv_supervisor_delete(sv, r->id, query_of(rq), &json);
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_ACTION:
 		err = sv_supervisor_action(sv, r->id, r->sub, body,

@@ -41,11 +41,11 @@ void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job)
 	}
 }
 
-void sv_persist_forget(sv_supervisor_t *sv, const char *id)
+void sv_persist_forget(sv_supervisor_t *sv, const char *id, bool checkpoints)
 {
 	if (!sv->store)
 		return;
-	sv_error_t *err = sv_ckstore_delete_job(sv->store, id);
+	sv_error_t *err = sv_ckstore_delete_job(sv->store, id, checkpoints);
 	if (err) {
 		sv_log(&(sv_logctx_t){id, 0}, SV_LOG_ERROR, "persist",
 		       "cannot delete the stored job: %s", err->message);

@@ -273,8 +273,10 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 			continue;
 		if (!sv_jobstate_terminal(job->state))
 			return sv_conflict(job, "delete");
-		c->json = sv_json_dump(json_pack("{s:s, s:b}", "id", job->id, "deleted", 1));
-		sv_persist_forget(sv, job->id);
+		bool purge = c->query && strstr(c->query, "purge=true");
+		c->json = sv_json_dump(json_pack("{s:s, s:b, s:b}", "id", job->id,
+			"deleted", 1, "checkpoints_deleted", purge));
+		sv_persist_forget(sv, job->id, purge);
 		sv_job_free(job);
 		memmove(&sv->jobs[i], &sv->jobs[i + 1],
 			(sv->njobs - i - 1) * sizeof(*sv->jobs));
@@ -495,9 +497,9 @@ sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 }
 
 sv_error_t *sv_supervisor_delete(sv_supervisor_t *sv, const char *id,
-				 char **json)
+				 const char *query, char **json)
 {
-	cmd_t c = {.fn = do_delete, .id = id};
+	cmd_t c = {.fn = do_delete, .id = id, .query = query};
 	return call(sv, &c, json);
 }
 

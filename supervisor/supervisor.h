@@ -64,7 +64,9 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 			      const char *what, const char *query, char **json);
 /* DELETE /v1/jobs/{id}. thread: any */
+/* query "purge=true" also removes the job's checkpoints. */
 sv_error_t *sv_supervisor_delete(sv_supervisor_t *sv, const char *id,
+				 const char *query,
 				 char **json);
 /* GET /v1/info as JSON. thread: any */
 char *sv_supervisor_info(sv_supervisor_t *sv);

@@ -84,7 +84,7 @@ void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now);
 
 /* persist.c */
 void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job);
-void sv_persist_forget(sv_supervisor_t *sv, const char *id);
+void sv_persist_forget(sv_supervisor_t *sv, const char *id, bool checkpoints);
 sv_error_t *sv_persist_load(sv_supervisor_t *sv);
 
 /* views.c */

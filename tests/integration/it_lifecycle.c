@@ -418,6 +418,17 @@ static void test_restart_and_bad_bodies(void **state)
 	json_t *list = get(f, path);
 	assert_true(json_array_size(json_object_get(list, "checkpoints")) >= 1);
 	json_decref(list);
+	/* delete forgets the job; its checkpoints go only when asked */
+	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+	int status;
+	r = tk_http_json(f->svc.port, "DELETE", path, NULL, &status);
+	assert_int_equal(status, 200);
+	assert_true(json_is_true(json_object_get(r, "deleted")));
+	assert_false(json_is_true(json_object_get(r, "checkpoints_deleted")));
+	json_decref(r);
+	char *gone = NULL;
+	assert_int_equal(tk_http(f->svc.port, "GET", path, NULL, &gone), 404);
+	free(gone);
 	free(spec);
 	free(id);
 	free(in);

@@ -198,11 +198,16 @@ static void test_jobs(void **state)
 	int n = 0;
 	assert_null(sv_ckstore_each_job(st, count_job, &n));
 	assert_int_equal(n, 2);
-	assert_null(sv_ckstore_delete_job(st, "j1"));
+	/* forgetting the job keeps its checkpoints unless asked */
+	assert_null(sv_ckstore_delete_job(st, "j1", false));
 	n = 0;
 	assert_null(sv_ckstore_each_job(st, count_job, &n));
 	assert_int_equal(n, 1);
 	sv_ckrec_t *rec;
+	assert_null(sv_ckstore_latest(st, "j1", &rec));
+	assert_non_null(rec);
+	sv_ckstore_free_record(rec);
+	assert_null(sv_ckstore_delete_job(st, "j1", true));
 	assert_null(sv_ckstore_latest(st, "j1", &rec));
 	assert_null(rec);
 	sv_ckstore_close(st);

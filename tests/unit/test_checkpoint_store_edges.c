@@ -363,7 +363,7 @@ static void test_many_jobs_interleaved(void **state)
 		sv_ckstore_free_record(rec);
 	}
 	/* deleting one job leaves its prefix-like neighbours alone */
-	ok(sv_ckstore_delete_job(f->st, "a"));
+	ok(sv_ckstore_delete_job(f->st, "a", true));
 	for (size_t j = 0; j < nj; j++) {
 		size_t n;
 		free(list_ids(f->st, jobs[j], 1000, &n));

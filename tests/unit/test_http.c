@@ -178,9 +178,10 @@ sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 }
 
 sv_error_t *sv_supervisor_delete(sv_supervisor_t *sv, const char *id,
-				 char **json)
+				 const char *query, char **json)
 {
 	SV_UNUSED(sv);
+	SV_UNUSED(query);
 	record("delete", id, NULL, NULL, 0);
 	*json = json_printf("{\"deleted\":\"%s\"}", id);
 	return NULL;
