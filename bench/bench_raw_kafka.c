@@ -677,10 +677,11 @@ static int cmd_latency(const opts_t *o)
 		printf(",\"latency_p50_ms\":%" PRId64 ",\"latency_p99_ms\":%" PRId64
 		       ",\"latency_max_ms\":%" PRId64,
 		       lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)], lat[n - 1]);
-	if (kill_ms >= 0)
-		printf(",\"kill_ms\":%" PRId64 ",\"recovery_s\":%s%.3f", kill_ms,
-		       recovery_ms < 0 ? "null,\"_\":" : "",
-		       recovery_ms < 0 ? 0.0 : recovery_ms / 1000.0);
+	if (kill_ms >= 0 && recovery_ms >= 0)
+		printf(",\"kill_ms\":%" PRId64 ",\"recovery_s\":%.3f", kill_ms,
+		       recovery_ms / 1000.0);
+	else if (kill_ms >= 0) /* no output after the kill within --seconds */
+		printf(",\"kill_ms\":%" PRId64 ",\"recovery_s\":null", kill_ms);
 	printf("}\n");
 	free(lat);
 	rd_kafka_consumer_close(cons);
