@@ -305,10 +305,15 @@ done:
 
 /* ==== copy (the raw contender) ==== */
 
+/* A consumer of every partition of topic, from the beginning (or the end).
+ * With lo/hi: each partition's low and high watermark, asked before the
+ * assignment (asked after it, librdkafka took 1.5-2.5 s for them on the
+ * bench broker). */
 static rd_kafka_t *consumer_assign_all(const opts_t *o, const char *topic,
 				       const char *group, bool from_end,
 				       int *nparts_out,
-				       rd_kafka_topic_partition_list_t **tp)
+				       rd_kafka_topic_partition_list_t **tp,
+				       int64_t *lo, int64_t *hi)
 {
 	rd_kafka_conf_t *c = rd_kafka_conf_new();
 	conf_set(c, "bootstrap.servers", o->bootstrap);
@@ -326,6 +331,12 @@ static rd_kafka_t *consumer_assign_all(const opts_t *o, const char *topic,
 	for (int p = 0; p < n; p++)
 		rd_kafka_topic_partition_list_add(*tp, topic, p)->offset =
 			from_end ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+	for (int p = 0; lo && p < n; p++) {
+		rd_kafka_resp_err_t qe = rd_kafka_query_watermark_offsets(
+			rk, topic, p, &lo[p], &hi[p], 10000);
+		if (qe)
+			fail("watermarks: %s", rd_kafka_err2str(qe));
+	}
 	rd_kafka_poll_set_consumer(rk);
 	rd_kafka_resp_err_t e = rd_kafka_assign(rk, *tp);
 	if (e)
@@ -341,17 +352,9 @@ static int cmd_copy(const opts_t *o)
 	snprintf(group, sizeof(group), "%s", o->group ? o->group : "bench-raw");
 	int nparts;
 	rd_kafka_topic_partition_list_t *tp;
-	rd_kafka_t *cons = consumer_assign_all(o, o->in, group, false, &nparts, &tp);
 	int64_t end[MAXPART], next[MAXPART];
-	for (int p = 0; p < nparts; p++) {
-		int64_t lo, hi;
-		rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
-			cons, o->in, p, &lo, &hi, 10000);
-		if (e)
-			fail("watermarks: %s", rd_kafka_err2str(e));
-		end[p] = hi;
-		next[p] = lo;
-	}
+	rd_kafka_t *cons = consumer_assign_all(o, o->in, group, false, &nparts,
+					       &tp, next, end);
 
 	rd_kafka_conf_t *pc = rd_kafka_conf_new();
 	conf_set(pc, "bootstrap.servers", o->bootstrap);
@@ -367,6 +370,7 @@ static int cmd_copy(const opts_t *o)
 	rd_kafka_conf_set_dr_msg_cb(pc, dr_cb);
 	rd_kafka_t *prod = new_client(RD_KAFKA_PRODUCER, pc);
 	rd_kafka_topic_t *out = rd_kafka_topic_new(prod, o->out, NULL);
+	fprintf(stderr, "copy: %.3f s: consumer assigned, end offsets read\n", mono_s() - t0);
 	rd_kafka_error_t *te;
 	if (o->txn) {
 		if ((te = rd_kafka_init_transactions(prod, 30000)))
@@ -377,6 +381,8 @@ static int cmd_copy(const opts_t *o)
 
 	int64_t records = 0, commits = 0;
 	double last_commit = mono_s();
+	bool first = true;
+	fprintf(stderr, "copy: %.3f s: producer ready\n", mono_s() - t0);
 	rd_kafka_consumer_group_metadata_t *cgmd =
 		rd_kafka_consumer_group_metadata(cons);
 
@@ -427,6 +433,10 @@ static int cmd_copy(const opts_t *o)
 			} else if (m->err) {
 				fail("consume: %s", rd_kafka_message_errstr(m));
 			} else {
+				if (first) {
+					fprintf(stderr, "copy: %.3f s: first record\n", mono_s() - t0);
+					first = false;
+				}
 				while (rd_kafka_produce(out, m->partition,
 						RD_KAFKA_MSG_F_COPY, m->payload,
 						m->len, m->key, m->key_len,
@@ -449,7 +459,9 @@ static int cmd_copy(const opts_t *o)
 				fail("begin: %s", rd_kafka_error_string(te));
 		}
 	}
+	fprintf(stderr, "copy: %.3f s: last record\n", mono_s() - t0);
 	COMMIT_POSITIONS();
+	fprintf(stderr, "copy: %.3f s: committed\n", mono_s() - t0);
 	if (rd_kafka_flush(prod, 60000))
 		fail("final flush timed out");
 	double secs = mono_s() - t0, cpu = cpu_s() - c0;
@@ -475,7 +487,8 @@ static int cmd_count(const opts_t *o)
 	rd_kafka_topic_partition_list_t *tp;
 	char group[64];
 	snprintf(group, sizeof(group), "bench-count-%d", (int)getpid());
-	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, false, &nparts, &tp);
+	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, false, &nparts, &tp,
+					       NULL, NULL);
 	bool eof[MAXPART] = {0};
 	int neof = 0;
 	int64_t records = 0, bytes = 0;
@@ -627,7 +640,8 @@ static int cmd_latency(const opts_t *o)
 	rd_kafka_topic_partition_list_t *tp;
 	char group[64];
 	snprintf(group, sizeof(group), "bench-lat-%d", (int)getpid());
-	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, true, &nparts, &tp);
+	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, true, &nparts, &tp,
+					       NULL, NULL);
 	size_t cap = 1 << 20, n = 0;
 	int64_t *lat = malloc(cap * sizeof(*lat));
 	int64_t records = 0, missing = 0, kill_ms = -1, recovery_ms = -1;
