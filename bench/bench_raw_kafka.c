@@ -24,7 +24,9 @@
  *            consumed positions are committed. --txn: one transaction per
  *            second (send_offsets_to_transaction + commit_transaction),
  *            read_committed input. Reports records, seconds and the
- *            process's own CPU (getrusage) and peak RSS.
+ *            process's own CPU (getrusage) and peak RSS; phase timings
+ *            (end offsets read, first and last record, committed) on
+ *            stderr.
  *   topics   create the comma-separated --topic list (--partitions 8).
  *   count    read --topic with read_committed to its end: the number of
  *            records (the smoke check of every contender's output).

@@ -19,6 +19,9 @@
 # streamvisor data dirs, Flink checkpoints, logs). Nothing goes into the
 # source tree.
 #
+# The commit reported is HEAD when the run starts (the build is of the
+# working tree at that moment).
+#
 # Steps: build (release streamvisor and bench_raw_kafka in build/bench/sv,
 # the Flink peer with Maven into build/bench/flink); start the broker; load
 # the input topic once (Nexmark bids as ~200-byte JSON, 8 partitions); for
@@ -385,6 +388,7 @@ mkdir -p "$OUT"
 rm -rf "$RUN"; mkdir -p "$RUN" "$LOGS"
 : >"$ROWS"
 T_START=$(date +%s)
+COMMIT_START=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LOAD_AVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
 build
 say "starting the broker on $BOOT (state in $KAFKA_STATE_DIR)"
@@ -428,7 +432,7 @@ if [ "$LATENCY" = 1 ]; then
 fi
 
 T_END=$(date +%s)
-META=$(jq -n --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+META=$(jq -n --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$COMMIT_START" \
     --arg cpu "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" \
     --argjson cores "$NCPU" --arg mem "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)" \
     --argjson records "$RECORDS" --argjson quick "$QUICK" --argjson load "$LOAD" \
