@@ -297,6 +297,39 @@ static void put_f64(sv_buf_t *out, double f)
 		put_i64(out, (int64_t)f);
 		return;
 	}
+	/* Fast path (bench/BASELINE.md: put_f64 was ~20% of W1): a value with
+	 * at most 6 decimals, f == r / 10^k for an integer r below 2^53. The
+	 * text "r with k decimals" parses back to f: reading it and dividing
+	 * r by 10^k both round the same rational correctly. The smallest k is
+	 * the shortest text. */
+	static const double p10[] = {1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+	if (f != 0 && fabs(f) < 1e9) {
+		for (int k = 0; k < 6; k++) {
+			double r = nearbyint(f * p10[k]);
+			if (r / p10[k] != f)
+				continue;
+			char dig[24];
+			int64_t ri = (int64_t)fabs(r);
+			int nd = 0;
+			do {
+				dig[nd++] = (char)('0' + ri % 10);
+				ri /= 10;
+			} while (ri);
+			while (nd <= k + 1)
+				dig[nd++] = '0'; /* 0.05: at least one integer digit */
+			char txt[32];
+			int t = 0;
+			if (f < 0)
+				txt[t++] = '-';
+			for (int i = nd - 1; i >= 0; i--) {
+				txt[t++] = dig[i];
+				if (i == k + 1)
+					txt[t++] = '.';
+			}
+			sv_buf_append(out, txt, (size_t)t);
+			return;
+		}
+	}
 	char tmp[40];
 	int n = 0;
 	for (int prec = 15; prec <= 17; prec++) {

@@ -831,6 +831,54 @@ static void test_fuzz(void **state)
 	sv_schema_destroy(empty);
 }
 
+/* Floats round-trip exactly and are as short as the shortest %g that
+ * round-trips (the decimal fast path and the %g path alike): prices with
+ * cents, micro-units, arbitrary bit patterns, wide magnitudes. */
+static void test_encode_floats_random(void **state)
+{
+	(void)state;
+	sv_schema_t *s = sv_schema_new();
+	sv_schema_add(s, "x", SV_T_FLOAT64, true);
+	sv_buf_t b;
+	sv_buf_init(&b);
+	uint64_t st = 88172645463325252ULL;
+	for (int i = 0; i < 200000; i++) {
+		st ^= st << 13;
+		st ^= st >> 7;
+		st ^= st << 17;
+		double f;
+		switch (i % 4) {
+		case 0: f = (double)(int64_t)(st % 2000000000ULL) / 100.0 - 1e7; break;
+		case 1: f = (double)(int64_t)(st % 1000000000ULL) / 1e6; break;
+		case 2: memcpy(&f, &st, sizeof(f)); break;
+		default:
+			f = (double)(st >> 11) / 9007199254740992.0 *
+			    pow(10, (int)(st % 20) - 8);
+		}
+		if (!isfinite(f))
+			continue;
+		sv_value_t v = {0};
+		v.type = SV_T_FLOAT64;
+		v.v.f = f;
+		sv_buf_reset(&b);
+		sv_json_encode_row(s, &v, &b);
+		const char *p = strchr(b.data, ':') + 1;
+		size_t len = strlen(p) - 1; /* without the closing brace */
+		if (strtod(p, NULL) != f)
+			fail_msg("%.17g encoded as %s", f, p);
+		char g[40];
+		for (int pr = 1; pr <= 17; pr++) {
+			snprintf(g, sizeof(g), "%.*g", pr, f);
+			if (strtod(g, NULL) == f)
+				break;
+		}
+		if (!strchr(g, 'e') && len > strlen(g) + 1)
+			fail_msg("%.17g encoded as %s, shortest is %s", f, p, g);
+	}
+	sv_buf_release(&b);
+	sv_schema_destroy(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -850,6 +898,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_csv_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_encode_exact, setup, teardown),
 		cmocka_unit_test(test_encode_floats),
+		cmocka_unit_test(test_encode_floats_random),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
 	};
