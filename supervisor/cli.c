@@ -680,14 +680,20 @@ int cli_result(cli_t *cli)
 
 int cli_delete(cli_t *cli)
 {
-	char *path = job_path(cli->arg, NULL);
+	char *base = job_path(cli->arg, NULL);
+	char *path;
+	if (asprintf(&path, "%s%s", base, cli->purge ? "?purge=true" : "") < 0)
+		abort();
+	free(base);
 	json_t *r = NULL;
 	int rc = cli_fetch(cli, "DELETE", path, NULL, &r);
 	free(path);
 	if (rc || !r)
 		return rc;
 	const char *id = json_string_value(json_object_get(r, "id"));
-	printf("%s: deleted\n", id ? id : cli->arg);
+	printf("%s: deleted%s\n", id ? id : cli->arg,
+	       json_is_true(json_object_get(r, "checkpoints_deleted"))
+	       ? " with its checkpoints" : "");
 	json_decref(r);
 	return 0;
 }
@@ -785,6 +791,7 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 		{"ignore-state", no_argument, NULL, 'I'},
 		{"limit", required_argument, NULL, 'n'},
 		{"after", required_argument, NULL, 'A'},
+		{"purge", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -794,7 +801,7 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 	} bits[] = {
 		{'j', OPT_JSON}, {'F', OPT_FINAL_WM}, {'T', OPT_TIMEOUT},
 		{'C', OPT_FROM_CK}, {'I', OPT_IGNORE_STATE}, {'n', OPT_LIMIT},
-		{'A', OPT_AFTER},
+		{'A', OPT_AFTER}, {'P', OPT_PURGE},
 	};
 	cli_t cli = {.cmd = cmd, .server = server, .timeout_ms = -1,
 		     .limit = -1, .after = -1};
@@ -817,6 +824,7 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 		case 'j': cli.json = true; break;
 		case 'F': cli.final_watermark = true; break;
 		case 'I': cli.ignore_state = true; break;
+		case 'P': cli.purge = true; break;
 		case 'C':
 			if (strcmp(optarg, "latest") != 0 &&
 			    !parse_count(optarg, &(long long){0}))

@@ -30,6 +30,7 @@ enum {
 	OPT_IGNORE_STATE = 1u << 4, /* --ignore-state */
 	OPT_LIMIT = 1u << 5,        /* -n, --limit N */
 	OPT_AFTER = 1u << 6,        /* --after SEQ */
+	OPT_PURGE = 1u << 7,        /* --purge */
 };
 
 typedef struct command command_t;
@@ -42,6 +43,7 @@ typedef struct cli {
 	bool json;
 	bool final_watermark;
 	bool ignore_state;
+	bool purge;
 	long long timeout_ms;        /* -1: not given */
 	long long limit;             /* -1: not given */
 	long long after;             /* -1: not given */

@@ -380,6 +380,9 @@ expect_err_line "streamvisor: not_found: job '$SID' does not exist" "status of a
 run jobs --json
 [ "$(jq -r '[.jobs[].id] | sort | join(" ")' "$tmp/out")" = "$(printf '%s\n' "$LID" "$BID" | sort | paste -sd' ')" ] ||
     fail "jobs after delete: $(out)"
+run delete "$LID" --purge
+expect_rc 0 "delete --purge"
+expect_out "$LID: deleted with its checkpoints" "delete --purge"
 ok "delete; status of a deleted job exits 3"
 
 # Stop the server; the same command now finds nobody (negative control for
