@@ -152,6 +152,15 @@ bool sv_watermarks_idle(const sv_watermarks_t *wm, int32_t p, int64_t now_ms)
 	return pt && part_idle(wm, pt, now_ms);
 }
 
+int64_t sv_watermarks_max_event(const sv_watermarks_t *wm)
+{
+	int64_t max = SV_WATERMARK_NONE;
+	for (int32_t p = 0; p < wm->nparts; p++)
+		if (wm->parts[p].known && wm->parts[p].max_event > max)
+			max = wm->parts[p].max_event;
+	return max;
+}
+
 int32_t sv_watermarks_next_partition(const sv_watermarks_t *wm,
 				     int32_t after)
 {

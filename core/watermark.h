@@ -47,6 +47,10 @@ int64_t sv_watermarks_partition(const sv_watermarks_t *wm, int32_t p);
 /* Whether partition p is idle at now_ms (unknown partitions: false). */
 bool sv_watermarks_idle(const sv_watermarks_t *wm, int32_t p, int64_t now_ms);
 
+/* The largest event time seen over all partitions (restored ones count
+ * with the event time their watermark stands for), or SV_WATERMARK_NONE. */
+int64_t sv_watermarks_max_event(const sv_watermarks_t *wm);
+
 /* Iterate known partitions: returns the smallest known partition id > after
  * (start with -1), or -1 at the end. */
 int32_t sv_watermarks_next_partition(const sv_watermarks_t *wm,

@@ -10,15 +10,16 @@
  * as when they come from positions()) that is a plain counter, otherwise
  * each row picks the partition whose next row number is smallest.
  *
- * rate_per_s is a token bucket over the monotonic clock (capacity 100 ms of
- * rows, starting empty); poll sleeps at most timeout_ms for the first token
- * and never emits more rows than it holds tokens.
+ * rate_per_s is the token bucket of sources/ratelimit.h: poll sleeps at
+ * most timeout_ms for the first token and never emits more rows than the
+ * bucket holds.
  *
  * The sequence generator fills each schema field by type and name (decided
  * once at open, so the per-row work is a switch per cell and no allocation
  * beyond the batch arena). */
 #define _GNU_SOURCE
 #include "sources/generator.h"
+#include "sources/ratelimit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -46,7 +47,6 @@ typedef struct sv_gen {
 	bool nexmark;
 	uint64_t seed;
 	int64_t count; /* rows in all, or -1 */
-	int64_t rate;  /* rows per second, or 0 */
 	sv_generator_options_t opt;
 	uint8_t *kinds; /* sequence: per column */
 	sv_nexmark_t *nx;
@@ -58,8 +58,7 @@ typedef struct sv_gen {
 			     * is the next row to emit */
 	int64_t next_row;
 
-	/* token bucket, in row-nanoseconds */
-	int64_t tokens, cap, last_ns;
+	sv_ratelimit_t rl; /* source.rate_per_s */
 } sv_gen_t;
 
 void sv_generator_options_default(sv_generator_options_t *opt)
@@ -250,45 +249,6 @@ static inline void emit_row(sv_gen_t *g, sv_batch_t *b, int64_t n,
 	m->event_ms = t;
 }
 
-/* ---- rate ---- */
-
-static void refill(sv_gen_t *g)
-{
-	int64_t now = sv_mono_ns();
-	int64_t dt = now - g->last_ns;
-	g->last_ns = now;
-	if (dt <= 0)
-		return;
-	if (dt > 1000000000LL) /* the bucket holds at most 100 ms anyway */
-		dt = 1000000000LL;
-	g->tokens += dt * g->rate;
-	if (g->tokens > g->cap)
-		g->tokens = g->cap;
-}
-
-static void sleep_ns(int64_t ns)
-{
-	struct timespec ts = {.tv_sec = ns / 1000000000LL,
-			      .tv_nsec = ns % 1000000000LL};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* Rows the bucket allows now (waiting up to timeout_ms for one). */
-static size_t allowed_rows(sv_gen_t *g, int timeout_ms)
-{
-	const int64_t unit = 1000000000LL; /* one row */
-	refill(g);
-	if (g->tokens < unit && timeout_ms != 0) {
-		int64_t need = (unit - g->tokens + g->rate - 1) / g->rate;
-		if (timeout_ms > 0 && need > (int64_t)timeout_ms * 1000000LL)
-			need = (int64_t)timeout_ms * 1000000LL;
-		sleep_ns(need);
-		refill(g);
-	}
-	return (size_t)(g->tokens / unit);
-}
-
 /* ---- driver ---- */
 
 static void gen_close(sv_source_t *src)
@@ -356,9 +316,7 @@ static sv_error_t *gen_open(const sv_source_conf_t *conf, sv_source_t **out)
 	g->nexmark = nexmark;
 	g->seed = conf->seed;
 	g->count = conf->count < 0 ? -1 : conf->count;
-	g->rate = conf->rate_per_s;
-	g->cap = g->rate / 10 > 1 ? g->rate / 10 * 1000000000LL : 1000000000LL;
-	g->last_ns = sv_mono_ns();
+	sv_ratelimit_init(&g->rl, conf->rate_per_s);
 
 	if (!nexmark) {
 		const sv_schema_t *s = conf->schema;
@@ -414,12 +372,7 @@ static sv_error_t *gen_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 		*eof = true;
 		return NULL;
 	}
-	size_t want = max_rows;
-	if (g->rate > 0) {
-		size_t ok = allowed_rows(g, timeout_ms);
-		if (ok < want)
-			want = ok;
-	}
+	size_t want = sv_ratelimit_allow(&g->rl, max_rows, timeout_ms);
 	size_t done = 0;
 	if (g->in_order) {
 		int64_t n = g->next_row;
@@ -446,8 +399,7 @@ static sv_error_t *gen_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 			done++;
 		}
 	}
-	if (g->rate > 0)
-		g->tokens -= (int64_t)done * 1000000000LL;
+	sv_ratelimit_take(&g->rl, done);
 	*eof = finished(g);
 	return NULL;
 }

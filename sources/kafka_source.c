@@ -40,6 +40,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "sources/ratelimit.h"
 #include "sources/source.h"
 
 #define KSRC_META_TIMEOUT_MS 10000
@@ -55,6 +56,7 @@ typedef struct kafka_source {
 	char *topic;
 	char *group_id;
 	bool bounded;
+	sv_ratelimit_t rl;       /* source.rate_per_s */
 
 	rd_kafka_t *rk;
 	rd_kafka_queue_t *q;     /* the consumer queue (main queue forwarded) */
@@ -520,6 +522,7 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	ks->topic = sv_strdup(conf->topic ? conf->topic : "");
 	ks->group_id = sv_strdup(conf->group_id ? conf->group_id : "");
 	ks->bounded = conf->bounded;
+	sv_ratelimit_init(&ks->rl, conf->rate_per_s);
 	ks->committed_ck = -1;
 
 	if (!conf->cluster || !conf->cluster->bootstrap ||
@@ -724,6 +727,7 @@ static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 		*eof = true;
 		return NULL;
 	}
+	max_rows = sv_ratelimit_allow(&ks->rl, max_rows, timeout_ms);
 	if (max_rows == 0)
 		return NULL;
 	if (sv_mono_ms() >= ks->wm_next_ms) {
@@ -749,6 +753,7 @@ static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 		return ksrc_error(ks, SV_ERR_RUNTIME, rd_kafka_last_error(),
 				  NULL, "cannot consume from topic '%s'",
 				  ks->topic);
+	sv_ratelimit_take(&ks->rl, (size_t)n);
 
 	now_ms = sv_now_ms();
 	for (ssize_t k = 0; k < n; k++) {

@@ -48,6 +48,14 @@ typedef struct sv_partpos {
 	int64_t end_offset;  /* high watermark last seen, or -1 */
 } sv_partpos_t;
 
+/* Records behind the end of one partition (0 when either end is unknown). */
+static inline int64_t sv_partpos_lag(const sv_partpos_t *p)
+{
+	return p->end_offset >= 0 && p->next_offset >= 0 &&
+	       p->end_offset > p->next_offset
+		? p->end_offset - p->next_offset : 0;
+}
+
 typedef struct sv_source sv_source_t;
 
 typedef struct sv_source_ops {

@@ -30,6 +30,23 @@ static inline bool sv_jobstate_terminal(sv_jobstate_t st)
 	       st == SV_JOB_COMPLETED;
 }
 
+/* Counters summed over a job's attempts. */
+typedef struct sv_counts {
+	uint64_t in, out, invalid, late;
+	uint64_t checkpoints, ck_failures, ck_sum_us;
+	uint64_t ck_hist[SV_CK_BUCKETS + 1]; /* cumulative, see worker.h */
+} sv_counts_t;
+
+/* A job's progress as the views show it: the counters of every attempt
+ * including the running one, and the running attempt's state size,
+ * watermark and newest event time (INT64_MIN: none yet). */
+typedef struct sv_progress {
+	sv_counts_t n;
+	uint64_t state_bytes, state_keys;
+	int64_t watermark_ms;
+	int64_t last_event_ms;
+} sv_progress_t;
+
 typedef struct sv_job {
 	char id[40];
 	sv_jobspec_t *spec;       /* owned */
@@ -45,9 +62,8 @@ typedef struct sv_job {
 	int attempts_in_window;
 	sv_error_t *error;        /* last error; owned */
 	sv_worker_t *worker;      /* current attempt, or NULL */
-	/* counters of attempts that ended */
-	uint64_t done_in, done_out, done_invalid, done_late;
-	int64_t last_watermark_ms;
+	sv_counts_t done;         /* counters of attempts that ended */
+	int64_t last_watermark_ms; /* of the last attempt that ended, or 0 */
 	bool cancel_requested;
 	bool pending_start;       /* start a new attempt once the worker ended
 				   * (restart, drain timeout) */
@@ -62,9 +78,6 @@ typedef struct sv_job {
 	struct {
 		int64_t id, completed_ms, duration_ms, bytes;
 	} last_ck;
-	/* checkpoint counters of attempts that ended */
-	uint64_t done_checkpoints, done_ck_failures, done_ck_sum_us;
-	uint64_t done_ck_hist[SV_CK_BUCKETS + 1];
 	/* bounded jobs, once completed: the output as JSON lines (owned) */
 	char *result;
 	size_t result_rows;

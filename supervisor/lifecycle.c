@@ -127,22 +127,61 @@ void sv_refresh_last_checkpoint(sv_job_t *job)
 	}
 }
 
+/* Add a worker's counters to c. */
+static void add_counts(sv_counts_t *c, const sv_worker_stats_t *st)
+{
+	c->in += atomic_load(&st->records_in);
+	c->out += atomic_load(&st->records_out);
+	c->invalid += atomic_load(&st->records_invalid);
+	c->late += atomic_load(&st->records_late);
+	c->checkpoints += atomic_load(&st->checkpoints);
+	c->ck_failures += atomic_load(&st->checkpoint_failures);
+	c->ck_sum_us += atomic_load(&st->ck_sum_us);
+	for (int b = 0; b <= SV_CK_BUCKETS; b++)
+		c->ck_hist[b] += atomic_load(&st->ck_hist[b]);
+}
+
+void sv_job_progress(sv_job_t *job, sv_progress_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->n = job->done;
+	p->watermark_ms = job->last_watermark_ms ? job->last_watermark_ms
+						 : INT64_MIN;
+	p->last_event_ms = INT64_MIN;
+	if (!job->worker)
+		return;
+	const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+	add_counts(&p->n, st);
+	p->state_bytes = atomic_load(&st->state_bytes);
+	p->state_keys = atomic_load(&st->state_keys);
+	int64_t w = atomic_load(&st->watermark_ms);
+	if (w != INT64_MIN)
+		p->watermark_ms = w;
+	p->last_event_ms = atomic_load(&st->last_event_ms);
+	sv_refresh_last_checkpoint(job);
+}
+
+int64_t sv_job_lag_records(sv_job_t *job)
+{
+	if (!job->worker)
+		return 0;
+	sv_partpos_t *pos;
+	size_t n = sv_worker_positions(job->worker, &pos);
+	int64_t lag = 0;
+	for (size_t i = 0; i < n; i++)
+		lag += sv_partpos_lag(&pos[i]);
+	free(pos);
+	return lag;
+}
+
 static void absorb_counters(sv_job_t *job)
 {
 	const sv_worker_stats_t *st = sv_worker_stats(job->worker);
-	job->done_in += atomic_load(&st->records_in);
-	job->done_out += atomic_load(&st->records_out);
-	job->done_invalid += atomic_load(&st->records_invalid);
-	job->done_late += atomic_load(&st->records_late);
+	add_counts(&job->done, st);
 	int64_t wm = atomic_load(&st->watermark_ms);
 	if (wm != INT64_MIN)
 		job->last_watermark_ms = wm;
 	sv_refresh_last_checkpoint(job);
-	job->done_checkpoints += atomic_load(&st->checkpoints);
-	job->done_ck_failures += atomic_load(&st->checkpoint_failures);
-	job->done_ck_sum_us += atomic_load(&st->ck_sum_us);
-	for (int b = 0; b <= SV_CK_BUCKETS; b++)
-		job->done_ck_hist[b] += atomic_load(&st->ck_hist[b]);
 }
 
 /* Restart policy: exponential backoff with jitter, bounded attempts within a
@@ -258,27 +297,6 @@ void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 	sv_persist_job(sv, job);
 }
 
-/* Records behind the end of the source, summed over partitions; *wm the
- * job's watermark (INT64_MIN when none yet). */
-static int64_t job_lag(sv_job_t *job, int64_t *wm)
-{
-	*wm = job->last_watermark_ms ? job->last_watermark_ms : INT64_MIN;
-	if (!job->worker)
-		return 0;
-	int64_t w = atomic_load(&sv_worker_stats(job->worker)->watermark_ms);
-	if (w != INT64_MIN)
-		*wm = w;
-	sv_partpos_t *pos;
-	size_t n = sv_worker_positions(job->worker, &pos);
-	int64_t lag = 0;
-	for (size_t i = 0; i < n; i++)
-		if (pos[i].end_offset >= 0 && pos[i].next_offset >= 0 &&
-		    pos[i].end_offset > pos[i].next_offset)
-			lag += pos[i].end_offset - pos[i].next_offset;
-	free(pos);
-	return lag;
-}
-
 /* Watermark and lag samples for the observations; running <-> lagging
  * while the lag stays above the job's thresholds for the grace period. */
 void sv_watch_progress(sv_job_t *job, int64_t now)
@@ -286,8 +304,10 @@ void sv_watch_progress(sv_job_t *job, int64_t now)
 	if (!job->worker || (job->state != SV_JOB_RUNNING &&
 			     job->state != SV_JOB_LAGGING))
 		return;
-	int64_t wm;
-	int64_t records = job_lag(job, &wm);
+	sv_progress_t pr;
+	sv_job_progress(job, &pr);
+	int64_t wm = pr.watermark_ms;
+	int64_t records = sv_job_lag_records(job);
 	double seconds = wm == INT64_MIN ? -1 : (double)(now - wm) / 1000.0;
 	if (now - job->last_sample_ms >= SAMPLE_MS) {
 		job->last_sample_ms = now;

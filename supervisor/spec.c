@@ -643,6 +643,10 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 		if (!one_of(s->start, starts))
 			return bad("source.start", "unknown start '%s' (expected "
 				   "earliest or latest)", s->start);
+		if (s->rate_per_s > 1000000000LL)
+			return bad("source.rate_per_s", "%lld is above the limit "
+				   "of 1,000,000,000 records per second",
+				   (long long)s->rate_per_s);
 	} else {
 		DEFAULT_STR(s->generator, "sequence");
 		static const char *const gens[] = {"sequence", "nexmark", NULL};

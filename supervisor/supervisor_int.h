@@ -71,6 +71,10 @@ void sv_transition(sv_job_t *job, sv_jobstate_t to, const char *reason);
 void sv_observe_error(sv_job_t *job, const sv_error_t *err);
 void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job);
 void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job);
+/* The job's progress now (ended attempts plus the running one). */
+void sv_job_progress(sv_job_t *job, sv_progress_t *p);
+/* Records behind the end of the source, summed over partitions. */
+int64_t sv_job_lag_records(sv_job_t *job);
 /* Take the worker's last checkpoint into job->last_ck. */
 void sv_refresh_last_checkpoint(sv_job_t *job);
 void sv_watch_progress(sv_job_t *job, int64_t now);

@@ -61,34 +61,17 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 						: json_null());
 	json_object_set_new(o, "error", error_json(job->error));
 
-	uint64_t in = job->done_in, out = job->done_out;
-	uint64_t invalid = job->done_invalid, late = job->done_late;
-	uint64_t sbytes = 0, skeys = 0;
-	int64_t wm = job->last_watermark_ms ? job->last_watermark_ms : INT64_MIN;
+	sv_progress_t pr;
+	sv_job_progress(job, &pr);
+	int64_t wm = pr.watermark_ms;
 	sv_partpos_t *pos = NULL;
-	size_t npos = 0;
-	if (job->worker) {
-		const sv_worker_stats_t *st = sv_worker_stats(job->worker);
-		in += atomic_load(&st->records_in);
-		out += atomic_load(&st->records_out);
-		invalid += atomic_load(&st->records_invalid);
-		late += atomic_load(&st->records_late);
-		sbytes = atomic_load(&st->state_bytes);
-		skeys = atomic_load(&st->state_keys);
-		int64_t w = atomic_load(&st->watermark_ms);
-		if (w != INT64_MIN)
-			wm = w;
-		npos = sv_worker_positions(job->worker, &pos);
-	}
+	size_t npos = job->worker ? sv_worker_positions(job->worker, &pos) : 0;
 	json_object_set_new(o, "watermark_ms",
 			    wm == INT64_MIN ? json_null() : json_integer(wm));
 	json_t *parts = json_array();
 	int64_t lag_records = 0;
 	for (size_t i = 0; i < npos; i++) {
-		int64_t lag = pos[i].end_offset >= 0 && pos[i].next_offset >= 0
-			? pos[i].end_offset - pos[i].next_offset : 0;
-		if (lag < 0)
-			lag = 0;
+		int64_t lag = sv_partpos_lag(&pos[i]);
 		lag_records += lag;
 		json_t *p = json_pack("{s:s, s:i, s:I, s:I, s:I}", "topic",
 			js->source->topic ? js->source->topic : "",
@@ -105,19 +88,19 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 		: json_real(fmax(0.0, (double)(sv_now_ms() - wm) / 1000.0)));
 	/* wall clock minus the event time of the newest record read: known
 	 * as soon as one record is, unlike the watermark */
-	int64_t ev = job->worker ? atomic_load(&sv_worker_stats(job->worker)
-					       ->last_event_ms) : INT64_MIN;
+	int64_t ev = pr.last_event_ms;
 	json_object_set_new(lag, "event_seconds", ev == INT64_MIN ? json_null()
 		: json_real(fmax(0.0, (double)(sv_now_ms() - ev) / 1000.0)));
 	json_object_set_new(o, "lag", lag);
 	json_object_set_new(o, "partitions", parts);
 	json_object_set_new(o, "last_checkpoint", last_checkpoint_json(job));
-	json_object_set_new(o, "records_in", json_integer((json_int_t)in));
-	json_object_set_new(o, "records_out", json_integer((json_int_t)out));
-	json_object_set_new(o, "records_late", json_integer((json_int_t)late));
-	json_object_set_new(o, "records_invalid", json_integer((json_int_t)invalid));
+	json_object_set_new(o, "records_in", json_integer((json_int_t)pr.n.in));
+	json_object_set_new(o, "records_out", json_integer((json_int_t)pr.n.out));
+	json_object_set_new(o, "records_late", json_integer((json_int_t)pr.n.late));
+	json_object_set_new(o, "records_invalid",
+			    json_integer((json_int_t)pr.n.invalid));
 	json_object_set_new(o, "state_size", json_pack("{s:I, s:I}", "bytes",
-		(json_int_t)sbytes, "keys", (json_int_t)skeys));
+		(json_int_t)pr.state_bytes, "keys", (json_int_t)pr.state_keys));
 	return o;
 }
 
@@ -304,61 +287,35 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		sv_job_t *job = sv->jobs[i];
 		double *jv = &v[i * F__N];
 		uint64_t *h = &hist[i * (SV_CK_BUCKETS + 2)];
-		uint64_t in = job->done_in, out = job->done_out;
-		uint64_t inv = job->done_invalid, late = job->done_late;
-		uint64_t cks = job->done_checkpoints, ckf = job->done_ck_failures;
-		uint64_t sum_us = job->done_ck_sum_us;
+		sv_progress_t pr;
+		sv_job_progress(job, &pr);
 		for (int k = 0; k <= SV_CK_BUCKETS; k++)
-			h[k] = job->done_ck_hist[k];
-		uint64_t sbytes = 0, skeys = 0;
-		if (job->worker) {
-			const sv_worker_stats_t *st = sv_worker_stats(job->worker);
-			in += atomic_load(&st->records_in);
-			out += atomic_load(&st->records_out);
-			inv += atomic_load(&st->records_invalid);
-			late += atomic_load(&st->records_late);
-			sbytes = atomic_load(&st->state_bytes);
-			skeys = atomic_load(&st->state_keys);
-			cks += atomic_load(&st->checkpoints);
-			ckf += atomic_load(&st->checkpoint_failures);
-			sum_us += atomic_load(&st->ck_sum_us);
-			for (int k = 0; k <= SV_CK_BUCKETS; k++)
-				h[k] += atomic_load(&st->ck_hist[k]);
-			sv_refresh_last_checkpoint(job);
-		}
-		h[SV_CK_BUCKETS + 1] = sum_us;
-		int64_t wm = job->last_watermark_ms ? job->last_watermark_ms
-						    : INT64_MIN;
-		if (job->worker) {
-			int64_t w = atomic_load(
-				&sv_worker_stats(job->worker)->watermark_ms);
-			if (w != INT64_MIN)
-				wm = w;
-		}
+			h[k] = pr.n.ck_hist[k];
+		h[SV_CK_BUCKETS + 1] = pr.n.ck_sum_us;
+		int64_t wm = pr.watermark_ms;
 		jv[F_ATTEMPT] = job->attempt;
 		jv[F_RESTARTS] = job->restarts;
-		jv[F_IN] = (double)in;
-		jv[F_OUT] = (double)out;
-		jv[F_INVALID] = (double)inv;
-		jv[F_LATE] = (double)late;
-		jv[F_SBYTES] = (double)sbytes;
-		jv[F_SKEYS] = (double)skeys;
+		jv[F_IN] = (double)pr.n.in;
+		jv[F_OUT] = (double)pr.n.out;
+		jv[F_INVALID] = (double)pr.n.invalid;
+		jv[F_LATE] = (double)pr.n.late;
+		jv[F_SBYTES] = (double)pr.state_bytes;
+		jv[F_SKEYS] = (double)pr.state_keys;
 		jv[F_WM] = wm == INT64_MIN ? NAN : (double)wm / 1000.0;
 		jv[F_LAG_S] = wm == INT64_MIN ? NAN
 			: fmax(0.0, (double)(now - wm) / 1000.0);
-		int64_t ev = job->worker ? atomic_load(&sv_worker_stats(
-			job->worker)->last_event_ms) : INT64_MIN;
+		int64_t ev = pr.last_event_ms;
 		jv[F_EVLAG_S] = ev == INT64_MIN ? NAN
 			: fmax(0.0, (double)(now - ev) / 1000.0);
-		jv[F_CKS] = (double)cks;
-		jv[F_CKFAIL] = (double)ckf;
+		jv[F_CKS] = (double)pr.n.checkpoints;
+		jv[F_CKFAIL] = (double)pr.n.ck_failures;
 		jv[F_CKBYTES] = job->last_ck.completed_ms
 			? (double)job->last_ck.bytes : NAN;
 		jv[F_CKAGE] = job->last_ck.completed_ms
 			? (double)(now - job->last_ck.completed_ms) / 1000.0 : NAN;
 		bool txn = !strcmp(job->spec->msg->delivery, "exactly_once");
-		jv[F_COMMITS] = (double)cks;
-		jv[F_COMMITFAIL] = txn ? (double)ckf : 0;
+		jv[F_COMMITS] = (double)pr.n.checkpoints;
+		jv[F_COMMITFAIL] = txn ? (double)pr.n.ck_failures : 0;
 	}
 	for (int f = 0; f < F__N; f++) {
 		sv_prom_family(&b, fams[f].name, fams[f].type, fams[f].help);
@@ -403,7 +360,6 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		for (size_t p = 0; p < n; p++) {
 			if (pos[p].end_offset < 0)
 				continue;
-			int64_t lag = pos[p].end_offset - pos[p].next_offset;
 			job_labels(&l, job);
 			const char *topic = job->spec->msg->source->topic;
 			sv_prom_label(&l, "topic", topic && *topic ? topic : "-");
@@ -411,7 +367,7 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 			snprintf(part, sizeof(part), "%d", pos[p].partition);
 			sv_prom_label(&l, "partition", part);
 			sv_prom_sample(&b, "streamvisor_source_lag_records", l.data,
-				       (double)(lag < 0 ? 0 : lag));
+				       (double)sv_partpos_lag(&pos[p]));
 		}
 		free(pos);
 	}

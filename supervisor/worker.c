@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/codec.h"
 #include "core/log.h"
@@ -307,35 +306,15 @@ static sv_error_t *run(sv_worker_t *w)
 	int et = w->plan->event_time_col;
 	bool eof = false;
 
-	/* source.rate_per_s on a Kafka source: a token bucket on intake (the
-	 * generator paces itself) */
-	int64_t rate = strcmp(js->source->kind, "generator")
-		? js->source->rate_per_s : 0;
-	int64_t t_start = sv_mono_ms();
-	uint64_t taken = 0;
 	while (!atomic_load(&w->stop) && !atomic_load(&w->drain)) {
 		sv_batch_reset(&w->in);
-		size_t max_rows = BATCH_ROWS;
-		if (rate > 0) {
-			int64_t allowed = rate * (sv_mono_ms() - t_start) / 1000 -
-					  (int64_t)taken;
-			if (allowed <= 0) {
-				struct timespec ts = {0, 10 * 1000000};
-				nanosleep(&ts, NULL);
-				allowed = 1;
-			}
-			if ((size_t)allowed < max_rows)
-				max_rows = (size_t)allowed;
-		}
-		if ((err = sv_source_poll(w->src, &w->in, max_rows,
+		if ((err = sv_source_poll(w->src, &w->in, BATCH_ROWS,
 					  POLL_TIMEOUT_MS, &eof)))
 			return err;
-		taken += w->in.nrows + w->in.nrejects;
 		int64_t now = sv_now_ms();
 		ctx.now_ms = now;
 		size_t n = w->in.nrows;
 		int64_t mono = sv_mono_ms();
-		int64_t max_ev = INT64_MIN;
 		for (size_t r = 0; r < n; r++) {
 			sv_rowmeta_t *m = &w->in.meta[r];
 			const sv_value_t *v = et >= 0 ? &sv_batch_row(&w->in, r)[et]
@@ -343,11 +322,10 @@ static sv_error_t *run(sv_worker_t *w)
 			m->event_ms = v && v->type != SV_T_NULL ? v->v.i : now;
 			sv_watermarks_observe(w->wm, m->partition, m->event_ms,
 					      mono);
-			if (m->event_ms > max_ev)
-				max_ev = m->event_ms;
 		}
-		if (max_ev > atomic_load(&w->stats.last_event_ms))
-			atomic_store(&w->stats.last_event_ms, max_ev);
+		if (n)
+			atomic_store(&w->stats.last_event_ms,
+				     sv_watermarks_max_event(w->wm));
 		atomic_fetch_add(&w->stats.records_in, n);
 		if ((err = handle_rejects(w)))
 			return err;
