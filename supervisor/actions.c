@@ -24,6 +24,14 @@ static void wait_worker_end(sv_job_t *job)
 	}
 }
 
+/* An action that needs the checkpoint store, on a supervisor without a
+ * data directory. */
+static sv_error_t *no_store(sv_job_t *job, const char *message)
+{
+	return sv_error_set_job(sv_error_new(SV_ERR_CONFIG, "%s", message),
+				job->id, job->attempt);
+}
+
 static sv_error_t *body_error(sv_job_t *job, const char *action,
 			      const char *field, const char *msg)
 {
@@ -90,9 +98,8 @@ static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	    !job->worker || job->pending_start)
 		return sv_conflict(job, "drain");
 	if (!sv->store)
-		return sv_error_set_job(sv_error_new(SV_ERR_CONFIG, "drain needs "
-			"checkpoints, and this supervisor has no data directory"),
-			job->id, job->attempt);
+		return no_store(job, "drain needs checkpoints, and this "
+				"supervisor has no data directory");
 	sv_error_t *err;
 	json_t *o = parse_body(job, c, keys, &err);
 	if (!o)
@@ -162,9 +169,8 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	    job->state == SV_JOB_CANCELLED || job->state == SV_JOB_COMPLETED)
 		return sv_conflict(job, "restart");
 	if (!sv->store)
-		return sv_error_set_job(sv_error_new(SV_ERR_CONFIG, "restart needs "
-			"checkpoints, and this supervisor has no data directory"),
-			job->id, job->attempt);
+		return no_store(job, "restart needs checkpoints, and this "
+				"supervisor has no data directory");
 	sv_error_t *err;
 	json_t *o = parse_body(job, c, keys, &err);
 	if (!o)
@@ -241,9 +247,8 @@ static sv_error_t *do_checkpoint(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	    !job->worker)
 		return sv_conflict(job, "checkpoint");
 	if (!sv->store)
-		return sv_error_set_job(sv_error_new(SV_ERR_CONFIG, "checkpoints "
-			"need a data directory, and this supervisor has none"),
-			job->id, job->attempt);
+		return no_store(job, "checkpoints need a data directory, and "
+				"this supervisor has none");
 	uint64_t ticket = sv_worker_request_checkpoint(job->worker);
 	c->json = sv_json_dump(json_pack("{s:I, s:i}", "ticket",
 		(json_int_t)ticket, "attempt", job->attempt));

@@ -29,12 +29,14 @@ static sv_error_t *ck_error(const sv_ckpt_conf_t *conf, sv_error_t *cause,
 
 /* ---- take ---- */
 
-/* The record of checkpoint id as PREPARED: positions, watermarks, operator
- * state, sink state. Buffers of the record live in *bufs (caller frees). */
+/* The record of checkpoint id as PREPARED: positions (pos, n), watermarks,
+ * operator state, sink state. The record points into offs (n entries),
+ * ops and opbufs (one per pipeline operator), which the caller frees. */
 static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
-				int64_t id, int64_t wm, const sv_buf_t *sink_state,
-				ckrec_t *rec, Streamvisor__PartitionOffset **offs,
-				Streamvisor__OperatorState **ops, sv_buf_t *opbufs,
+				const sv_partpos_t *pos, size_t n, int64_t id,
+				int64_t wm, const sv_buf_t *sink_state,
+				ckrec_t *rec, Streamvisor__PartitionOffset *offs,
+				Streamvisor__OperatorState *ops, sv_buf_t *opbufs,
 				size_t *nops_out)
 {
 	rec->id = id;
@@ -43,12 +45,10 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	rec->plan_id = (char *)conf->plan_id;
 	rec->status = STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED;
 	rec->watermark_ms = wm;
-	const sv_partpos_t *pos;
-	size_t n = sv_source_positions(p->src, &pos);
 	rec->n_offsets = n;
 	rec->offsets = sv_calloc(n ? n : 1, sizeof(*rec->offsets));
 	for (size_t i = 0; i < n; i++) {
-		Streamvisor__PartitionOffset *o = &(*offs)[i];
+		Streamvisor__PartitionOffset *o = &offs[i];
 		streamvisor__partition_offset__init(o);
 		o->topic = (char *)conf->topic;
 		o->partition = pos[i].partition;
@@ -67,7 +67,7 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			*nops_out = nops + 1;
 			return ck_error(conf, err, "cannot snapshot an operator");
 		}
-		Streamvisor__OperatorState *os = &(*ops)[nops];
+		Streamvisor__OperatorState *os = &ops[nops];
 		streamvisor__operator_state__init(os);
 		os->index = (uint32_t)i;
 		os->kind = (char *)op->ops->name;
@@ -80,7 +80,7 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	rec->n_operators = nops;
 	rec->operators = sv_calloc(nops ? nops : 1, sizeof(*rec->operators));
 	for (size_t i = 0; i < nops; i++)
-		rec->operators[i] = &(*ops)[i];
+		rec->operators[i] = &ops[i];
 	rec->sink_state.data = (uint8_t *)sink_state->data;
 	rec->sink_state.len = sink_state->len;
 	return NULL;
@@ -121,8 +121,8 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_buf_t *opbufs = sv_calloc(nmax ? nmax : 1, sizeof(*opbufs));
 	size_t nops = 0;
 	if (!err)
-		err = build_record(conf, p, id, wm, &sink_state, &rec, &offs, &ops,
-				   opbufs, &nops);
+		err = build_record(conf, p, pos, npos, id, wm, &sink_state, &rec,
+				   offs, ops, opbufs, &nops);
 	if (!err) {
 		rec.started_at_ms = t0;
 		rec.bytes += (int64_t)sink_state.len;

@@ -176,14 +176,24 @@ static sv_error_t *handle_rejects(sv_worker_t *w)
 }
 
 /* Flush everything downstream, then commit the source positions. */
+/* Dead letters and late records are at-least-once: flushed before any
+ * commit of the positions. */
+static sv_error_t *flush_side_sinks(sv_worker_t *w)
+{
+	sv_error_t *err;
+	if (w->dlq && (err = sv_sink_flush(w->dlq, FLUSH_TIMEOUT_MS)))
+		return err;
+	if (w->late && (err = sv_sink_flush(w->late, FLUSH_TIMEOUT_MS)))
+		return err;
+	return NULL;
+}
+
 static sv_error_t *commit(sv_worker_t *w)
 {
 	sv_error_t *err;
 	if ((err = sv_sink_flush(w->snk, FLUSH_TIMEOUT_MS)))
 		return err;
-	if (w->dlq && (err = sv_sink_flush(w->dlq, FLUSH_TIMEOUT_MS)))
-		return err;
-	if (w->late && (err = sv_sink_flush(w->late, FLUSH_TIMEOUT_MS)))
+	if ((err = flush_side_sinks(w)))
 		return err;
 	if ((err = sv_source_commit(w->src)))
 		return err;
@@ -204,9 +214,7 @@ static void update_state_size(sv_worker_t *w)
 static sv_error_t *checkpoint(sv_worker_t *w, int64_t wm)
 {
 	sv_error_t *err;
-	if (w->dlq && (err = sv_sink_flush(w->dlq, FLUSH_TIMEOUT_MS)))
-		return err;
-	if (w->late && (err = sv_sink_flush(w->late, FLUSH_TIMEOUT_MS)))
+	if ((err = flush_side_sinks(w)))
 		return err;
 	uint64_t asked = atomic_load(&w->stats.checkpoint_requests);
 	update_state_size(w);
@@ -354,9 +362,6 @@ static sv_error_t *run(sv_worker_t *w)
 		}
 	}
 	int drain = atomic_load(&w->drain);
-	if (!eof && drain && !w->checkpointing)
-		return sv_error_new(SV_ERR_CONFIG, "drain needs checkpoints (the "
-				    "supervisor has no data directory)");
 	if (eof || drain == 2) {
 		sv_batch_t *out;
 		ctx.now_ms = sv_now_ms();

@@ -92,7 +92,8 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out);
  * unless the attempt ends first. thread: any */
 uint64_t sv_worker_request_checkpoint(sv_worker_t *w);
 /* Drain: stop reading at the next batch boundary, fire every open window
- * first when final_watermark, take a final checkpoint, end DRAINED.
+ * first when final_watermark, take a final checkpoint, end DRAINED. Only
+ * for workers with a store (the supervisor refuses drain without one).
  * thread: any */
 void sv_worker_drain(sv_worker_t *w, bool final_watermark);
 /* Ask the worker to stop at the next batch boundary. thread: any */

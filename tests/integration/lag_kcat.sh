@@ -24,51 +24,13 @@
 # Needs $KAFKA_BOOTSTRAP (the ctest fixture's broker) and $STREAMVISOR_BIN.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-BOOTSTRAP=${KAFKA_BOOTSTRAP:-127.0.0.1:19092}
-BIN=${STREAMVISOR_BIN:-$repo/build/dev/streamvisor}
-# kafka.sh run needs the broker jars: those of the fixture's state dir.
-if [ -z "${KAFKA_STATE_DIR:-}" ] && [ -n "${SV_BUILD_DIR:-}" ]; then
-    export KAFKA_STATE_DIR=$SV_BUILD_DIR/kafka
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
+th_init lag_kcat
 KAFKA_SH=$repo/deploy/kafka/kafka.sh
 PARTS=4
 PER_PART=5000
 TOTAL=$((PARTS * PER_PART))
 RATE=2000
-
-work=$(mktemp -d /tmp/sv-lag.XXXXXX)
-pid=
-passed=0
-failed=0
-summary=
-cleanup() {
-    local rc=$?
-    # An unexpected exit (set -e) still ends with the summary line.
-    if [ -z "$summary" ] && [ $rc -ne 0 ]; then
-        echo "lag_kcat: FAIL: unexpected exit $rc" >&2
-        echo "$passed passed, $((failed + 1)) failed"
-    fi
-    if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ok() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() {
-    failed=$((failed + 1))
-    echo "lag_kcat: FAIL: $*" >&2
-    if [ -s "$work/log" ]; then
-        echo "----- last lines of the supervisor log -----" >&2
-        tail -n 20 "$work/log" >&2
-    fi
-    summary=1
-    echo "$passed passed, $failed failed"
-    exit 1
-}
 
 for tool in kcat jq curl python3; do
     command -v "$tool" >/dev/null || fail "$tool not found (run deploy/install-deps.sh)"
@@ -109,13 +71,12 @@ want=$(jq -nc --argjson n $PER_PART '[range(0; 4) | {(tostring): $n}] | add')
 ok "backlog produced: kcat reads end offsets $ends"
 
 # ---- the supervisor and the job ----
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(th_free_port)
 "$BIN" serve --listen "127.0.0.1:$port" --data-dir "$work/data" \
     --bootstrap-servers "$BOOTSTRAP" >"$work/log" 2>&1 &
 pid=$!
 url=http://127.0.0.1:$port
-for _ in $(seq 100); do curl -sf "$url/v1/info" >/dev/null && break; sleep 0.1; done
-curl -sf "$url/v1/info" >/dev/null || fail "supervisor did not start"
+th_wait_up "$url" || fail "supervisor did not start"
 
 cat >"$work/spec.json" <<EOF
 {"name": "lag-job",

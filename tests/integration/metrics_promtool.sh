@@ -6,18 +6,8 @@
 # Needs $KAFKA_BOOTSTRAP (the ctest fixture's broker) and $STREAMVISOR_BIN.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-BOOTSTRAP=${KAFKA_BOOTSTRAP:-127.0.0.1:19092}
-BIN=${STREAMVISOR_BIN:-$repo/build/dev/streamvisor}
-work=$(mktemp -d /tmp/sv-metrics.XXXXXX)
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "metrics_promtool: FAIL: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
+th_init metrics_promtool
 
 for tool in promtool kcat jq curl; do
     command -v "$tool" >/dev/null || fail "$tool not found (run deploy/install-deps.sh)"
@@ -33,13 +23,12 @@ for p in 0 1 2 3; do # 500 records into each partition
     done | kcat -P -b "$BOOTSTRAP" -t "$topic" -p $p || fail "cannot produce"
 done
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(th_free_port)
 "$BIN" serve --listen "127.0.0.1:$port" --data-dir "$work/data" \
     --bootstrap-servers "$BOOTSTRAP" >"$work/log" 2>&1 &
 pid=$!
 url=http://127.0.0.1:$port
-for _ in $(seq 100); do curl -sf "$url/v1/info" >/dev/null && break; sleep 0.1; done
-curl -sf "$url/v1/info" >/dev/null || { cat "$work/log"; fail "supervisor did not start"; }
+th_wait_up "$url" || fail "supervisor did not start"
 
 spec=$(cat <<EOF
 {"name": "metrics-job", "source": {"kind": "kafka", "topic": "$topic"},
@@ -82,5 +71,6 @@ grep -q "^streamvisor_records_in_total{job=\"$id\",name=\"metrics-job\"} 2000$" 
     "$work/metrics" || fail "records_in_total is not 2000 for the job"
 lags=$(grep -c "^streamvisor_source_lag_records{job=\"$id\",name=\"metrics-job\",topic=\"$topic\",partition=\"[0-3]\"} 0$" "$work/metrics" || true)
 [ "$lags" = 4 ] || fail "want 4 partitions at lag 0, got $lags"
-echo "metrics_promtool: promtool clean, $(grep -c '^# TYPE' "$work/metrics") families"
-echo "1 passed, 0 failed"
+ok "promtool clean, $(grep -c '^# TYPE' "$work/metrics") families"
+summary=1
+echo "$passed passed, $failed failed"

@@ -31,43 +31,12 @@
 # Needs $KAFKA_BOOTSTRAP (the ctest fixture's broker) and $STREAMVISOR_BIN.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-BOOTSTRAP=${KAFKA_BOOTSTRAP:-127.0.0.1:19092}
-BIN=${STREAMVISOR_BIN:-$repo/build/dev/streamvisor}
-if [ -z "${KAFKA_STATE_DIR:-}" ] && [ -n "${SV_BUILD_DIR:-}" ]; then
-    export KAFKA_STATE_DIR=$SV_BUILD_DIR/kafka
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
+th_init secrets
 KAFKA_SH=$repo/deploy/kafka/kafka.sh
 
-work=$(mktemp -d /tmp/sv-secrets.XXXXXX)
 out=$work/out # everything the supervisor said goes under here
 mkdir -p "$out"
-pid=
-passed=0
-failed=0
-summary=
-cleanup() {
-    local rc=$?
-    if [ -z "$summary" ] && [ $rc -ne 0 ]; then
-        echo "secrets: FAIL: unexpected exit $rc" >&2
-        echo "$passed passed, $((failed + 1)) failed"
-    fi
-    if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-ok() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() {
-    failed=$((failed + 1))
-    echo "secrets: FAIL: $*" >&2
-    summary=1
-    echo "$passed passed, $failed failed"
-    exit 1
-}
 
 for tool in kcat jq curl python3; do
     command -v "$tool" >/dev/null || fail "$tool not found (run deploy/install-deps.sh)"
@@ -97,7 +66,7 @@ for i in $(seq 1 200); do echo "{\"id\":$i,\"ts\":$((1700000000000 + i * 10))}";
     kcat -P -b "$BOOTSTRAP" -t "$topic" || fail "cannot produce"
 
 # ---- the config and its secrets file ----
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(th_free_port)
 url=http://127.0.0.1:$port
 cfgdir=$work/etc
 mkdir -p "$cfgdir"
