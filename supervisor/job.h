@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "supervisor/observe.h"
-#include "supervisor/spec.h"
+#include "ingress/spec.h"
 #include "supervisor/worker.h"
 
 typedef enum sv_jobstate {

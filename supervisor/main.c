@@ -31,9 +31,9 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "sources/devcluster.h"
-#include "supervisor/cli.h"
+#include "cli/cli.h"
 #include "supervisor/config_int.h"
-#include "supervisor/http.h"
+#include "http/http.h"
 #include "supervisor/supervisor.h"
 
 #ifndef SV_VERSION_STRING

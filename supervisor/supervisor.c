@@ -23,11 +23,11 @@
 
 #include "core/log.h"
 #include "core/util.h"
-#include "supervisor/coverage.h"
+#include "ingress/coverage.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
-#include "supervisor/plan.h"
-#include "supervisor/spec.h"
+#include "ingress/plan.h"
+#include "ingress/spec.h"
 
 #define TICK_MS 100
 #define CHECKPOINT_WAIT_MS 120000 /* POST checkpoints */

@@ -13,7 +13,7 @@
 
 #include "checkpoint/store.h"
 #include "supervisor/job.h"
-#include "supervisor/plan.h"
+#include "ingress/plan.h"
 #include "supervisor/supervisor.h"
 
 #define SAMPLE_MS 5000 /* watermark and lag samples */

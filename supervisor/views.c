@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/util.h"
-#include "supervisor/coverage.h"
+#include "ingress/coverage.h"
 #include "supervisor/metrics.h"
 #include "supervisor/supervisor_int.h"
 

@@ -19,8 +19,8 @@
 #include "core/error.h"
 #include "sources/source.h"
 #include "supervisor/observe.h"
-#include "supervisor/plan.h"
-#include "supervisor/spec.h"
+#include "ingress/plan.h"
+#include "ingress/spec.h"
 
 typedef enum sv_worker_end {
 	SV_WORKER_RUNNING = 0,

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "core/util.h"
-#include "supervisor/client.h"
+#include "cli/client.h"
 
 /* A request that takes longer than this fails the test. */
 #define TK_HTTP_TIMEOUT_MS 120000

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/http.h"
+#include "http/http.h"
 #include "supervisor/supervisor.h"
 
 /* The broker address from KAFKA_BOOTSTRAP; fails when unset or unreachable. */

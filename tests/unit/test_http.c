@@ -1,4 +1,4 @@
-/* test_http.c — the HTTP layer (supervisor/http.c).
+/* test_http.c — the HTTP layer (http/http.c).
  *
  * Two halves: the pure pieces (routing, Allow header, media types, the error
  * body) tested directly; and the running daemon, driven by a raw-socket
@@ -26,8 +26,8 @@
 #include <cmocka.h>
 
 #include "core/util.h"
-#include "supervisor/http.h"
-#include "supervisor/http_int.h"
+#include "http/http.h"
+#include "http/http_int.h"
 #include "supervisor/supervisor.h"
 
 /* ---- the stub supervisor ---- */

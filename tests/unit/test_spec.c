@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "supervisor/plan.h"
-#include "supervisor/spec.h"
+#include "ingress/plan.h"
+#include "ingress/spec.h"
 
 static const char *good =
 	"{\"name\": \"orders\", \"source\": {\"topic\": \"in\"},"

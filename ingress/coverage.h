@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "core/error.h"
-#include "supervisor/spec.h"
+#include "ingress/spec.h"
 
 /* JSON array of every capability record; dev_cluster says whether the
  * "default" profile is the embedded development cluster. Caller frees. */

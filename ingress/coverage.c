@@ -1,7 +1,7 @@
 /* coverage.c — the capability table (see coverage.h). Static rows for the
  * RFC 048 streaming capabilities, one row per operator, and one per function
  * of the expression registry (read from core, so it cannot drift). */
-#include "supervisor/coverage.h"
+#include "ingress/coverage.h"
 
 #include <jansson.h>
 #include <stdlib.h>

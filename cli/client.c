@@ -10,7 +10,7 @@
  * Every wait is a poll() against one deadline for the whole exchange, so a
  * server that accepts and never answers costs at most the timeout. */
 #define _GNU_SOURCE
-#include "supervisor/client.h"
+#include "cli/client.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* plan.c — builds the operator pipeline from a job spec (see plan.h). Each
  * step's errors are tagged with the spec field they come from, so the HTTP
  * 400 names "pipeline[2].select.total" rather than just the expression. */
-#include "supervisor/plan.h"
+#include "ingress/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * (3) and HTTP 5xx (4) apart. By default a command prints a human-readable
  * table or summary; --json prints the server's body unchanged. */
 #define _GNU_SOURCE
-#include "supervisor/cli.h"
+#include "cli/cli.h"
 
 #include <ctype.h>
 #include <errno.h>

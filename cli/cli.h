@@ -1,13 +1,13 @@
 /* cli.h — the CLI: subcommands that are clients of the HTTP API
  * (DESIGN.md §5, docs/cli.md). main.c holds the dispatch table (one entry
  * per subcommand, serve included); cli.c parses a CLI command's options,
- * sends its request (supervisor/client.h) and prints the answer. */
+ * sends its request (cli/client.h) and prints the answer. */
 #ifndef SV_CLI_H
 #define SV_CLI_H
 
 #include <stdbool.h>
 
-#include "supervisor/client.h"
+#include "cli/client.h"
 
 /* CLI exit codes (docs/cli.md) */
 #define EXIT_CLI_USAGE 1    /* bad command line, unusable --server URL */

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/operator.h"
-#include "supervisor/spec.h"
+#include "ingress/spec.h"
 
 typedef struct sv_plan {
 	sv_schema_t *schema;       /* input schema; owned */

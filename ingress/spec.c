@@ -7,9 +7,9 @@
  * behind the plan id) and unpacked again, so the message the caller owns is
  * always one protobuf-c allocated and freed with __free_unpacked. The
  * protobuf path unpacks, fills defaults and goes the same way. Expression
- * checking happens when the plan is built (supervisor/plan.c). */
+ * checking happens when the plan is built (ingress/plan.c). */
 #define _GNU_SOURCE
-#include "supervisor/spec.h"
+#include "ingress/spec.h"
 
 #include <jansson.h>
 #include <openssl/sha.h>

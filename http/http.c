@@ -17,7 +17,7 @@
  * request line before libmicrohttpd splits and decodes it; that callback also
  * allocates the per-request state. */
 #define _GNU_SOURCE
-#include "supervisor/http.h"
+#include "http/http.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -33,7 +33,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
-#include "supervisor/http_int.h"
+#include "http/http_int.h"
 
 #define JSON_TYPE "application/json"
 #define PROTOBUF_TYPE "application/x-protobuf"
