@@ -66,9 +66,13 @@ static void rig_open(rig_t *r, long keys)
 	sv_schema_add(r->schema, "key", SV_T_INT64, false);
 	sv_schema_add(r->schema, "amount", SV_T_FLOAT64, false);
 	sv_schema_add(r->schema, "ts", SV_T_TIMESTAMP, false);
-	sv_source_conf_t sc = {.kind = "generator", .job_id = "bench",
-		.format = SV_FMT_JSON, .schema = r->schema,
-		.generator = "sequence", .count = -1, .seed = 42};
+	sv_source_conf_t sc = {.kind = "generator",
+			       .job_id = "bench",
+			       .format = SV_FMT_JSON,
+			       .schema = r->schema,
+			       .generator = "sequence",
+			       .count = -1,
+			       .seed = 42};
 	if ((err = sv_source_open(&sc, &r->src)))
 		die("generator", err);
 	sv_generator_options_t go;
@@ -79,16 +83,22 @@ static void rig_open(rig_t *r, long keys)
 	r->pl = sv_pipeline_new(r->schema);
 	const char *k[] = {"key"}, *an[] = {"n", "total"};
 	const char *ae[] = {"count()", "sum(amount)"};
-	sv_window_spec_t ws = {.type = SV_WIN_TUMBLING, .size_ms = 3600000,
-		.nkeys = 1, .keys = k, .naggs = 2, .agg_names = an,
-		.agg_exprs = ae};
+	sv_window_spec_t ws = {.type = SV_WIN_TUMBLING,
+			       .size_ms = 3600000,
+			       .nkeys = 1,
+			       .keys = k,
+			       .naggs = 2,
+			       .agg_names = an,
+			       .agg_exprs = ae};
 	sv_op_t *op;
 	if ((err = sv_op_window_new(r->schema, &ws, &op)))
 		die("window", err);
 	sv_pipeline_add(r->pl, op);
-	sv_sink_conf_t kc = {.kind = "null", .job_id = "bench",
-		.format = SV_FMT_JSON, .schema = sv_pipeline_out_schema(r->pl),
-		.key_column = -1};
+	sv_sink_conf_t kc = {.kind = "null",
+			     .job_id = "bench",
+			     .format = SV_FMT_JSON,
+			     .schema = sv_pipeline_out_schema(r->pl),
+			     .key_column = -1};
 	if ((err = sv_sink_open(&kc, &r->snk)))
 		die("null sink", err);
 	r->wm = sv_watermarks_new(0, 0);
@@ -101,9 +111,14 @@ static void rig_open(rig_t *r, long keys)
 	if ((err = sv_ckstore_open(r->dir, &r->store)))
 		die("store", err);
 	r->obs = sv_obslog_new("bench", 100);
-	r->ck = (sv_ckpt_conf_t){.store = r->store, .job_id = "bench",
-		.plan_id = "bench", .topic = "", .attempt = 1, .retain = 3,
-		.obs = r->obs, .restore_from = -1};
+	r->ck = (sv_ckpt_conf_t){.store = r->store,
+				 .job_id = "bench",
+				 .plan_id = "bench",
+				 .topic = "",
+				 .attempt = 1,
+				 .retain = 3,
+				 .obs = r->obs,
+				 .restore_from = -1};
 }
 
 static void rig_close(rig_t *r)
@@ -167,12 +182,11 @@ static double cpu_s(void)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+		(double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 /* Rows per CPU-second over `seconds`, checkpointing every 1 s or never. */
-static double throughput(rig_t *r, double seconds, bool checkpoints,
-			 int *taken)
+static double throughput(rig_t *r, double seconds, bool checkpoints, int *taken)
 {
 	double c0 = cpu_s();
 	int64_t t0 = sv_mono_ms(), next = t0 + 1000;
@@ -183,8 +197,8 @@ static double throughput(rig_t *r, double seconds, bool checkpoints,
 		if (checkpoints && sv_mono_ms() >= next) {
 			sv_ckpt_parts_t p = {r->src, r->snk, r->pl, r->wm};
 			sv_ckpt_info_t info;
-			sv_error_t *err = sv_ckpt_take(&r->ck, &p,
-						       r->ctx.watermark_ms, &info);
+			sv_error_t *err = sv_ckpt_take(
+				&r->ck, &p, r->ctx.watermark_ms, &info);
 			if (err)
 				die("checkpoint", err);
 			(*taken)++;
@@ -214,8 +228,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
 			json_path = argv[++i];
 		} else {
-			fprintf(stderr, "usage: bench_checkpoint [--keys N,M] "
-				"[--checkpoints N] [--seconds S] [--json PATH]\n");
+			fprintf(stderr,
+				"usage: bench_checkpoint [--keys N,M] "
+				"[--checkpoints N] [--seconds S] [--json "
+				"PATH]\n");
 			return 2;
 		}
 	}
@@ -243,8 +259,8 @@ int main(int argc, char **argv)
 			sv_ckpt_parts_t p = {r.src, r.snk, r.pl, r.wm};
 			sv_ckpt_info_t info;
 			int64_t t0 = sv_mono_ns();
-			sv_error_t *err = sv_ckpt_take(&r.ck, &p,
-						       r.ctx.watermark_ms, &info);
+			sv_error_t *err = sv_ckpt_take(
+				&r.ck, &p, r.ctx.watermark_ms, &info);
 			d[i] = (double)(sv_mono_ns() - t0) / 1e6;
 			if (err)
 				die("checkpoint", err);
@@ -280,20 +296,24 @@ int main(int argc, char **argv)
 		}
 		uint64_t sbytes = 0, skeys = 0;
 		sv_pipeline_state_size(r.pl, &sbytes, &skeys);
-		printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.1fx | %.2fM | %.2fM "
-		       "| %.1f%% |\n", keys_list[k], (double)bytes / 1e6, p50, p99,
-		       r50, p50 / (r50 > 0 ? r50 : 1e-9), none / 1e6, with / 1e6,
+		printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.1fx | %.2fM | "
+		       "%.2fM "
+		       "| %.1f%% |\n",
+		       keys_list[k], (double)bytes / 1e6, p50, p99, r50,
+		       p50 / (r50 > 0 ? r50 : 1e-9), none / 1e6, with / 1e6,
 		       100.0 * (1.0 - with / none));
 		fflush(stdout);
 		if (js)
-			fprintf(js, "%s{\"state_keys\":%ld,\"state_bytes\":%lld,"
-				"\"checkpoint_p50_ms\":%.3f,\"checkpoint_p99_ms\":%.3f,"
+			fprintf(js,
+				"%s{\"state_keys\":%ld,\"state_bytes\":%lld,"
+				"\"checkpoint_p50_ms\":%.3f,\"checkpoint_p99_"
+				"ms\":%.3f,"
 				"\"reference_fsync_p50_ms\":%.3f,"
 				"\"rows_per_cpu_s_no_checkpoints\":%.0f,"
 				"\"rows_per_cpu_s_checkpoint_1s\":%.0f,"
 				"\"checkpoints_in_overhead_run\":%d}",
-				k ? "," : "", keys_list[k], (long long)bytes, p50, p99,
-				r50, none, with, taken);
+				k ? "," : "", keys_list[k], (long long)bytes,
+				p50, p99, r50, none, with, taken);
 		free(d);
 		free(ref);
 		rig_close(&r);

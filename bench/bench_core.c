@@ -65,13 +65,17 @@
 #define NET_EXPR "amount * 0.9"
 #define CHECK_RECORDS 400000
 
-enum { ST_GEN = 0, ST_FILTER, ST_TUMBLE, ST_SLIDE };
+enum {
+	ST_GEN = 0,
+	ST_FILTER,
+	ST_TUMBLE,
+	ST_SLIDE
+};
 
-static const char *const stage_names[NSTAGES] = {
-	"gen", "filter+select", "tumbling", "sliding"};
+static const char *const stage_names[NSTAGES] = {"gen", "filter+select",
+						 "tumbling", "sliding"};
 static const char *const stage_desc[NSTAGES] = {
-	"generator → null",
-	"generator → filter → select → null",
+	"generator → null", "generator → filter → select → null",
 	"… → tumbling window count/sum by key → null",
 	"… → sliding window (10 s / 2 s) count/sum by key → null"};
 
@@ -89,8 +93,8 @@ typedef struct opts {
 /* Order-independent summary of a stage's output. */
 typedef struct digest {
 	uint64_t rows;
-	int64_t isum;  /* gen: sum id; filter: sum key; windows: sum n */
-	double fsum;   /* filter: sum net; windows: sum total */
+	int64_t isum; /* gen: sum id; filter: sum key; windows: sum n */
+	double fsum; /* filter: sum net; windows: sum total */
 	uint64_t hsum; /* sum of a hash of each row's integer cells */
 } digest_t;
 
@@ -121,7 +125,7 @@ static double cpu_s(void)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+		(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static inline uint64_t mix64(uint64_t z)
@@ -318,8 +322,9 @@ static run_t sv_run(int stage, const opts_t *o, int64_t max_records,
 		ctx.now_ms = sv_now_ms();
 		if (sd.windowed)
 			for (size_t r = 0; r < in.nrows; r++)
-				sv_watermarks_observe(sd.wm, in.meta[r].partition,
-						      in.meta[r].event_ms, mono);
+				sv_watermarks_observe(
+					sd.wm, in.meta[r].partition,
+					in.meta[r].event_ms, mono);
 		sv_batch_t *out;
 		if ((err = sv_pipeline_push(sd.pl, &ctx, &in, &out)))
 			die("push", err);
@@ -328,7 +333,8 @@ static run_t sv_run(int stage, const opts_t *o, int64_t max_records,
 			int64_t wm = sv_watermarks_current(sd.wm, mono);
 			if (wm != ctx.watermark_ms) {
 				ctx.watermark_ms = wm;
-				if ((err = sv_pipeline_advance(sd.pl, &ctx, &out)))
+				if ((err = sv_pipeline_advance(sd.pl, &ctx,
+							       &out)))
 					die("advance", err);
 				rr.out_rows += sv_emit(&sd, out);
 			}
@@ -345,7 +351,8 @@ static run_t sv_run(int stage, const opts_t *o, int64_t max_records,
 	rr.wall_s = mono_s() - t0;
 	rr.cpu_s = cpu_s() - c0;
 	if (stats.records_late)
-		fprintf(stderr, "bench_core: %llu late records (none expected)\n",
+		fprintf(stderr,
+			"bench_core: %llu late records (none expected)\n",
 			(unsigned long long)stats.records_late);
 	sv_batch_release(&in);
 	sv_side_close(&sd);
@@ -384,7 +391,7 @@ typedef struct rwin {
 	int64_t *keys;
 	agg_t *aggs;
 	uint8_t *used;
-	uint32_t *slots;   /* used slots, in insertion order */
+	uint32_t *slots; /* used slots, in insertion order */
 } rwin_t;
 
 typedef struct ref_side {
@@ -627,15 +634,18 @@ static run_t ref_run(int stage, const opts_t *o, int64_t max_records,
 			} else {
 				for (size_t i = 0; i < m; i++) {
 					const sel_row_t *s = &rs.sel[i];
-					int64_t last = floor_div(s->ts, rs.slide) *
-						       rs.slide;
+					int64_t last = floor_div(s->ts,
+								 rs.slide) *
+						rs.slide;
 					if (last + rs.size - 1 <= rs.fired_to) {
 						rs.late++;
 						continue;
 					}
-					for (int64_t ws = last; ws > s->ts - rs.size;
+					for (int64_t ws = last;
+					     ws > s->ts - rs.size;
 					     ws -= rs.slide) {
-						if (ws + rs.size - 1 <= rs.fired_to)
+						if (ws + rs.size - 1 <=
+						    rs.fired_to)
 							break;
 						rwin_add(ref_window(&rs, ws),
 							 s->key, s->net);
@@ -666,8 +676,8 @@ static run_t ref_run(int stage, const opts_t *o, int64_t max_records,
 static bool digest_same(const digest_t *a, const digest_t *b)
 {
 	double tol = 1e-9 * fmax(1.0, fmax(fabs(a->fsum), fabs(b->fsum)));
-	return a->rows == b->rows && a->isum == b->isum &&
-	       a->hsum == b->hsum && fabs(a->fsum - b->fsum) <= tol;
+	return a->rows == b->rows && a->isum == b->isum && a->hsum == b->hsum &&
+		fabs(a->fsum - b->fsum) <= tol;
 }
 
 static void check_stages(const opts_t *o)
@@ -682,14 +692,15 @@ static void check_stages(const opts_t *o)
 		run_t rs = sv_run(st, o, n, INFINITY, &a);
 		run_t rr = ref_run(st, o, n, INFINITY, &b);
 		bool ok = rs.records == rr.records && digest_same(&a, &b) &&
-			  a.rows > 0;
+			a.rows > 0;
 		if (st == ST_FILTER)
 			filtered = b.rows;
 		if (st == ST_TUMBLE)
 			ok = ok && (uint64_t)b.isum == filtered;
 		if (st == ST_SLIDE)
-			ok = ok && (uint64_t)b.isum ==
-					   filtered * (SLIDE_SIZE_MS / SLIDE_MS);
+			ok = ok &&
+				(uint64_t)b.isum ==
+					filtered * (SLIDE_SIZE_MS / SLIDE_MS);
 		fprintf(stderr,
 			"check %-13s %llu records: %llu rows out, sums %lld / "
 			"%.6f — %s\n",
@@ -699,7 +710,8 @@ static void check_stages(const opts_t *o)
 		if (!ok) {
 			fprintf(stderr,
 				"  streamvisor: rows %llu isum %lld fsum %.9f "
-				"hsum %016llx\n  reference:   rows %llu isum %lld "
+				"hsum %016llx\n  reference:   rows %llu isum "
+				"%lld "
 				"fsum %.9f hsum %016llx\n",
 				(unsigned long long)a.rows, (long long)a.isum,
 				a.fsum, (unsigned long long)a.hsum,
@@ -742,11 +754,11 @@ static double best_min(const double *v, int n)
 
 /* Per-stage figures over the rounds. */
 typedef struct summary {
-	double sv_rate[MAX_ROUNDS], ref_rate[MAX_ROUNDS];     /* rec / wall s */
-	double sv_core[MAX_ROUNDS], ref_core[MAX_ROUNDS];     /* rec / cpu s */
-	double sv_cpum[MAX_ROUNDS], ref_cpum[MAX_ROUNDS];     /* cpu s / M rec */
-	double ratio[MAX_ROUNDS];       /* sv / ref cost per record (cpu) */
-	double sv_nogen[MAX_ROUNDS], ref_nogen[MAX_ROUNDS];   /* ns/rec */
+	double sv_rate[MAX_ROUNDS], ref_rate[MAX_ROUNDS]; /* rec / wall s */
+	double sv_core[MAX_ROUNDS], ref_core[MAX_ROUNDS]; /* rec / cpu s */
+	double sv_cpum[MAX_ROUNDS], ref_cpum[MAX_ROUNDS]; /* cpu s / M rec */
+	double ratio[MAX_ROUNDS]; /* sv / ref cost per record (cpu) */
+	double sv_nogen[MAX_ROUNDS], ref_nogen[MAX_ROUNDS]; /* ns/rec */
 	double ratio_nogen[MAX_ROUNDS];
 	double out_per_rec;
 	run_t sv_runs[MAX_ROUNDS], ref_runs[MAX_ROUNDS];
@@ -765,8 +777,9 @@ static void record(summary_t *s, int r, const run_t *a, const run_t *b)
 	s->ratio[r] = s->sv_cpum[r] / s->ref_cpum[r];
 	s->sv_nogen[r] = (a->wall_s - a->gen_s) * 1e9 / (double)a->records;
 	s->ref_nogen[r] = (b->wall_s - b->gen_s) * 1e9 / (double)b->records;
-	s->ratio_nogen[r] = s->ref_nogen[r] > 0 ? s->sv_nogen[r] / s->ref_nogen[r]
-						: 0;
+	s->ratio_nogen[r] = s->ref_nogen[r] > 0
+		? s->sv_nogen[r] / s->ref_nogen[r]
+		: 0;
 	s->out_per_rec = (double)a->out_rows / (double)a->records;
 }
 
@@ -803,9 +816,10 @@ static void write_json(const char *path, const opts_t *o, const summary_t *s,
 		date);
 	fprintf(f, "  \"cpu\": \"%s\",\n  \"online_cpus\": %ld,\n", cpu,
 		sysconf(_SC_NPROCESSORS_ONLN));
-	fprintf(f, "  \"records\": %lld,\n  \"seconds\": %g,\n  \"rounds\": %d,\n"
-		   "  \"batch\": %zu,\n  \"keys\": %lld,\n  \"tumble_ms\": %lld,\n"
-		   "  \"slide_size_ms\": %d,\n  \"slide_ms\": %d,\n",
+	fprintf(f,
+		"  \"records\": %lld,\n  \"seconds\": %g,\n  \"rounds\": %d,\n"
+		"  \"batch\": %zu,\n  \"keys\": %lld,\n  \"tumble_ms\": %lld,\n"
+		"  \"slide_size_ms\": %d,\n  \"slide_ms\": %d,\n",
 		(long long)o->records, o->seconds, o->rounds, o->batch,
 		(long long)o->keys, (long long)o->tumble_ms, SLIDE_SIZE_MS,
 		SLIDE_MS);
@@ -815,13 +829,16 @@ static void write_json(const char *path, const opts_t *o, const summary_t *s,
 		const summary_t *x = &s[st];
 		if (!(o->stages & 1u << st))
 			continue;
-		fprintf(f, "%s    {\"name\": \"%s\", \"out_rows_per_record\": %.4f,\n"
-			   "     \"median\": {\"sv_records_per_s\": %.0f, "
-			   "\"ref_records_per_s\": %.0f, "
-			   "\"sv_records_per_cpu_s\": %.0f, "
-			   "\"ref_records_per_cpu_s\": %.0f, "
-			   "\"ratio_cpu\": %.3f, \"ratio_excl_generator\": %.3f},\n"
-			   "     \"runs\": [",
+		fprintf(f,
+			"%s    {\"name\": \"%s\", \"out_rows_per_record\": "
+			"%.4f,\n"
+			"     \"median\": {\"sv_records_per_s\": %.0f, "
+			"\"ref_records_per_s\": %.0f, "
+			"\"sv_records_per_cpu_s\": %.0f, "
+			"\"ref_records_per_cpu_s\": %.0f, "
+			"\"ratio_cpu\": %.3f, \"ratio_excl_generator\": "
+			"%.3f},\n"
+			"     \"runs\": [",
 			first ? "" : ",\n", stage_names[st], x->out_per_rec,
 			median(x->sv_rate, o->rounds),
 			median(x->ref_rate, o->rounds),
@@ -831,13 +848,15 @@ static void write_json(const char *path, const opts_t *o, const summary_t *s,
 			median(x->ratio_nogen, o->rounds));
 		for (int r = 0; r < o->rounds; r++) {
 			const run_t *a = &x->sv_runs[r], *b = &x->ref_runs[r];
-			fprintf(f, "%s\n       {\"round\": %d, "
-				   "\"sv\": {\"records\": %llu, \"wall_s\": %.6f, "
-				   "\"cpu_s\": %.6f, \"gen_s\": %.6f, "
-				   "\"out_rows\": %llu}, "
-				   "\"ref\": {\"records\": %llu, \"wall_s\": %.6f, "
-				   "\"cpu_s\": %.6f, \"gen_s\": %.6f, "
-				   "\"out_rows\": %llu}}",
+			fprintf(f,
+				"%s\n       {\"round\": %d, "
+				"\"sv\": {\"records\": %llu, \"wall_s\": %.6f, "
+				"\"cpu_s\": %.6f, \"gen_s\": %.6f, "
+				"\"out_rows\": %llu}, "
+				"\"ref\": {\"records\": %llu, \"wall_s\": "
+				"%.6f, "
+				"\"cpu_s\": %.6f, \"gen_s\": %.6f, "
+				"\"out_rows\": %llu}}",
 				r ? "," : "", r + 1,
 				(unsigned long long)a->records, a->wall_s,
 				a->cpu_s, a->gen_s,
@@ -873,8 +892,12 @@ static void usage(void)
 
 static void parse_args(int argc, char **argv, opts_t *o)
 {
-	*o = (opts_t){.records = 100000000, .seconds = 0.5, .rounds = 5,
-		      .batch = 2048, .keys = 10000, .tumble_ms = 60000,
+	*o = (opts_t){.records = 100000000,
+		      .seconds = 0.5,
+		      .rounds = 5,
+		      .batch = 2048,
+		      .keys = 10000,
+		      .tumble_ms = 60000,
 		      .stages = (1u << NSTAGES) - 1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -901,9 +924,10 @@ static void parse_args(int argc, char **argv, opts_t *o)
 					st = k;
 			if (st < 0)
 				usage();
-			o->stages = (o->stages == (1u << NSTAGES) - 1 ? 0
-								      : o->stages) |
-				    1u << st;
+			o->stages = (o->stages == (1u << NSTAGES) - 1
+					     ? 0
+					     : o->stages) |
+				1u << st;
 			end = (char *)v + strlen(v);
 		} else if (!strcmp(a, "--json")) {
 			o->json = v;
@@ -958,7 +982,8 @@ int main(int argc, char **argv)
 	       SLIDE_MS);
 	printf("| stage | streamvisor Mrec/s best / median | per core "
 	       "(Mrec per CPU-s, median) | CPU s per Mrec | reference Mrec/s "
-	       "best / median | ref CPU s per Mrec | cost ratio sv/ref (median, "
+	       "best / median | ref CPU s per Mrec | cost ratio sv/ref "
+	       "(median, "
 	       "min–max) | excl. generator: sv / ref ns per rec, ratio |\n");
 	printf("|---|---|---|---|---|---|---|---|\n");
 	for (int st = 0; st < NSTAGES; st++) {
@@ -971,9 +996,11 @@ int main(int argc, char **argv)
 			snprintf(nogen, sizeof(nogen), "—");
 		else
 			snprintf(nogen, sizeof(nogen), "%.1f / %.1f, %.2f×",
-				 median(x->sv_nogen, n), median(x->ref_nogen, n),
+				 median(x->sv_nogen, n),
+				 median(x->ref_nogen, n),
 				 median(x->ratio_nogen, n));
-		printf("| %s | %.2f / %.2f | %.2f | %.3f | %.2f / %.2f | %.3f | "
+		printf("| %s | %.2f / %.2f | %.2f | %.3f | %.2f / %.2f | %.3f "
+		       "| "
 		       "%.2f× (%.2f–%.2f) | %s |\n",
 		       stage_names[st], best_max(x->sv_rate, n) / 1e6,
 		       median(x->sv_rate, n) / 1e6, median(x->sv_core, n) / 1e6,

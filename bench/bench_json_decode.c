@@ -38,8 +38,8 @@
 
 /* ---- the records ---- */
 
-static const char *const regions[] = {"EU-West", "EU-Central", "US-East",
-				      "US-West-2", "AP-South", "SA-East"};
+static const char *const regions[] = {"EU-West",   "EU-Central", "US-East",
+				      "US-West-2", "AP-South",   "SA-East"};
 static const char *const statuses[] = {"completed", "pending", "failed",
 				       "refunded", "in_review"};
 
@@ -77,15 +77,18 @@ static rec_t *make_records(size_t n, size_t *total)
 	for (size_t i = 0; i < n; i++) {
 		char buf[512];
 		uint64_t a = rng(&x), b = rng(&x);
-		int len = snprintf(buf, sizeof(buf),
+		int len = snprintf(
+			buf, sizeof(buf),
 			"{\"id\":%llu,\"region\":\"%s\",\"amount\":%llu.%02llu,"
 			"\"status\":\"%s\",\"ts\":%llu,\"bidder\":%llu,"
-			"\"url\":\"http://shop.example.com/item/%llu?ref=campaign-%llu"
+			"\"url\":\"http://shop.example.com/item/"
+			"%llu?ref=campaign-%llu"
 			"&session=%016llx\"}",
-			(unsigned long long)(a % 100000000),
-			regions[a % 6], (unsigned long long)(b % 10000),
+			(unsigned long long)(a % 100000000), regions[a % 6],
+			(unsigned long long)(b % 10000),
 			(unsigned long long)(b >> 40) % 100, statuses[b % 5],
-			1700000000000ULL + (unsigned long long)(a >> 30) % 100000000,
+			1700000000000ULL +
+				(unsigned long long)(a >> 30) % 100000000,
 			(unsigned long long)(b >> 20) % 1000,
 			(unsigned long long)(a >> 11) % 1000000,
 			(unsigned long long)(b >> 7) % 1000,
@@ -117,7 +120,10 @@ static int ours_decode(void *ctx, const char *p, size_t n, sv_batch_t *b)
 	char reason[128];
 	return sv_decoder_decode(ctx, p, n, b, NULL, reason, sizeof(reason));
 }
-static void ours_close(void *ctx) { sv_decoder_destroy(ctx); }
+static void ours_close(void *ctx)
+{
+	sv_decoder_destroy(ctx);
+}
 
 /* (a) jansson */
 typedef struct jctx {
@@ -168,8 +174,9 @@ static int jansson_decode(void *ctx, const char *p, size_t n, sv_batch_t *b)
 			if (!json_is_string(v))
 				goto pop;
 			size_t len = json_string_length(v);
-			row[i] = sv_str(sv_batch_strdup(b, json_string_value(v), len),
-					(uint32_t)len);
+			row[i] = sv_str(
+				sv_batch_strdup(b, json_string_value(v), len),
+				(uint32_t)len);
 			break;
 		}
 		case SV_T_TIMESTAMP: {
@@ -183,7 +190,8 @@ static int jansson_decode(void *ctx, const char *p, size_t n, sv_batch_t *b)
 			row[i] = sv_ts(ms);
 			break;
 		}
-		default: goto pop;
+		default:
+			goto pop;
 		}
 	}
 	if (sv_is_null(&row[0]))
@@ -196,10 +204,21 @@ fail:
 	json_decref(root);
 	return -1;
 }
-static void jansson_close(void *ctx) { free(ctx); }
+static void jansson_close(void *ctx)
+{
+	free(ctx);
+}
 
 /* (b) json-c through dlopen; only the handful of calls we need. */
-enum { JC_NULL, JC_BOOLEAN, JC_DOUBLE, JC_INT, JC_OBJECT, JC_ARRAY, JC_STRING };
+enum {
+	JC_NULL,
+	JC_BOOLEAN,
+	JC_DOUBLE,
+	JC_INT,
+	JC_OBJECT,
+	JC_ARRAY,
+	JC_STRING
+};
 typedef struct jcctx {
 	const sv_schema_t *schema;
 	void *lib, *tok;
@@ -228,7 +247,10 @@ static void *jsonc_open(const sv_schema_t *schema, const char **why)
 	jcctx_t *c = sv_calloc(1, sizeof(*c));
 	c->schema = schema;
 	c->lib = lib;
-	struct { void *dst; const char *sym; } syms[] = {
+	struct {
+		void *dst;
+		const char *sym;
+	} syms[] = {
 		{&c->tokener_new, "json_tokener_new"},
 		{&c->tokener_free, "json_tokener_free"},
 		{&c->tokener_reset, "json_tokener_reset"},
@@ -251,7 +273,8 @@ static void *jsonc_open(const sv_schema_t *schema, const char **why)
 			free(c);
 			return NULL;
 		}
-		memcpy(syms[i].dst, &fn, sizeof(fn)); /* object → function ptr */
+		memcpy(syms[i].dst, &fn,
+		       sizeof(fn)); /* object → function ptr */
 	}
 	c->tok = c->tokener_new();
 	return c;
@@ -297,11 +320,13 @@ static int jsonc_decode(void *ctx, const char *p, size_t n, sv_batch_t *b)
 			if (t != JC_STRING)
 				goto pop;
 			size_t len = (size_t)c->get_string_len(v);
-			row[i] = sv_str(sv_batch_strdup(b, c->get_string(v), len),
-					(uint32_t)len);
+			row[i] = sv_str(
+				sv_batch_strdup(b, c->get_string(v), len),
+				(uint32_t)len);
 			break;
 		}
-		default: goto pop;
+		default:
+			goto pop;
 		}
 	}
 	if (sv_is_null(&row[0]))
@@ -344,7 +369,8 @@ static void *simd_open(const sv_schema_t *schema, const char **why)
 {
 	const char *path = getenv("SV_SIMDJSON_SHIM");
 	if (!path) {
-		*why = "SV_SIMDJSON_SHIM not set (build it with bench/json_candidates/build.sh)";
+		*why = "SV_SIMDJSON_SHIM not set (build it with "
+		       "bench/json_candidates/build.sh)";
 		return NULL;
 	}
 	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -355,7 +381,8 @@ static void *simd_open(const sv_schema_t *schema, const char **why)
 	sjctx_t *c = sv_calloc(1, sizeof(*c));
 	c->schema = schema;
 	c->lib = lib;
-	void *a = dlsym(lib, "svj_simd_new"), *d = dlsym(lib, "svj_simd_decode"),
+	void *a = dlsym(lib, "svj_simd_new"),
+	     *d = dlsym(lib, "svj_simd_decode"),
 	     *f = dlsym(lib, "svj_simd_free");
 	if (!a || !d || !f) {
 		*why = "shim lacks svj_simd_* symbols";
@@ -390,15 +417,24 @@ static int simd_decode(void *ctx, const char *p, size_t n, sv_batch_t *b)
 	for (size_t i = 0; i < c->schema->nfields; i++) {
 		const svj_cell_t *cl = &c->cells[i];
 		switch (cl->type) {
-		case SV_T_BOOL: row[i] = sv_bool(cl->i != 0); break;
-		case SV_T_INT64: row[i] = sv_int(cl->i); break;
-		case SV_T_TIMESTAMP: row[i] = sv_ts(cl->i); break;
-		case SV_T_FLOAT64: row[i] = sv_float(cl->f); break;
+		case SV_T_BOOL:
+			row[i] = sv_bool(cl->i != 0);
+			break;
+		case SV_T_INT64:
+			row[i] = sv_int(cl->i);
+			break;
+		case SV_T_TIMESTAMP:
+			row[i] = sv_ts(cl->i);
+			break;
+		case SV_T_FLOAT64:
+			row[i] = sv_float(cl->f);
+			break;
 		case SV_T_STRING:
 			row[i] = sv_str(sv_batch_strdup(b, cl->s, cl->len),
 					(uint32_t)cl->len);
 			break;
-		default: break;
+		default:
+			break;
 		}
 	}
 	return 0;
@@ -414,7 +450,8 @@ static void simd_close(void *ctx)
 }
 
 static const cand_t cands[] = {
-	{"(a) jansson json_loadb + get", jansson_open, jansson_decode, jansson_close},
+	{"(a) jansson json_loadb + get", jansson_open, jansson_decode,
+	 jansson_close},
 	{"(b) json-c tokener + get_ex", jsonc_open, jsonc_decode, jsonc_close},
 	{"(c) simdjson on-demand (shim)", simd_open, simd_decode, simd_close},
 	{"(d) streamvisor scanner", ours_open, ours_decode, ours_close},
@@ -430,7 +467,8 @@ static bool same_rows(const sv_batch_t *a, const sv_batch_t *b)
 		for (size_t c = 0; c < a->ncols; c++)
 			if (!sv_value_equal(&sv_batch_row(a, r)[c],
 					    &sv_batch_row(b, r)[c]) ||
-			    sv_batch_row(a, r)[c].type != sv_batch_row(b, r)[c].type)
+			    sv_batch_row(a, r)[c].type !=
+				    sv_batch_row(b, r)[c].type)
 				return false;
 	return true;
 }
@@ -447,8 +485,9 @@ int main(int argc, char **argv)
 	size_t total;
 	rec_t *recs = make_records(nrec, &total);
 	printf("records: %zu distinct, avg %.0f bytes, schema %zu fields; "
-	       "best of %d interleaved runs of %.1f s\n\n", nrec, (double)total / (double)nrec,
-	       schema->nfields, RUNS, seconds);
+	       "best of %d interleaved runs of %.1f s\n\n",
+	       nrec, (double)total / (double)nrec, schema->nfields, RUNS,
+	       seconds);
 	printf("example: %.*s\n\n", (int)recs[0].n, recs[0].p);
 
 	/* reference rows from the production decoder */
@@ -490,8 +529,9 @@ int main(int argc, char **argv)
 			sv_batch_reset(&b);
 			do {
 				for (int j = 0; j < RESET_EVERY; j++) {
-					failed += cands[k].decode(ctx[k], recs[i].p,
-								  recs[i].n, &b) != 0;
+					failed += cands[k].decode(
+							  ctx[k], recs[i].p,
+							  recs[i].n, &b) != 0;
 					if (++i == nrec)
 						i = 0;
 				}
@@ -506,11 +546,13 @@ int main(int argc, char **argv)
 				best[k] = rps;
 		}
 	}
-	printf("| candidate | records/s | ns/record | MB/s | rows match (d) |\n");
+	printf("| candidate | records/s | ns/record | MB/s | rows match (d) "
+	       "|\n");
 	printf("|---|---:|---:|---:|---|\n");
 	for (size_t k = 0; k < SV_ARRAY_LEN(cands); k++) {
 		if (!ctx[k]) {
-			printf("| %s | skipped | | | %s |\n", cands[k].name, why[k]);
+			printf("| %s | skipped | | | %s |\n", cands[k].name,
+			       why[k]);
 			continue;
 		}
 		printf("| %s | %.2fM | %.0f | %.0f | %s |\n", cands[k].name,

@@ -93,7 +93,8 @@ static double mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
 #include <stdarg.h>
 static void fail(const char *fmt, ...)
 {
@@ -130,7 +131,8 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic)
 	if (e)
 		fail("metadata of '%s': %s", topic, rd_kafka_err2str(e));
 	int n = md->topic_cnt == 1 && !md->topics[0].err
-			? md->topics[0].partition_cnt : 0;
+		? md->topics[0].partition_cnt
+		: 0;
 	rd_kafka_metadata_destroy(md);
 	rd_kafka_topic_destroy(t);
 	if (n <= 0 || n > MAXPART)
@@ -150,7 +152,7 @@ static double cpu_s(void)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
 /* ==== load ==== */
@@ -162,10 +164,19 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *o)
 	(void)rk;
 	(void)o;
 	if (m->err && dr_failed++ < 5)
-		fprintf(stderr, "delivery failed: %s\n", rd_kafka_err2str(m->err));
+		fprintf(stderr, "delivery failed: %s\n",
+			rd_kafka_err2str(m->err));
 }
 
-enum { NX_TYPE, NX_TIME, NX_AUCTION, NX_BIDDER, NX_PRICE, NX_CHANNEL, NX_URL };
+enum {
+	NX_TYPE,
+	NX_TIME,
+	NX_AUCTION,
+	NX_BIDDER,
+	NX_PRICE,
+	NX_CHANNEL,
+	NX_URL
+};
 
 static void json_str(char **p, const sv_value_t *v)
 {
@@ -204,9 +215,13 @@ static int cmd_load(const opts_t *o)
 	sv_schema_add(schema, "channel", SV_T_STRING, true);
 	sv_schema_add(schema, "url", SV_T_STRING, true);
 	sv_source_conf_t sc = {
-		.kind = "generator", .job_id = "bench-load",
-		.format = SV_FMT_JSON, .schema = schema,
-		.generator = "nexmark", .count = -1, .seed = o->seed,
+		.kind = "generator",
+		.job_id = "bench-load",
+		.format = SV_FMT_JSON,
+		.schema = schema,
+		.generator = "nexmark",
+		.count = -1,
+		.seed = o->seed,
 	};
 	sv_source_t *src;
 	sv_error_t *err;
@@ -225,10 +240,12 @@ static int cmd_load(const opts_t *o)
 
 	sv_batch_t b;
 	sv_batch_init(&b, schema);
-	static const char pad[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-				  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-				  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-				  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static const char pad[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678"
+		"9";
 	char buf[1024];
 	int64_t seq = 0, bytes = 0;
 	double t0 = mono_s();
@@ -250,14 +267,16 @@ static int cmd_load(const opts_t *o)
 				double now = mono_s();
 				if (due > now)
 					usleep((useconds_t)((due - now) * 1e6));
-				if (o->seconds > 0 && mono_s() - t0 >= o->seconds)
+				if (o->seconds > 0 &&
+				    mono_s() - t0 >= o->seconds)
 					goto done;
 			}
 			int64_t ts = o->live ? now_ms() : v[NX_TIME].v.i;
 			char *p = buf;
 			p += sprintf(p,
 				     "{\"seq\":%" PRId64 ",\"key\":%" PRId64
-				     ",\"auction\":%" PRId64 ",\"bidder\":%" PRId64
+				     ",\"auction\":%" PRId64
+				     ",\"bidder\":%" PRId64
 				     ",\"price\":%" PRId64 ",\"channel\":",
 				     seq, seq % o->keys, v[NX_AUCTION].v.i,
 				     v[NX_BIDDER].v.i, v[NX_PRICE].v.i);
@@ -270,18 +289,23 @@ static int cmd_load(const opts_t *o)
 				room = 0;
 			if (room > (int)sizeof(pad) - 1)
 				room = (int)sizeof(pad) - 1;
-			memcpy(p, pad + (seq % 7), (size_t)room > sizeof(pad) - 8 ? sizeof(pad) - 8 : (size_t)room);
-			p += (size_t)room > sizeof(pad) - 8 ? sizeof(pad) - 8 : (size_t)room;
+			memcpy(p, pad + (seq % 7),
+			       (size_t)room > sizeof(pad) - 8 ? sizeof(pad) - 8
+							      : (size_t)room);
+			p += (size_t)room > sizeof(pad) - 8 ? sizeof(pad) - 8
+							    : (size_t)room;
 			*p++ = '"';
 			*p++ = '}';
 			size_t len = (size_t)(p - buf);
 			int32_t part = (int32_t)(seq % nparts);
-			while (rd_kafka_produce(rkt, part, RD_KAFKA_MSG_F_COPY, buf,
-						len, NULL, 0, NULL) == -1) {
+			while (rd_kafka_produce(rkt, part, RD_KAFKA_MSG_F_COPY,
+						buf, len, NULL, 0,
+						NULL) == -1) {
 				if (rd_kafka_last_error() !=
 				    RD_KAFKA_RESP_ERR__QUEUE_FULL)
-					fail("produce: %s", rd_kafka_err2str(
-						rd_kafka_last_error()));
+					fail("produce: %s",
+					     rd_kafka_err2str(
+						     rd_kafka_last_error()));
 				rd_kafka_poll(rk, 50);
 			}
 			rd_kafka_poll(rk, 0);
@@ -332,7 +356,8 @@ static rd_kafka_t *consumer_assign_all(const opts_t *o, const char *topic,
 	*tp = rd_kafka_topic_partition_list_new(n);
 	for (int p = 0; p < n; p++)
 		rd_kafka_topic_partition_list_add(*tp, topic, p)->offset =
-			from_end ? RD_KAFKA_OFFSET_END : RD_KAFKA_OFFSET_BEGINNING;
+			from_end ? RD_KAFKA_OFFSET_END
+				 : RD_KAFKA_OFFSET_BEGINNING;
 	for (int p = 0; lo && p < n; p++) {
 		rd_kafka_resp_err_t qe = rd_kafka_query_watermark_offsets(
 			rk, topic, p, &lo[p], &hi[p], 10000);
@@ -372,11 +397,13 @@ static int cmd_copy(const opts_t *o)
 	rd_kafka_conf_set_dr_msg_cb(pc, dr_cb);
 	rd_kafka_t *prod = new_client(RD_KAFKA_PRODUCER, pc);
 	rd_kafka_topic_t *out = rd_kafka_topic_new(prod, o->out, NULL);
-	fprintf(stderr, "copy: %.3f s: consumer assigned, end offsets read\n", mono_s() - t0);
+	fprintf(stderr, "copy: %.3f s: consumer assigned, end offsets read\n",
+		mono_s() - t0);
 	rd_kafka_error_t *te;
 	if (o->txn) {
 		if ((te = rd_kafka_init_transactions(prod, 30000)))
-			fail("init_transactions: %s", rd_kafka_error_string(te));
+			fail("init_transactions: %s",
+			     rd_kafka_error_string(te));
 		if ((te = rd_kafka_begin_transaction(prod)))
 			fail("begin: %s", rd_kafka_error_string(te));
 	}
@@ -390,31 +417,32 @@ static int cmd_copy(const opts_t *o)
 
 	/* commit: everything produced so far is durable (or in the
 	 * transaction), then the positions go with it. */
-#define COMMIT_POSITIONS()                                                     \
-	do {                                                                   \
-		rd_kafka_topic_partition_list_t *offs =                        \
-			rd_kafka_topic_partition_list_new(nparts);             \
-		for (int p = 0; p < nparts; p++)                               \
-			rd_kafka_topic_partition_list_add(offs, o->in, p)      \
-				->offset = next[p];                            \
-		if (o->txn) {                                                  \
-			if ((te = rd_kafka_send_offsets_to_transaction(        \
-				     prod, offs, cgmd, 30000)))                \
-				fail("send_offsets: %s",                       \
-				     rd_kafka_error_string(te));               \
-			if ((te = rd_kafka_commit_transaction(prod, 60000)))   \
-				fail("commit_transaction: %s",                 \
-				     rd_kafka_error_string(te));               \
-		} else {                                                       \
-			if (rd_kafka_flush(prod, 60000))                       \
-				fail("flush timed out");                       \
-			rd_kafka_resp_err_t ce = rd_kafka_commit(cons, offs, 0); \
-			if (ce)                                                \
-				fail("commit: %s", rd_kafka_err2str(ce));      \
-		}                                                              \
-		rd_kafka_topic_partition_list_destroy(offs);                   \
-		commits++;                                                     \
-		last_commit = mono_s();                                        \
+#define COMMIT_POSITIONS()                                                   \
+	do {                                                                 \
+		rd_kafka_topic_partition_list_t *offs =                      \
+			rd_kafka_topic_partition_list_new(nparts);           \
+		for (int p = 0; p < nparts; p++)                             \
+			rd_kafka_topic_partition_list_add(offs, o->in, p)    \
+				->offset = next[p];                          \
+		if (o->txn) {                                                \
+			if ((te = rd_kafka_send_offsets_to_transaction(      \
+				     prod, offs, cgmd, 30000)))              \
+				fail("send_offsets: %s",                     \
+				     rd_kafka_error_string(te));             \
+			if ((te = rd_kafka_commit_transaction(prod, 60000))) \
+				fail("commit_transaction: %s",               \
+				     rd_kafka_error_string(te));             \
+		} else {                                                     \
+			if (rd_kafka_flush(prod, 60000))                     \
+				fail("flush timed out");                     \
+			rd_kafka_resp_err_t ce = rd_kafka_commit(cons, offs, \
+								 0);         \
+			if (ce)                                              \
+				fail("commit: %s", rd_kafka_err2str(ce));    \
+		}                                                            \
+		rd_kafka_topic_partition_list_destroy(offs);                 \
+		commits++;                                                   \
+		last_commit = mono_s();                                      \
 	} while (0)
 
 	for (;;) {
@@ -436,17 +464,21 @@ static int cmd_copy(const opts_t *o)
 				fail("consume: %s", rd_kafka_message_errstr(m));
 			} else {
 				if (first) {
-					fprintf(stderr, "copy: %.3f s: first record\n", mono_s() - t0);
+					fprintf(stderr,
+						"copy: %.3f s: first record\n",
+						mono_s() - t0);
 					first = false;
 				}
 				while (rd_kafka_produce(out, m->partition,
-						RD_KAFKA_MSG_F_COPY, m->payload,
-						m->len, m->key, m->key_len,
-						NULL) == -1) {
+							RD_KAFKA_MSG_F_COPY,
+							m->payload, m->len,
+							m->key, m->key_len,
+							NULL) == -1) {
 					if (rd_kafka_last_error() !=
 					    RD_KAFKA_RESP_ERR__QUEUE_FULL)
 						fail("produce: %s",
-						     rd_kafka_err2str(rd_kafka_last_error()));
+						     rd_kafka_err2str(
+							     rd_kafka_last_error()));
 					rd_kafka_poll(prod, 20);
 				}
 				next[m->partition] = m->offset + 1;
@@ -489,8 +521,8 @@ static int cmd_count(const opts_t *o)
 	rd_kafka_topic_partition_list_t *tp;
 	char group[64];
 	snprintf(group, sizeof(group), "bench-count-%d", (int)getpid());
-	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, false, &nparts, &tp,
-					       NULL, NULL);
+	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, false,
+					       &nparts, &tp, NULL, NULL);
 	bool eof[MAXPART] = {0};
 	int neof = 0;
 	int64_t records = 0, bytes = 0;
@@ -519,7 +551,8 @@ static int cmd_count(const opts_t *o)
 		}
 		rd_kafka_message_destroy(m);
 	}
-	printf("{\"topic\":\"%s\",\"records\":%" PRId64 ",\"bytes\":%" PRId64 "}\n",
+	printf("{\"topic\":\"%s\",\"records\":%" PRId64 ",\"bytes\":%" PRId64
+	       "}\n",
 	       o->topic, records, bytes);
 	rd_kafka_consumer_close(cons);
 	rd_kafka_topic_partition_list_destroy(tp);
@@ -543,7 +576,8 @@ static int cmd_topics(const opts_t *o)
 	char err[256];
 	for (char *t = strtok_r(list, ",", &save); t && n < 64;
 	     t = strtok_r(NULL, ",", &save)) {
-		nt[n] = rd_kafka_NewTopic_new(t, o->partitions, 1, err, sizeof(err));
+		nt[n] = rd_kafka_NewTopic_new(t, o->partitions, 1, err,
+					      sizeof(err));
 		if (!nt[n])
 			fail("topic '%s': %s", t, err);
 		names[n] = t;
@@ -562,7 +596,8 @@ static int cmd_topics(const opts_t *o)
 	for (size_t i = 0; i < cnt; i++) {
 		rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
 		if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-			fail("create topic '%s': %s", rd_kafka_topic_result_name(tr[i]),
+			fail("create topic '%s': %s",
+			     rd_kafka_topic_result_name(tr[i]),
 			     rd_kafka_err2str(e));
 	}
 	rd_kafka_event_destroy(ev);
@@ -575,9 +610,12 @@ static int cmd_topics(const opts_t *o)
 			bool ok = false;
 			if (!rd_kafka_metadata(rk, 0, rkt, &md, 5000)) {
 				ok = md->topic_cnt == 1 && !md->topics[0].err &&
-				     md->topics[0].partition_cnt == o->partitions;
-				for (int p = 0; ok && p < md->topics[0].partition_cnt; p++)
-					if (md->topics[0].partitions[p].leader < 0)
+					md->topics[0].partition_cnt ==
+						o->partitions;
+				for (int p = 0;
+				     ok && p < md->topics[0].partition_cnt; p++)
+					if (md->topics[0].partitions[p].leader <
+					    0)
 						ok = false;
 				rd_kafka_metadata_destroy(md);
 			}
@@ -642,8 +680,8 @@ static int cmd_latency(const opts_t *o)
 	rd_kafka_topic_partition_list_t *tp;
 	char group[64];
 	snprintf(group, sizeof(group), "bench-lat-%d", (int)getpid());
-	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, true, &nparts, &tp,
-					       NULL, NULL);
+	rd_kafka_t *cons = consumer_assign_all(o, o->topic, group, true,
+					       &nparts, &tp, NULL, NULL);
 	size_t cap = 1 << 20, n = 0;
 	int64_t *lat = malloc(cap * sizeof(*lat));
 	int64_t records = 0, missing = 0, kill_ms = -1, recovery_ms = -1;
@@ -656,7 +694,8 @@ static int cmd_latency(const opts_t *o)
 	while (!stop_flag && mono_s() - t0 < o->seconds) {
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(cons, 100);
 		int64_t now = now_ms();
-		if (o->kill_file && kill_ms < 0 && mono_s() - kill_check > 0.05) {
+		if (o->kill_file && kill_ms < 0 &&
+		    mono_s() - kill_check > 0.05) {
 			kill_check = mono_s();
 			FILE *f = fopen(o->kill_file, "r");
 			if (f) {
@@ -669,30 +708,37 @@ static int cmd_latency(const opts_t *o)
 			continue;
 		if (!m->err) {
 			records++;
-			int64_t v = json_field_i64(m->payload, m->len, o->field);
+			int64_t v = json_field_i64(m->payload, m->len,
+						   o->field);
 			if (v < 0) {
 				missing++;
 			} else {
 				if (mono_s() - t0 >= o->warmup && kill_ms < 0) {
 					if (n == cap) {
 						cap *= 2;
-						lat = realloc(lat, cap * sizeof(*lat));
+						lat = realloc(
+							lat,
+							cap * sizeof(*lat));
 					}
 					lat[n++] = now - v;
 				}
-				if (kill_ms >= 0 && recovery_ms < 0 && v > kill_ms)
+				if (kill_ms >= 0 && recovery_ms < 0 &&
+				    v > kill_ms)
 					recovery_ms = now - kill_ms;
 			}
 		}
 		rd_kafka_message_destroy(m);
 	}
 	qsort(lat, n, sizeof(*lat), cmp_i64);
-	printf("{\"records\":%" PRId64 ",\"measured\":%zu,\"missing_field\":%" PRId64,
+	printf("{\"records\":%" PRId64
+	       ",\"measured\":%zu,\"missing_field\":%" PRId64,
 	       records, n, missing);
 	if (n)
-		printf(",\"latency_p50_ms\":%" PRId64 ",\"latency_p99_ms\":%" PRId64
+		printf(",\"latency_p50_ms\":%" PRId64
+		       ",\"latency_p99_ms\":%" PRId64
 		       ",\"latency_max_ms\":%" PRId64,
-		       lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)], lat[n - 1]);
+		       lat[n / 2], lat[(size_t)((double)(n - 1) * 0.99)],
+		       lat[n - 1]);
 	if (kill_ms >= 0 && recovery_ms >= 0)
 		printf(",\"kill_ms\":%" PRId64 ",\"recovery_s\":%.3f", kill_ms,
 		       recovery_ms / 1000.0);
@@ -709,7 +755,8 @@ static int cmd_latency(const opts_t *o)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: bench_raw_kafka load|copy|count|latency [--bootstrap B]\n"
+		"usage: bench_raw_kafka load|copy|count|latency [--bootstrap "
+		"B]\n"
 		"  load    --topic T --count N [--rate R --seconds S --live]"
 		" [--bytes 200 --keys 10000 --seed 42]\n"
 		"  copy    --in T --out T2 [--txn] [--group G]\n"
@@ -722,8 +769,13 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	opts_t o = {.bootstrap = "127.0.0.1:19492", .keys = 10000,
-		    .bytes = 200, .partitions = 8, .seed = 42, .field = "ts", .warmup = 2};
+	opts_t o = {.bootstrap = "127.0.0.1:19492",
+		    .keys = 10000,
+		    .bytes = 200,
+		    .partitions = 8,
+		    .seed = 42,
+		    .field = "ts",
+		    .warmup = 2};
 	if (argc < 2)
 		usage();
 	o.cmd = argv[1];
@@ -731,24 +783,42 @@ int main(int argc, char **argv)
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define ARG(name) (strcmp(a, name) == 0 && v && (i++, 1))
-		if (ARG("--bootstrap")) o.bootstrap = v;
-		else if (ARG("--topic")) o.topic = v;
-		else if (ARG("--in")) o.in = v;
-		else if (ARG("--out")) o.out = v;
-		else if (ARG("--group")) o.group = v;
-		else if (ARG("--field")) o.field = v;
-		else if (ARG("--kill-file")) o.kill_file = v;
-		else if (ARG("--count")) o.count = strtoll(v, NULL, 10);
-		else if (ARG("--rate")) o.rate = strtoll(v, NULL, 10);
-		else if (ARG("--keys")) o.keys = strtoll(v, NULL, 10);
-		else if (ARG("--bytes")) o.bytes = atoi(v);
-		else if (ARG("--partitions")) o.partitions = atoi(v);
-		else if (ARG("--seed")) o.seed = strtoull(v, NULL, 10);
-		else if (ARG("--seconds")) o.seconds = atof(v);
-		else if (ARG("--warmup")) o.warmup = atof(v);
-		else if (strcmp(a, "--live") == 0) o.live = true;
-		else if (strcmp(a, "--txn") == 0) o.txn = true;
-		else usage();
+		if (ARG("--bootstrap"))
+			o.bootstrap = v;
+		else if (ARG("--topic"))
+			o.topic = v;
+		else if (ARG("--in"))
+			o.in = v;
+		else if (ARG("--out"))
+			o.out = v;
+		else if (ARG("--group"))
+			o.group = v;
+		else if (ARG("--field"))
+			o.field = v;
+		else if (ARG("--kill-file"))
+			o.kill_file = v;
+		else if (ARG("--count"))
+			o.count = strtoll(v, NULL, 10);
+		else if (ARG("--rate"))
+			o.rate = strtoll(v, NULL, 10);
+		else if (ARG("--keys"))
+			o.keys = strtoll(v, NULL, 10);
+		else if (ARG("--bytes"))
+			o.bytes = atoi(v);
+		else if (ARG("--partitions"))
+			o.partitions = atoi(v);
+		else if (ARG("--seed"))
+			o.seed = strtoull(v, NULL, 10);
+		else if (ARG("--seconds"))
+			o.seconds = atof(v);
+		else if (ARG("--warmup"))
+			o.warmup = atof(v);
+		else if (strcmp(a, "--live") == 0)
+			o.live = true;
+		else if (strcmp(a, "--txn") == 0)
+			o.txn = true;
+		else
+			usage();
 #undef ARG
 	}
 	if (!strcmp(o.cmd, "load") && o.topic)

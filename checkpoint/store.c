@@ -51,8 +51,8 @@ struct sv_ckstore {
 	rocksdb_readoptions_t *ropts;
 	pthread_mutex_t seq_lock;
 	char *dir;
-	int marks_fd;     /* COMMIT-MARKS */
-	uint64_t marks;   /* commits marked (under seq_lock) */
+	int marks_fd; /* COMMIT-MARKS */
+	uint64_t marks; /* commits marked (under seq_lock) */
 };
 
 #define MARKS_KEY "meta/marks"
@@ -98,12 +98,16 @@ static sv_error_t *check_marks(sv_ckstore_t *st)
 	char b[16];
 	ssize_t n = pread(st->marks_fd, b, 16, 0);
 	if (n == 16 && unbe64(b) == ~unbe64(b + 8) && unbe64(b) > st->marks)
-		return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: the "
-			"database holds %llu committed checkpoint marks but %llu "
-			"were acknowledged (COMMIT-MARKS): its log was corrupted "
+		return sv_error_new(
+			SV_ERR_CHECKPOINT,
+			"checkpoint store %s: the "
+			"database holds %llu committed checkpoint marks but "
+			"%llu "
+			"were acknowledged (COMMIT-MARKS): its log was "
+			"corrupted "
 			"before its end and committed checkpoints were lost; "
-			"refusing to roll back silently", st->dir,
-			(unsigned long long)st->marks,
+			"refusing to roll back silently",
+			st->dir, (unsigned long long)st->marks,
 			(unsigned long long)unbe64(b));
 	return NULL;
 }
@@ -111,7 +115,8 @@ static sv_error_t *check_marks(sv_ckstore_t *st)
 static sv_error_t *db_error(sv_ckstore_t *st, char *rerr, const char *what)
 {
 	sv_error_t *err = sv_error_new(SV_ERR_CHECKPOINT,
-		"checkpoint store %s: %s: %s", st ? st->dir : "", what, rerr);
+				       "checkpoint store %s: %s: %s",
+				       st ? st->dir : "", what, rerr);
 	rocksdb_free(rerr);
 	return err;
 }
@@ -138,9 +143,10 @@ sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
 {
 	*out = NULL;
 	if (mkdirs(dir))
-		return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: cannot "
-				    "create the directory: %s", dir,
-				    strerror(errno));
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "checkpoint store %s: cannot "
+				    "create the directory: %s",
+				    dir, strerror(errno));
 	sv_ckstore_t *st = sv_calloc(1, sizeof(*st));
 	st->dir = sv_strdup(dir);
 	st->opts = rocksdb_options_create();
@@ -162,14 +168,18 @@ sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
 	st->marks_fd = open(side, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	free(side);
 	if (st->marks_fd < 0) {
-		sv_error_t *err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store "
-			"%s: cannot open COMMIT-MARKS: %s", dir, strerror(errno));
+		sv_error_t *err = sv_error_new(
+			SV_ERR_CHECKPOINT,
+			"checkpoint store "
+			"%s: cannot open COMMIT-MARKS: %s",
+			dir, strerror(errno));
 		sv_ckstore_close(st);
 		return err;
 	}
 	char *rerr = NULL;
 	st->db = rocksdb_open(st->opts, dir, &rerr);
-	sv_error_t *err = rerr ? db_error(st, rerr, "cannot open") : check_marks(st);
+	sv_error_t *err = rerr ? db_error(st, rerr, "cannot open")
+			       : check_marks(st);
 	if (err) {
 		sv_ckstore_close(st);
 		return err;
@@ -291,7 +301,8 @@ sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
 				  bool checkpoints)
 {
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-	char *jk = job_key(job_id), *sk = seq_key(job_id), *cp = ck_prefix(job_id);
+	char *jk = job_key(job_id), *sk = seq_key(job_id),
+	     *cp = ck_prefix(job_id);
 	rocksdb_writebatch_delete(wb, jk, strlen(jk));
 	sv_error_t *err = NULL;
 	if (checkpoints) {
@@ -325,8 +336,8 @@ sv_error_t *sv_ckstore_each_job(sv_ckstore_t *st, sv_ckstore_job_fn *fn,
 	size_t plen = strlen(prefix);
 	sv_error_t *err = NULL;
 	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
-	for (rocksdb_iter_seek(it, prefix, plen); !err && rocksdb_iter_valid(it);
-	     rocksdb_iter_next(it)) {
+	for (rocksdb_iter_seek(it, prefix, plen);
+	     !err && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t kl, vl;
 		const char *k = rocksdb_iter_key(it, &kl);
 		if (kl < plen || memcmp(k, prefix, plen))
@@ -361,8 +372,10 @@ sv_error_t *sv_ckstore_next_id(sv_ckstore_t *st, const char *job_id,
 	if (rerr) {
 		err = db_error(st, rerr, k);
 	} else if (v && vl != 8) {
-		err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: %s "
-				   "holds %zu bytes, not 8", st->dir, k, vl);
+		err = sv_error_new(SV_ERR_CHECKPOINT,
+				   "checkpoint store %s: %s "
+				   "holds %zu bytes, not 8",
+				   st->dir, k, vl);
 	} else if (v) {
 		for (int i = 0; i < 8; i++)
 			last = last << 8 | (unsigned char)v[i];
@@ -413,7 +426,8 @@ sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 		const Streamvisor__OperatorState *os = rec->operators[i];
 		char *sk = cs_key(rec->job_id, rec->id, os->index);
 		rocksdb_writebatch_put(wb, sk, strlen(sk),
-				       (const char *)os->state.data, os->state.len);
+				       (const char *)os->state.data,
+				       os->state.len);
 		free(sk);
 	}
 	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
@@ -435,12 +449,15 @@ static sv_error_t *load_state(sv_ckstore_t *st, sv_ckrec_t *rec)
 		char *sk = cs_key(rec->job_id, rec->id, os->index);
 		char *rerr = NULL;
 		size_t vl = 0;
-		char *v = rocksdb_get(st->db, st->ropts, sk, strlen(sk), &vl, &rerr);
+		char *v = rocksdb_get(st->db, st->ropts, sk, strlen(sk), &vl,
+				      &rerr);
 		sv_error_t *err = NULL;
 		if (rerr)
 			err = db_error(st, rerr, sk);
 		else if (!v)
-			err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: "
+			err = sv_error_new(
+				SV_ERR_CHECKPOINT,
+				"checkpoint store %s: "
 				"the state %s of checkpoint %lld is missing",
 				st->dir, sk, (long long)rec->id);
 		if (!err) {
@@ -461,12 +478,13 @@ static sv_error_t *unpack(sv_ckstore_t *st, const char *key, size_t kl,
 			  const char *v, size_t vl, sv_ckrec_t **out)
 {
 	*out = streamvisor__checkpoint_record__unpack(NULL, vl,
-						       (const uint8_t *)v);
+						      (const uint8_t *)v);
 	if (*out)
 		return NULL;
-	return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: record "
-			    "%.*s is corrupt (does not unpack)", st->dir,
-			    (int)kl, key);
+	return sv_error_new(SV_ERR_CHECKPOINT,
+			    "checkpoint store %s: record "
+			    "%.*s is corrupt (does not unpack)",
+			    st->dir, (int)kl, key);
 }
 
 /* The record without its state bytes, or *out = NULL. */
@@ -508,8 +526,10 @@ sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 	if (err)
 		return err;
 	if (!rec)
-		return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint %lld of job '%s' "
-				    "is not in the store", (long long)id, job_id);
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "checkpoint %lld of job '%s' "
+				    "is not in the store",
+				    (long long)id, job_id);
 	rec->status = status;
 	if (duration_ms >= 0)
 		rec->duration_ms = duration_ms;
@@ -519,7 +539,8 @@ sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 	char *k = ck_key(job_id, id);
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
-	bool commit = status == STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
+	bool commit = status ==
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
 	pthread_mutex_lock(&st->seq_lock);
 	char mb[8];
 	if (commit) {
@@ -533,9 +554,10 @@ sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 	} else if (commit) {
 		st->marks++;
 		if (write_side(st, st->marks))
-			err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint store %s: "
-				"cannot write COMMIT-MARKS: %s", st->dir,
-				strerror(errno));
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "checkpoint store %s: "
+					   "cannot write COMMIT-MARKS: %s",
+					   st->dir, strerror(errno));
 	}
 	pthread_mutex_unlock(&st->seq_lock);
 	rocksdb_writebatch_destroy(wb);
@@ -546,15 +568,15 @@ sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 
 /* Walk the job's records from the newest (id < before) to the oldest;
  * visit returns true to stop. */
-typedef bool (visit_fn)(void *opaque, sv_ckrec_t *rec, bool *keep);
+typedef bool(visit_fn)(void *opaque, sv_ckrec_t *rec, bool *keep);
 
 static sv_error_t *walk_back(sv_ckstore_t *st, const char *job_id,
 			     int64_t before, visit_fn *visit, void *opaque)
 {
 	char *prefix = ck_prefix(job_id);
 	size_t plen = strlen(prefix);
-	char *start = before == INT64_MAX
-		? sv_strdup(prefix) : ck_key(job_id, before);
+	char *start = before == INT64_MAX ? sv_strdup(prefix)
+					  : ck_key(job_id, before);
 	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
 	if (before == INT64_MAX) {
 		/* just past the last key of the prefix: "ck/<job>0" > "ck/<job>/..." */
@@ -653,8 +675,8 @@ static bool visit_collect(void *opaque, sv_ckrec_t *rec, bool *keep)
 	return c->n >= c->limit;
 }
 
-sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id,
-			    size_t limit, sv_ckrec_t ***recs, size_t *n)
+sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id, size_t limit,
+			    sv_ckrec_t ***recs, size_t *n)
 {
 	*recs = NULL;
 	*n = 0;
@@ -701,8 +723,7 @@ static bool visit_retain(void *opaque, sv_ckrec_t *rec, bool *keep)
 	return false;
 }
 
-sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id,
-			      int retain)
+sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 {
 	retain_t r = {retain < 1 ? 1 : retain, 0, 0, NULL, 0};
 	sv_error_t *err = walk_back(st, job_id, INT64_MAX, visit_retain, &r);

@@ -66,12 +66,11 @@ sv_error_t *sv_ckstore_latest_committed(sv_ckstore_t *st, const char *job_id,
 					int64_t before, sv_ckrec_t **out);
 /* Up to limit records, newest first; *recs is an array the caller frees
  * (and each record with sv_ckstore_free_record). */
-sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id,
-			    size_t limit, sv_ckrec_t ***recs, size_t *n);
+sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id, size_t limit,
+			    sv_ckrec_t ***recs, size_t *n);
 /* Keep the newest `retain` COMMITTED records and every record newer than
  * the oldest of them (pending ones); delete the older ones in one batch. */
-sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id,
-			      int retain);
+sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain);
 void sv_ckstore_free_record(sv_ckrec_t *rec);
 
 #endif

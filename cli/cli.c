@@ -175,7 +175,7 @@ static void print_http_error(const sv_client_resp_t *resp)
 	json_t *details = json_object_get(e, "details");
 	size_t i;
 	json_t *rec;
-	json_array_foreach(details, i, rec) {
+	json_array_foreach (details, i, rec) {
 		const char *capname = json_string_value(
 			json_object_get(rec, "capability"));
 		const char *status = json_string_value(
@@ -196,13 +196,14 @@ static void print_http_error(const sv_client_resp_t *resp)
 static int cli_request(cli_t *cli, const char *method, const char *path,
 		       const char *body, sv_client_resp_t *resp)
 {
-	sv_error_t *err = sv_client_request(&cli->client, method, path,
-		body ? "application/json" : NULL, body, body ? strlen(body) : 0,
-		resp);
+	sv_error_t *err = sv_client_request(
+		&cli->client, method, path, body ? "application/json" : NULL,
+		body, body ? strlen(body) : 0, resp);
 	if (err) {
 		fprintf(stderr, "streamvisor: %s\n", err->message);
 		if (err->cause_code == ECONNREFUSED)
-			fprintf(stderr, "streamvisor: is the server running? "
+			fprintf(stderr,
+				"streamvisor: is the server running? "
 				"(--server URL or $" SERVER_ENV ", now %s)\n",
 				cli->server);
 		sv_error_destroy(err);
@@ -212,7 +213,7 @@ static int cli_request(cli_t *cli, const char *method, const char *path,
 		return 0;
 	print_http_error(resp);
 	int rc = resp->status >= 400 && resp->status < 500 ? EXIT_CLI_4XX
-							    : EXIT_CLI_5XX;
+							   : EXIT_CLI_5XX;
 	sv_client_resp_release(resp);
 	return rc;
 }
@@ -244,9 +245,10 @@ static int cli_fetch(cli_t *cli, const char *method, const char *path,
 	json_error_t jerr;
 	*out = json_loadb(resp.body, resp.len, 0, &jerr);
 	if (!json_is_object(*out)) {
-		fprintf(stderr, "streamvisor: the server's answer to %s %s is "
-			"not a JSON object: %s\n", method, path,
-			*out ? "other JSON" : jerr.text);
+		fprintf(stderr,
+			"streamvisor: the server's answer to %s %s is "
+			"not a JSON object: %s\n",
+			method, path, *out ? "other JSON" : jerr.text);
 		json_decref(*out);
 		*out = NULL;
 		rc = EXIT_CLI_5XX;
@@ -301,7 +303,8 @@ int cli_submit(cli_t *cli)
 		return rc;
 	const char *id = json_string_value(json_object_get(r, "id"));
 	if (!id) {
-		fprintf(stderr, "streamvisor: the server's answer has no job "
+		fprintf(stderr,
+			"streamvisor: the server's answer has no job "
 			"id\n");
 		rc = EXIT_CLI_5XX;
 	} else {
@@ -326,12 +329,13 @@ int cli_jobs(cli_t *cli)
 	size_t i;
 	json_t *job;
 	char buf[64];
-	json_array_foreach(json_object_get(r, "jobs"), i, job) {
+	json_array_foreach (json_object_get(r, "jobs"), i, job) {
 		static const char *const cols[] = {"id", "name", "mode",
 						   "state", "attempt"};
 		for (size_t c = 0; c < SV_ARRAY_LEN(cols); c++)
-			table_add(&t, json_text(json_object_get(job, cols[c]),
-						buf, sizeof(buf)));
+			table_add(&t,
+				  json_text(json_object_get(job, cols[c]), buf,
+					    sizeof(buf)));
 	}
 	table_print(&t);
 	json_decref(r);
@@ -374,13 +378,16 @@ int cli_status(cli_t *cli)
 	json_t *err = json_object_get(st, "error");
 	if (json_is_object(err)) {
 		printf("%-11s %s: %s", "error",
-		       json_text(json_object_get(err, "category"), b1, sizeof(b1)),
+		       json_text(json_object_get(err, "category"), b1,
+				 sizeof(b1)),
 		       json_string_value(json_object_get(err, "message"))
-			       ? json_string_value(json_object_get(err, "message"))
+			       ? json_string_value(
+					 json_object_get(err, "message"))
 			       : "");
 		if (json_object_get(err, "attempt"))
-			printf(" (attempt %s)", json_text(json_object_get(err,
-				"attempt"), b2, sizeof(b2)));
+			printf(" (attempt %s)",
+			       json_text(json_object_get(err, "attempt"), b2,
+					 sizeof(b2)));
 		printf("\n");
 	}
 	json_t *wm = json_object_get(st, "watermark_ms");
@@ -389,7 +396,8 @@ int cli_status(cli_t *cli)
 	if (json_is_object(lag)) {
 		json_t *secs = json_object_get(lag, "seconds");
 		printf("%-11s %s records", "lag",
-		       json_text(json_object_get(lag, "records"), b1, sizeof(b1)));
+		       json_text(json_object_get(lag, "records"), b1,
+				 sizeof(b1)));
 		if (json_is_number(secs))
 			printf(", %.3f s behind wall clock",
 			       json_number_value(secs));
@@ -431,19 +439,21 @@ int cli_lag(cli_t *cli)
 		return rc;
 	table_t t;
 	table_init(&t, 5, "lrrrr");
-	static const char *const head[] = {"TOPIC", "PARTITION",
-		"NEXT_OFFSET", "END_OFFSET", "LAG"};
+	static const char *const head[] = {"TOPIC", "PARTITION", "NEXT_OFFSET",
+					   "END_OFFSET", "LAG"};
 	for (size_t i = 0; i < SV_ARRAY_LEN(head); i++)
 		table_add(&t, head[i]);
 	size_t i;
 	json_t *p;
 	long long total = 0;
 	char buf[64];
-	json_array_foreach(json_object_get(st, "partitions"), i, p) {
-		table_add(&t, json_text(json_object_get(p, "topic"), buf,
-					sizeof(buf)));
-		table_add(&t, json_text(json_object_get(p, "partition"), buf,
-					sizeof(buf)));
+	json_array_foreach (json_object_get(st, "partitions"), i, p) {
+		table_add(&t,
+			  json_text(json_object_get(p, "topic"), buf,
+				    sizeof(buf)));
+		table_add(&t,
+			  json_text(json_object_get(p, "partition"), buf,
+				    sizeof(buf)));
 		long long next = int_of(p, "next_offset", -1);
 		long long end = int_of(p, "end_offset", -1);
 		snprintf(buf, sizeof(buf), "%lld", next);
@@ -577,27 +587,32 @@ int cli_checkpoints(cli_t *cli)
 		return rc;
 	table_t t;
 	table_init(&t, 6, "rllrrl");
-	static const char *const head[] = {"ID", "STATUS", "COMPLETED_AT",
-		"DURATION_MS", "BYTES", "ATTEMPT"};
+	static const char *const head[] = {"ID",           "STATUS",
+					   "COMPLETED_AT", "DURATION_MS",
+					   "BYTES",        "ATTEMPT"};
 	for (size_t i = 0; i < SV_ARRAY_LEN(head); i++)
 		table_add(&t, head[i]);
 	static const char *const k_id[] = {"id", "checkpoint_id", NULL};
-	static const char *const k_at[] = {"completed_at", "time",
-					   "started_at", NULL};
+	static const char *const k_at[] = {"completed_at", "time", "started_at",
+					   NULL};
 	size_t i;
 	json_t *ck;
 	char buf[64];
-	json_array_foreach(json_object_get(r, "checkpoints"), i, ck) {
+	json_array_foreach (json_object_get(r, "checkpoints"), i, ck) {
 		table_add(&t, json_text(member(ck, k_id), buf, sizeof(buf)));
-		table_add(&t, json_text(json_object_get(ck, "status"), buf,
-					sizeof(buf)));
+		table_add(&t,
+			  json_text(json_object_get(ck, "status"), buf,
+				    sizeof(buf)));
 		table_add(&t, json_text(member(ck, k_at), buf, sizeof(buf)));
-		table_add(&t, json_text(json_object_get(ck, "duration_ms"),
-					buf, sizeof(buf)));
-		table_add(&t, json_text(json_object_get(ck, "bytes"), buf,
-					sizeof(buf)));
-		table_add(&t, json_text(json_object_get(ck, "attempt"), buf,
-					sizeof(buf)));
+		table_add(&t,
+			  json_text(json_object_get(ck, "duration_ms"), buf,
+				    sizeof(buf)));
+		table_add(&t,
+			  json_text(json_object_get(ck, "bytes"), buf,
+				    sizeof(buf)));
+		table_add(&t,
+			  json_text(json_object_get(ck, "attempt"), buf,
+				    sizeof(buf)));
 	}
 	table_print(&t);
 	json_decref(r);
@@ -620,10 +635,10 @@ int cli_observations(cli_t *cli)
 		return rc;
 	size_t i;
 	json_t *o;
-	json_array_foreach(json_object_get(r, "observations"), i, o) {
+	json_array_foreach (json_object_get(r, "observations"), i, o) {
 		json_t *rest = json_deep_copy(o);
-		static const char *const shown[] = {"seq", "time", "time_ms",
-			"job_id", "attempt", "kind"};
+		static const char *const shown[] = {
+			"seq", "time", "time_ms", "job_id", "attempt", "kind"};
 		for (size_t k = 0; k < SV_ARRAY_LEN(shown); k++)
 			json_object_del(rest, shown[k]);
 		char *d = json_dumps(rest, JSON_COMPACT);
@@ -655,13 +670,14 @@ static int cli_rows(cli_t *cli, const char *sub)
 		return rc;
 	size_t i;
 	json_t *row;
-	json_array_foreach(json_object_get(r, "rows"), i, row) {
+	json_array_foreach (json_object_get(r, "rows"), i, row) {
 		char *d = json_dumps(row, JSON_COMPACT | JSON_ENCODE_ANY);
 		printf("%s\n", d ? d : "");
 		free(d);
 	}
 	if (json_is_true(json_object_get(r, "truncated")))
-		fprintf(stderr, "streamvisor: %zu rows shown; the result has "
+		fprintf(stderr,
+			"streamvisor: %zu rows shown; the result has "
 			"more (truncated)\n",
 			json_array_size(json_object_get(r, "rows")));
 	json_decref(r);
@@ -693,7 +709,8 @@ int cli_delete(cli_t *cli)
 	const char *id = json_string_value(json_object_get(r, "id"));
 	printf("%s: deleted%s\n", id ? id : cli->arg,
 	       json_is_true(json_object_get(r, "checkpoints_deleted"))
-	       ? " with its checkpoints" : "");
+		       ? " with its checkpoints"
+		       : "");
 	json_decref(r);
 	return 0;
 }
@@ -707,7 +724,8 @@ int cli_info(cli_t *cli)
 	char b1[64], b2[64];
 	printf("%-9s %s %s\n", "backend",
 	       json_text(json_object_get(r, "backend_kind"), b1, sizeof(b1)),
-	       json_text(json_object_get(r, "backend_version"), b2, sizeof(b2)));
+	       json_text(json_object_get(r, "backend_version"), b2,
+			 sizeof(b2)));
 	printf("%-9s %s\n", "identity",
 	       json_text(json_object_get(r, "supervisor_identity"), b1,
 			 sizeof(b1)));
@@ -716,24 +734,28 @@ int cli_info(cli_t *cli)
 	size_t i;
 	json_t *c;
 	printf("%-9s", "clusters");
-	json_array_foreach(json_object_get(r, "clusters"), i, c)
+	json_array_foreach (json_object_get(r, "clusters"), i, c)
 		printf("%s %s%s", i ? "," : "",
 		       json_text(json_object_get(c, "name"), b1, sizeof(b1)),
 		       json_is_true(json_object_get(c, "development"))
-			       ? " (embedded development cluster)" : "");
+			       ? " (embedded development cluster)"
+			       : "");
 	printf("\n\n");
 	table_t t;
 	table_init(&t, 3, "lll");
 	table_add(&t, "CAPABILITY");
 	table_add(&t, "STATUS");
 	table_add(&t, "REASON");
-	json_array_foreach(json_object_get(r, "capabilities"), i, c) {
-		table_add(&t, json_text(json_object_get(c, "capability"), b1,
-					sizeof(b1)));
-		table_add(&t, json_text(json_object_get(c, "status"), b1,
-					sizeof(b1)));
+	json_array_foreach (json_object_get(r, "capabilities"), i, c) {
+		table_add(&t,
+			  json_text(json_object_get(c, "capability"), b1,
+				    sizeof(b1)));
+		table_add(&t,
+			  json_text(json_object_get(c, "status"), b1,
+				    sizeof(b1)));
 		json_t *why = json_object_get(c, "reason");
-		table_add(&t, json_is_string(why) ? json_string_value(why) : "");
+		table_add(&t,
+			  json_is_string(why) ? json_string_value(why) : "");
 	}
 	table_print(&t);
 	json_decref(r);
@@ -779,8 +801,7 @@ static int cli_usage_error(const command_t *cmd, const char *fmt, ...)
 
 /* Parse a CLI command's options (argv[0] is the command name) and run it.
  * server is the URL from before the command name, or NULL. */
-int cli_run(const command_t *cmd, int argc, char **argv,
-		   const char *server)
+int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 {
 	static const struct option opts[] = {
 		{"server", required_argument, NULL, 's'},
@@ -799,12 +820,15 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 		int c;
 		unsigned bit;
 	} bits[] = {
-		{'j', OPT_JSON}, {'F', OPT_FINAL_WM}, {'T', OPT_TIMEOUT},
+		{'j', OPT_JSON},    {'F', OPT_FINAL_WM},     {'T', OPT_TIMEOUT},
 		{'C', OPT_FROM_CK}, {'I', OPT_IGNORE_STATE}, {'n', OPT_LIMIT},
-		{'A', OPT_AFTER}, {'P', OPT_PURGE},
+		{'A', OPT_AFTER},   {'P', OPT_PURGE},
 	};
-	cli_t cli = {.cmd = cmd, .server = server, .timeout_ms = -1,
-		     .limit = -1, .after = -1};
+	cli_t cli = {.cmd = cmd,
+		     .server = server,
+		     .timeout_ms = -1,
+		     .limit = -1,
+		     .after = -1};
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -817,20 +841,35 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 					       opt);
 		for (size_t i = 0; i < SV_ARRAY_LEN(bits); i++)
 			if (bits[i].c == c && !(cmd->opts & bits[i].bit))
-				return cli_usage_error(cmd, "option '%s' does "
-						       "not apply here", opt);
+				return cli_usage_error(cmd,
+						       "option '%s' does "
+						       "not apply here",
+						       opt);
 		switch (c) {
-		case 's': cli.server = optarg; break;
-		case 'j': cli.json = true; break;
-		case 'F': cli.final_watermark = true; break;
-		case 'I': cli.ignore_state = true; break;
-		case 'P': cli.purge = true; break;
+		case 's':
+			cli.server = optarg;
+			break;
+		case 'j':
+			cli.json = true;
+			break;
+		case 'F':
+			cli.final_watermark = true;
+			break;
+		case 'I':
+			cli.ignore_state = true;
+			break;
+		case 'P':
+			cli.purge = true;
+			break;
 		case 'C':
 			if (strcmp(optarg, "latest") != 0 &&
 			    !parse_count(optarg, &(long long){0}))
-				return cli_usage_error(cmd, "--from-checkpoint "
-					"takes a checkpoint id or 'latest', not "
-					"'%s'", optarg);
+				return cli_usage_error(cmd,
+						       "--from-checkpoint "
+						       "takes a checkpoint id "
+						       "or 'latest', not "
+						       "'%s'",
+						       optarg);
 			cli.from_checkpoint = optarg;
 			break;
 		case 'T':
@@ -838,18 +877,24 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 		case 'A': {
 			long long v;
 			if (!parse_count(optarg, &v))
-				return cli_usage_error(cmd, "option '%s' takes "
+				return cli_usage_error(
+					cmd,
+					"option '%s' takes "
 					"a non-negative integer, not '%s'",
-					c == 'T' ? "--timeout-ms" : c == 'n'
-					? "--limit" : "--after", optarg);
-			*(c == 'T' ? &cli.timeout_ms : c == 'n' ? &cli.limit
-							       : &cli.after) = v;
+					c == 'T'           ? "--timeout-ms"
+						: c == 'n' ? "--limit"
+							   : "--after",
+					optarg);
+			*(c == 'T'           ? &cli.timeout_ms
+				  : c == 'n' ? &cli.limit
+					     : &cli.after) = v;
 			break;
 		}
 		case 'h':
 			printf("usage: streamvisor %s %s%s[--server URL]\n"
-			       "%s\n", cmd->name, cmd->usage,
-			       *cmd->usage ? " " : "", cmd->summary);
+			       "%s\n",
+			       cmd->name, cmd->usage, *cmd->usage ? " " : "",
+			       cmd->summary);
 			return 0;
 		default:
 			return cli_usage_error(cmd, "unknown option '%s'", opt);
@@ -882,8 +927,10 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 		long long v;
 		if (!parse_count(tmo, &v) || v > INT_MAX) {
 			sv_client_release(&cli.client);
-			return cli_usage_error(cmd, "$" TIMEOUT_ENV " takes "
-				"milliseconds, not '%s'", tmo);
+			return cli_usage_error(cmd,
+					       "$" TIMEOUT_ENV " takes "
+					       "milliseconds, not '%s'",
+					       tmo);
 		}
 		cli.client.timeout_ms = (int)v; /* 0: no deadline */
 	}
@@ -896,4 +943,3 @@ int cli_run(const command_t *cmd, int argc, char **argv,
 	}
 	return rc;
 }
-

@@ -10,10 +10,11 @@
 #include "cli/client.h"
 
 /* CLI exit codes (docs/cli.md) */
-#define EXIT_CLI_USAGE 1    /* bad command line, unusable --server URL */
-#define EXIT_CLI_CONNECT 2  /* no HTTP answer: connect, timeout, garbage */
-#define EXIT_CLI_4XX 3      /* the server refused the request (HTTP 4xx) */
-#define EXIT_CLI_5XX 4      /* the server failed (HTTP 5xx, other status,
+#define EXIT_CLI_USAGE 1 /* bad command line, unusable --server URL */
+#define EXIT_CLI_CONNECT 2 /* no HTTP answer: connect, timeout, garbage */
+#define EXIT_CLI_4XX 3 /* the server refused the request (HTTP 4xx) */
+#define EXIT_CLI_5XX \
+	4 /* the server failed (HTTP 5xx, other status,
 			     * or a body the CLI cannot read) */
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
@@ -23,14 +24,14 @@
 /* Options a CLI command may accept (command_t.opts); --server and --help
  * go with every CLI command. */
 enum {
-	OPT_JSON = 1u << 0,         /* --json */
-	OPT_FINAL_WM = 1u << 1,     /* --final-watermark */
-	OPT_TIMEOUT = 1u << 2,      /* --timeout-ms N */
-	OPT_FROM_CK = 1u << 3,      /* --from-checkpoint ID|latest */
+	OPT_JSON = 1u << 0, /* --json */
+	OPT_FINAL_WM = 1u << 1, /* --final-watermark */
+	OPT_TIMEOUT = 1u << 2, /* --timeout-ms N */
+	OPT_FROM_CK = 1u << 3, /* --from-checkpoint ID|latest */
 	OPT_IGNORE_STATE = 1u << 4, /* --ignore-state */
-	OPT_LIMIT = 1u << 5,        /* -n, --limit N */
-	OPT_AFTER = 1u << 6,        /* --after SEQ */
-	OPT_PURGE = 1u << 7,        /* --purge */
+	OPT_LIMIT = 1u << 5, /* -n, --limit N */
+	OPT_AFTER = 1u << 6, /* --after SEQ */
+	OPT_PURGE = 1u << 7, /* --purge */
 };
 
 typedef struct command command_t;
@@ -38,26 +39,26 @@ typedef struct command command_t;
 /* One CLI invocation, parsed. */
 typedef struct cli {
 	const command_t *cmd;
-	const char *server;          /* the URL in use */
+	const char *server; /* the URL in use */
 	sv_client_t client;
 	bool json;
 	bool final_watermark;
 	bool ignore_state;
 	bool purge;
-	long long timeout_ms;        /* -1: not given */
-	long long limit;             /* -1: not given */
-	long long after;             /* -1: not given */
+	long long timeout_ms; /* -1: not given */
+	long long limit; /* -1: not given */
+	long long after; /* -1: not given */
 	const char *from_checkpoint; /* NULL: not given */
-	const char *arg;             /* the ID or FILE argument */
+	const char *arg; /* the ID or FILE argument */
 } cli_t;
 
 struct command {
 	const char *name;
 	int (*run)(int argc, char **argv); /* serve, help, version */
-	int (*client)(cli_t *cli);         /* CLI commands */
-	unsigned opts;                     /* CLI: OPT_* it accepts */
-	const char *arg;                   /* CLI: "ID", "FILE" or NULL */
-	const char *usage;   /* arguments, for the help text */
+	int (*client)(cli_t *cli); /* CLI commands */
+	unsigned opts; /* CLI: OPT_* it accepts */
+	const char *arg; /* CLI: "ID", "FILE" or NULL */
+	const char *usage; /* arguments, for the help text */
 	const char *summary;
 };
 

@@ -47,9 +47,11 @@ sv_error_t *sv_client_init(sv_client_t *cl, const char *url)
 	if (scheme_end) {
 		size_t n = (size_t)(scheme_end - url);
 		if (n != 4 || strncasecmp(url, "http", 4) != 0)
-			return sv_error_new(SV_ERR_CONFIG,
+			return sv_error_new(
+				SV_ERR_CONFIG,
 				"unsupported scheme in server URL '%s': only "
-				"http:// is supported", url);
+				"http:// is supported",
+				url);
 		p = scheme_end + 3;
 	}
 	const char *hend;
@@ -58,7 +60,8 @@ sv_error_t *sv_client_init(sv_client_t *cl, const char *url)
 	if (*p == '[') {
 		const char *rb = strchr(p, ']');
 		if (!rb)
-			return sv_error_new(SV_ERR_CONFIG,
+			return sv_error_new(
+				SV_ERR_CONFIG,
 				"unterminated '[' in server URL '%s'", url);
 		host = p + 1;
 		hlen = (size_t)(rb - host);
@@ -78,12 +81,13 @@ sv_error_t *sv_client_init(sv_client_t *cl, const char *url)
 		if (end == hend + 1 || errno || v < 1 || v > 65535 ||
 		    (*end && *end != '/'))
 			return sv_error_new(SV_ERR_CONFIG,
-				"bad port in server URL '%s'", url);
+					    "bad port in server URL '%s'", url);
 		port = (int)v;
 		hend = end;
 	} else if (*hend && *hend != '/') {
 		return sv_error_new(SV_ERR_CONFIG,
-			"unexpected '%c' in server URL '%s'", *hend, url);
+				    "unexpected '%c' in server URL '%s'", *hend,
+				    url);
 	}
 	/* The prefix keeps no trailing slash: paths bring their own. */
 	size_t plen = strlen(hend);
@@ -117,8 +121,8 @@ void sv_client_resp_release(sv_client_resp_t *resp)
 
 typedef struct conn {
 	int fd;
-	int64_t deadline;   /* sv_mono_ms() value, or -1 for none */
-	const char *where;  /* "host:port" for messages */
+	int64_t deadline; /* sv_mono_ms() value, or -1 for none */
+	const char *where; /* "host:port" for messages */
 	int timeout_ms;
 } conn_t;
 
@@ -133,9 +137,11 @@ static sv_error_t *errno_error(int code, const char *doing, const char *where)
 
 static sv_error_t *timeout_error(const conn_t *c, const char *doing)
 {
-	return sv_error_set_cause(sv_error_new(SV_ERR_RUNTIME,
-		"no answer from '%s' within %d ms (%s)", c->where,
-		c->timeout_ms, doing), ETIMEDOUT, strerror(ETIMEDOUT));
+	return sv_error_set_cause(
+		sv_error_new(SV_ERR_RUNTIME,
+			     "no answer from '%s' within %d ms (%s)", c->where,
+			     c->timeout_ms, doing),
+		ETIMEDOUT, strerror(ETIMEDOUT));
 }
 
 /* Wait until fd is ready for events. Returns 0, or -ETIMEDOUT / -errno. */
@@ -200,8 +206,9 @@ static sv_error_t *do_connect(conn_t *c, const sv_client_t *cl)
 	hints.ai_flags = AI_NUMERICSERV;
 	int gai = getaddrinfo(cl->host, portstr, &hints, &ai);
 	if (gai != 0)
-		return sv_error_set_cause(sv_error_new(SV_ERR_RUNTIME,
-			"cannot resolve '%s': %s", cl->host, gai_strerror(gai)),
+		return sv_error_set_cause(
+			sv_error_new(SV_ERR_RUNTIME, "cannot resolve '%s': %s",
+				     cl->host, gai_strerror(gai)),
 			gai, gai_strerror(gai));
 	int r = -ECONNREFUSED;
 	for (const struct addrinfo *a = ai; a; a = a->ai_next)
@@ -231,12 +238,10 @@ static sv_error_t *send_all(conn_t *c, const char *p, size_t n)
 			if (r == -ETIMEDOUT)
 				return timeout_error(c, "sending the request");
 			if (r < 0)
-				return errno_error(-r, "send to",
-						   c->where);
+				return errno_error(-r, "send to", c->where);
 			continue;
 		}
-		return errno_error(w < 0 ? errno : EPIPE,
-				   "send to", c->where);
+		return errno_error(w < 0 ? errno : EPIPE, "send to", c->where);
 	}
 	return NULL;
 }
@@ -252,9 +257,11 @@ static sv_error_t *fill(conn_t *c, sv_buf_t *in, bool *eof)
 			in->len += (size_t)r;
 			in->data[in->len] = '\0';
 			if (in->len > SV_CLIENT_BODY_MAX + HEADER_MAX)
-				return sv_error_new(SV_ERR_RUNTIME,
+				return sv_error_new(
+					SV_ERR_RUNTIME,
 					"response from '%s' is larger than %u "
-					"bytes", c->where, SV_CLIENT_BODY_MAX);
+					"bytes",
+					c->where, SV_CLIENT_BODY_MAX);
 			return NULL;
 		}
 		if (r == 0) {
@@ -268,25 +275,27 @@ static sv_error_t *fill(conn_t *c, sv_buf_t *in, bool *eof)
 			if (w == -ETIMEDOUT)
 				return timeout_error(c, "reading the response");
 			if (w < 0)
-				return errno_error(-w, "read from",
-						   c->where);
+				return errno_error(-w, "read from", c->where);
 			continue;
 		}
-		return errno_error(errno, "read from",
-				   c->where);
+		return errno_error(errno, "read from", c->where);
 	}
 }
 
 static sv_error_t *malformed(const conn_t *c, const char *what)
 {
-	return sv_error_new(SV_ERR_RUNTIME, "malformed HTTP response from "
-			    "'%s': %s", c->where, what);
+	return sv_error_new(SV_ERR_RUNTIME,
+			    "malformed HTTP response from "
+			    "'%s': %s",
+			    c->where, what);
 }
 
 static sv_error_t *truncated(const conn_t *c)
 {
-	return sv_error_new(SV_ERR_RUNTIME, "connection to '%s' closed "
-			    "before the response was complete", c->where);
+	return sv_error_new(SV_ERR_RUNTIME,
+			    "connection to '%s' closed "
+			    "before the response was complete",
+			    c->where);
 }
 
 /* Find "\r\n" in in from off; reads more until found. *line_end is its
@@ -333,7 +342,7 @@ typedef struct head {
 	bool chunked;
 	long long content_length; /* -1: none */
 	char *content_type;
-	size_t body_off;          /* where the body starts in the buffer */
+	size_t body_off; /* where the body starts in the buffer */
 } head_t;
 
 /* Whether header line [p, end) is "name: value"; *value points past the
@@ -360,7 +369,8 @@ static sv_error_t *parse_head(const conn_t *c, const sv_buf_t *in, size_t off,
 	const char *p = in->data + off, *end = in->data + blank;
 	const char *eol = memmem(p, (size_t)(end - p) + 2, "\r\n", 2);
 	int major = 0, minor = 0, status = 0, used = 0;
-	if (sscanf(p, "HTTP/%d.%d %3d%n", &major, &minor, &status, &used) != 3 ||
+	if (sscanf(p, "HTTP/%d.%d %3d%n", &major, &minor, &status, &used) !=
+		    3 ||
 	    major != 1 || status < 100 || status > 999 || p + used > eol)
 		return malformed(c, "no HTTP/1.x status line");
 	h->status = status;
@@ -375,12 +385,15 @@ static sv_error_t *parse_head(const conn_t *c, const sv_buf_t *in, size_t off,
 			/* chunked must be the last coding; it is the only
 			 * one we accept */
 			const char *tail = eol;
-			while (tail > v && (tail[-1] == ' ' || tail[-1] == '\t'))
+			while (tail > v &&
+			       (tail[-1] == ' ' || tail[-1] == '\t'))
 				tail--;
-			if (tail - v >= 7 && strncasecmp(tail - 7, "chunked", 7) == 0)
+			if (tail - v >= 7 &&
+			    strncasecmp(tail - 7, "chunked", 7) == 0)
 				h->chunked = true;
 			else
-				return malformed(c, "unsupported transfer coding");
+				return malformed(c,
+						 "unsupported transfer coding");
 		} else if (header_is(p, eol, "Content-Length", &v)) {
 			char *e;
 			errno = 0;
@@ -405,8 +418,10 @@ static sv_error_t *read_head(conn_t *c, sv_buf_t *in, head_t *h)
 	size_t off = 0;
 	for (;;) {
 		const char *blank = NULL;
-		while (!(blank = in->len > off ? memmem(in->data + off,
-				in->len - off, "\r\n\r\n", 4) : NULL)) {
+		while (!(blank = in->len > off
+				 ? memmem(in->data + off, in->len - off,
+					  "\r\n\r\n", 4)
+				 : NULL)) {
 			if (in->len - off > HEADER_MAX)
 				return malformed(c, "header block too large");
 			bool eof = false;
@@ -415,9 +430,11 @@ static sv_error_t *read_head(conn_t *c, sv_buf_t *in, head_t *h)
 				return err;
 			if (eof)
 				return in->len == off
-					? sv_error_new(SV_ERR_RUNTIME,
-						"'%s' closed the connection "
-						"without answering", c->where)
+					? sv_error_new(
+						  SV_ERR_RUNTIME,
+						  "'%s' closed the connection "
+						  "without answering",
+						  c->where)
 					: truncated(c);
 		}
 		sv_error_t *err = parse_head(c, in, off,
@@ -442,11 +459,12 @@ static sv_error_t *read_chunked(conn_t *c, sv_buf_t *in, size_t off,
 		char *e;
 		errno = 0;
 		unsigned long long n = strtoull(p, &e, 16);
-		if (e == p || errno || (*e != ';' && *e != ' ' && *e != '\t' &&
-					*e != '\r'))
+		if (e == p || errno ||
+		    (*e != ';' && *e != ' ' && *e != '\t' && *e != '\r'))
 			return malformed(c, "bad chunk size");
 		if (n > SV_CLIENT_BODY_MAX || out->len + n > SV_CLIENT_BODY_MAX)
-			return sv_error_new(SV_ERR_RUNTIME,
+			return sv_error_new(
+				SV_ERR_RUNTIME,
 				"response from '%s' is larger than %u bytes",
 				c->where, SV_CLIENT_BODY_MAX);
 		off = eol + 2;
@@ -481,9 +499,12 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 		snprintf(where, sizeof(where), "[%s]:%d", cl->host, cl->port);
 	else
 		snprintf(where, sizeof(where), "%s:%d", cl->host, cl->port);
-	conn_t c = {.fd = -1, .where = where, .timeout_ms = cl->timeout_ms,
+	conn_t c = {.fd = -1,
+		    .where = where,
+		    .timeout_ms = cl->timeout_ms,
 		    .deadline = cl->timeout_ms > 0
-			    ? sv_mono_ms() + cl->timeout_ms : -1};
+			    ? sv_mono_ms() + cl->timeout_ms
+			    : -1};
 
 	sv_buf_t req, in, out;
 	sv_buf_init(&req);
@@ -494,14 +515,16 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 	if (err)
 		goto out;
 
-	sv_buf_printf(&req, "%s %s%s HTTP/1.1\r\nHost: %s\r\n"
+	sv_buf_printf(&req,
+		      "%s %s%s HTTP/1.1\r\nHost: %s\r\n"
 		      "User-Agent: streamvisor/%s\r\nAccept: */*\r\n"
-		      "Connection: close\r\n", method, cl->prefix ? cl->prefix : "",
-		      path, where, SV_VERSION_STRING);
+		      "Connection: close\r\n",
+		      method, cl->prefix ? cl->prefix : "", path, where,
+		      SV_VERSION_STRING);
 	if (content_type)
 		sv_buf_printf(&req, "Content-Type: %s\r\n", content_type);
 	bool sends_body = body || !strcmp(method, "POST") ||
-			  !strcmp(method, "PUT") || !strcmp(method, "PATCH");
+		!strcmp(method, "PUT") || !strcmp(method, "PATCH");
 	if (sends_body)
 		sv_buf_printf(&req, "Content-Length: %zu\r\n",
 			      body ? len : (size_t)0);
@@ -513,7 +536,7 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 	if ((err = read_head(&c, &in, &h)))
 		goto out;
 	bool bodyless = !strcmp(method, "HEAD") || h.status == 204 ||
-			h.status == 304;
+		h.status == 304;
 	if (bodyless) {
 		/* nothing to read */
 	} else if (h.chunked) {
@@ -521,9 +544,10 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 			goto out;
 	} else if (h.content_length >= 0) {
 		if ((unsigned long long)h.content_length > SV_CLIENT_BODY_MAX) {
-			err = sv_error_new(SV_ERR_RUNTIME, "response from '%s' "
-				"is larger than %u bytes", where,
-				SV_CLIENT_BODY_MAX);
+			err = sv_error_new(SV_ERR_RUNTIME,
+					   "response from '%s' "
+					   "is larger than %u bytes",
+					   where, SV_CLIENT_BODY_MAX);
 			goto out;
 		}
 		if ((err = need_bytes(&c, &in, h.body_off,
@@ -538,8 +562,7 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 			;
 		if (err)
 			goto out;
-		sv_buf_append(&out, in.data + h.body_off,
-			      in.len - h.body_off);
+		sv_buf_append(&out, in.data + h.body_off, in.len - h.body_off);
 	}
 	resp->status = h.status;
 	resp->len = out.len;

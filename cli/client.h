@@ -19,20 +19,20 @@
 
 /* Where requests go. Embedded: sv_client_init / sv_client_release. */
 typedef struct sv_client {
-	char *host;       /* name or address, IPv6 without brackets */
+	char *host; /* name or address, IPv6 without brackets */
 	int port;
-	char *prefix;     /* path prefix from the URL, "" or "/base" */
-	int timeout_ms;   /* deadline per request; <= 0: none */
+	char *prefix; /* path prefix from the URL, "" or "/base" */
+	int timeout_ms; /* deadline per request; <= 0: none */
 } sv_client_t;
 
 /* One response. Embedded: filled by sv_client_request, freed with
  * sv_client_resp_release. */
 typedef struct sv_client_resp {
-	int status;          /* HTTP status code */
-	char *body;          /* the body, NUL-terminated; never NULL after a
+	int status; /* HTTP status code */
+	char *body; /* the body, NUL-terminated; never NULL after a
 			      * successful request (empty body: "") */
-	size_t len;          /* body bytes, without the NUL */
-	char *content_type;  /* Content-Type header value, or NULL */
+	size_t len; /* body bytes, without the NUL */
+	char *content_type; /* Content-Type header value, or NULL */
 } sv_client_resp_t;
 
 /* Parse url, "http://HOST[:PORT][/PREFIX]" (the scheme may be left out;

@@ -15,10 +15,10 @@ typedef struct sv_kv {
 
 typedef struct sv_cluster {
 	char *name;
-	char *bootstrap;       /* host:port[,host:port] */
+	char *bootstrap; /* host:port[,host:port] */
 	size_t nprops;
-	sv_kv_t *props;        /* extra librdkafka properties (secret-bearing) */
-	bool dev_embedded;     /* the in-process mock cluster: no transactional
+	sv_kv_t *props; /* extra librdkafka properties (secret-bearing) */
+	bool dev_embedded; /* the in-process mock cluster: no transactional
 				* isolation, for development only */
 } sv_cluster_t;
 

@@ -32,7 +32,8 @@ int sv_codec_json_decode(void *impl, const char *p, size_t len, sv_batch_t *b,
 void *sv_codec_csv_new(const sv_schema_t *schema);
 void sv_codec_csv_destroy(void *impl);
 int sv_codec_csv_decode(void *impl, const char *p, size_t len, sv_batch_t *b,
-			sv_rowmeta_t **meta_out, char *reason, size_t reason_len);
+			sv_rowmeta_t **meta_out, char *reason,
+			size_t reason_len);
 void sv_codec_reason(char *reason, size_t reason_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int sv_codec_strtod(const char *p, size_t n, double *out);
@@ -56,8 +57,10 @@ bool sv_format_parse(const char *name, sv_format_t *out)
 const char *sv_format_name(sv_format_t fmt)
 {
 	switch (fmt) {
-	case SV_FMT_JSON: return "json";
-	case SV_FMT_CSV: return "csv";
+	case SV_FMT_JSON:
+		return "json";
+	case SV_FMT_CSV:
+		return "csv";
 	}
 	return "unknown";
 }
@@ -71,9 +74,14 @@ sv_decoder_t *sv_decoder_new(sv_format_t fmt, const sv_schema_t *schema)
 {
 	void *impl;
 	switch (fmt) {
-	case SV_FMT_JSON: impl = sv_codec_json_new(schema); break;
-	case SV_FMT_CSV: impl = sv_codec_csv_new(schema); break;
-	default: return NULL;
+	case SV_FMT_JSON:
+		impl = sv_codec_json_new(schema);
+		break;
+	case SV_FMT_CSV:
+		impl = sv_codec_csv_new(schema);
+		break;
+	default:
+		return NULL;
 	}
 	sv_decoder_t *dec = sv_malloc(sizeof(*dec));
 	dec->fmt = fmt;
@@ -99,8 +107,8 @@ int sv_decoder_decode(sv_decoder_t *dec, const char *payload, size_t len,
 	if (dec->fmt == SV_FMT_JSON)
 		return sv_codec_json_decode(dec->impl, payload, len, b,
 					    meta_out, reason, reason_len);
-	return sv_codec_csv_decode(dec->impl, payload, len, b, meta_out,
-				   reason, reason_len);
+	return sv_codec_csv_decode(dec->impl, payload, len, b, meta_out, reason,
+				   reason_len);
 }
 
 /* ---- shared helpers ---- */
@@ -163,8 +171,8 @@ int sv_codec_rfc3339(const char *p, size_t n, int64_t *ms_out)
 		return -1;
 	int y1 = two(p), y2 = two(p + 2), mo = two(p + 5), d = two(p + 8);
 	int h = two(p + 11), mi = two(p + 14), s = two(p + 17);
-	if (y1 < 0 || y2 < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 ||
-	    h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59)
+	if (y1 < 0 || y2 < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 ||
+	    mi < 0 || mi > 59 || s < 0 || s > 59)
 		return -1;
 	if (p[4] != '-' || p[7] != '-' || p[13] != ':' || p[16] != ':')
 		return -1;
@@ -208,8 +216,8 @@ int sv_codec_rfc3339(const char *p, size_t n, int64_t *ms_out)
 	}
 	if (i != n)
 		return -1;
-	int64_t secs = sv_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
-		       s - off_min * 60;
+	int64_t secs = sv_days_from_civil(y, mo, d) * 86400 + h * 3600 +
+		mi * 60 + s - off_min * 60;
 	*ms_out = secs * 1000 + frac_ms;
 	return 0;
 }
@@ -316,7 +324,8 @@ static void put_f64(sv_buf_t *out, double f)
 				ri /= 10;
 			} while (ri);
 			while (nd <= k + 1)
-				dig[nd++] = '0'; /* 0.05: at least one integer digit */
+				dig[nd++] =
+					'0'; /* 0.05: at least one integer digit */
 			char txt[32];
 			int t = 0;
 			if (f < 0)
@@ -367,10 +376,18 @@ void sv_json_encode_row(const sv_schema_t *schema, const sv_value_t *row,
 				sv_buf_append(out, "false", 5);
 			break;
 		case SV_T_INT64:
-		case SV_T_TIMESTAMP: put_i64(out, v->v.i); break;
-		case SV_T_FLOAT64: put_f64(out, v->v.f); break;
-		case SV_T_STRING: sv_buf_json_str(out, v->v.s, v->len); break;
-		default: sv_buf_append(out, "null", 4); break;
+		case SV_T_TIMESTAMP:
+			put_i64(out, v->v.i);
+			break;
+		case SV_T_FLOAT64:
+			put_f64(out, v->v.f);
+			break;
+		case SV_T_STRING:
+			sv_buf_json_str(out, v->v.s, v->len);
+			break;
+		default:
+			sv_buf_append(out, "null", 4);
+			break;
 		}
 	}
 	sv_buf_putc(out, '}');

@@ -28,12 +28,13 @@ bool sv_codec_utf8_valid(const char *p, size_t n);
 void *sv_codec_csv_new(const sv_schema_t *schema);
 void sv_codec_csv_destroy(void *impl);
 int sv_codec_csv_decode(void *impl, const char *p, size_t len, sv_batch_t *b,
-			sv_rowmeta_t **meta_out, char *reason, size_t reason_len);
+			sv_rowmeta_t **meta_out, char *reason,
+			size_t reason_len);
 /* ---- end codec-internal ---- */
 
 typedef struct sv_csv_dec {
 	const sv_schema_t *schema; /* borrowed */
-	sv_buf_t cell;             /* unquoted text of a quoted cell */
+	sv_buf_t cell; /* unquoted text of a quoted cell */
 } sv_csv_dec_t;
 
 void *sv_codec_csv_new(const sv_schema_t *schema)
@@ -106,9 +107,9 @@ static int cell_err(sv_csv_dec_t *dec, size_t col, char *reason,
 }
 
 /* Convert the text of one cell into v. */
-static int put_cell(sv_csv_dec_t *dec, sv_batch_t *b, size_t col,
-		    const char *s, size_t n, bool quoted, sv_value_t *v,
-		    char *reason, size_t reason_len)
+static int put_cell(sv_csv_dec_t *dec, sv_batch_t *b, size_t col, const char *s,
+		    size_t n, bool quoted, sv_value_t *v, char *reason,
+		    size_t reason_len)
 {
 	const sv_field_t *f = &dec->schema->fields[col];
 	char what[96];
@@ -213,11 +214,14 @@ int sv_codec_csv_decode(void *impl, const char *payload, size_t len,
 			sv_buf_reset(cb);
 			p++;
 			for (;;) {
-				const char *q = memchr(p, '"', (size_t)(end - p));
+				const char *q = memchr(p, '"',
+						       (size_t)(end - p));
 				if (!q) {
-					sv_codec_reason(reason, reason_len,
-							"column %zu: unterminated quoted cell",
-							col + 1);
+					sv_codec_reason(
+						reason, reason_len,
+						"column %zu: unterminated "
+						"quoted cell",
+						col + 1);
 					goto fail;
 				}
 				sv_buf_append(cb, p, (size_t)(q - p));
@@ -231,7 +235,8 @@ int sv_codec_csv_decode(void *impl, const char *payload, size_t len,
 			}
 			if (p < end && *p != ',') {
 				sv_codec_reason(reason, reason_len,
-						"column %zu: characters after closing quote",
+						"column %zu: characters after "
+						"closing quote",
 						col + 1);
 				goto fail;
 			}
@@ -239,14 +244,17 @@ int sv_codec_csv_decode(void *impl, const char *payload, size_t len,
 			n = cb->len;
 		} else {
 			s = p;
-			while (p < end && *p != ',' && *p != '"' && *p != '\n' &&
-			       *p != '\r')
+			while (p < end && *p != ',' && *p != '"' &&
+			       *p != '\n' && *p != '\r')
 				p++;
 			if (p < end && *p != ',') {
-				sv_codec_reason(reason, reason_len,
-						*p == '"' ? "column %zu: quote inside unquoted cell"
-							  : "column %zu: line break inside unquoted cell",
-						col + 1);
+				sv_codec_reason(
+					reason, reason_len,
+					*p == '"' ? "column %zu: quote inside "
+						    "unquoted cell"
+						  : "column %zu: line break "
+						    "inside unquoted cell",
+					col + 1);
 				goto fail;
 			}
 			n = (size_t)(p - s);

@@ -41,16 +41,16 @@ int sv_codec_json_decode(void *impl, const char *p, size_t len, sv_batch_t *b,
 typedef struct sv_json_dec {
 	const sv_schema_t *schema; /* borrowed */
 	size_t nf;
-	uint32_t *name_len;  /* per field */
-	bool *plain;         /* name needs no JSON escaping (fast key match) */
-	uint32_t *slots;     /* hash table: field index + 1, 0 = empty */
+	uint32_t *name_len; /* per field */
+	bool *plain; /* name needs no JSON escaping (fast key match) */
+	uint32_t *slots; /* hash table: field index + 1, 0 = empty */
 	uint32_t mask;
-	uint32_t *seen;      /* per field: gen of the record that set it */
+	uint32_t *seen; /* per field: gen of the record that set it */
 	uint32_t gen;
-	uint32_t *required;  /* indices of non-nullable fields */
+	uint32_t *required; /* indices of non-nullable fields */
 	size_t nrequired;
-	size_t hint;         /* field expected next */
-	sv_buf_t scratch;    /* unescaped keys and timestamp strings */
+	size_t hint; /* field expected next */
+	sv_buf_t scratch; /* unescaped keys and timestamp strings */
 } sv_json_dec_t;
 
 typedef struct jctx {
@@ -94,8 +94,8 @@ void *sv_codec_json_new(const sv_schema_t *schema)
 		dec->name_len[i] = (uint32_t)strlen(name);
 		dec->plain[i] = true;
 		for (const char *q = name; *q; q++)
-			if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e ||
-			    *q == '"' || *q == '\\')
+			if ((unsigned char)*q < 0x20 ||
+			    (unsigned char)*q > 0x7e || *q == '"' || *q == '\\')
 				dec->plain[i] = false;
 		uint32_t h = key_hash(name, dec->name_len[i]) & dec->mask;
 		while (dec->slots[h])
@@ -225,7 +225,7 @@ static int scan_string(jctx_t *c, const char **pp, const char **s, size_t *n,
 			uint64_t q = x ^ (ONES * '"');
 			uint64_t bs = x ^ (ONES * '\\');
 			uint64_t t = ((q - ONES) & ~q) | ((bs - ONES) & ~bs) |
-				     ((x - ONES * 0x20) & ~x) | x;
+				((x - ONES * 0x20) & ~x) | x;
 			if (t & HIGHS)
 				break;
 			p += 8;
@@ -240,12 +240,20 @@ static int scan_string(jctx_t *c, const char **pp, const char **s, size_t *n,
 			if (end - p < 2)
 				return syntax(c, p, "unterminated string");
 			switch (p[1]) {
-			case '"': case '\\': case '/': case 'b': case 'f':
-			case 'n': case 'r': case 't':
+			case '"':
+			case '\\':
+			case '/':
+			case 'b':
+			case 'f':
+			case 'n':
+			case 'r':
+			case 't':
 				p += 2;
 				continue;
-			case 'u': break;
-			default: return syntax(c, p, "invalid escape in string");
+			case 'u':
+				break;
+			default:
+				return syntax(c, p, "invalid escape in string");
 			}
 			if (end - p < 6)
 				return syntax(c, p, "truncated \\u escape");
@@ -253,13 +261,19 @@ static int scan_string(jctx_t *c, const char **pp, const char **s, size_t *n,
 			if (u < 0)
 				return syntax(c, p, "invalid \\u escape");
 			if (u >= 0xDC00 && u <= 0xDFFF)
-				return syntax(c, p, "lone low surrogate in \\u escape");
+				return syntax(
+					c, p,
+					"lone low surrogate in \\u escape");
 			if (u >= 0xD800 && u <= 0xDBFF) {
 				if (end - p < 12 || p[6] != '\\' || p[7] != 'u')
-					return syntax(c, p, "lone high surrogate in \\u escape");
+					return syntax(c, p,
+						      "lone high surrogate in "
+						      "\\u escape");
 				int32_t lo = hex4(p + 8);
 				if (lo < 0xDC00 || lo > 0xDFFF)
-					return syntax(c, p, "lone high surrogate in \\u escape");
+					return syntax(c, p,
+						      "lone high surrogate in "
+						      "\\u escape");
 				p += 12;
 			} else {
 				p += 6;
@@ -267,7 +281,8 @@ static int scan_string(jctx_t *c, const char **pp, const char **s, size_t *n,
 			continue;
 		}
 		if (ch < 0x20)
-			return syntax(c, p, "unescaped control character in string");
+			return syntax(c, p,
+				      "unescaped control character in string");
 		if (ch < 0x80) {
 			p++;
 			continue;
@@ -339,23 +354,36 @@ static size_t unescape(const char *s, size_t n, char *d)
 		char ch = s[1];
 		s += 2;
 		switch (ch) {
-		case 'b': *d++ = '\b'; break;
-		case 'f': *d++ = '\f'; break;
-		case 'n': *d++ = '\n'; break;
-		case 'r': *d++ = '\r'; break;
-		case 't': *d++ = '\t'; break;
+		case 'b':
+			*d++ = '\b';
+			break;
+		case 'f':
+			*d++ = '\f';
+			break;
+		case 'n':
+			*d++ = '\n';
+			break;
+		case 'r':
+			*d++ = '\r';
+			break;
+		case 't':
+			*d++ = '\t';
+			break;
 		case 'u': {
 			uint32_t cp = (uint32_t)hex4(s);
 			s += 4;
 			if (cp >= 0xD800 && cp <= 0xDBFF) {
 				uint32_t lo = (uint32_t)hex4(s + 2);
 				s += 6;
-				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+				cp = 0x10000 + ((cp - 0xD800) << 10) +
+					(lo - 0xDC00);
 			}
 			d = put_utf8(d, cp);
 			break;
 		}
-		default: *d++ = ch; break; /* " \ / */
+		default:
+			*d++ = ch;
+			break; /* " \ / */
 		}
 	}
 	return (size_t)(d - d0);
@@ -365,10 +393,10 @@ static size_t unescape(const char *s, size_t n, char *d)
 typedef struct jnum {
 	const char *s;
 	size_t n;
-	uint64_t mant;   /* first ≤ 19 significant digits */
-	int64_t exp10;   /* value = mant * 10^exp10 (when !trunc) */
+	uint64_t mant; /* first ≤ 19 significant digits */
+	int64_t exp10; /* value = mant * 10^exp10 (when !trunc) */
 	bool neg, is_int, trunc;
-	int int_digits;  /* digits before '.', for the int64 range check */
+	int int_digits; /* digits before '.', for the int64 range check */
 } jnum_t;
 
 static int scan_number(jctx_t *c, const char **pp, jnum_t *num)
@@ -583,8 +611,9 @@ after:
 		p++;
 		goto after;
 	}
-	return syntax(c, p, stack[depth - 1] == '{' ? "',' or '}' expected"
-						    : "',' or ']' expected");
+	return syntax(c, p,
+		      stack[depth - 1] == '{' ? "',' or '}' expected"
+					      : "',' or ']' expected");
 }
 
 /* Text of a string value for parsing (timestamps): raw bytes, or unescaped
@@ -681,7 +710,8 @@ static int read_field(jctx_t *c, const char **pp, size_t idx)
 						 "integer out of int64 range");
 			*v = t == SV_T_INT64 ? sv_int(i) : sv_ts(i);
 		} else {
-			return type_err(c, idx, num.is_int ? "integer" : "float");
+			return type_err(c, idx,
+					num.is_int ? "integer" : "float");
 		}
 		break;
 	}
@@ -768,11 +798,12 @@ done:
 		uint32_t i = dec->required[k];
 		if (!sv_is_null(&c->row[i]))
 			continue;
-		sv_codec_reason(c->reason, c->reason_len,
-				dec->seen[i] == dec->gen
-					? "field '%s' is null but not nullable"
-					: "field '%s' is missing but not nullable",
-				dec->schema->fields[i].name);
+		sv_codec_reason(
+			c->reason, c->reason_len,
+			dec->seen[i] == dec->gen
+				? "field '%s' is null but not nullable"
+				: "field '%s' is missing but not nullable",
+			dec->schema->fields[i].name);
 		return -1;
 	}
 	return 0;
@@ -784,7 +815,8 @@ int sv_codec_json_decode(void *impl, const char *payload, size_t len,
 {
 	sv_json_dec_t *dec = impl;
 	if (++dec->gen == 0) {
-		memset(dec->seen, 0, (dec->nf ? dec->nf : 1) * sizeof(uint32_t));
+		memset(dec->seen, 0,
+		       (dec->nf ? dec->nf : 1) * sizeof(uint32_t));
 		dec->gen = 1;
 	}
 	sv_rowmeta_t *meta;

@@ -158,7 +158,7 @@ static void dedup_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
 	dedupop_t *op = (dedupop_t *)base;
 	if (bytes)
 		*bytes = sv_statemap_bytes(op->map) +
-			 op->hcap * sizeof(ditem_t);
+			op->hcap * sizeof(ditem_t);
 	if (keys)
 		*keys = sv_statemap_count(op->map);
 }
@@ -274,10 +274,11 @@ sv_error_t *sv_op_dedup_new(const sv_schema_t *in, size_t nkeys,
 		if (cols[k] < 0) {
 			free(cols);
 			return sv_error_set_field(
-				sv_error_new(SV_ERR_SUBMISSION,
-					     "dedup key '%s' is not a column of "
-					     "the input",
-					     keys[k]),
+				sv_error_new(
+					SV_ERR_SUBMISSION,
+					"dedup key '%s' is not a column of "
+					"the input",
+					keys[k]),
 				"key");
 		}
 	}

@@ -144,7 +144,8 @@ sv_error_t *sv_error_copy(const sv_error_t *err)
 	c->field = err->field ? sv_strdup(err->field) : NULL;
 	c->job_id = err->job_id ? sv_strdup(err->job_id) : NULL;
 	c->cause = err->cause ? sv_strdup(err->cause) : NULL;
-	c->details_json = err->details_json ? sv_strdup(err->details_json) : NULL;
+	c->details_json = err->details_json ? sv_strdup(err->details_json)
+					    : NULL;
 	return c;
 }
 

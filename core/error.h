@@ -14,36 +14,36 @@
 
 typedef enum sv_errcat {
 	SV_ERR_CONFIG = 0,
-	SV_ERR_SUBMISSION,      /* invalid job spec (HTTP 400) */
-	SV_ERR_BINDING,         /* source/sink binding: cluster, topic, path */
+	SV_ERR_SUBMISSION, /* invalid job spec (HTTP 400) */
+	SV_ERR_BINDING, /* source/sink binding: cluster, topic, path */
 	SV_ERR_UDF_MISSING,
-	SV_ERR_COVERAGE,        /* capability not covered (HTTP 422) */
+	SV_ERR_COVERAGE, /* capability not covered (HTTP 422) */
 	SV_ERR_PLANNING,
-	SV_ERR_RUNTIME,         /* worker runtime failure */
+	SV_ERR_RUNTIME, /* worker runtime failure */
 	SV_ERR_RETRY_EXHAUSTED,
-	SV_ERR_COMMIT,          /* partial write / commit failure */
+	SV_ERR_COMMIT, /* partial write / commit failure */
 	SV_ERR_MATERIALIZATION,
 	SV_ERR_CHECKPOINT,
 	SV_ERR_OFFSET,
 	SV_ERR_WATERMARK,
 	SV_ERR_SINK_COMMIT,
-	SV_ERR_CONFLICT,        /* action not valid in current state, name in use (HTTP 409) */
-	SV_ERR_NOT_FOUND,       /* unknown job id (HTTP 404) */
+	SV_ERR_CONFLICT, /* action not valid in current state, name in use (HTTP 409) */
+	SV_ERR_NOT_FOUND, /* unknown job id (HTTP 404) */
 	SV_ERR__COUNT
 } sv_errcat_t;
 
 typedef struct sv_error {
 	sv_errcat_t category;
-	char *message;       /* our words: lower case, subject quoted */
-	char *field;         /* spec field the error is about, or NULL */
-	int position;        /* 1-based position in an expression, or 0 */
-	char *job_id;        /* NULL when not about a job */
-	int attempt;         /* 0 when not about an attempt */
+	char *message; /* our words: lower case, subject quoted */
+	char *field; /* spec field the error is about, or NULL */
+	int position; /* 1-based position in an expression, or 0 */
+	char *job_id; /* NULL when not about a job */
+	int attempt; /* 0 when not about an attempt */
 	bool retriable;
 	bool fatal;
-	int cause_code;      /* third-party code (rd_kafka_resp_err_t, ...) or 0 */
-	char *cause;         /* third-party message, or NULL */
-	char *details_json;  /* extra JSON value shown as "details" in the HTTP
+	int cause_code; /* third-party code (rd_kafka_resp_err_t, ...) or 0 */
+	char *cause; /* third-party message, or NULL */
+	char *details_json; /* extra JSON value shown as "details" in the HTTP
 			      * error (e.g. coverage records), or NULL */
 } sv_error_t;
 

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define SV_EXPR_STACK 128    /* operand stack slots of one evaluation */
+#define SV_EXPR_STACK 128 /* operand stack slots of one evaluation */
 #define SV_EXPR_MAX_DEPTH 96 /* parser nesting */
 /* Height of the tree: bounds the compiler's recursion (emit), which
  * parser nesting alone does not, since a chain like a+a+...+a is built by
@@ -38,30 +38,64 @@
 /* ---- the program ---- */
 
 enum {
-	OP_COL, OP_CONST,
-	OP_JF, OP_JT, /* jump by arg when the top is false / true (kept) */
-	OP_AND, OP_OR, OP_NOT, OP_ISNULL, OP_NOTNULL,
-	OP_NEG_I, OP_NEG_F, OP_I2F, OP_CAST, OP_CONCAT,
-	OP_ADD_I, OP_SUB_I, OP_MUL_I, OP_DIV_I, OP_MOD_I,
-	OP_ADD_F, OP_SUB_F, OP_MUL_F, OP_DIV_F, OP_MOD_F,
-	OP_ADD_TI, OP_SUB_TI, OP_SUB_TT,
-	OP_CALL, OP_IN, OP_IN_CONST,
+	OP_COL,
+	OP_CONST,
+	OP_JF,
+	OP_JT, /* jump by arg when the top is false / true (kept) */
+	OP_AND,
+	OP_OR,
+	OP_NOT,
+	OP_ISNULL,
+	OP_NOTNULL,
+	OP_NEG_I,
+	OP_NEG_F,
+	OP_I2F,
+	OP_CAST,
+	OP_CONCAT,
+	OP_ADD_I,
+	OP_SUB_I,
+	OP_MUL_I,
+	OP_DIV_I,
+	OP_MOD_I,
+	OP_ADD_F,
+	OP_SUB_F,
+	OP_MUL_F,
+	OP_DIV_F,
+	OP_MOD_F,
+	OP_ADD_TI,
+	OP_SUB_TI,
+	OP_SUB_TT,
+	OP_CALL,
+	OP_IN,
+	OP_IN_CONST,
 	/* comparisons: OP_CMP + kind * 6 + cmp */
 	OP_CMP,
 	OP__END = OP_CMP + 4 * 6
 };
 
 /* comparison kinds: how the two operands are read */
-enum { K_I = 0, K_F, K_S, K_B };
+enum {
+	K_I = 0,
+	K_F,
+	K_S,
+	K_B
+};
 /* comparisons, in the order of the opcodes */
-enum { C_EQ = 0, C_NE, C_LT, C_LE, C_GT, C_GE };
+enum {
+	C_EQ = 0,
+	C_NE,
+	C_LT,
+	C_LE,
+	C_GT,
+	C_GE
+};
 
 #define IN_NEGATED 0x10
 
 typedef struct sv_insn {
 	uint8_t op;
-	uint8_t k;    /* cast target type, IN kind|negated, CALL strict */
-	uint16_t n;   /* operands taken from the stack (CALL, IN) */
+	uint8_t k; /* cast target type, IN kind|negated, CALL strict */
+	uint16_t n; /* operands taken from the stack (CALL, IN) */
 	uint32_t arg; /* column, constant, function, list, jump distance */
 } sv_insn_t;
 
@@ -75,7 +109,7 @@ struct sv_expr {
 	char *text;
 	sv_type_t type;
 	bool nullable;
-	int column;         /* bare column reference, else -1 */
+	int column; /* bare column reference, else -1 */
 	sv_insn_t *code;
 	size_t ncode;
 	sv_value_t *consts;
@@ -104,10 +138,14 @@ static inline int str_cmp(const sv_value_t *a, const sv_value_t *b)
 static inline bool kind_eq(int kind, const sv_value_t *a, const sv_value_t *b)
 {
 	switch (kind) {
-	case K_I: return a->v.i == b->v.i;
-	case K_F: return a->v.f == b->v.f;
-	case K_S: return str_eq(a, b);
-	default: return a->v.b == b->v.b;
+	case K_I:
+		return a->v.i == b->v.i;
+	case K_F:
+		return a->v.f == b->v.f;
+	case K_S:
+		return str_eq(a, b);
+	default:
+		return a->v.b == b->v.b;
 	}
 }
 
@@ -117,65 +155,65 @@ static void vm_run(const sv_expr_t *e, const sv_insn_t *code, size_t ncode,
 	sv_value_t stack[SV_EXPR_STACK];
 	sv_value_t *sp = stack;
 
-#define TOP2                                                               \
-	sv_value_t *a = sp - 2, *b = sp - 1;                               \
+#define TOP2                                 \
+	sv_value_t *a = sp - 2, *b = sp - 1; \
 	sp--
-#define NULL2                                                              \
-	if (!a->type || !b->type) {                                        \
-		*a = sv_null();                                            \
-		break;                                                     \
+#define NULL2                       \
+	if (!a->type || !b->type) { \
+		*a = sv_null();     \
+		break;              \
 	}
-#define ARITH_I(OPC, BUILTIN, MK)                                          \
-	case OPC: {                                                        \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		int64_t r;                                                 \
-		*a = BUILTIN(a->v.i, b->v.i, &r) ? sv_null() : MK(r);      \
-		break;                                                     \
+#define ARITH_I(OPC, BUILTIN, MK)                                     \
+	case OPC: {                                                   \
+		TOP2;                                                 \
+		NULL2;                                                \
+		int64_t r;                                            \
+		*a = BUILTIN(a->v.i, b->v.i, &r) ? sv_null() : MK(r); \
+		break;                                                \
 	}
-#define ARITH_F(OPC, EXPR)                                                 \
-	case OPC: {                                                        \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		*a = sv_float(EXPR);                                       \
-		break;                                                     \
+#define ARITH_F(OPC, EXPR)           \
+	case OPC: {                  \
+		TOP2;                \
+		NULL2;               \
+		*a = sv_float(EXPR); \
+		break;               \
 	}
-#define CMP_K(KIND, FIELD_CMP)                                             \
-	case OP_CMP + KIND * 6 + C_EQ: {                                   \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		*a = sv_bool(FIELD_CMP == 0);                              \
-		break;                                                     \
-	}                                                                  \
-	case OP_CMP + KIND * 6 + C_NE: {                                   \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		*a = sv_bool(FIELD_CMP != 0);                              \
-		break;                                                     \
-	}                                                                  \
-	case OP_CMP + KIND * 6 + C_LT: {                                   \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		*a = sv_bool(FIELD_CMP < 0);                               \
-		break;                                                     \
-	}                                                                  \
-	case OP_CMP + KIND * 6 + C_LE: {                                   \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		*a = sv_bool(FIELD_CMP <= 0);                              \
-		break;                                                     \
-	}                                                                  \
-	case OP_CMP + KIND * 6 + C_GT: {                                   \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		*a = sv_bool(FIELD_CMP > 0);                               \
-		break;                                                     \
-	}                                                                  \
-	case OP_CMP + KIND * 6 + C_GE: {                                   \
-		TOP2;                                                      \
-		NULL2;                                                     \
-		*a = sv_bool(FIELD_CMP >= 0);                              \
-		break;                                                     \
+#define CMP_K(KIND, FIELD_CMP)                \
+	case OP_CMP + KIND * 6 + C_EQ: {      \
+		TOP2;                         \
+		NULL2;                        \
+		*a = sv_bool(FIELD_CMP == 0); \
+		break;                        \
+	}                                     \
+	case OP_CMP + KIND * 6 + C_NE: {      \
+		TOP2;                         \
+		NULL2;                        \
+		*a = sv_bool(FIELD_CMP != 0); \
+		break;                        \
+	}                                     \
+	case OP_CMP + KIND * 6 + C_LT: {      \
+		TOP2;                         \
+		NULL2;                        \
+		*a = sv_bool(FIELD_CMP < 0);  \
+		break;                        \
+	}                                     \
+	case OP_CMP + KIND * 6 + C_LE: {      \
+		TOP2;                         \
+		NULL2;                        \
+		*a = sv_bool(FIELD_CMP <= 0); \
+		break;                        \
+	}                                     \
+	case OP_CMP + KIND * 6 + C_GT: {      \
+		TOP2;                         \
+		NULL2;                        \
+		*a = sv_bool(FIELD_CMP > 0);  \
+		break;                        \
+	}                                     \
+	case OP_CMP + KIND * 6 + C_GE: {      \
+		TOP2;                         \
+		NULL2;                        \
+		*a = sv_bool(FIELD_CMP >= 0); \
+		break;                        \
 	}
 /* three-way compares that are exact for each kind (floats: NaN compares
  * unequal and unordered, like C) */
@@ -230,8 +268,9 @@ static void vm_run(const sv_expr_t *e, const sv_insn_t *code, size_t ncode,
 			break;
 		case OP_NEG_I:
 			if (sp[-1].type)
-				sp[-1] = sp[-1].v.i == INT64_MIN ? sv_null() :
-					 sv_int(-sp[-1].v.i);
+				sp[-1] = sp[-1].v.i == INT64_MIN
+					? sv_null()
+					: sv_int(-sp[-1].v.i);
 			break;
 		case OP_NEG_F:
 			if (sp[-1].type)
@@ -242,14 +281,16 @@ static void vm_run(const sv_expr_t *e, const sv_insn_t *code, size_t ncode,
 				sp[-1] = sv_float((double)sp[-1].v.i);
 			break;
 		case OP_CAST:
-			sv_cast_value(&sp[-1], (sv_type_t)in->k, arena, &sp[-1]);
+			sv_cast_value(&sp[-1], (sv_type_t)in->k, arena,
+				      &sp[-1]);
 			break;
 		case OP_CONCAT: {
 			TOP2;
 			NULL2;
 			uint64_t n = (uint64_t)a->len + b->len;
-			char *p = arena && n <= UINT32_MAX ?
-				  sv_arena_alloc(arena, n ? n : 1) : NULL;
+			char *p = arena && n <= UINT32_MAX
+				? sv_arena_alloc(arena, n ? n : 1)
+				: NULL;
 			if (!p) {
 				*a = sv_null();
 				break;
@@ -261,12 +302,12 @@ static void vm_run(const sv_expr_t *e, const sv_insn_t *code, size_t ncode,
 			*a = sv_str(p, (uint32_t)n);
 			break;
 		}
-		ARITH_I(OP_ADD_I, __builtin_add_overflow, sv_int)
-		ARITH_I(OP_SUB_I, __builtin_sub_overflow, sv_int)
-		ARITH_I(OP_MUL_I, __builtin_mul_overflow, sv_int)
-		ARITH_I(OP_ADD_TI, __builtin_add_overflow, sv_ts)
-		ARITH_I(OP_SUB_TI, __builtin_sub_overflow, sv_ts)
-		ARITH_I(OP_SUB_TT, __builtin_sub_overflow, sv_int)
+			ARITH_I(OP_ADD_I, __builtin_add_overflow, sv_int)
+			ARITH_I(OP_SUB_I, __builtin_sub_overflow, sv_int)
+			ARITH_I(OP_MUL_I, __builtin_mul_overflow, sv_int)
+			ARITH_I(OP_ADD_TI, __builtin_add_overflow, sv_ts)
+			ARITH_I(OP_SUB_TI, __builtin_sub_overflow, sv_ts)
+			ARITH_I(OP_SUB_TT, __builtin_sub_overflow, sv_int)
 		case OP_DIV_I: {
 			TOP2;
 			NULL2;
@@ -285,25 +326,26 @@ static void vm_run(const sv_expr_t *e, const sv_insn_t *code, size_t ncode,
 				*a = sv_int(b->v.i == -1 ? 0 : a->v.i % b->v.i);
 			break;
 		}
-		ARITH_F(OP_ADD_F, a->v.f + b->v.f)
-		ARITH_F(OP_SUB_F, a->v.f - b->v.f)
-		ARITH_F(OP_MUL_F, a->v.f * b->v.f)
+			ARITH_F(OP_ADD_F, a->v.f + b->v.f)
+			ARITH_F(OP_SUB_F, a->v.f - b->v.f)
+			ARITH_F(OP_MUL_F, a->v.f * b->v.f)
 		case OP_DIV_F: {
 			TOP2;
 			NULL2;
-			*a = b->v.f == 0 ? sv_null() : sv_float(a->v.f / b->v.f);
+			*a = b->v.f == 0 ? sv_null()
+					 : sv_float(a->v.f / b->v.f);
 			break;
 		}
 		case OP_MOD_F: {
 			TOP2;
 			NULL2;
-			*a = b->v.f == 0 ? sv_null() :
-			     sv_float(fmod(a->v.f, b->v.f));
+			*a = b->v.f == 0 ? sv_null()
+					 : sv_float(fmod(a->v.f, b->v.f));
 			break;
 		}
-		CMP_K(K_I, CMP3(a->v.i, b->v.i))
-		CMP_K(K_S, str_cmp(a, b))
-		CMP_K(K_B, CMP3(a->v.b, b->v.b))
+			CMP_K(K_I, CMP3(a->v.i, b->v.i))
+			CMP_K(K_S, str_cmp(a, b))
+			CMP_K(K_B, CMP3(a->v.b, b->v.b))
 		/* floats compare directly so NaN is unordered */
 		case OP_CMP + K_F * 6 + C_EQ: {
 			TOP2;
@@ -370,8 +412,9 @@ static void vm_run(const sv_expr_t *e, const sv_insn_t *code, size_t ncode,
 			if (!x->type)
 				break;
 			bool neg = in->k & IN_NEGATED;
-			*x = found ? sv_bool(!neg) :
-			     saw_null ? sv_null() : sv_bool(neg);
+			*x = found         ? sv_bool(!neg)
+				: saw_null ? sv_null()
+					   : sv_bool(neg);
 			break;
 		}
 		case OP_IN_CONST: {
@@ -399,8 +442,9 @@ static void vm_run(const sv_expr_t *e, const sv_insn_t *code, size_t ncode,
 				break;
 			}
 			bool neg = in->k & IN_NEGATED;
-			*x = found ? sv_bool(!neg) :
-			     l->has_null ? sv_null() : sv_bool(neg);
+			*x = found            ? sv_bool(!neg)
+				: l->has_null ? sv_null()
+					      : sv_bool(neg);
 			break;
 		}
 		default:
@@ -470,19 +514,43 @@ void sv_expr_destroy(sv_expr_t *expr)
 
 /* ---- the lexer ---- */
 
-enum { TK_EOF, TK_INT, TK_FLOAT, TK_STR, TK_IDENT, TK_QIDENT, TK_LP, TK_RP,
-       TK_COMMA, TK_OP };
-enum { P_PLUS, P_MINUS, P_STAR, P_SLASH, P_PCT, P_EQ, P_NE, P_LT, P_LE,
-       P_GT, P_GE, P_AND, P_OR, P_NOT };
+enum {
+	TK_EOF,
+	TK_INT,
+	TK_FLOAT,
+	TK_STR,
+	TK_IDENT,
+	TK_QIDENT,
+	TK_LP,
+	TK_RP,
+	TK_COMMA,
+	TK_OP
+};
+enum {
+	P_PLUS,
+	P_MINUS,
+	P_STAR,
+	P_SLASH,
+	P_PCT,
+	P_EQ,
+	P_NE,
+	P_LT,
+	P_LE,
+	P_GT,
+	P_GE,
+	P_AND,
+	P_OR,
+	P_NOT
+};
 
 typedef struct tok {
 	uint8_t kind, op;
-	int pos;          /* 1-based */
-	int len;          /* source length */
+	int pos; /* 1-based */
+	int len; /* source length */
 	const char *src;
-	uint64_t u;       /* TK_INT */
-	double f;         /* TK_FLOAT */
-	const char *s;    /* TK_STR, TK_QIDENT: unescaped, in expr->strings */
+	uint64_t u; /* TK_INT */
+	double f; /* TK_FLOAT */
+	const char *s; /* TK_STR, TK_QIDENT: unescaped, in expr->strings */
 	uint32_t slen;
 } tok_t;
 
@@ -498,7 +566,14 @@ typedef struct node {
 	int pos;
 } node_t;
 
-enum { N_CONST, N_COL, N_OP, N_AND, N_OR, N_IN };
+enum {
+	N_CONST,
+	N_COL,
+	N_OP,
+	N_AND,
+	N_OR,
+	N_IN
+};
 
 typedef struct parser {
 	const char *text;
@@ -553,8 +628,7 @@ static bool is_digit(char c)
 
 /* Unescape a quoted token body (doubled quote = one quote) into the
  * expression's string arena. */
-static void unquote(parser_t *p, tok_t *t, const char *body, size_t n,
-		    char q)
+static void unquote(parser_t *p, tok_t *t, const char *body, size_t n, char q)
 {
 	char *d = sv_arena_alloc(&p->e->strings, n ? n : 1);
 	size_t w = 0;
@@ -573,8 +647,9 @@ static int lex(parser_t *p)
 	size_t n = strlen(s), i = 0, cap = 16;
 	p->toks = sv_malloc(cap * sizeof(tok_t));
 	for (;;) {
-		while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
-				 s[i] == '\r'))
+		while (i < n &&
+		       (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' ||
+			s[i] == '\r'))
 			i++;
 		if (p->ntoks == cap) {
 			cap *= 2;
@@ -590,7 +665,8 @@ static int lex(parser_t *p)
 		}
 		size_t st = i;
 		char c = s[i];
-		if (is_digit(c) || (c == '.' && i + 1 < n && is_digit(s[i + 1]))) {
+		if (is_digit(c) ||
+		    (c == '.' && i + 1 < n && is_digit(s[i + 1]))) {
 			bool flt = false;
 			while (i < n && is_digit(s[i]))
 				i++;
@@ -622,8 +698,10 @@ static int lex(parser_t *p)
 				uint64_t v = 0;
 				for (size_t j = st; j < i; j++) {
 					if (v > (UINT64_MAX - 9) / 10)
-						return perr(p, SV_ERR_SUBMISSION,
-							    t->pos, "integer "
+						return perr(p,
+							    SV_ERR_SUBMISSION,
+							    t->pos,
+							    "integer "
 							    "literal '%.*s' is "
 							    "out of range",
 							    t->len, t->src);
@@ -645,10 +723,12 @@ static int lex(parser_t *p)
 			size_t j = i + 1;
 			for (;;) {
 				if (j >= n) {
-					return perr(p, SV_ERR_SUBMISSION, t->pos,
-						    c == '`' ?
-						    "unterminated quoted name" :
-						    "unterminated string");
+					return perr(p, SV_ERR_SUBMISSION,
+						    t->pos,
+						    c == '`' ? "unterminated "
+							       "quoted name"
+							     : "unterminated "
+							       "string");
 				}
 				if (s[j] == c) {
 					if (j + 1 < n && s[j + 1] == c) {
@@ -668,15 +748,34 @@ static int lex(parser_t *p)
 		char c2 = i + 1 < n ? s[i + 1] : '\0';
 		int op = -1, len = 1;
 		switch (c) {
-		case '(': t->kind = TK_LP; break;
-		case ')': t->kind = TK_RP; break;
-		case ',': t->kind = TK_COMMA; break;
-		case '+': op = P_PLUS; break;
-		case '-': op = P_MINUS; break;
-		case '*': op = P_STAR; break;
-		case '/': op = P_SLASH; break;
-		case '%': op = P_PCT; break;
-		case '=': op = P_EQ; len = c2 == '=' ? 2 : 1; break;
+		case '(':
+			t->kind = TK_LP;
+			break;
+		case ')':
+			t->kind = TK_RP;
+			break;
+		case ',':
+			t->kind = TK_COMMA;
+			break;
+		case '+':
+			op = P_PLUS;
+			break;
+		case '-':
+			op = P_MINUS;
+			break;
+		case '*':
+			op = P_STAR;
+			break;
+		case '/':
+			op = P_SLASH;
+			break;
+		case '%':
+			op = P_PCT;
+			break;
+		case '=':
+			op = P_EQ;
+			len = c2 == '=' ? 2 : 1;
+			break;
 		case '!':
 			op = c2 == '=' ? P_NE : P_NOT;
 			len = c2 == '=' ? 2 : 1;
@@ -711,7 +810,8 @@ static int lex(parser_t *p)
 			/* not a token: show the whole UTF-8 sequence */
 			int cl = 1;
 			while (i + (size_t)cl < n &&
-			       ((unsigned char)s[i + (size_t)cl] & 0xC0) == 0x80)
+			       ((unsigned char)s[i + (size_t)cl] & 0xC0) ==
+				       0x80)
 				cl++;
 			return perr(p, SV_ERR_SUBMISSION, t->pos,
 				    "unexpected character '%.*s'", cl, s + i);
@@ -737,7 +837,7 @@ static tok_t *peek(parser_t *p, size_t ahead)
 static bool tok_kw(const tok_t *t, const char *kw)
 {
 	return t->kind == TK_IDENT && (size_t)t->len == strlen(kw) &&
-	       !strncasecmp(t->src, kw, (size_t)t->len);
+		!strncasecmp(t->src, kw, (size_t)t->len);
 }
 
 static bool tok_op(const tok_t *t, int op)
@@ -747,8 +847,7 @@ static bool tok_op(const tok_t *t, int op)
 
 static bool is_reserved(const tok_t *t)
 {
-	static const char *const kws[] = {"and", "or", "not", "is", "in",
-					  "as"};
+	static const char *const kws[] = {"and", "or", "not", "is", "in", "as"};
 	for (size_t i = 0; i < SV_ARRAY_LEN(kws); i++)
 		if (tok_kw(t, kws[i]))
 			return true;
@@ -830,8 +929,7 @@ static const sv_value_t *const_val(parser_t *p, int id)
 
 /* ---- code emission ---- */
 
-static size_t put(parser_t *p, uint8_t op, uint8_t k, uint16_t n,
-		  uint32_t arg)
+static size_t put(parser_t *p, uint8_t op, uint8_t k, uint16_t n, uint32_t arg)
 {
 	if (p->ncode == p->capcode) {
 		p->capcode = p->capcode ? p->capcode * 2 : 32;
@@ -977,7 +1075,7 @@ static int ts_literal(parser_t *p, int id)
 static bool is_str_const(parser_t *p, int id)
 {
 	return is_const(p, id) && N(p, id)->type == SV_T_STRING &&
-	       !is_null_const(p, id);
+		!is_null_const(p, id);
 }
 
 /* Comparison kind and common type of two operand types, or -1. */
@@ -1000,8 +1098,7 @@ static int cmp_kind(sv_type_t a, sv_type_t b, sv_type_t *common)
 	return a == SV_T_STRING ? K_S : a == SV_T_BOOL ? K_B : -1;
 }
 
-static int type_error2(parser_t *p, const tok_t *op, sv_type_t a,
-		       sv_type_t b)
+static int type_error2(parser_t *p, const tok_t *op, sv_type_t a, sv_type_t b)
 {
 	return perr(p, SV_ERR_SUBMISSION, op->pos,
 		    "operator '%.*s' cannot apply to %s and %s", op->len,
@@ -1036,8 +1133,8 @@ static int mk_cmp(parser_t *p, const tok_t *op, int l, int r)
 	}
 	int kids[2] = {l, r};
 	return mk_op(p, (uint8_t)(OP_CMP + kind * 6 + cmp_of[op->op]), 0, 0,
-		     SV_T_BOOL, N(p, l)->nullable || N(p, r)->nullable,
-		     op->pos, kids, 2);
+		     SV_T_BOOL, N(p, l)->nullable || N(p, r)->nullable, op->pos,
+		     kids, 2);
 }
 
 static int mk_arith(parser_t *p, const tok_t *op, int l, int r)
@@ -1081,7 +1178,7 @@ static int mk_arith(parser_t *p, const tok_t *op, int l, int r)
 		rt = SV_T_FLOAT64;
 		flt = true;
 		nullable = o == P_SLASH || o == P_PCT || N(p, l)->nullable ||
-			   N(p, r)->nullable;
+			N(p, r)->nullable;
 	} else if (tl == SV_T_TIMESTAMP && tr == SV_T_INT64 &&
 		   (o == P_PLUS || o == P_MINUS)) {
 		opc = o == P_PLUS ? OP_ADD_TI : OP_SUB_TI;
@@ -1118,8 +1215,8 @@ static int mk_logic(parser_t *p, const tok_t *op, bool is_and, int l, int r)
 	N(p, l)->type = N(p, r)->type = SV_T_BOOL;
 	int kids[2] = {l, r};
 	int id = new_node(p, is_and ? N_AND : N_OR, SV_T_BOOL,
-			  N(p, l)->nullable || N(p, r)->nullable, op->pos,
-			  kids, 2);
+			  N(p, l)->nullable || N(p, r)->nullable, op->pos, kids,
+			  2);
 	return fold(p, id);
 }
 
@@ -1146,12 +1243,12 @@ static int check_height(parser_t *p, const tok_t *op, int id)
 	if (id >= 0 && N(p, id)->height > SV_EXPR_MAX_HEIGHT)
 		return perr(p, SV_ERR_SUBMISSION, op->pos,
 			    "expression is too complex (more than %d nested "
-			    "operations)", SV_EXPR_MAX_HEIGHT);
+			    "operations)",
+			    SV_EXPR_MAX_HEIGHT);
 	return id;
 }
 
-static int column_ref(parser_t *p, const tok_t *t, const char *name,
-		      size_t len)
+static int column_ref(parser_t *p, const tok_t *t, const char *name, size_t len)
 {
 	int c = sv_schema_findn(p->schema, name, len);
 	if (c < 0)
@@ -1169,12 +1266,18 @@ static bool parse_type_name(const tok_t *t, sv_type_t *out)
 		const char *name;
 		sv_type_t type;
 	} names[] = {
-		{"bool", SV_T_BOOL},         {"boolean", SV_T_BOOL},
-		{"int64", SV_T_INT64},       {"int", SV_T_INT64},
-		{"integer", SV_T_INT64},     {"bigint", SV_T_INT64},
-		{"float64", SV_T_FLOAT64},   {"double", SV_T_FLOAT64},
-		{"float", SV_T_FLOAT64},     {"string", SV_T_STRING},
-		{"varchar", SV_T_STRING},    {"text", SV_T_STRING},
+		{"bool", SV_T_BOOL},
+		{"boolean", SV_T_BOOL},
+		{"int64", SV_T_INT64},
+		{"int", SV_T_INT64},
+		{"integer", SV_T_INT64},
+		{"bigint", SV_T_INT64},
+		{"float64", SV_T_FLOAT64},
+		{"double", SV_T_FLOAT64},
+		{"float", SV_T_FLOAT64},
+		{"string", SV_T_STRING},
+		{"varchar", SV_T_STRING},
+		{"text", SV_T_STRING},
 		{"timestamp_ms", SV_T_TIMESTAMP},
 		{"timestamp", SV_T_TIMESTAMP},
 	};
@@ -1199,10 +1302,11 @@ static int parse_cast(parser_t *p, const tok_t *name)
 	const tok_t *tt = cur(p);
 	sv_type_t to;
 	if (tt->kind != TK_IDENT)
-		return perr(p, SV_ERR_SUBMISSION, tt->pos, "expected a type name");
+		return perr(p, SV_ERR_SUBMISSION, tt->pos,
+			    "expected a type name");
 	if (!parse_type_name(tt, &to))
-		return perr(p, SV_ERR_SUBMISSION, tt->pos, "unknown type '%.*s'",
-			    tt->len, tt->src);
+		return perr(p, SV_ERR_SUBMISSION, tt->pos,
+			    "unknown type '%.*s'", tt->len, tt->src);
 	p->cur++;
 	if (cur(p)->kind != TK_RP)
 		return perr(p, SV_ERR_SUBMISSION, cur(p)->pos, "expected ')'");
@@ -1263,7 +1367,8 @@ static int parse_call(parser_t *p, const tok_t *name)
 			snprintf(want, sizeof(want), "%d to %d arguments",
 				 fn->min_args, fn->max_args);
 		return perr(p, SV_ERR_SUBMISSION, name->pos,
-			    "function '%s' takes %s, got %d", fn->name, want, n);
+			    "function '%s' takes %s, got %d", fn->name, want,
+			    n);
 	}
 	sv_fcheck_t fc;
 	memset(&fc, 0, sizeof(fc));
@@ -1385,8 +1490,9 @@ static int parse_unary(parser_t *p)
 static int parse_mul(parser_t *p)
 {
 	int l = parse_unary(p);
-	while (l >= 0 && (tok_op(cur(p), P_STAR) || tok_op(cur(p), P_SLASH) ||
-			  tok_op(cur(p), P_PCT))) {
+	while (l >= 0 &&
+	       (tok_op(cur(p), P_STAR) || tok_op(cur(p), P_SLASH) ||
+		tok_op(cur(p), P_PCT))) {
 		const tok_t *op = cur(p);
 		p->cur++;
 		int r = parse_unary(p);
@@ -1400,8 +1506,7 @@ static int parse_mul(parser_t *p)
 static int parse_add(parser_t *p)
 {
 	int l = parse_mul(p);
-	while (l >= 0 &&
-	       (tok_op(cur(p), P_PLUS) || tok_op(cur(p), P_MINUS))) {
+	while (l >= 0 && (tok_op(cur(p), P_PLUS) || tok_op(cur(p), P_MINUS))) {
 		const tok_t *op = cur(p);
 		p->cur++;
 		int r = parse_mul(p);
@@ -1470,13 +1575,16 @@ static int parse_in(parser_t *p, const tok_t *op, int x, bool negated)
 				    op->len, op->src, sv_type_name(t),
 				    sv_type_name(ti));
 	}
-	kind = t == SV_T_FLOAT64 ? K_F : t == SV_T_STRING ? K_S :
-	       t == SV_T_BOOL ? K_B : K_I;
+	kind = t == SV_T_FLOAT64   ? K_F
+		: t == SV_T_STRING ? K_S
+		: t == SV_T_BOOL   ? K_B
+				   : K_I;
 	for (int i = 0; i < n; i++) {
 		sv_type_t ti = N(p, items[i])->type;
 		if (ti == SV_T_NULL || (kind == K_F && ti == SV_T_INT64))
-			items[i] = mk_cast(p, items[i], kind == K_F ?
-					   SV_T_FLOAT64 : t, N(p, items[i])->pos);
+			items[i] = mk_cast(p, items[i],
+					   kind == K_F ? SV_T_FLOAT64 : t,
+					   N(p, items[i])->pos);
 	}
 	int id = new_node(p, N_IN, SV_T_BOOL, nullable, op->pos, items, n);
 	N(p, id)->k = (uint8_t)(kind | (negated ? IN_NEGATED : 0));
@@ -1542,8 +1650,8 @@ static int parse_not(parser_t *p)
 				 "operator '%.*s' cannot apply to %s", t->len,
 				 t->src, sv_type_name(tx));
 		else
-			x = mk_op(p, OP_NOT, 0, 0, SV_T_BOOL,
-				  N(p, x)->nullable, t->pos, &x, 1);
+			x = mk_op(p, OP_NOT, 0, 0, SV_T_BOOL, N(p, x)->nullable,
+				  t->pos, &x, 1);
 	}
 	p->depth--;
 	return x;

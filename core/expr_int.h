@@ -27,14 +27,14 @@ enum {
 /* The type rule's in/out parameter block. */
 typedef struct sv_fcheck {
 	int nargs;
-	sv_type_t arg[SV_FUNC_MAX_ARGS];  /* in: SV_T_NULL for the literal null */
-	bool nullable[SV_FUNC_MAX_ARGS];  /* in */
+	sv_type_t arg[SV_FUNC_MAX_ARGS]; /* in: SV_T_NULL for the literal null */
+	bool nullable[SV_FUNC_MAX_ARGS]; /* in */
 	sv_type_t want[SV_FUNC_MAX_ARGS]; /* out: coerce argument i to this
 					   * type; preset to arg[i] */
-	sv_type_t ret;                    /* out */
-	bool ret_nullable;                /* out; preset to "any argument
+	sv_type_t ret; /* out */
+	bool ret_nullable; /* out; preset to "any argument
 					   * nullable" */
-	char why[160];                    /* out: reason when false is
+	char why[160]; /* out: reason when false is
 					   * returned, e.g. "argument 1 of
 					   * 'lower' must be string, got int64" */
 } sv_fcheck_t;
@@ -48,7 +48,7 @@ typedef void (*sv_func_eval_fn)(const sv_value_t *args, int nargs,
 typedef struct sv_func {
 	const char *name; /* lower case; looked up case-insensitively */
 	int min_args, max_args;
-	unsigned flags;   /* SV_FN_* */
+	unsigned flags; /* SV_FN_* */
 	bool (*check)(const struct sv_func *fn, sv_fcheck_t *fc);
 	sv_func_eval_fn eval;
 } sv_func_t;

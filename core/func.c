@@ -118,7 +118,7 @@ static uint32_t utf8_skip(const char *s, uint32_t n, int64_t cp)
 static bool is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
-	       c == '\v';
+		c == '\v';
 }
 
 static char *str_alloc(sv_arena_t *arena, size_t n)
@@ -187,7 +187,8 @@ bool sv_parse_timestamp(const char *s, size_t n, int64_t *ms)
 		return false;
 	if (mo < 1 || mo > 12 || d < 1)
 		return false;
-	int mdays = mo == 12 ? 31 : (int)(days_before[mo] - days_before[mo - 1]);
+	int mdays = mo == 12 ? 31
+			     : (int)(days_before[mo] - days_before[mo - 1]);
 	if (mo == 2 && sv_is_leap_year(y))
 		mdays = 29;
 	if (d > mdays)
@@ -237,7 +238,7 @@ bool sv_parse_timestamp(const char *s, size_t n, int64_t *ms)
 		return false;
 	int64_t days = sv_days_from_civil(y, mo, d);
 	*ms = days * 86400000 + (int64_t)h * 3600000 + (int64_t)mi * 60000 +
-	      (int64_t)sec * 1000 + frac - off_ms;
+		(int64_t)sec * 1000 + frac - off_ms;
 	return true;
 }
 
@@ -254,8 +255,8 @@ static int format_value(const sv_value_t *v, char *buf, size_t cap)
 		if (isnan(f))
 			return snprintf(buf, cap, "NaN");
 		if (isinf(f))
-			return snprintf(buf, cap, "%s", f < 0 ? "-Infinity" :
-								 "Infinity");
+			return snprintf(buf, cap, "%s",
+					f < 0 ? "-Infinity" : "Infinity");
 		int len = 0;
 		/* shortest of 15..17 significant digits that reads back */
 		for (int prec = 15; prec <= 17; prec++) {
@@ -276,7 +277,8 @@ static int format_value(const sv_value_t *v, char *buf, size_t cap)
 		int64_t y;
 		int m, d;
 		sv_civil_from_days(days, &y, &m, &d);
-		return snprintf(buf, cap, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
+		return snprintf(buf, cap,
+				"%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
 				(long long)y, m, d, (int)(rem / 3600000),
 				(int)(rem / 60000 % 60), (int)(rem / 1000 % 60),
 				(int)(rem % 1000));
@@ -304,7 +306,7 @@ bool sv_cast_may_fail(sv_type_t from, sv_type_t to)
 	if (from == SV_T_STRING)
 		return true;
 	return from == SV_T_FLOAT64 &&
-	       (to == SV_T_INT64 || to == SV_T_TIMESTAMP);
+		(to == SV_T_INT64 || to == SV_T_TIMESTAMP);
 }
 
 static bool float_to_int(double f, int64_t *out)
@@ -385,8 +387,9 @@ void sv_cast_value(const sv_value_t *in, sv_type_t to, sv_arena_t *arena,
 	int64_t i;
 	switch (to) {
 	case SV_T_BOOL:
-		r = sv_bool(v.type == SV_T_FLOAT64 ? v.v.f != 0 :
-			    v.type == SV_T_BOOL ? v.v.b : v.v.i != 0);
+		r = sv_bool(v.type == SV_T_FLOAT64        ? v.v.f != 0
+				    : v.type == SV_T_BOOL ? v.v.b
+							  : v.v.i != 0);
 		break;
 	case SV_T_INT64:
 	case SV_T_TIMESTAMP:
@@ -399,7 +402,8 @@ void sv_cast_value(const sv_value_t *in, sv_type_t to, sv_arena_t *arena,
 		r = to == SV_T_INT64 ? sv_int(i) : sv_ts(i);
 		break;
 	case SV_T_FLOAT64:
-		r = sv_float(v.type == SV_T_BOOL ? (double)v.v.b : (double)v.v.i);
+		r = sv_float(v.type == SV_T_BOOL ? (double)v.v.b
+						 : (double)v.v.i);
 		break;
 	default:
 		break;
@@ -497,8 +501,10 @@ static bool unify_args(const sv_func_t *fn, sv_fcheck_t *fc, int first,
 	for (int i = first; i < fc->nargs; i++) {
 		sv_type_t u;
 		if (!sv_type_unify(t, fc->arg[i], &u))
-			return fail(fc, "arguments of '%s' must have one type, "
-				    "got %s and %s", fn->name, sv_type_name(t),
+			return fail(fc,
+				    "arguments of '%s' must have one type, "
+				    "got %s and %s",
+				    fn->name, sv_type_name(t),
 				    sv_type_name(fc->arg[i]));
 		t = u;
 	}
@@ -534,7 +540,7 @@ static bool chk_if(const sv_func_t *fn, sv_fcheck_t *fc)
 	if (!unify_args(fn, fc, 1, &fc->ret))
 		return false;
 	fc->ret_nullable = fc->nullable[1] || fc->nullable[2] ||
-			   fc->arg[1] == SV_T_NULL || fc->arg[2] == SV_T_NULL;
+		fc->arg[1] == SV_T_NULL || fc->arg[2] == SV_T_NULL;
 	return true;
 }
 
@@ -610,8 +616,9 @@ static void fn_substr(const sv_value_t *a, int n, sv_arena_t *arena,
 		return;
 	}
 	uint32_t b0 = utf8_skip(s, slen, from - 1);
-	uint32_t b1 = to == INT64_MAX ? slen :
-		b0 + utf8_skip(s + b0, slen - b0, to - from);
+	uint32_t b1 = to == INT64_MAX
+		? slen
+		: b0 + utf8_skip(s + b0, slen - b0, to - from);
 	*out = sv_str(s + b0, b1 - b0);
 }
 
@@ -677,8 +684,7 @@ static bool bytes_eq(const char *x, const char *y, size_t n)
 	return !n || !memcmp(x, y, n);
 }
 
-static const char *find_bytes(const char *s, size_t n, const char *f,
-			      size_t fl)
+static const char *find_bytes(const char *s, size_t n, const char *f, size_t fl)
 {
 	return n >= fl && fl ? memmem(s, n, f, fl) : NULL;
 }
@@ -693,10 +699,10 @@ static void fn_starts_with(const sv_value_t *a, int n, sv_arena_t *arena,
 static void fn_ends_with(const sv_value_t *a, int n, sv_arena_t *arena,
 			 sv_value_t *out)
 {
-	*out = sv_bool(a[1].len <= a[0].len &&
-		       (!a[1].len ||
-			!memcmp(a[0].v.s + a[0].len - a[1].len, a[1].v.s,
-				a[1].len)));
+	*out = sv_bool(
+		a[1].len <= a[0].len &&
+		(!a[1].len ||
+		 !memcmp(a[0].v.s + a[0].len - a[1].len, a[1].v.s, a[1].len)));
 }
 
 static void fn_contains(const sv_value_t *a, int n, sv_arena_t *arena,
@@ -785,9 +791,11 @@ static void fn_round(const sv_value_t *a, int n, sv_arena_t *arena,
 		/* 10^-d > INT64_MAX. At d = -19, |x| >= 5 * 10^18 rounds to
 		 * +-10^19, past int64: null. From d = -20 on, half a unit is
 		 * 5 * 10^19 > |x|: every x rounds to 0. */
-		*out = d == -19 && (x >= 5000000000000000000 ||
-				    x <= -5000000000000000000) ?
-		       sv_null() : sv_int(0);
+		*out = d == -19 &&
+				(x >= 5000000000000000000 ||
+				 x <= -5000000000000000000)
+			? sv_null()
+			: sv_int(0);
 		return;
 	}
 	int64_t p = 1;
@@ -838,10 +846,9 @@ static void fn_coalesce(const sv_value_t *a, int n, sv_arena_t *arena,
 static void fn_nullif(const sv_value_t *a, int n, sv_arena_t *arena,
 		      sv_value_t *out)
 {
-	bool eq = a[0].type == SV_T_STRING && a[1].type == SV_T_STRING ?
-		  a[0].len == a[1].len &&
-		  bytes_eq(a[0].v.s, a[1].v.s, a[0].len) :
-		  sv_value_equal(&a[0], &a[1]);
+	bool eq = a[0].type == SV_T_STRING && a[1].type == SV_T_STRING
+		? a[0].len == a[1].len && bytes_eq(a[0].v.s, a[1].v.s, a[0].len)
+		: sv_value_equal(&a[0], &a[1]);
 	if (a[0].type != SV_T_NULL && a[1].type != SV_T_NULL && eq)
 		*out = sv_null();
 	else

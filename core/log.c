@@ -25,10 +25,14 @@ sv_loglevel_t sv_log_level(void)
 	if (!level_set) {
 		const char *e = getenv("STREAMVISOR_LOG_LEVEL");
 		if (e) {
-			if (!strcmp(e, "error")) cur_level = SV_LOG_ERROR;
-			else if (!strcmp(e, "warn")) cur_level = SV_LOG_WARN;
-			else if (!strcmp(e, "debug")) cur_level = SV_LOG_DEBUG;
-			else cur_level = SV_LOG_INFO;
+			if (!strcmp(e, "error"))
+				cur_level = SV_LOG_ERROR;
+			else if (!strcmp(e, "warn"))
+				cur_level = SV_LOG_WARN;
+			else if (!strcmp(e, "debug"))
+				cur_level = SV_LOG_DEBUG;
+			else
+				cur_level = SV_LOG_INFO;
 		}
 		level_set = 1;
 	}
@@ -38,10 +42,14 @@ sv_loglevel_t sv_log_level(void)
 static const char *level_name(sv_loglevel_t l)
 {
 	switch (l) {
-	case SV_LOG_ERROR: return "ERROR";
-	case SV_LOG_WARN: return "WARN ";
-	case SV_LOG_INFO: return "INFO ";
-	default: return "DEBUG";
+	case SV_LOG_ERROR:
+		return "ERROR";
+	case SV_LOG_WARN:
+		return "WARN ";
+	case SV_LOG_INFO:
+		return "INFO ";
+	default:
+		return "DEBUG";
 	}
 }
 

@@ -30,8 +30,8 @@ typedef struct filter_op {
 	sv_arena_t scratch; /* strings computed by the predicate */
 } filter_op_t;
 
-static sv_error_t *filter_process(sv_op_t *op, sv_op_ctx_t *ctx,
-				  sv_batch_t *in, sv_batch_t *out)
+static sv_error_t *filter_process(sv_op_t *op, sv_op_ctx_t *ctx, sv_batch_t *in,
+				  sv_batch_t *out)
 {
 	filter_op_t *f = (filter_op_t *)op;
 	size_t ncols = in->ncols;
@@ -79,8 +79,8 @@ sv_error_t *sv_op_filter_new(const sv_schema_t *in, const char *expr,
 		 * fault, so position 1 */
 		err = sv_error_new(SV_ERR_SUBMISSION,
 				   "expression '%s' at position 1: a filter "
-				   "must be boolean, got %s", expr,
-				   sv_type_name(t));
+				   "must be boolean, got %s",
+				   expr, sv_type_name(t));
 		err->position = 1;
 		sv_expr_destroy(e);
 		return err;
@@ -101,11 +101,11 @@ typedef struct select_op {
 	sv_op_t base;
 	size_t n;
 	sv_expr_t **exprs; /* one per output column */
-	int *cols;         /* input column when exprs[i] is a bare column */
+	int *cols; /* input column when exprs[i] is a bare column */
 } select_op_t;
 
-static sv_error_t *select_process(sv_op_t *op, sv_op_ctx_t *ctx,
-				  sv_batch_t *in, sv_batch_t *out)
+static sv_error_t *select_process(sv_op_t *op, sv_op_ctx_t *ctx, sv_batch_t *in,
+				  sv_batch_t *out)
 {
 	select_op_t *s = (select_op_t *)op;
 	for (size_t r = 0; r < in->nrows; r++) {
@@ -159,15 +159,16 @@ sv_error_t *sv_op_select_new(const sv_schema_t *in, size_t n,
 	for (size_t i = 0; i < n && !err; i++) {
 		s->n = i + 1;
 		if (!names[i] || !names[i][0]) {
-			err = sv_error_new(SV_ERR_SUBMISSION,
-					   "select column %zu has an empty name",
-					   i + 1);
+			err = sv_error_new(
+				SV_ERR_SUBMISSION,
+				"select column %zu has an empty name", i + 1);
 			break;
 		}
 		if (sv_schema_find(s->base.out_schema, names[i]) >= 0) {
 			err = sv_error_new(SV_ERR_SUBMISSION,
 					   "duplicate output column '%s' in "
-					   "select", names[i]);
+					   "select",
+					   names[i]);
 			break;
 		}
 		if ((err = sv_expr_parse(exprs[i], in, &s->exprs[i])))

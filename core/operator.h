@@ -22,14 +22,14 @@
 
 /* Counters an operator adds to; owned by the job attempt. */
 typedef struct sv_opstats {
-	uint64_t records_late;    /* late records dropped or side-output */
+	uint64_t records_late; /* late records dropped or side-output */
 	uint64_t records_dropped; /* by dedup */
 } sv_opstats_t;
 
 typedef struct sv_op_ctx {
-	int64_t watermark_ms;   /* combined event-time watermark, or NONE */
-	int64_t now_ms;         /* processing time of this pass */
-	sv_batch_t *late;       /* side output for late records (input schema
+	int64_t watermark_ms; /* combined event-time watermark, or NONE */
+	int64_t now_ms; /* processing time of this pass */
+	sv_batch_t *late; /* side output for late records (input schema
 				 * of the window), or NULL when policy is drop */
 	sv_opstats_t *stats;
 } sv_op_ctx_t;
@@ -59,7 +59,7 @@ typedef struct sv_op_ops {
 struct sv_op {
 	const sv_op_ops_t *ops;
 	const sv_schema_t *in_schema; /* borrowed: the previous stage's */
-	sv_schema_t *out_schema;      /* owned by the operator */
+	sv_schema_t *out_schema; /* owned by the operator */
 };
 
 /* Free an operator through its vtable. */

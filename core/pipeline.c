@@ -21,9 +21,9 @@
 struct sv_pipeline {
 	const sv_schema_t *in_schema; /* borrowed */
 	size_t n, cap;
-	sv_op_t **ops;        /* owned */
-	sv_batch_t **stages;  /* owned; stages[i] holds ops[i]'s output */
-	sv_batch_t empty;     /* output of advance/finish with no operators */
+	sv_op_t **ops; /* owned */
+	sv_batch_t **stages; /* owned; stages[i] holds ops[i]'s output */
+	sv_batch_t empty; /* output of advance/finish with no operators */
 };
 
 sv_pipeline_t *sv_pipeline_new(const sv_schema_t *in_schema)

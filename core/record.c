@@ -7,9 +7,9 @@
 #include <stdlib.h>
 
 static const char *const type_names[SV_T__COUNT] = {
-	[SV_T_NULL] = "null",       [SV_T_BOOL] = "bool",
-	[SV_T_INT64] = "int64",     [SV_T_FLOAT64] = "float64",
-	[SV_T_STRING] = "string",   [SV_T_TIMESTAMP] = "timestamp_ms",
+	[SV_T_NULL] = "null",     [SV_T_BOOL] = "bool",
+	[SV_T_INT64] = "int64",   [SV_T_FLOAT64] = "float64",
+	[SV_T_STRING] = "string", [SV_T_TIMESTAMP] = "timestamp_ms",
 };
 
 const char *sv_type_name(sv_type_t t)
@@ -41,25 +41,34 @@ bool sv_value_equal(const sv_value_t *a, const sv_value_t *b)
 		return false;
 	}
 	switch (a->type) {
-	case SV_T_NULL: return true;
-	case SV_T_BOOL: return a->v.b == b->v.b;
+	case SV_T_NULL:
+		return true;
+	case SV_T_BOOL:
+		return a->v.b == b->v.b;
 	case SV_T_INT64:
-	case SV_T_TIMESTAMP: return a->v.i == b->v.i;
-	case SV_T_FLOAT64: return a->v.f == b->v.f;
+	case SV_T_TIMESTAMP:
+		return a->v.i == b->v.i;
+	case SV_T_FLOAT64:
+		return a->v.f == b->v.f;
 	case SV_T_STRING:
 		return a->len == b->len &&
-		       (!a->len || !memcmp(a->v.s, b->v.s, a->len));
-	default: return false;
+			(!a->len || !memcmp(a->v.s, b->v.s, a->len));
+	default:
+		return false;
 	}
 }
 
 static int rank(uint8_t t)
 {
 	switch (t) {
-	case SV_T_NULL: return 0;
-	case SV_T_BOOL: return 1;
-	case SV_T_STRING: return 3;
-	default: return 2;
+	case SV_T_NULL:
+		return 0;
+	case SV_T_BOOL:
+		return 1;
+	case SV_T_STRING:
+		return 3;
+	default:
+		return 2;
 	}
 }
 
@@ -69,8 +78,10 @@ int sv_value_cmp(const sv_value_t *a, const sv_value_t *b)
 	if (ra != rb)
 		return ra < rb ? -1 : 1;
 	switch (ra) {
-	case 0: return 0;
-	case 1: return (int)a->v.b - (int)b->v.b;
+	case 0:
+		return 0;
+	case 1:
+		return (int)a->v.b - (int)b->v.b;
 	case 3: {
 		uint32_t n = a->len < b->len ? a->len : b->len;
 		int c = n ? memcmp(a->v.s, b->v.s, n) : 0;
@@ -101,10 +112,13 @@ uint64_t sv_value_hash(const sv_value_t *v, uint64_t seed)
 {
 	uint64_t h = seed ^ 0x9e3779b97f4a7c15ULL;
 	switch (v->type) {
-	case SV_T_NULL: return mix(h + 1);
-	case SV_T_BOOL: return mix(h + 2 + v->v.b);
+	case SV_T_NULL:
+		return mix(h + 1);
+	case SV_T_BOOL:
+		return mix(h + 2 + v->v.b);
 	case SV_T_INT64:
-	case SV_T_TIMESTAMP: return mix(h ^ (uint64_t)v->v.i);
+	case SV_T_TIMESTAMP:
+		return mix(h ^ (uint64_t)v->v.i);
 	case SV_T_FLOAT64: {
 		/* equal to an int64 of the same value → same hash */
 		double f = v->v.f;
@@ -123,7 +137,8 @@ uint64_t sv_value_hash(const sv_value_t *v, uint64_t seed)
 		}
 		return mix(x);
 	}
-	default: return h;
+	default:
+		return h;
 	}
 }
 
@@ -209,8 +224,9 @@ sv_value_t *sv_batch_add_row(sv_batch_t *b, sv_rowmeta_t **meta)
 {
 	if (b->nrows == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 256;
-		b->vals = sv_realloc(b->vals, cap * (b->ncols ? b->ncols : 1) *
-						       sizeof(sv_value_t));
+		b->vals = sv_realloc(b->vals,
+				     cap * (b->ncols ? b->ncols : 1) *
+					     sizeof(sv_value_t));
 		b->meta = sv_realloc(b->meta, cap * sizeof(sv_rowmeta_t));
 		b->cap = cap;
 	}
@@ -259,7 +275,8 @@ void sv_batch_reject(sv_batch_t *b, int32_t partition, int64_t offset,
 {
 	if (b->nrejects == b->rejcap) {
 		b->rejcap = b->rejcap ? b->rejcap * 2 : 16;
-		b->rejects = sv_realloc(b->rejects, b->rejcap * sizeof(sv_reject_t));
+		b->rejects = sv_realloc(b->rejects,
+					b->rejcap * sizeof(sv_reject_t));
 	}
 	sv_reject_t *rj = &b->rejects[b->nrejects++];
 	rj->partition = partition;

@@ -37,13 +37,45 @@ typedef struct sv_value {
 	} v;
 } sv_value_t;
 
-static inline sv_value_t sv_null(void) { sv_value_t x = {0}; return x; }
-static inline sv_value_t sv_bool(bool b) { sv_value_t x = {.type = SV_T_BOOL}; x.v.b = b; return x; }
-static inline sv_value_t sv_int(int64_t i) { sv_value_t x = {.type = SV_T_INT64}; x.v.i = i; return x; }
-static inline sv_value_t sv_float(double f) { sv_value_t x = {.type = SV_T_FLOAT64}; x.v.f = f; return x; }
-static inline sv_value_t sv_ts(int64_t ms) { sv_value_t x = {.type = SV_T_TIMESTAMP}; x.v.i = ms; return x; }
-static inline sv_value_t sv_str(const char *s, uint32_t len) { sv_value_t x = {.type = SV_T_STRING, .len = len}; x.v.s = s; return x; }
-static inline bool sv_is_null(const sv_value_t *v) { return v->type == SV_T_NULL; }
+static inline sv_value_t sv_null(void)
+{
+	sv_value_t x = {0};
+	return x;
+}
+static inline sv_value_t sv_bool(bool b)
+{
+	sv_value_t x = {.type = SV_T_BOOL};
+	x.v.b = b;
+	return x;
+}
+static inline sv_value_t sv_int(int64_t i)
+{
+	sv_value_t x = {.type = SV_T_INT64};
+	x.v.i = i;
+	return x;
+}
+static inline sv_value_t sv_float(double f)
+{
+	sv_value_t x = {.type = SV_T_FLOAT64};
+	x.v.f = f;
+	return x;
+}
+static inline sv_value_t sv_ts(int64_t ms)
+{
+	sv_value_t x = {.type = SV_T_TIMESTAMP};
+	x.v.i = ms;
+	return x;
+}
+static inline sv_value_t sv_str(const char *s, uint32_t len)
+{
+	sv_value_t x = {.type = SV_T_STRING, .len = len};
+	x.v.s = s;
+	return x;
+}
+static inline bool sv_is_null(const sv_value_t *v)
+{
+	return v->type == SV_T_NULL;
+}
 
 /* "bool", "int64", "float64", "string", "timestamp_ms" ("null" for SV_T_NULL). */
 const char *sv_type_name(sv_type_t t);
@@ -84,7 +116,7 @@ typedef struct sv_rowmeta {
 	int32_t partition; /* -1 when not from a partitioned source */
 	int64_t offset;
 	int64_t source_ts_ms; /* broker/creation timestamp, or -1 */
-	int64_t event_ms;     /* event time assigned at the source (the spec's
+	int64_t event_ms; /* event time assigned at the source (the spec's
 			       * event_time.field, else processing time); it
 			       * travels with the row through select/filter */
 } sv_rowmeta_t;
@@ -103,11 +135,11 @@ typedef struct sv_batch {
 	const sv_schema_t *schema; /* borrowed; outlives the batch */
 	size_t ncols;
 	size_t nrows, cap;
-	sv_value_t *vals;          /* nrows * ncols, row-major */
-	sv_rowmeta_t *meta;        /* nrows */
+	sv_value_t *vals; /* nrows * ncols, row-major */
+	sv_rowmeta_t *meta; /* nrows */
 	size_t nrejects, rejcap;
 	sv_reject_t *rejects;
-	sv_arena_t arena;          /* string bytes owned by this batch */
+	sv_arena_t arena; /* string bytes owned by this batch */
 } sv_batch_t;
 
 void sv_batch_init(sv_batch_t *b, const sv_schema_t *schema);

@@ -85,8 +85,7 @@ uint64_t sv_statemap_hash(const sv_statemap_t *map, const sv_value_t *key)
 	return h;
 }
 
-const sv_value_t *sv_statemap_key(const sv_statemap_t *map,
-				  const void *payload)
+const sv_value_t *sv_statemap_key(const sv_statemap_t *map, const void *payload)
 {
 	return (const sv_value_t *)((const char *)payload + map->payload_size);
 }
@@ -106,8 +105,7 @@ static bool key_equal(const sv_statemap_t *map, const entry_t *e,
 	return true;
 }
 
-void *sv_statemap_find(sv_statemap_t *map, const sv_value_t *key,
-		       uint64_t hash)
+void *sv_statemap_find(sv_statemap_t *map, const sv_value_t *key, uint64_t hash)
 {
 	for (size_t i = hash & map->mask;; i = (i + 1) & map->mask) {
 		slot_t *s = &map->slots[i];
@@ -146,7 +144,7 @@ static entry_t *entry_new(const sv_statemap_t *map, const sv_value_t *key,
 		if (key[i].type == SV_T_STRING)
 			strbytes += key[i].len;
 	size_t size = sizeof(entry_t) + map->payload_size +
-		      map->nkeys * sizeof(sv_value_t) + strbytes;
+		map->nkeys * sizeof(sv_value_t) + strbytes;
 	entry_t *e = sv_malloc(size);
 	e->hash = hash;
 	e->size = size;
@@ -196,7 +194,8 @@ void *sv_statemap_upsert(sv_statemap_t *map, const sv_value_t *key,
 	map->slots[i].e = e;
 	map->used++;
 	if ((map->used + map->tombs) * 4 > map->cap * 3)
-		rebuild(map, map->used * 2 > map->cap ? map->cap * 2 : map->cap);
+		rebuild(map,
+			map->used * 2 > map->cap ? map->cap * 2 : map->cap);
 	if (created)
 		*created = true;
 	return entry_payload(e);

@@ -283,15 +283,30 @@ void sv_buf_json_str(sv_buf_t *b, const char *s, size_t n)
 		sv_buf_append(b, s + start, i - start);
 		start = i + 1;
 		switch (c) {
-		case '"': sv_buf_append(b, "\\\"", 2); break;
-		case '\\': sv_buf_append(b, "\\\\", 2); break;
-		case '\n': sv_buf_append(b, "\\n", 2); break;
-		case '\r': sv_buf_append(b, "\\r", 2); break;
-		case '\t': sv_buf_append(b, "\\t", 2); break;
-		case '\b': sv_buf_append(b, "\\b", 2); break;
-		case '\f': sv_buf_append(b, "\\f", 2); break;
+		case '"':
+			sv_buf_append(b, "\\\"", 2);
+			break;
+		case '\\':
+			sv_buf_append(b, "\\\\", 2);
+			break;
+		case '\n':
+			sv_buf_append(b, "\\n", 2);
+			break;
+		case '\r':
+			sv_buf_append(b, "\\r", 2);
+			break;
+		case '\t':
+			sv_buf_append(b, "\\t", 2);
+			break;
+		case '\b':
+			sv_buf_append(b, "\\b", 2);
+			break;
+		case '\f':
+			sv_buf_append(b, "\\f", 2);
+			break;
 		default: {
-			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			char esc[6] = {'\\', 'u',         '0',
+				       '0',  hex[c >> 4], hex[c & 15]};
 			sv_buf_append(b, esc, 6);
 		}
 		}

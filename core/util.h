@@ -34,7 +34,7 @@ typedef struct sv_arena_block sv_arena_block_t;
 typedef struct sv_arena {
 	sv_arena_block_t *head; /* current block */
 	sv_arena_block_t *full; /* blocks already filled */
-	size_t used_bytes;      /* bytes handed out since last reset */
+	size_t used_bytes; /* bytes handed out since last reset */
 } sv_arena_t;
 
 void sv_arena_init(sv_arena_t *a);

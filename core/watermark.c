@@ -13,7 +13,7 @@
 typedef struct wm_part {
 	bool known;
 	int64_t max_event; /* SV_WATERMARK_NONE: no data yet */
-	int64_t last_ms;   /* processing time of the last record (or add) */
+	int64_t last_ms; /* processing time of the last record (or add) */
 } wm_part_t;
 
 struct sv_watermarks {
@@ -49,7 +49,8 @@ static wm_part_t *part_get(sv_watermarks_t *wm, int32_t p)
 		int32_t n = wm->nparts ? wm->nparts : 4;
 		while (n <= p)
 			n *= 2;
-		wm->parts = sv_realloc(wm->parts, (size_t)n * sizeof(wm_part_t));
+		wm->parts = sv_realloc(wm->parts,
+				       (size_t)n * sizeof(wm_part_t));
 		memset(wm->parts + wm->nparts, 0,
 		       (size_t)(n - wm->nparts) * sizeof(wm_part_t));
 		wm->nparts = n;
@@ -66,8 +67,7 @@ static const wm_part_t *part_find(const sv_watermarks_t *wm, int32_t p)
 	return &wm->parts[p];
 }
 
-void sv_watermarks_add_partition(sv_watermarks_t *wm, int32_t p,
-				 int64_t now_ms)
+void sv_watermarks_add_partition(sv_watermarks_t *wm, int32_t p, int64_t now_ms)
 {
 	wm_part_t *pt = part_get(wm, p);
 	if (!pt->known) {
@@ -118,7 +118,7 @@ static bool part_idle(const sv_watermarks_t *wm, const wm_part_t *pt,
 {
 	/* unsigned difference: no overflow on odd clocks */
 	return wm->idle > 0 && now_ms > pt->last_ms &&
-	       (uint64_t)now_ms - (uint64_t)pt->last_ms >= (uint64_t)wm->idle;
+		(uint64_t)now_ms - (uint64_t)pt->last_ms >= (uint64_t)wm->idle;
 }
 
 int64_t sv_watermarks_current(sv_watermarks_t *wm, int64_t now_ms)
@@ -161,8 +161,7 @@ int64_t sv_watermarks_max_event(const sv_watermarks_t *wm)
 	return max;
 }
 
-int32_t sv_watermarks_next_partition(const sv_watermarks_t *wm,
-				     int32_t after)
+int32_t sv_watermarks_next_partition(const sv_watermarks_t *wm, int32_t after)
 {
 	for (int32_t p = after < 0 ? 0 : after + 1; p < wm->nparts; p++)
 		if (wm->parts[p].known)

@@ -53,8 +53,7 @@ int64_t sv_watermarks_max_event(const sv_watermarks_t *wm);
 
 /* Iterate known partitions: returns the smallest known partition id > after
  * (start with -1), or -1 at the end. */
-int32_t sv_watermarks_next_partition(const sv_watermarks_t *wm,
-				     int32_t after);
+int32_t sv_watermarks_next_partition(const sv_watermarks_t *wm, int32_t after);
 
 /* Restore from a checkpoint: partition p's watermark (as returned by
  * sv_watermarks_partition; NONE means no data yet), with its idle clock

@@ -39,7 +39,7 @@
 #define WM_NOTHING_DUE (-2 * SV_TIME_LIMIT)
 
 typedef struct pane {
-	uint64_t seq;  /* creation order: emission order within a window */
+	uint64_t seq; /* creation order: emission order within a window */
 	int64_t start; /* pane start */
 	sv_acc_t accs[];
 } pane_t;
@@ -59,8 +59,8 @@ typedef struct session {
 typedef struct skey {
 	uint64_t seq; /* creation order of the key (emission order ties) */
 	uint32_t nsess, cap;
-	uint32_t nrefs;      /* heap items pointing here */
-	session_t **sess;    /* sorted by start, disjoint */
+	uint32_t nrefs; /* heap items pointing here */
+	session_t **sess; /* sorted by start, disjoint */
 } skey_t;
 
 typedef struct hitem {
@@ -104,11 +104,11 @@ typedef struct winop {
 	size_t nheap, hcap;
 	uint64_t nsessions;
 
-	int64_t wm;       /* watermark of the last advance: fired up to */
+	int64_t wm; /* watermark of the last advance: fired up to */
 	int64_t proc_now; /* processing-time clock (monotonic) */
-	uint64_t seq;     /* state entry creation counter */
-	uint64_t rseq;    /* record arrival counter */
-	uint64_t uid;     /* session id counter */
+	uint64_t seq; /* state entry creation counter */
+	uint64_t rseq; /* record arrival counter */
+	uint64_t uid; /* session id counter */
 	int64_t extra_bytes;
 
 	sv_arena_t scratch;
@@ -117,9 +117,9 @@ typedef struct winop {
 	size_t nfents, fcap;
 	fgroup_t *groups;
 	size_t ngroups, gcap;
-	uint32_t *gslots;        /* emit_sliding: key -> group + 1 */
+	uint32_t *gslots; /* emit_sliding: key -> group + 1 */
 	size_t gslot_cap;
-	fent_t *fsorted;         /* emit_sliding: fents grouped */
+	fent_t *fsorted; /* emit_sliding: fents grouped */
 	size_t fscap;
 	fired_t *fired;
 	size_t nfired, firedcap;
@@ -180,14 +180,16 @@ static void emit_row(winop_t *op, sv_batch_t *out, const sv_value_t *key,
 	for (size_t k = 0; k < op->nkeys; k++, c++) {
 		row[c] = key[k];
 		if (key[k].type == SV_T_STRING)
-			row[c].v.s = sv_batch_strdup(out, key[k].v.s, key[k].len);
+			row[c].v.s = sv_batch_strdup(out, key[k].v.s,
+						     key[k].len);
 	}
 	row[c++] = sv_ts(start);
 	row[c++] = sv_ts(end);
 	for (size_t a = 0; a < op->naggs; a++, c++) {
 		sv_acc_result(&op->aggs[a], &accs[a], &row[c]);
 		if (row[c].type == SV_T_STRING)
-			row[c].v.s = sv_batch_strdup(out, row[c].v.s, row[c].len);
+			row[c].v.s = sv_batch_strdup(out, row[c].v.s,
+						     row[c].len);
 	}
 }
 
@@ -306,8 +308,8 @@ static void emit_sliding(winop_t *op, int64_t s, sv_batch_t *out)
 		for (size_t j = 0; j < b->n; j++) {
 			if (op->nfents == op->fcap) {
 				op->fcap = op->fcap ? op->fcap * 2 : 64;
-				op->fents = sv_realloc(op->fents,
-						       op->fcap * sizeof(fent_t));
+				op->fents = sv_realloc(
+					op->fents, op->fcap * sizeof(fent_t));
 			}
 			fent_t *f = &op->fents[op->nfents++];
 			f->p = b->v[j];
@@ -341,16 +343,18 @@ static void emit_sliding(winop_t *op, int64_t s, sv_batch_t *out)
 			if (!v) {
 				if (op->ngroups == op->gcap) {
 					op->gcap = op->gcap ? op->gcap * 2 : 64;
-					op->groups = sv_realloc(op->groups,
+					op->groups = sv_realloc(
+						op->groups,
 						op->gcap * sizeof(fgroup_t));
 				}
-				op->groups[op->ngroups] =
-					(fgroup_t){i, 0, f->p->seq};
+				op->groups[op->ngroups] = (fgroup_t){i, 0,
+								     f->p->seq};
 				op->gslots[h] = (uint32_t)++op->ngroups;
 				f->group = op->ngroups - 1;
 				break;
 			}
-			if (same_key(op, &op->fents[op->groups[v - 1].first], f)) {
+			if (same_key(op, &op->fents[op->groups[v - 1].first],
+				     f)) {
 				f->group = v - 1;
 				break;
 			}
@@ -408,7 +412,7 @@ static void fire_panes(winop_t *op, int64_t wm, sv_batch_t *out)
 		int64_t b0 = op->buckets[0].start;
 		/* smallest window start containing pane b0 ... */
 		int64_t s = sv_floor_div(b0 - op->size, op->slide) * op->slide +
-			    op->slide;
+			op->slide;
 		/* ... among the windows not emitted yet */
 		if (op->wm >= WM_ALL_DUE) { /* every window is emitted */
 			s = INT64_MAX;
@@ -424,18 +428,21 @@ static void fire_panes(winop_t *op, int64_t wm, sv_batch_t *out)
 		}
 		if (!due(op, s + op->size, wm))
 			break;
-		if (op->slide == op->size) { /* tumbling: the pane is the window */
+		if (op->slide ==
+		    op->size) { /* tumbling: the pane is the window */
 			bucket_t *b = &op->buckets[0];
 			for (size_t i = 0; i < b->n; i++)
-				emit_row(op, out, sv_statemap_key(op->map, b->v[i]),
-					 s, s + op->size, b->v[i]->accs);
+				emit_row(op, out,
+					 sv_statemap_key(op->map, b->v[i]), s,
+					 s + op->size, b->v[i]->accs);
 		} else {
 			emit_sliding(op, s, out);
 		}
 		op->wm = s + op->size - 1 + op->lateness;
 		while (op->nbuckets) {
-			int64_t ls = sv_floor_div(op->buckets[0].start, op->slide) *
-				     op->slide;
+			int64_t ls = sv_floor_div(op->buckets[0].start,
+						  op->slide) *
+				op->slide;
 			if (!due(op, ls + op->size, op->wm))
 				break;
 			bucket_purge_first(op);
@@ -512,7 +519,8 @@ static void skey_insert(winop_t *op, skey_t *k, uint32_t at, session_t *s)
 {
 	if (k->nsess == k->cap) {
 		uint32_t cap = k->cap ? k->cap * 2 : 2;
-		op->extra_bytes += (int64_t)((cap - k->cap) * sizeof(session_t *));
+		op->extra_bytes += (int64_t)((cap - k->cap) *
+					     sizeof(session_t *));
 		k->sess = sv_realloc(k->sess, cap * sizeof(session_t *));
 		k->cap = cap;
 	}
@@ -676,8 +684,8 @@ static void fire(winop_t *op, int64_t wm, sv_batch_t *out)
 	op->wm = wm;
 }
 
-static sv_error_t *win_process(sv_op_t *base, sv_op_ctx_t *ctx,
-			       sv_batch_t *in, sv_batch_t *out)
+static sv_error_t *win_process(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *in,
+			       sv_batch_t *out)
 {
 	winop_t *op = (winop_t *)base;
 	SV_UNUSED(out);
@@ -702,8 +710,7 @@ static sv_error_t *win_process(sv_op_t *base, sv_op_ctx_t *ctx,
 	return NULL;
 }
 
-static sv_error_t *win_advance(sv_op_t *base, sv_op_ctx_t *ctx,
-			       sv_batch_t *out)
+static sv_error_t *win_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 {
 	winop_t *op = (winop_t *)base;
 	if (op->proc) {
@@ -718,8 +725,7 @@ static sv_error_t *win_advance(sv_op_t *base, sv_op_ctx_t *ctx,
 	return NULL;
 }
 
-static sv_error_t *win_finish(sv_op_t *base, sv_op_ctx_t *ctx,
-			      sv_batch_t *out)
+static sv_error_t *win_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 {
 	SV_UNUSED(ctx);
 	fire((winop_t *)base, INT64_MAX, out);
@@ -730,7 +736,7 @@ static void win_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
 {
 	winop_t *op = (winop_t *)base;
 	uint64_t b = sv_statemap_bytes(op->map) + (uint64_t)op->extra_bytes +
-		     op->bcap * sizeof(bucket_t) + op->hcap * sizeof(hitem_t);
+		op->bcap * sizeof(bucket_t) + op->hcap * sizeof(hitem_t);
 	if (bytes)
 		*bytes = b;
 	if (keys)
@@ -793,8 +799,8 @@ static sv_error_t *win_snapshot(sv_op_t *base, sv_buf_t *out)
 			sv_ser_i64(out, b->start);
 			sv_ser_u64(out, b->n);
 			for (size_t j = 0; j < b->n; j++) {
-				const sv_value_t *key =
-					sv_statemap_key(op->map, b->v[j]);
+				const sv_value_t *key = sv_statemap_key(
+					op->map, b->v[j]);
 				sv_ser_u64(out, b->v[j]->seq);
 				for (size_t k = 0; k < op->nkeys; k++)
 					sv_ser_value(out, &key[k]);
@@ -863,10 +869,10 @@ static sv_error_t *win_restore(sv_op_t *base, const char *data, size_t len)
 				for (size_t k = 0; k < op->nkeys; k++)
 					sv_deser_value(&d, &op->keybuf[k]);
 				op->keybuf[op->nkeys] = sv_int(start);
-				if (d.bad || sv_statemap_find(
-						     op->map, op->keybuf,
-						     sv_statemap_hash(
-							     op->map,
+				if (d.bad ||
+				    sv_statemap_find(
+					    op->map, op->keybuf,
+					    sv_statemap_hash(op->map,
 							     op->keybuf))) {
 					d.bad = true; /* or a duplicate pane */
 					break;
@@ -885,7 +891,8 @@ static sv_error_t *win_restore(sv_op_t *base, const char *data, size_t len)
 			break;
 		uint64_t h = sv_statemap_hash(op->map, op->keybuf);
 		bool created;
-		skey_t *k = sv_statemap_upsert(op->map, op->keybuf, h, &created);
+		skey_t *k = sv_statemap_upsert(op->map, op->keybuf, h,
+					       &created);
 		if (!created) { /* a key listed twice */
 			d.bad = true;
 			break;
@@ -981,11 +988,12 @@ static sv_error_t *build(winop_t *op, const sv_schema_t *in,
 			return err;
 		if (spec->slide_ms > spec->size_ms)
 			return sv_error_set_field(
-				sv_error_new(SV_ERR_SUBMISSION,
-					     "window 'slide_ms' (%lld) must not "
-					     "exceed 'size_ms' (%lld)",
-					     (long long)spec->slide_ms,
-					     (long long)spec->size_ms),
+				sv_error_new(
+					SV_ERR_SUBMISSION,
+					"window 'slide_ms' (%lld) must not "
+					"exceed 'size_ms' (%lld)",
+					(long long)spec->slide_ms,
+					(long long)spec->size_ms),
 				"slide_ms");
 		op->size = spec->size_ms;
 		op->slide = spec->slide_ms;
@@ -1053,7 +1061,8 @@ static sv_error_t *build(winop_t *op, const sv_schema_t *in,
 				      spec->agg_exprs[a], in);
 		if (err) {
 			op->naggs = a;
-			return err->field ? err : sv_error_set_field(err, field);
+			return err->field ? err
+					  : sv_error_set_field(err, field);
 		}
 		if (sv_schema_add(os, spec->agg_names[a], op->aggs[a].out_type,
 				  op->aggs[a].fn != SV_AGG_COUNT_ROWS &&
@@ -1080,8 +1089,8 @@ static sv_error_t *build(winop_t *op, const sv_schema_t *in,
 	return NULL;
 }
 
-sv_error_t *sv_op_window_new(const sv_schema_t *in, const sv_window_spec_t *spec,
-			     sv_op_t **out)
+sv_error_t *sv_op_window_new(const sv_schema_t *in,
+			     const sv_window_spec_t *spec, sv_op_t **out)
 {
 	winop_t *op = sv_calloc(1, sizeof(*op));
 	op->base.ops = &window_ops;

@@ -21,14 +21,14 @@ typedef enum sv_wintype {
 
 typedef struct sv_window_spec {
 	sv_wintype_t type;
-	int64_t size_ms;             /* tumbling, sliding */
-	int64_t slide_ms;            /* sliding */
-	int64_t gap_ms;              /* session */
+	int64_t size_ms; /* tumbling, sliding */
+	int64_t slide_ms; /* sliding */
+	int64_t gap_ms; /* session */
 	int64_t allowed_lateness_ms; /* default 0 */
-	bool processing_time;        /* "time": "processing" */
-	bool late_side_output;       /* "late": "side_output" */
+	bool processing_time; /* "time": "processing" */
+	bool late_side_output; /* "late": "side_output" */
 	size_t nkeys;
-	const char *const *keys;     /* column names of the input */
+	const char *const *keys; /* column names of the input */
 	size_t naggs;
 	const char *const *agg_names;
 	const char *const *agg_exprs; /* "sum(amount)", "count()" */
@@ -36,8 +36,8 @@ typedef struct sv_window_spec {
 
 /* Errors: SV_ERR_SUBMISSION naming the key/aggregate and reason; an unknown
  * aggregate function is SV_ERR_COVERAGE. spec is borrowed for the call. */
-sv_error_t *sv_op_window_new(const sv_schema_t *in, const sv_window_spec_t *spec,
-			     sv_op_t **out);
+sv_error_t *sv_op_window_new(const sv_schema_t *in,
+			     const sv_window_spec_t *spec, sv_op_t **out);
 
 sv_error_t *sv_op_dedup_new(const sv_schema_t *in, size_t nkeys,
 			    const char *const *keys, int64_t within_ms,

@@ -19,10 +19,10 @@ static const struct {
 	const char *name;
 	sv_aggfn_t fn;
 } agg_names[] = {
-	{"count", SV_AGG_COUNT},	{"sum", SV_AGG_SUM},
-	{"min", SV_AGG_MIN},		{"max", SV_AGG_MAX},
-	{"avg", SV_AGG_AVG},		{"count_distinct", SV_AGG_COUNT_DISTINCT},
-	{"first", SV_AGG_FIRST},	{"last", SV_AGG_LAST},
+	{"count", SV_AGG_COUNT}, {"sum", SV_AGG_SUM},
+	{"min", SV_AGG_MIN},     {"max", SV_AGG_MAX},
+	{"avg", SV_AGG_AVG},     {"count_distinct", SV_AGG_COUNT_DISTINCT},
+	{"first", SV_AGG_FIRST}, {"last", SV_AGG_LAST},
 };
 
 static const char *skip_ws(const char *p)
@@ -107,7 +107,8 @@ sv_error_t *sv_aggdef_parse(sv_aggdef_t *def, const char *name,
 	while (e > a && isspace((unsigned char)e[-1]))
 		e--;
 	size_t alen = (size_t)(e - a);
-	if (def->fn == SV_AGG_COUNT && (alen == 0 || (alen == 1 && *a == '*'))) {
+	if (def->fn == SV_AGG_COUNT &&
+	    (alen == 0 || (alen == 1 && *a == '*'))) {
 		def->fn = SV_AGG_COUNT_ROWS;
 		def->arg_type = SV_T_NULL;
 		def->out_type = SV_T_INT64;
@@ -149,7 +150,7 @@ sv_error_t *sv_aggdef_parse(sv_aggdef_t *def, const char *name,
 					    name, text, fname, sv_type_name(t));
 		}
 		def->out_type = def->fn == SV_AGG_AVG ? SV_T_FLOAT64
-						       : def->arg_type;
+						      : def->arg_type;
 		break;
 	default:
 		def->out_type = def->arg_type;
@@ -312,8 +313,7 @@ void sv_acc_merge(const sv_aggdef_t *def, sv_acc_t *dst, const sv_acc_t *src,
 	dst->n += src->n;
 }
 
-void sv_acc_result(const sv_aggdef_t *def, const sv_acc_t *acc,
-		   sv_value_t *out)
+void sv_acc_result(const sv_aggdef_t *def, const sv_acc_t *acc, sv_value_t *out)
 {
 	switch (def->fn) {
 	case SV_AGG_COUNT_ROWS:

@@ -15,7 +15,7 @@
 
 typedef enum sv_aggfn {
 	SV_AGG_COUNT_ROWS = 0, /* count() / count(*) */
-	SV_AGG_COUNT,          /* count(x): non-null x */
+	SV_AGG_COUNT, /* count(x): non-null x */
 	SV_AGG_SUM,
 	SV_AGG_MIN,
 	SV_AGG_MAX,
@@ -27,9 +27,9 @@ typedef enum sv_aggfn {
 
 typedef struct sv_aggdef {
 	sv_aggfn_t fn;
-	char *name;       /* output column */
-	sv_expr_t *expr;  /* argument; NULL for count() */
-	int col;          /* argument is a bare column: its index, else -1 */
+	char *name; /* output column */
+	sv_expr_t *expr; /* argument; NULL for count() */
+	int col; /* argument is a bare column: its index, else -1 */
 	sv_type_t arg_type;
 	sv_type_t out_type;
 } sv_aggdef_t;
@@ -43,12 +43,12 @@ typedef struct sv_acc {
 		int64_t i;
 		double f;
 	} sum;
-	sv_value_t v;     /* min/max/first/last (type NULL while none); a
+	sv_value_t v; /* min/max/first/last (type NULL while none); a
 			   * string points into buf, or is borrowed */
-	char *buf;        /* owned string storage, reused while it fits */
-	uint32_t vcap;    /* capacity of buf */
-	int64_t t;        /* first/last: event time of v */
-	uint64_t seq;     /* first/last: arrival order of v (ties) */
+	char *buf; /* owned string storage, reused while it fits */
+	uint32_t vcap; /* capacity of buf */
+	int64_t t; /* first/last: event time of v */
+	uint64_t seq; /* first/last: arrival order of v (ties) */
 	sv_statemap_t *set; /* count_distinct: distinct non-null values */
 } sv_acc_t;
 
@@ -81,7 +81,10 @@ void sv_acc_release(sv_acc_t *acc, int64_t *bytes);
 void sv_ser_u8(sv_buf_t *b, uint8_t x);
 void sv_ser_u32(sv_buf_t *b, uint32_t x);
 void sv_ser_u64(sv_buf_t *b, uint64_t x);
-static inline void sv_ser_i64(sv_buf_t *b, int64_t x) { sv_ser_u64(b, (uint64_t)x); }
+static inline void sv_ser_i64(sv_buf_t *b, int64_t x)
+{
+	sv_ser_u64(b, (uint64_t)x);
+}
 void sv_ser_value(sv_buf_t *b, const sv_value_t *v);
 void sv_ser_acc(sv_buf_t *b, const sv_acc_t *acc);
 
@@ -94,7 +97,10 @@ typedef struct sv_deser {
 uint8_t sv_deser_u8(sv_deser_t *d);
 uint32_t sv_deser_u32(sv_deser_t *d);
 uint64_t sv_deser_u64(sv_deser_t *d);
-static inline int64_t sv_deser_i64(sv_deser_t *d) { return (int64_t)sv_deser_u64(d); }
+static inline int64_t sv_deser_i64(sv_deser_t *d)
+{
+	return (int64_t)sv_deser_u64(d);
+}
 /* A value; string bytes point into the snapshot data. */
 void sv_deser_value(sv_deser_t *d, sv_value_t *v);
 /* An accumulator written by sv_ser_acc (strings and sets copied). */

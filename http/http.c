@@ -79,8 +79,8 @@ unsigned sv_http_method_bit(const char *method)
 static int id_char_ok(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' ||
-	       c == '-';
+		(c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' ||
+		c == '-';
 }
 
 /* Whether segment s[0..n) equals the literal lit. */
@@ -141,14 +141,20 @@ sv_http_op_t sv_http_route(const char *method, const char *path,
 					get_op = SV_HTTP_OP_STATUS;
 					delete_op = SV_HTTP_OP_DELETE;
 				} else {
-					for (size_t i = 0; i < SV_ARRAY_LEN(job_subs); i++) {
-						if (!seg_is(seg[3], seglen[3], job_subs[i].name))
+					for (size_t i = 0;
+					     i < SV_ARRAY_LEN(job_subs); i++) {
+						if (!seg_is(seg[3], seglen[3],
+							    job_subs[i].name))
 							continue;
 						r->sub = job_subs[i].name;
-						if (job_subs[i].allow & SV_HTTP_GET)
-							get_op = SV_HTTP_OP_GET_SUB;
-						if (job_subs[i].allow & SV_HTTP_POST)
-							post_op = SV_HTTP_OP_ACTION;
+						if (job_subs[i].allow &
+						    SV_HTTP_GET)
+							get_op =
+								SV_HTTP_OP_GET_SUB;
+						if (job_subs[i].allow &
+						    SV_HTTP_POST)
+							post_op =
+								SV_HTTP_OP_ACTION;
 					}
 					if (!r->sub)
 						return r->op;
@@ -224,7 +230,8 @@ int sv_http_media_type_is(const char *content_type, const char *type)
 	while (*content_type == ' ' || *content_type == '\t')
 		content_type++;
 	size_t n = strcspn(content_type, ";");
-	while (n > 0 && (content_type[n - 1] == ' ' || content_type[n - 1] == '\t'))
+	while (n > 0 &&
+	       (content_type[n - 1] == ' ' || content_type[n - 1] == '\t'))
 		n--;
 	return n == strlen(type) && strncasecmp(content_type, type, n) == 0;
 }
@@ -260,7 +267,8 @@ char *sv_http_error_json(const sv_error_t *err)
 		/* Our own JSON (coverage records, ...); checked anyway so a
 		 * bug there cannot break the body: invalid text goes out as
 		 * a string. */
-		json_t *d = json_loads(err->details_json, JSON_DECODE_ANY, NULL);
+		json_t *d = json_loads(err->details_json, JSON_DECODE_ANY,
+				       NULL);
 		sv_buf_puts(&b, ", \"details\": ");
 		if (d)
 			sv_buf_puts(&b, err->details_json);
@@ -276,9 +284,9 @@ char *sv_http_error_json(const sv_error_t *err)
 /* ---- the daemon ---- */
 
 typedef struct http_req {
-	char *uri;            /* raw request target, query included */
-	int started;          /* the first access-handler call happened */
-	int too_large;        /* body exceeded SV_HTTP_BODY_MAX */
+	char *uri; /* raw request target, query included */
+	int started; /* the first access-handler call happened */
+	int too_large; /* body exceeded SV_HTTP_BODY_MAX */
 	sv_http_route_t route;
 	sv_buf_t body;
 } http_req_t;
@@ -307,8 +315,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 	return req_new(uri);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-			 void **req_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
 {
 	SV_UNUSED(cls);
 	SV_UNUSED(conn);
@@ -335,19 +343,20 @@ static enum MHD_Result respond(sv_http_t *http, struct MHD_Connection *conn,
 {
 	size_t len = body ? strlen(body) : 0;
 	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		len, body ? body : (void *)"", body ? MHD_RESPMEM_MUST_FREE
-						    : MHD_RESPMEM_PERSISTENT);
+		len, body ? body : (void *)"",
+		body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (!resp) {
 		free(body);
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+				"no-store");
 	if (allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
-	enum MHD_Result ret =
-		MHD_queue_response(conn, (unsigned int)status, resp);
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)status,
+						 resp);
 	MHD_destroy_response(resp);
 	sv_supervisor_count_http(http->sv, method, status);
 	sv_log(NULL, SV_LOG_DEBUG, "http", "%s %s %d", method, url, status);
@@ -398,14 +407,17 @@ static enum MHD_Result reject_early(sv_http_t *http,
 {
 	if (route->op == SV_HTTP_OP_NOT_FOUND)
 		return respond_error(http, conn, method, url, 404,
-			sv_error_new(SV_ERR_NOT_FOUND, "no route for '%s'",
-				     url), NULL);
+				     sv_error_new(SV_ERR_NOT_FOUND,
+						  "no route for '%s'", url),
+				     NULL);
 	char allow[64];
 	sv_http_allow_str(route->allow, allow, sizeof(allow));
-	return respond_error(http, conn, method, url, 405,
+	return respond_error(
+		http, conn, method, url, 405,
 		sv_error_new(SV_ERR_SUBMISSION,
 			     "method '%s' not allowed on '%s' (allowed: %s)",
-			     method, url, allow), allow);
+			     method, url, allow),
+		allow);
 }
 
 static const char *query_of(const http_req_t *rq)
@@ -436,7 +448,8 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 	case SV_HTTP_OP_INFO:
 		json = sv_supervisor_info(sv);
 		if (!json)
-			return respond_error(http, conn, method, url, 500,
+			return respond_error(
+				http, conn, method, url, 500,
 				sv_error_new(SV_ERR_RUNTIME,
 					     "supervisor info unavailable"),
 				NULL);
@@ -444,9 +457,11 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 	case SV_HTTP_OP_METRICS: {
 		char *text = sv_supervisor_metrics(sv);
 		if (!text)
-			return respond_error(http, conn, method, url, 500,
+			return respond_error(
+				http, conn, method, url, 500,
 				sv_error_new(SV_ERR_RUNTIME,
-					     "metrics unavailable"), NULL);
+					     "metrics unavailable"),
+				NULL);
 		return respond(http, conn, method, url, 200, PROM_TYPE, text,
 			       NULL);
 	}
@@ -456,8 +471,9 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 		bool protobuf = sv_http_media_type_is(ct, PROTOBUF_TYPE);
 		if (!body)
 			return respond_error(http, conn, method, url, 400,
-				sv_error_new(SV_ERR_SUBMISSION,
-					     "empty job spec"), NULL);
+					     sv_error_new(SV_ERR_SUBMISSION,
+							  "empty job spec"),
+					     NULL);
 		err = sv_supervisor_submit(sv, rq->body.data, rq->body.len,
 					   protobuf, &json);
 		return respond_call(http, conn, method, url, 201, err, json);
@@ -476,8 +492,7 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 					   rq->body.len, &json);
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_GET_SUB:
-		err = sv_supervisor_get(sv, r->id, r->sub, query_of(rq),
-					&json);
+		err = sv_supervisor_get(sv, r->id, r->sub, query_of(rq), &json);
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_NOT_FOUND:
 	case SV_HTTP_OP_NOT_ALLOWED:
@@ -506,21 +521,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		const char *cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > SV_HTTP_BODY_MAX)
-			return respond_error(http, conn, method, url, 413,
-				sv_error_new(SV_ERR_SUBMISSION,
-					     "request body larger than %d bytes",
-					     SV_HTTP_BODY_MAX), NULL);
+			return respond_error(
+				http, conn, method, url, 413,
+				sv_error_new(
+					SV_ERR_SUBMISSION,
+					"request body larger than %d bytes",
+					SV_HTTP_BODY_MAX),
+				NULL);
 		if (op == SV_HTTP_OP_SUBMIT) {
 			const char *ct = MHD_lookup_connection_value(
 				conn, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_CONTENT_TYPE);
 			if (ct && !sv_http_media_type_is(ct, JSON_TYPE) &&
 			    !sv_http_media_type_is(ct, PROTOBUF_TYPE))
-				return respond_error(http, conn, method, url,
-					415, sv_error_new(SV_ERR_SUBMISSION,
-					"unsupported content type '%s': send "
-					"application/json or "
-					"application/x-protobuf", ct), NULL);
+				return respond_error(
+					http, conn, method, url, 415,
+					sv_error_new(SV_ERR_SUBMISSION,
+						     "unsupported content type "
+						     "'%s': send "
+						     "application/json or "
+						     "application/x-protobuf",
+						     ct),
+					NULL);
 		}
 		return MHD_YES;
 	}
@@ -540,10 +562,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	}
 
 	if (rq->too_large)
-		return respond_error(http, conn, method, url, 413,
+		return respond_error(
+			http, conn, method, url, 413,
 			sv_error_new(SV_ERR_SUBMISSION,
 				     "request body larger than %d bytes",
-				     SV_HTTP_BODY_MAX), NULL);
+				     SV_HTTP_BODY_MAX),
+			NULL);
 	return dispatch(http, conn, method, url, rq);
 }
 
@@ -582,7 +606,7 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 	sv_http_t *http = sv_calloc(1, sizeof(*http));
 	http->sv = sv;
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
-			     MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	errno = 0;
@@ -592,12 +616,10 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		/* default SO_REUSEADDR only: REUSE=1 would add SO_REUSEPORT
 		 * and let two supervisors share a port */
-		MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-		MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_URI_LOG_CALLBACK,
+		on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256,
-		MHD_OPTION_END);
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256, MHD_OPTION_END);
 	int saved = errno;
 	freeaddrinfo(ai);
 	if (!http->mhd) {
@@ -606,12 +628,12 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 					: "libmicrohttpd could not start";
 		return sv_error_set_cause(
 			sv_error_new(SV_ERR_CONFIG,
-				     "cannot listen on '%s:%d': %s", host,
-				     port, why),
+				     "cannot listen on '%s:%d': %s", host, port,
+				     why),
 			saved, why);
 	}
-	const union MHD_DaemonInfo *info =
-		MHD_get_daemon_info(http->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(
+		http->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	http->port = info && info->port ? info->port : port;
 	sv_log(NULL, SV_LOG_INFO, "http", "listening on %s:%d", host,
 	       http->port);

@@ -22,24 +22,24 @@ enum {
 
 /* What a request asks for once routed. */
 typedef enum sv_http_op {
-	SV_HTTP_OP_NOT_FOUND = 0,   /* no such path: 404 */
-	SV_HTTP_OP_NOT_ALLOWED,     /* known path, wrong method: 405 + Allow */
-	SV_HTTP_OP_HEALTHZ,         /* GET /healthz */
-	SV_HTTP_OP_INFO,            /* GET /v1/info */
-	SV_HTTP_OP_METRICS,         /* GET /metrics */
-	SV_HTTP_OP_SUBMIT,          /* POST /v1/jobs */
-	SV_HTTP_OP_LIST,            /* GET /v1/jobs */
-	SV_HTTP_OP_STATUS,          /* GET /v1/jobs/{id} */
-	SV_HTTP_OP_DELETE,          /* DELETE /v1/jobs/{id} */
-	SV_HTTP_OP_ACTION,          /* POST /v1/jobs/{id}/{sub} */
-	SV_HTTP_OP_GET_SUB,         /* GET /v1/jobs/{id}/{sub} */
+	SV_HTTP_OP_NOT_FOUND = 0, /* no such path: 404 */
+	SV_HTTP_OP_NOT_ALLOWED, /* known path, wrong method: 405 + Allow */
+	SV_HTTP_OP_HEALTHZ, /* GET /healthz */
+	SV_HTTP_OP_INFO, /* GET /v1/info */
+	SV_HTTP_OP_METRICS, /* GET /metrics */
+	SV_HTTP_OP_SUBMIT, /* POST /v1/jobs */
+	SV_HTTP_OP_LIST, /* GET /v1/jobs */
+	SV_HTTP_OP_STATUS, /* GET /v1/jobs/{id} */
+	SV_HTTP_OP_DELETE, /* DELETE /v1/jobs/{id} */
+	SV_HTTP_OP_ACTION, /* POST /v1/jobs/{id}/{sub} */
+	SV_HTTP_OP_GET_SUB, /* GET /v1/jobs/{id}/{sub} */
 } sv_http_op_t;
 
 typedef struct sv_http_route {
 	sv_http_op_t op;
-	unsigned allow;                 /* methods the path accepts (0 if none) */
-	char id[SV_HTTP_ID_MAX + 1];    /* job id, "" when the path has none */
-	const char *sub;                /* static string: "cancel", "preview", ...
+	unsigned allow; /* methods the path accepts (0 if none) */
+	char id[SV_HTTP_ID_MAX + 1]; /* job id, "" when the path has none */
+	const char *sub; /* static string: "cancel", "preview", ...
 					 * or NULL */
 } sv_http_route_t;
 

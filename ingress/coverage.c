@@ -57,8 +57,8 @@ static const cap_t operators[] = {
 
 static json_t *record(const char *name, const char *status, const char *reason)
 {
-	return json_pack("{s:s, s:s, s:s}", "capability", name, "status", status,
-			 "reason", reason);
+	return json_pack("{s:s, s:s, s:s}", "capability", name, "status",
+			 status, "reason", reason);
 }
 
 char *sv_coverage_json(bool dev_cluster)
@@ -67,22 +67,31 @@ char *sv_coverage_json(bool dev_cluster)
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		const cap_t *c = &caps[i];
 		if (dev_cluster && !strcmp(c->name, "sink_commit_guarantee"))
-			json_array_append_new(a, record(c->name, "partial",
-				"the 'default' cluster is the embedded development "
-				"cluster (librdkafka's mock), which does not filter "
-				"aborted transactions: read_committed readers may "
-				"see them"));
+			json_array_append_new(
+				a,
+				record(c->name, "partial",
+				       "the 'default' cluster is the embedded "
+				       "development "
+				       "cluster (librdkafka's mock), which "
+				       "does not filter "
+				       "aborted transactions: read_committed "
+				       "readers may "
+				       "see them"));
 		else
-			json_array_append_new(a, record(c->name, c->status, c->reason));
+			json_array_append_new(
+				a, record(c->name, c->status, c->reason));
 	}
 	for (size_t i = 0; i < sizeof(operators) / sizeof(operators[0]); i++)
-		json_array_append_new(a, record(operators[i].name,
-			operators[i].status, operators[i].reason));
+		json_array_append_new(a,
+				      record(operators[i].name,
+					     operators[i].status,
+					     operators[i].reason));
 	for (size_t i = 0; i < sv_func_count(); i++) {
 		char name[96];
 		snprintf(name, sizeof(name), "function:%s", sv_func_name(i));
-		json_array_append_new(a, record(name, "covered",
-						"in the expression registry"));
+		json_array_append_new(
+			a,
+			record(name, "covered", "in the expression registry"));
 	}
 	char *s = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
@@ -110,15 +119,20 @@ sv_error_t *sv_coverage_check(const sv_jobspec_t *spec)
 		return NULL;
 	const char *sink = js->sink->kind;
 	if (strcmp(sink, "kafka") && strcmp(sink, "file"))
-		return refuse("sink_commit_guarantee", "only the kafka and file "
-			      "sinks commit transactionally", "sink.kind",
+		return refuse("sink_commit_guarantee",
+			      "only the kafka and file "
+			      "sinks commit transactionally",
+			      "sink.kind",
 			      "delivery 'exactly_once' needs a transactional "
 			      "sink (kafka or file)");
 	if (!strcmp(sink, "kafka") && strcmp(js->source->kind, "kafka"))
-		return refuse("sink_commit_guarantee", "exactly_once into Kafka "
+		return refuse("sink_commit_guarantee",
+			      "exactly_once into Kafka "
 			      "carries the checkpoint id in the source's "
 			      "consumer-group offsets; a generator source has "
-			      "none", "source.kind", "delivery 'exactly_once' "
+			      "none",
+			      "source.kind",
+			      "delivery 'exactly_once' "
 			      "into a kafka sink needs a kafka source");
 	return NULL;
 }

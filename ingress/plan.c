@@ -24,8 +24,8 @@ static sv_error_t *tag(sv_error_t *err, size_t i, const char *step)
 }
 
 static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
-			      const sv_schema_t *in, const Streamvisor__JobSpec *js,
-			      sv_op_t **op)
+			      const sv_schema_t *in,
+			      const Streamvisor__JobSpec *js, sv_op_t **op)
 {
 	sv_error_t *err = NULL;
 	switch (st->step_case) {
@@ -90,8 +90,9 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 		return NULL;
 	default:
 		(void)js;
-		return tag(sv_error_new(SV_ERR_SUBMISSION, "empty pipeline step"),
-			   i, NULL);
+		return tag(
+			sv_error_new(SV_ERR_SUBMISSION, "empty pipeline step"),
+			i, NULL);
 	}
 }
 
@@ -107,9 +108,12 @@ static sv_error_t *check_time(const Streamvisor__JobSpec *js, size_t i,
 		plan->has_proc_windows = true;
 	if (!strcmp(w->late, "side_output")) {
 		if (plan->late_schema)
-			return tag(sv_error_new(SV_ERR_SUBMISSION,
-				"only one window per job may use late: "
-				"side_output"), i, "window");
+			return tag(
+				sv_error_new(
+					SV_ERR_SUBMISSION,
+					"only one window per job may use late: "
+					"side_output"),
+				i, "window");
 		plan->late_schema = op->in_schema;
 	}
 	return NULL;
@@ -123,18 +127,21 @@ sv_error_t *sv_plan_build(const sv_jobspec_t *spec, sv_plan_t **out)
 	plan->schema = sv_schema_new();
 	for (size_t i = 0; i < js->n_schema; i++) {
 		sv_type_t t;
-		sv_type_parse(js->schema[i]->type, &t); /* checked by the spec */
+		sv_type_parse(js->schema[i]->type,
+			      &t); /* checked by the spec */
 		sv_schema_add(plan->schema, js->schema[i]->name, t,
 			      !js->schema[i]->not_null);
 	}
 	plan->event_time_col = js->event_time
-		? sv_schema_find(plan->schema, js->event_time->field) : -1;
+		? sv_schema_find(plan->schema, js->event_time->field)
+		: -1;
 	plan->pipeline = sv_pipeline_new(plan->schema);
 	sv_error_t *err = NULL;
 	for (size_t i = 0; i < js->n_pipeline && !err; i++) {
 		sv_op_t *op = NULL;
 		err = build_step(js->pipeline[i], i,
-				 sv_pipeline_out_schema(plan->pipeline), js, &op);
+				 sv_pipeline_out_schema(plan->pipeline), js,
+				 &op);
 		if (!err)
 			err = check_time(js, i, op, plan);
 		if (!err) {
@@ -150,9 +157,12 @@ sv_error_t *sv_plan_build(const sv_jobspec_t *spec, sv_plan_t **out)
 		plan->sink_key_col = sv_schema_find(
 			sv_pipeline_out_schema(plan->pipeline), js->sink->key);
 		if (plan->sink_key_col < 0)
-			err = sv_error_set_field(sv_error_new(SV_ERR_SUBMISSION,
-				"field 'sink.key': unknown output column '%s'",
-				js->sink->key), "sink.key");
+			err = sv_error_set_field(
+				sv_error_new(SV_ERR_SUBMISSION,
+					     "field 'sink.key': unknown output "
+					     "column '%s'",
+					     js->sink->key),
+				"sink.key");
 	}
 	if (err) {
 		sv_plan_destroy(plan);

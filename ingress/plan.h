@@ -10,12 +10,12 @@
 #include "ingress/spec.h"
 
 typedef struct sv_plan {
-	sv_schema_t *schema;       /* input schema; owned */
-	sv_pipeline_t *pipeline;   /* owned */
-	int event_time_col;        /* input column of event_time.field, or -1 */
-	int sink_key_col;          /* output column used as message key, or -1 */
-	bool has_windows;          /* any stateful operator */
-	bool has_proc_windows;     /* any processing-time window */
+	sv_schema_t *schema; /* input schema; owned */
+	sv_pipeline_t *pipeline; /* owned */
+	int event_time_col; /* input column of event_time.field, or -1 */
+	int sink_key_col; /* output column used as message key, or -1 */
+	bool has_windows; /* any stateful operator */
+	bool has_proc_windows; /* any processing-time window */
 	/* Schema of the rows a window with late: side_output sends to the
 	 * late sink (that window's input), or NULL. Borrowed from the
 	 * pipeline. At most one window per job may side-output. */

@@ -61,14 +61,21 @@ static bool failf(pctx_t *c, const char *key, const char *fmt, ...)
 static const char *json_kind(const json_t *v)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
-	case JSON_INTEGER: return "integer";
-	case JSON_REAL: return "number";
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
+	case JSON_INTEGER:
+		return "integer";
+	case JSON_REAL:
+		return "number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
-	default: return "null";
+	case JSON_FALSE:
+		return "boolean";
+	default:
+		return "null";
 	}
 }
 
@@ -77,7 +84,7 @@ static bool check_keys(pctx_t *c, json_t *obj, const char *const *allowed)
 {
 	const char *k;
 	json_t *v;
-	json_object_foreach(obj, k, v) {
+	json_object_foreach (obj, k, v) {
 		bool ok = false;
 		for (const char *const *a = allowed; *a; a++)
 			if (!strcmp(*a, k))
@@ -85,11 +92,16 @@ static bool check_keys(pctx_t *c, json_t *obj, const char *const *allowed)
 		if (!ok) {
 			char list[256] = "";
 			for (const char *const *a = allowed; *a; a++) {
-				strncat(list, *a, sizeof(list) - strlen(list) - 3);
+				strncat(list, *a,
+					sizeof(list) - strlen(list) - 3);
 				if (a[1])
-					strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+					strncat(list, ", ",
+						sizeof(list) - strlen(list) -
+							1);
 			}
-			return failf(c, k, "unknown field (expected one of: %s)", list);
+			return failf(c, k,
+				     "unknown field (expected one of: %s)",
+				     list);
 		}
 	}
 	return true;
@@ -117,11 +129,12 @@ static bool get_int(pctx_t *c, json_t *obj, const char *key, int64_t *out,
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_integer(v))
-		return failf(c, key, "expected an integer, got %s", json_kind(v));
+		return failf(c, key, "expected an integer, got %s",
+			     json_kind(v));
 	int64_t x = json_integer_value(v);
 	if (x < min)
-		return failf(c, key, "must be >= %lld, got %lld", (long long)min,
-			     (long long)x);
+		return failf(c, key, "must be >= %lld, got %lld",
+			     (long long)min, (long long)x);
 	*out = x;
 	return true;
 }
@@ -155,7 +168,8 @@ static bool get_bool(pctx_t *c, json_t *obj, const char *key, bool *out)
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_boolean(v))
-		return failf(c, key, "expected true or false, got %s", json_kind(v));
+		return failf(c, key, "expected true or false, got %s",
+			     json_kind(v));
 	*out = json_is_true(v);
 	return true;
 }
@@ -194,7 +208,8 @@ static bool get_strlist(pctx_t *c, json_t *obj, const char *key, size_t *n,
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_array(v))
-		return failf(c, key, "expected an array of column names, got %s",
+		return failf(c, key,
+			     "expected an array of column names, got %s",
 			     json_kind(v));
 	*n = json_array_size(v);
 	*out = anew(c, (*n ? *n : 1) * sizeof(char *));
@@ -203,17 +218,25 @@ static bool get_strlist(pctx_t *c, json_t *obj, const char *key, size_t *n,
 		if (!json_is_string(e)) {
 			char k[64];
 			snprintf(k, sizeof(k), "%s[%zu]", key, i);
-			return failf(c, k, "expected a string, got %s", json_kind(e));
+			return failf(c, k, "expected a string, got %s",
+				     json_kind(e));
 		}
 		(*out)[i] = adup(c, json_string_value(e));
 	}
 	return true;
 }
 
-static const char *const source_keys[] = {"kind", "cluster", "topic", "format",
-	"start", "generator", "count", "rate_per_s", "seed", NULL};
-static const char *const sink_keys[] = {"kind", "cluster", "topic", "format",
-	"key", "path", "transaction_timeout_ms", NULL};
+static const char *const source_keys[] = {
+	"kind",      "cluster", "topic",      "format", "start",
+	"generator", "count",   "rate_per_s", "seed",   NULL};
+static const char *const sink_keys[] = {"kind",
+					"cluster",
+					"topic",
+					"format",
+					"key",
+					"path",
+					"transaction_timeout_ms",
+					NULL};
 
 static Streamvisor__Source *parse_source(pctx_t *c, json_t *root)
 {
@@ -267,7 +290,8 @@ static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	if (!v)
 		return failf(c, "schema", "is required");
 	if (!json_is_array(v) || json_array_size(v) == 0)
-		return failf(c, "schema", "expected a non-empty array of fields");
+		return failf(c, "schema",
+			     "expected a non-empty array of fields");
 	js->n_schema = json_array_size(v);
 	js->schema = anew(c, js->n_schema * sizeof(*js->schema));
 	static const char *const keys[] = {"name", "type", "nullable", NULL};
@@ -275,7 +299,8 @@ static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		json_t *f = json_array_get(v, i);
 		snprintf(c->path, sizeof(c->path), "schema[%zu]", i);
 		if (!json_is_object(f))
-			return failf(c, NULL, "expected an object {\"name\", \"type\"}");
+			return failf(c, NULL,
+				     "expected an object {\"name\", \"type\"}");
 		if (!check_keys(c, f, keys))
 			return false;
 		Streamvisor__Field *fl = anew(c, sizeof(*fl));
@@ -294,11 +319,19 @@ static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 
 static bool parse_window(pctx_t *c, json_t *w, Streamvisor__Window *win)
 {
-	static const char *const keys[] = {"type", "size_ms", "slide_ms",
-		"gap_ms", "key", "aggregates", "allowed_lateness_ms", "late",
-		"time", NULL};
+	static const char *const keys[] = {"type",
+					   "size_ms",
+					   "slide_ms",
+					   "gap_ms",
+					   "key",
+					   "aggregates",
+					   "allowed_lateness_ms",
+					   "late",
+					   "time",
+					   NULL};
 	if (!json_is_object(w))
-		return failf(c, "window", "expected an object, got %s", json_kind(w));
+		return failf(c, "window", "expected an object, got %s",
+			     json_kind(w));
 	size_t n = strlen(c->path);
 	snprintf(c->path + n, sizeof(c->path) - n, ".window");
 	if (!check_keys(c, w, keys))
@@ -308,7 +341,8 @@ static bool parse_window(pctx_t *c, json_t *w, Streamvisor__Window *win)
 	    !get_int(c, w, "slide_ms", &win->slide_ms, 1) ||
 	    !get_int(c, w, "gap_ms", &win->gap_ms, 1) ||
 	    !get_strlist(c, w, "key", &win->n_key, &win->key) ||
-	    !get_int(c, w, "allowed_lateness_ms", &win->allowed_lateness_ms, 0) ||
+	    !get_int(c, w, "allowed_lateness_ms", &win->allowed_lateness_ms,
+		     0) ||
 	    !get_str(c, w, "late", &win->late, false) ||
 	    !get_str(c, w, "time", &win->time, false))
 		return false;
@@ -321,12 +355,14 @@ static bool parse_window(pctx_t *c, json_t *w, Streamvisor__Window *win)
 	const char *k;
 	json_t *v;
 	size_t i = 0;
-	json_object_foreach(aggs, k, v) {
+	json_object_foreach (aggs, k, v) {
 		if (!json_is_string(v)) {
 			char f[160];
 			snprintf(f, sizeof(f), "aggregates.%s", k);
-			return failf(c, f, "expected a string like \"sum(x)\", got %s",
-				     json_kind(v));
+			return failf(
+				c, f,
+				"expected a string like \"sum(x)\", got %s",
+				json_kind(v));
 		}
 		Streamvisor__Aggregate *a = anew(c, sizeof(*a));
 		streamvisor__aggregate__init(a);
@@ -344,16 +380,19 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	if (!v || json_is_null(v))
 		return true;
 	if (!json_is_array(v))
-		return failf(c, "pipeline", "expected an array of steps, got %s",
+		return failf(c, "pipeline",
+			     "expected an array of steps, got %s",
 			     json_kind(v));
 	js->n_pipeline = json_array_size(v);
-	js->pipeline = anew(c, (js->n_pipeline ? js->n_pipeline : 1) *
-				       sizeof(*js->pipeline));
+	js->pipeline = anew(c,
+			    (js->n_pipeline ? js->n_pipeline : 1) *
+				    sizeof(*js->pipeline));
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		json_t *st = json_array_get(v, i);
 		snprintf(c->path, sizeof(c->path), "pipeline[%zu]", i);
 		if (!json_is_object(st) || json_object_size(st) != 1)
-			return failf(c, NULL, "a step is an object with exactly one "
+			return failf(c, NULL,
+				     "a step is an object with exactly one "
 				     "of: filter, select, window, dedup");
 		Streamvisor__Step *s = anew(c, sizeof(*s));
 		streamvisor__step__init(s);
@@ -362,29 +401,38 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		json_t *body = json_object_get(st, k);
 		if (!strcmp(k, "filter")) {
 			if (!json_is_string(body))
-				return failf(c, k, "expected an expression string, got %s",
-					     json_kind(body));
+				return failf(
+					c, k,
+					"expected an expression string, got %s",
+					json_kind(body));
 			s->step_case = STREAMVISOR__STEP__STEP_FILTER;
 			s->filter = adup(c, json_string_value(body));
 		} else if (!strcmp(k, "select")) {
-			if (!json_is_object(body) || json_object_size(body) == 0)
-				return failf(c, k, "expected an object of "
+			if (!json_is_object(body) ||
+			    json_object_size(body) == 0)
+				return failf(c, k,
+					     "expected an object of "
 					     "\"column\": \"expression\"");
 			Streamvisor__Select *sel = anew(c, sizeof(*sel));
 			streamvisor__select__init(sel);
 			sel->n_items = json_object_size(body);
-			sel->items = anew(c, sel->n_items * sizeof(*sel->items));
+			sel->items = anew(c,
+					  sel->n_items * sizeof(*sel->items));
 			const char *name;
 			json_t *e;
 			size_t j = 0;
-			json_object_foreach(body, name, e) {
+			json_object_foreach (body, name, e) {
 				if (!json_is_string(e)) {
 					char f[160];
-					snprintf(f, sizeof(f), "select.%s", name);
-					return failf(c, f, "expected an expression string, got %s",
+					snprintf(f, sizeof(f), "select.%s",
+						 name);
+					return failf(c, f,
+						     "expected an expression "
+						     "string, got %s",
 						     json_kind(e));
 				}
-				Streamvisor__SelectItem *it = anew(c, sizeof(*it));
+				Streamvisor__SelectItem *it = anew(c,
+								   sizeof(*it));
 				streamvisor__select_item__init(it);
 				it->name = adup(c, name);
 				it->expr = adup(c, json_string_value(e));
@@ -400,10 +448,12 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 			s->step_case = STREAMVISOR__STEP__STEP_WINDOW;
 			s->window = win;
 		} else if (!strcmp(k, "dedup")) {
-			static const char *const keys[] = {"key", "within_ms", NULL};
+			static const char *const keys[] = {"key", "within_ms",
+							   NULL};
 			if (!json_is_object(body))
 				return failf(c, k, "expected an object");
-			strncat(c->path, ".dedup", sizeof(c->path) - strlen(c->path) - 1);
+			strncat(c->path, ".dedup",
+				sizeof(c->path) - strlen(c->path) - 1);
 			if (!check_keys(c, body, keys))
 				return false;
 			Streamvisor__Dedup *d = anew(c, sizeof(*d));
@@ -416,15 +466,20 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		} else if (!strcmp(k, "join")) {
 			/* a known stream-processing step this backend does not
 			 * run: a coverage error with its record, not a typo */
-			failf(c, k, "a join step needs capability "
+			failf(c, k,
+			      "a join step needs capability "
 			      "'stateful_join_support', which is not covered");
 			c->err->category = SV_ERR_COVERAGE;
-			sv_error_set_details(c->err, "[{\"capability\":"
-				"\"stateful_join_support\",\"status\":\"uncovered\","
+			sv_error_set_details(
+				c->err,
+				"[{\"capability\":"
+				"\"stateful_join_support\",\"status\":"
+				"\"uncovered\","
 				"\"reason\":\"no join operator exists\"}]");
 			return false;
 		} else {
-			return failf(c, k, "unknown step (expected one of: filter, "
+			return failf(c, k,
+				     "unknown step (expected one of: filter, "
 				     "select, window, dedup)");
 		}
 	}
@@ -432,9 +487,10 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	return true;
 }
 
-static const char *const top_keys[] = {"name", "mode", "source", "schema",
-	"event_time", "pipeline", "sink", "delivery", "checkpoint", "restart",
-	"lag", "dead_letter", "late_sink", "on_invalid", NULL};
+static const char *const top_keys[] = {
+	"name",     "mode",        "source",    "schema",     "event_time",
+	"pipeline", "sink",        "delivery",  "checkpoint", "restart",
+	"lag",      "dead_letter", "late_sink", "on_invalid", NULL};
 
 static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
@@ -445,8 +501,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	    !get_str(c, root, "delivery", &js->delivery, false) ||
 	    !get_str(c, root, "on_invalid", &js->on_invalid, false))
 		return false;
-	if (!(js->source = parse_source(c, root)) || !parse_schema(c, root, js) ||
-	    !parse_pipeline(c, root, js))
+	if (!(js->source = parse_source(c, root)) ||
+	    !parse_schema(c, root, js) || !parse_pipeline(c, root, js))
 		return false;
 	if (!(js->sink = parse_sink(c, root, "sink", true)))
 		return false;
@@ -455,8 +511,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	if (c->err)
 		return false;
 
-	static const char *const et_keys[] = {"field", "max_out_of_orderness_ms",
-		"idle_timeout_ms", NULL};
+	static const char *const et_keys[] = {
+		"field", "max_out_of_orderness_ms", "idle_timeout_ms", NULL};
 	json_t *o = enter(c, root, "event_time", et_keys, false, &saved);
 	if (c->err)
 		return false;
@@ -479,14 +535,20 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	js->checkpoint = anew(c, sizeof(*js->checkpoint));
 	streamvisor__checkpoint__init(js->checkpoint);
 	if (o) {
-		if (!get_int(c, o, "interval_ms", &js->checkpoint->interval_ms, 1) ||
+		if (!get_int(c, o, "interval_ms", &js->checkpoint->interval_ms,
+			     1) ||
 		    !get_i32(c, o, "retain", &js->checkpoint->retain, 1))
 			return false;
 		leave(c, saved);
 	}
 
-	static const char *const rs_keys[] = {"max_attempts", "initial_backoff_ms",
-		"max_backoff_ms", "multiplier", "window_ms", "reset_after_ms", NULL};
+	static const char *const rs_keys[] = {"max_attempts",
+					      "initial_backoff_ms",
+					      "max_backoff_ms",
+					      "multiplier",
+					      "window_ms",
+					      "reset_after_ms",
+					      NULL};
 	o = enter(c, root, "restart", rs_keys, false, &saved);
 	if (c->err)
 		return false;
@@ -495,7 +557,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	if (o) {
 		Streamvisor__Restart *r = js->restart;
 		if (!get_i32(c, o, "max_attempts", &r->max_attempts, 0) ||
-		    !get_int(c, o, "initial_backoff_ms", &r->initial_backoff_ms, 1) ||
+		    !get_int(c, o, "initial_backoff_ms", &r->initial_backoff_ms,
+			     1) ||
 		    !get_int(c, o, "max_backoff_ms", &r->max_backoff_ms, 1) ||
 		    !get_num(c, o, "multiplier", &r->multiplier) ||
 		    !get_int(c, o, "window_ms", &r->window_ms, 1) ||
@@ -507,7 +570,7 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	}
 
 	static const char *const lag_keys[] = {"max_records", "max_seconds",
-		"grace_ms", NULL};
+					       "grace_ms", NULL};
 	o = enter(c, root, "lag", lag_keys, false, &saved);
 	if (c->err)
 		return false;
@@ -552,10 +615,10 @@ static sv_error_t *bad(const char *field, const char *fmt, ...)
 	return sv_error_set_field(err, field);
 }
 
-#define DEFAULT_STR(field, value)                                              \
-	do {                                                                   \
-		if (empty(field))                                              \
-			field = (char *)(value);                               \
+#define DEFAULT_STR(field, value)                \
+	do {                                     \
+		if (empty(field))                \
+			field = (char *)(value); \
 	} while (0)
 
 static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
@@ -567,8 +630,10 @@ static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
 					    NULL};
 	snprintf(f, sizeof(f), "%s.kind", name);
 	if (!one_of(s->kind, kinds))
-		return bad(f, "unknown sink kind '%s' (expected kafka, file, null "
-			   "or memory)", s->kind);
+		return bad(f,
+			   "unknown sink kind '%s' (expected kafka, file, null "
+			   "or memory)",
+			   s->kind);
 	snprintf(f, sizeof(f), "%s.format", name);
 	if (strcmp(s->format, "json"))
 		return bad(f, "unsupported output format '%s' (expected json)",
@@ -582,11 +647,13 @@ static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
 	snprintf(f, sizeof(f), "%s.transaction_timeout_ms", name);
 	if (s->transaction_timeout_ms < 0 ||
 	    (s->transaction_timeout_ms && strcmp(s->kind, "kafka")))
-		return bad(f, "must be a positive number of milliseconds, on a "
+		return bad(f,
+			   "must be a positive number of milliseconds, on a "
 			   "kafka sink");
 	snprintf(f, sizeof(f), "%s.path", name);
 	if (!strcmp(s->kind, "file") && empty(s->path))
-		return bad(f, "is required for a file sink (the output "
+		return bad(f,
+			   "is required for a file sink (the output "
 			   "directory)");
 	if (strcmp(s->kind, "file") && !empty(s->path))
 		return bad(f, "only a file sink has a path");
@@ -601,25 +668,33 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 		return bad("name", "is required");
 	for (const char *p = js->name; *p; p++)
 		if (*p < 0x20)
-			return bad("name", "must not contain control characters");
+			return bad("name",
+				   "must not contain control characters");
 	DEFAULT_STR(js->mode, "stream");
 	static const char *const modes[] = {"stream", "bounded", NULL};
 	if (!one_of(js->mode, modes))
-		return bad("mode", "unknown mode '%s' (expected stream or bounded)",
+		return bad("mode",
+			   "unknown mode '%s' (expected stream or bounded)",
 			   js->mode);
 	DEFAULT_STR(js->delivery, "at_least_once");
-	static const char *const deliveries[] = {"at_least_once", "exactly_once",
-		NULL};
+	static const char *const deliveries[] = {"at_least_once",
+						 "exactly_once", NULL};
 	if (!one_of(js->delivery, deliveries))
-		return bad("delivery", "unknown delivery '%s' (expected "
-			   "at_least_once or exactly_once)", js->delivery);
+		return bad("delivery",
+			   "unknown delivery '%s' (expected "
+			   "at_least_once or exactly_once)",
+			   js->delivery);
 	DEFAULT_STR(js->on_invalid, js->dead_letter ? "dead_letter" : "skip");
-	static const char *const invalids[] = {"skip", "dead_letter", "fail", NULL};
+	static const char *const invalids[] = {"skip", "dead_letter", "fail",
+					       NULL};
 	if (!one_of(js->on_invalid, invalids))
-		return bad("on_invalid", "unknown policy '%s' (expected skip, "
-			   "dead_letter or fail)", js->on_invalid);
+		return bad("on_invalid",
+			   "unknown policy '%s' (expected skip, "
+			   "dead_letter or fail)",
+			   js->on_invalid);
 	if (!strcmp(js->on_invalid, "dead_letter") && !js->dead_letter)
-		return bad("dead_letter", "is required when on_invalid is dead_letter");
+		return bad("dead_letter",
+			   "is required when on_invalid is dead_letter");
 
 	Streamvisor__Source *s = js->source;
 	if (!s)
@@ -628,50 +703,66 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 	DEFAULT_STR(s->format, "json");
 	static const char *const skinds[] = {"kafka", "generator", NULL};
 	if (!one_of(s->kind, skinds))
-		return bad("source.kind", "unknown source kind '%s' (expected kafka "
-			   "or generator)", s->kind);
+		return bad("source.kind",
+			   "unknown source kind '%s' (expected kafka "
+			   "or generator)",
+			   s->kind);
 	static const char *const formats[] = {"json", "csv", NULL};
 	if (!one_of(s->format, formats))
-		return bad("source.format", "unknown format '%s' (expected json or "
-			   "csv)", s->format);
+		return bad("source.format",
+			   "unknown format '%s' (expected json or "
+			   "csv)",
+			   s->format);
 	if (!strcmp(s->kind, "kafka")) {
 		DEFAULT_STR(s->cluster, "default");
 		DEFAULT_STR(s->start, "earliest");
 		if (empty(s->topic))
-			return bad("source.topic", "is required for a kafka source");
-		static const char *const starts[] = {"earliest", "latest", NULL};
+			return bad("source.topic",
+				   "is required for a kafka source");
+		static const char *const starts[] = {"earliest", "latest",
+						     NULL};
 		if (!one_of(s->start, starts))
-			return bad("source.start", "unknown start '%s' (expected "
-				   "earliest or latest)", s->start);
+			return bad("source.start",
+				   "unknown start '%s' (expected "
+				   "earliest or latest)",
+				   s->start);
 		if (s->rate_per_s > 1000000000LL)
-			return bad("source.rate_per_s", "%lld is above the limit "
+			return bad("source.rate_per_s",
+				   "%lld is above the limit "
 				   "of 1,000,000,000 records per second",
 				   (long long)s->rate_per_s);
 	} else {
 		DEFAULT_STR(s->generator, "sequence");
 		static const char *const gens[] = {"sequence", "nexmark", NULL};
 		if (!one_of(s->generator, gens))
-			return bad("source.generator", "unknown generator '%s' "
-				   "(expected sequence or nexmark)", s->generator);
+			return bad("source.generator",
+				   "unknown generator '%s' "
+				   "(expected sequence or nexmark)",
+				   s->generator);
 		if (s->count == 0)
 			s->count = -1;
 		if (!strcmp(js->mode, "bounded") && s->count < 0)
-			return bad("source.count", "a bounded generator needs a count");
+			return bad("source.count",
+				   "a bounded generator needs a count");
 	}
 
 	for (size_t i = 0; i < js->n_schema; i++) {
 		char f[64];
 		snprintf(f, sizeof(f), "schema[%zu].type", i);
-		static const char *const types[] = {"bool", "int64", "float64",
-			"string", "timestamp_ms", NULL};
+		static const char *const types[] = {"bool",         "int64",
+						    "float64",      "string",
+						    "timestamp_ms", NULL};
 		if (empty(js->schema[i]->name)) {
 			snprintf(f, sizeof(f), "schema[%zu].name", i);
 			return bad(f, "is required");
 		}
-		if (empty(js->schema[i]->type) || !one_of(js->schema[i]->type, types))
-			return bad(f, "unknown type '%s' (expected bool, int64, "
+		if (empty(js->schema[i]->type) ||
+		    !one_of(js->schema[i]->type, types))
+			return bad(f,
+				   "unknown type '%s' (expected bool, int64, "
 				   "float64, string or timestamp_ms)",
-				   js->schema[i]->type ? js->schema[i]->type : "");
+				   js->schema[i]->type ? js->schema[i]->type
+						       : "");
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(js->schema[j]->name, js->schema[i]->name)) {
 				snprintf(f, sizeof(f), "schema[%zu].name", i);
@@ -687,7 +778,8 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 		return bad("sink", "is required");
 	if ((err = check_sink(js->sink, "sink")))
 		return err;
-	if (js->dead_letter && (err = check_sink(js->dead_letter, "dead_letter")))
+	if (js->dead_letter &&
+	    (err = check_sink(js->dead_letter, "dead_letter")))
 		return err;
 	if (js->late_sink && (err = check_sink(js->late_sink, "late_sink")))
 		return err;
@@ -700,34 +792,50 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 		char f[64];
 		snprintf(f, sizeof(f), "pipeline[%zu].window", i);
 		static const char *const wtypes[] = {"tumbling", "sliding",
-			"session", NULL};
+						     "session", NULL};
 		if (empty(w->type) || !one_of(w->type, wtypes))
-			return bad(f, "unknown window type '%s' (expected tumbling, "
-				   "sliding or session)", w->type ? w->type : "");
+			return bad(
+				f,
+				"unknown window type '%s' (expected tumbling, "
+				"sliding or session)",
+				w->type ? w->type : "");
 		DEFAULT_STR(w->late, "drop");
 		/* like Flink SQL: event time unless asked otherwise */
 		DEFAULT_STR(w->time, "event");
-		static const char *const lates[] = {"drop", "side_output", NULL};
-		static const char *const times[] = {"event", "processing", NULL};
+		static const char *const lates[] = {"drop", "side_output",
+						    NULL};
+		static const char *const times[] = {"event", "processing",
+						    NULL};
 		if (!one_of(w->late, lates))
-			return bad(f, "unknown late policy '%s' (expected drop or "
-				   "side_output)", w->late);
+			return bad(f,
+				   "unknown late policy '%s' (expected drop or "
+				   "side_output)",
+				   w->late);
 		if (!one_of(w->time, times))
-			return bad(f, "unknown time '%s' (expected event or "
-				   "processing)", w->time);
+			return bad(f,
+				   "unknown time '%s' (expected event or "
+				   "processing)",
+				   w->time);
 		if (!strcmp(w->time, "event") && !js->event_time)
-			return bad("event_time", "is required by the event-time "
+			return bad("event_time",
+				   "is required by the event-time "
 				   "window at pipeline[%zu] (or set \"time\": "
-				   "\"processing\")", i);
+				   "\"processing\")",
+				   i);
 		if (!strcmp(w->late, "side_output") && !js->late_sink)
-			return bad("late_sink", "is required by late: side_output "
-				   "at pipeline[%zu]", i);
+			return bad("late_sink",
+				   "is required by late: side_output "
+				   "at pipeline[%zu]",
+				   i);
 		if (strcmp(w->type, "session") && w->size_ms <= 0)
-			return bad(f, "size_ms is required for a %s window", w->type);
+			return bad(f, "size_ms is required for a %s window",
+				   w->type);
 		if (!strcmp(w->type, "sliding") && w->slide_ms <= 0)
-			return bad(f, "slide_ms is required for a sliding window");
+			return bad(f,
+				   "slide_ms is required for a sliding window");
 		if (!strcmp(w->type, "session") && w->gap_ms <= 0)
-			return bad(f, "gap_ms is required for a session window");
+			return bad(f,
+				   "gap_ms is required for a session window");
 	}
 	if (js->event_time) {
 		if (empty(js->event_time->field))
@@ -741,8 +849,10 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 				   js->event_time->field);
 		const char *t = js->schema[idx]->type;
 		if (strcmp(t, "timestamp_ms") && strcmp(t, "int64"))
-			return bad("event_time.field", "column '%s' is %s; expected "
-				   "timestamp_ms or int64", js->event_time->field, t);
+			return bad("event_time.field",
+				   "column '%s' is %s; expected "
+				   "timestamp_ms or int64",
+				   js->event_time->field, t);
 	}
 
 	if (js->checkpoint->interval_ms == 0)
@@ -763,7 +873,8 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 	if (r->reset_after_ms == 0)
 		r->reset_after_ms = 300000;
 	if (r->max_backoff_ms < r->initial_backoff_ms)
-		return bad("restart.max_backoff_ms", "must be >= initial_backoff_ms");
+		return bad("restart.max_backoff_ms",
+			   "must be >= initial_backoff_ms");
 	if (js->lag->grace_ms == 0)
 		js->lag->grace_ms = 10000;
 	return NULL;
@@ -792,7 +903,8 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 						  spec->packed);
 	if (!spec->msg) {
 		sv_jobspec_destroy(spec);
-		return sv_error_new(SV_ERR_SUBMISSION, "job spec could not be "
+		return sv_error_new(SV_ERR_SUBMISSION,
+				    "job spec could not be "
 				    "encoded");
 	}
 	unsigned char md[SHA256_DIGEST_LENGTH];
@@ -812,7 +924,8 @@ sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
 	if (!root)
 		return sv_error_new(SV_ERR_SUBMISSION,
 				    "job spec is not valid JSON: %s at line %d "
-				    "column %d", jerr.text, jerr.line, jerr.column);
+				    "column %d",
+				    jerr.text, jerr.line, jerr.column);
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return sv_error_new(SV_ERR_SUBMISSION,
@@ -823,7 +936,8 @@ sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
 	Streamvisor__JobSpec js = STREAMVISOR__JOB_SPEC__INIT;
 	sv_error_t *err = NULL;
 	if (!parse_root(&c, root, &js))
-		err = c.err ? c.err : sv_error_new(SV_ERR_SUBMISSION, "invalid spec");
+		err = c.err ? c.err
+			    : sv_error_new(SV_ERR_SUBMISSION, "invalid spec");
 	else
 		err = finish(&js, out);
 	sv_arena_release(&c.arena);
@@ -851,7 +965,8 @@ sv_error_t *sv_jobspec_parse_proto(const uint8_t *data, size_t len,
 	sv_arena_t arena;
 	sv_arena_init(&arena);
 	ProtobufCAllocator alloc = {arena_alloc, arena_free, &arena};
-	Streamvisor__JobSpec *msg = streamvisor__job_spec__unpack(&alloc, len, data);
+	Streamvisor__JobSpec *msg = streamvisor__job_spec__unpack(&alloc, len,
+								  data);
 	sv_error_t *err;
 	if (!msg)
 		err = sv_error_new(SV_ERR_SUBMISSION,
@@ -920,34 +1035,46 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 	put_str(src, "generator", s->generator);
 	if (!strcmp(s->kind, "generator")) {
 		json_object_set_new(src, "count", json_integer(s->count));
-		json_object_set_new(src, "rate_per_s", json_integer(s->rate_per_s));
-		json_object_set_new(src, "seed", json_integer((json_int_t)s->seed));
+		json_object_set_new(src, "rate_per_s",
+				    json_integer(s->rate_per_s));
+		json_object_set_new(src, "seed",
+				    json_integer((json_int_t)s->seed));
 	}
 	json_object_set_new(o, "source", src);
 	json_t *sch = json_array();
 	for (size_t i = 0; i < js->n_schema; i++)
-		json_array_append_new(sch, json_pack("{s:s, s:s, s:b}", "name",
-			js->schema[i]->name, "type", js->schema[i]->type,
-			"nullable", !js->schema[i]->not_null));
+		json_array_append_new(sch,
+				      json_pack("{s:s, s:s, s:b}", "name",
+						js->schema[i]->name, "type",
+						js->schema[i]->type, "nullable",
+						!js->schema[i]->not_null));
 	json_object_set_new(o, "schema", sch);
 	if (js->event_time)
-		json_object_set_new(o, "event_time", json_pack("{s:s, s:I, s:I}",
-			"field", js->event_time->field, "max_out_of_orderness_ms",
-			(json_int_t)js->event_time->max_out_of_orderness_ms,
-			"idle_timeout_ms", (json_int_t)js->event_time->idle_timeout_ms));
+		json_object_set_new(
+			o, "event_time",
+			json_pack("{s:s, s:I, s:I}", "field",
+				  js->event_time->field,
+				  "max_out_of_orderness_ms",
+				  (json_int_t)js->event_time
+					  ->max_out_of_orderness_ms,
+				  "idle_timeout_ms",
+				  (json_int_t)js->event_time->idle_timeout_ms));
 	json_t *pl = json_array();
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		const Streamvisor__Step *st = js->pipeline[i];
 		json_t *step = json_object();
 		switch (st->step_case) {
 		case STREAMVISOR__STEP__STEP_FILTER:
-			json_object_set_new(step, "filter", json_string(st->filter));
+			json_object_set_new(step, "filter",
+					    json_string(st->filter));
 			break;
 		case STREAMVISOR__STEP__STEP_SELECT: {
 			json_t *sel = json_object();
 			for (size_t j = 0; j < st->select->n_items; j++)
-				json_object_set_new(sel, st->select->items[j]->name,
-					json_string(st->select->items[j]->expr));
+				json_object_set_new(
+					sel, st->select->items[j]->name,
+					json_string(
+						st->select->items[j]->expr));
 			json_object_set_new(step, "select", sel);
 			break;
 		}
@@ -956,28 +1083,38 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 			json_t *wo = json_object();
 			put_str(wo, "type", w->type);
 			if (w->size_ms)
-				json_object_set_new(wo, "size_ms", json_integer(w->size_ms));
+				json_object_set_new(wo, "size_ms",
+						    json_integer(w->size_ms));
 			if (w->slide_ms)
-				json_object_set_new(wo, "slide_ms", json_integer(w->slide_ms));
+				json_object_set_new(wo, "slide_ms",
+						    json_integer(w->slide_ms));
 			if (w->gap_ms)
-				json_object_set_new(wo, "gap_ms", json_integer(w->gap_ms));
-			json_object_set_new(wo, "key", strlist(w->key, w->n_key));
+				json_object_set_new(wo, "gap_ms",
+						    json_integer(w->gap_ms));
+			json_object_set_new(wo, "key",
+					    strlist(w->key, w->n_key));
 			json_t *aggs = json_object();
 			for (size_t j = 0; j < w->n_aggregates; j++)
-				json_object_set_new(aggs, w->aggregates[j]->name,
+				json_object_set_new(
+					aggs, w->aggregates[j]->name,
 					json_string(w->aggregates[j]->expr));
 			json_object_set_new(wo, "aggregates", aggs);
-			json_object_set_new(wo, "allowed_lateness_ms",
-					    json_integer(w->allowed_lateness_ms));
+			json_object_set_new(
+				wo, "allowed_lateness_ms",
+				json_integer(w->allowed_lateness_ms));
 			put_str(wo, "late", w->late);
 			put_str(wo, "time", w->time);
 			json_object_set_new(step, "window", wo);
 			break;
 		}
 		case STREAMVISOR__STEP__STEP_DEDUP:
-			json_object_set_new(step, "dedup", json_pack("{s:o, s:I}",
-				"key", strlist(st->dedup->key, st->dedup->n_key),
-				"within_ms", (json_int_t)st->dedup->within_ms));
+			json_object_set_new(
+				step, "dedup",
+				json_pack("{s:o, s:I}", "key",
+					  strlist(st->dedup->key,
+						  st->dedup->n_key),
+					  "within_ms",
+					  (json_int_t)st->dedup->within_ms));
 			break;
 		default:
 			break;
@@ -987,27 +1124,32 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 	json_object_set_new(o, "pipeline", pl);
 	json_object_set_new(o, "sink", sink_json(js->sink));
 	if (js->dead_letter)
-		json_object_set_new(o, "dead_letter", sink_json(js->dead_letter));
+		json_object_set_new(o, "dead_letter",
+				    sink_json(js->dead_letter));
 	if (js->late_sink)
 		json_object_set_new(o, "late_sink", sink_json(js->late_sink));
 	put_str(o, "delivery", js->delivery);
 	put_str(o, "on_invalid", js->on_invalid);
-	json_object_set_new(o, "checkpoint", json_pack("{s:I, s:i}",
-		"interval_ms", (json_int_t)js->checkpoint->interval_ms,
-		"retain", js->checkpoint->retain));
+	json_object_set_new(o, "checkpoint",
+			    json_pack("{s:I, s:i}", "interval_ms",
+				      (json_int_t)js->checkpoint->interval_ms,
+				      "retain", js->checkpoint->retain));
 	const Streamvisor__Restart *r = js->restart;
-	json_object_set_new(o, "restart", json_pack("{s:i, s:I, s:I, s:f, s:I, s:I}",
-		"max_attempts", r->max_attempts,
-		"initial_backoff_ms", (json_int_t)r->initial_backoff_ms,
-		"max_backoff_ms", (json_int_t)r->max_backoff_ms,
-		"multiplier", r->multiplier,
-		"window_ms", (json_int_t)r->window_ms,
-		"reset_after_ms", (json_int_t)r->reset_after_ms));
+	json_object_set_new(
+		o, "restart",
+		json_pack("{s:i, s:I, s:I, s:f, s:I, s:I}", "max_attempts",
+			  r->max_attempts, "initial_backoff_ms",
+			  (json_int_t)r->initial_backoff_ms, "max_backoff_ms",
+			  (json_int_t)r->max_backoff_ms, "multiplier",
+			  r->multiplier, "window_ms", (json_int_t)r->window_ms,
+			  "reset_after_ms", (json_int_t)r->reset_after_ms));
 	json_t *lag = json_object();
 	if (js->lag->max_records)
-		json_object_set_new(lag, "max_records", json_integer(js->lag->max_records));
+		json_object_set_new(lag, "max_records",
+				    json_integer(js->lag->max_records));
 	if (js->lag->max_seconds)
-		json_object_set_new(lag, "max_seconds", json_integer(js->lag->max_seconds));
+		json_object_set_new(lag, "max_seconds",
+				    json_integer(js->lag->max_seconds));
 	json_object_set_new(lag, "grace_ms", json_integer(js->lag->grace_ms));
 	json_object_set_new(o, "lag", lag);
 	char *text = json_dumps(o, JSON_COMPACT);

@@ -16,9 +16,9 @@
 
 typedef struct sv_jobspec {
 	Streamvisor__JobSpec *msg; /* unpacked by protobuf-c; owned */
-	uint8_t *packed;           /* canonical bytes; owned */
+	uint8_t *packed; /* canonical bytes; owned */
 	size_t packed_len;
-	char plan_id[65];          /* hex SHA-256 of packed */
+	char plan_id[65]; /* hex SHA-256 of packed */
 } sv_jobspec_t;
 
 /* Parse a JSON job spec. Errors are SV_ERR_SUBMISSION with err->field set to
@@ -43,7 +43,8 @@ static inline bool sv_jobspec_bounded(const sv_jobspec_t *spec)
 /* The transaction timeout of an exactly-once Kafka sink (default 60 s). */
 static inline int64_t sv_sink_txn_timeout_ms(const Streamvisor__Sink *s)
 {
-	return s->transaction_timeout_ms > 0 ? s->transaction_timeout_ms : 60000;
+	return s->transaction_timeout_ms > 0 ? s->transaction_timeout_ms
+					     : 60000;
 }
 
 #endif

@@ -60,7 +60,7 @@
 
 typedef enum fsnk_txn {
 	FTXN_IDLE = 0, /* no transaction (or not transactional) */
-	FTXN_OPEN,     /* rows go to the open staging file */
+	FTXN_OPEN, /* rows go to the open staging file */
 	FTXN_PREPARED, /* staged file durable, waiting for commit */
 } fsnk_txn_t;
 
@@ -69,24 +69,24 @@ typedef struct file_sink {
 	sv_logctx_t logctx;
 	char *job_id;
 	int attempt;
-	char *name;      /* job id made safe for file names */
-	char *dir;       /* conf->path */
+	char *name; /* job id made safe for file names */
+	char *dir; /* conf->path */
 	const sv_schema_t *schema; /* borrowed */
 	bool transactional;
-	int dirfd;       /* the output directory */
-	int stagefd;     /* .staging (transactional), else -1 */
+	int dirfd; /* the output directory */
+	int stagefd; /* .staging (transactional), else -1 */
 
-	int fd;          /* current output file, or -1 */
-	bool dir_dirty;  /* a file was created since the last directory fsync */
-	sv_buf_t buf;    /* encoded rows not yet written */
+	int fd; /* current output file, or -1 */
+	bool dir_dirty; /* a file was created since the last directory fsync */
+	sv_buf_t buf; /* encoded rows not yet written */
 	uint64_t pending; /* rows not yet flushed / committed */
 
 	fsnk_txn_t txn;
-	char open_name[FSNK_NAME_MAX];  /* in .staging */
-	char staged[FSNK_NAME_MAX];     /* prepared name in .staging, or "" */
-	char final[FSNK_NAME_MAX];      /* final name in dir, or "" */
+	char open_name[FSNK_NAME_MAX]; /* in .staging */
+	char staged[FSNK_NAME_MAX]; /* prepared name in .staging, or "" */
+	char final[FSNK_NAME_MAX]; /* final name in dir, or "" */
 	int64_t prepared_ck;
-	sv_error_t *err;  /* sticky I/O failure until an abort */
+	sv_error_t *err; /* sticky I/O failure until an abort */
 } file_sink_t;
 
 extern const sv_sink_ops_t sv_sink_file_ops;
@@ -94,12 +94,12 @@ extern const sv_sink_ops_t sv_sink_file_txn_ops;
 
 /* ---- errors and small helpers ---- */
 
-static sv_error_t *fsnk_error(const file_sink_t *fs, sv_errcat_t cat, int errnum,
-			      const char *fmt, ...)
+static sv_error_t *fsnk_error(const file_sink_t *fs, sv_errcat_t cat,
+			      int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static sv_error_t *fsnk_error(const file_sink_t *fs, sv_errcat_t cat, int errnum,
-			      const char *fmt, ...)
+static sv_error_t *fsnk_error(const file_sink_t *fs, sv_errcat_t cat,
+			      int errnum, const char *fmt, ...)
 {
 	va_list ap;
 	sv_error_t *err;
@@ -240,18 +240,24 @@ static sv_error_t *fsnk_ensure_file(file_sink_t *fs)
 		fs->fd = openat(fs->stagefd, fs->open_name,
 				O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fs->fd < 0)
-			return fsnk_fail(fs, fsnk_error(fs, SV_ERR_SINK_COMMIT,
-				errno, "cannot create staging file '%s/%s/%s'",
-				fs->dir, FSNK_STAGING, fs->open_name));
+			return fsnk_fail(
+				fs,
+				fsnk_error(
+					fs, SV_ERR_SINK_COMMIT, errno,
+					"cannot create staging file '%s/%s/%s'",
+					fs->dir, FSNK_STAGING, fs->open_name));
 	} else {
 		snprintf(name, sizeof(name), "part-%s-a%06d.jsonl", fs->name,
 			 fs->attempt);
 		fs->fd = openat(fs->dirfd, name,
-				O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+				O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+				0644);
 		if (fs->fd < 0)
-			return fsnk_fail(fs, fsnk_error(fs, SV_ERR_SINK_COMMIT,
-				errno, "cannot open output file '%s/%s'",
-				fs->dir, name));
+			return fsnk_fail(
+				fs,
+				fsnk_error(fs, SV_ERR_SINK_COMMIT, errno,
+					   "cannot open output file '%s/%s'",
+					   fs->dir, name));
 	}
 	fs->dir_dirty = true;
 	return NULL;
@@ -264,9 +270,12 @@ static sv_error_t *fsnk_write_out(file_sink_t *fs)
 	if (fs->buf.len == 0)
 		return NULL;
 	if ((rc = write_all(fs->fd, fs->buf.data, fs->buf.len)))
-		return fsnk_fail(fs, fsnk_error(fs, SV_ERR_SINK_COMMIT, -rc,
-			"cannot write to the output of directory '%s'",
-			fs->dir));
+		return fsnk_fail(
+			fs,
+			fsnk_error(
+				fs, SV_ERR_SINK_COMMIT, -rc,
+				"cannot write to the output of directory '%s'",
+				fs->dir));
 	sv_buf_reset(&fs->buf);
 	return NULL;
 }
@@ -383,7 +392,8 @@ static sv_error_t *fsnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 		goto fail;
 	}
 	if ((rc = mkdir_p(fs->dir)) ||
-	    (fs->dirfd = open(fs->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	    (fs->dirfd = open(fs->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
+		    0) {
 		err = sv_error_set_field(
 			fsnk_error(fs, SV_ERR_BINDING, rc ? -rc : errno,
 				   "cannot create output directory '%s'",
@@ -396,9 +406,10 @@ static sv_error_t *fsnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 			rc = fsync_fd(fs->dirfd);
 		else
 			rc = errno == EEXIST ? 0 : -errno;
-		if (!rc && (fs->stagefd = openat(fs->dirfd, FSNK_STAGING,
-						 O_RDONLY | O_DIRECTORY |
-							 O_CLOEXEC)) < 0)
+		if (!rc &&
+		    (fs->stagefd = openat(fs->dirfd, FSNK_STAGING,
+					  O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
+			    0)
 			rc = -errno;
 		if (rc) {
 			err = sv_error_set_field(
@@ -479,8 +490,10 @@ static sv_error_t *fsnk_flush(sv_sink_t *snk, int timeout_ms)
 		return NULL;
 	if ((rc = fsync_fd(fs->fd)) ||
 	    (fs->dir_dirty && (rc = fsync_fd(fs->dirfd))))
-		return fsnk_fail(fs, fsnk_error(fs, SV_ERR_SINK_COMMIT, -rc,
-			"cannot sync the output in '%s'", fs->dir));
+		return fsnk_fail(fs,
+				 fsnk_error(fs, SV_ERR_SINK_COMMIT, -rc,
+					    "cannot sync the output in '%s'",
+					    fs->dir));
 	fs->dir_dirty = false;
 	fs->base.records_out += fs->pending;
 	fs->pending = 0;
@@ -540,20 +553,23 @@ static sv_error_t *fsnk_txn_prepare(sv_sink_t *snk, int64_t checkpoint_id,
 		if (close(fs->fd) && !rc)
 			rc = -errno;
 		fs->fd = -1;
-		if (!rc && renameat(fs->stagefd, fs->open_name, fs->stagefd,
-				    fs->staged))
+		if (!rc &&
+		    renameat(fs->stagefd, fs->open_name, fs->stagefd,
+			     fs->staged))
 			rc = -errno;
 		if (!rc)
 			rc = fsync_fd(fs->stagefd);
 		if (rc)
-			return fsnk_fail(fs, fsnk_error(fs, SV_ERR_SINK_COMMIT,
-				-rc, "cannot prepare checkpoint %lld in '%s/%s'",
-				(long long)checkpoint_id, fs->dir,
-				FSNK_STAGING));
+			return fsnk_fail(fs,
+					 fsnk_error(fs, SV_ERR_SINK_COMMIT, -rc,
+						    "cannot prepare checkpoint "
+						    "%lld in '%s/%s'",
+						    (long long)checkpoint_id,
+						    fs->dir, FSNK_STAGING));
 	}
 	/* Names relative to the sink directory, one line per checkpoint. */
-	sv_buf_printf(state, "{\"ck\":%lld,\"staged\":",
-		      (long long)checkpoint_id);
+	sv_buf_printf(state,
+		      "{\"ck\":%lld,\"staged\":", (long long)checkpoint_id);
 	put_name(state, FSNK_STAGING "/", fs->staged);
 	sv_buf_puts(state, ",\"final\":");
 	put_name(state, "", fs->final);
@@ -584,11 +600,14 @@ static sv_error_t *fsnk_txn_commit(sv_sink_t *snk)
 				  "that is not prepared",
 				  fs->dir);
 	if (fs->staged[0] && (rc = fsnk_publish(fs, fs->staged, fs->final)))
-		return fsnk_fail(fs, fsnk_error(fs, SV_ERR_SINK_COMMIT, -rc,
-			"cannot commit checkpoint %lld: rename of '%s/%s/%s' "
-			"to '%s/%s' failed",
-			(long long)fs->prepared_ck, fs->dir, FSNK_STAGING,
-			fs->staged, fs->dir, fs->final));
+		return fsnk_fail(fs,
+				 fsnk_error(fs, SV_ERR_SINK_COMMIT, -rc,
+					    "cannot commit checkpoint %lld: "
+					    "rename of '%s/%s/%s' "
+					    "to '%s/%s' failed",
+					    (long long)fs->prepared_ck, fs->dir,
+					    FSNK_STAGING, fs->staged, fs->dir,
+					    fs->final));
 	fs->base.records_out += fs->pending;
 	fs->pending = 0;
 	fs->txn = FTXN_IDLE;
@@ -607,7 +626,8 @@ static sv_error_t *fsnk_txn_abort(sv_sink_t *snk)
 	fsnk_close_file(fs);
 	if (fs->txn == FTXN_OPEN && had_file &&
 	    unlinkat(fs->stagefd, fs->open_name, 0) && errno != ENOENT) {
-		sv_error_t *err = fsnk_error(fs, SV_ERR_SINK_COMMIT, errno,
+		sv_error_t *err = fsnk_error(
+			fs, SV_ERR_SINK_COMMIT, errno,
 			"cannot delete staging file '%s/%s/%s'", fs->dir,
 			FSNK_STAGING, fs->open_name);
 		fs->txn = FTXN_IDLE;
@@ -626,8 +646,8 @@ static sv_error_t *fsnk_txn_abort(sv_sink_t *snk)
 
 /* A state name: final names are plain names in the directory, staged ones
  * plain names in .staging (nothing else may be renamed). */
-static const char *check_name(const char *s, size_t len, bool staged,
-			      char *out, size_t outlen)
+static const char *check_name(const char *s, size_t len, bool staged, char *out,
+			      size_t outlen)
 {
 	const size_t plen = sizeof(FSNK_STAGING "/") - 1;
 	if (staged) {

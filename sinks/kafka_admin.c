@@ -15,8 +15,8 @@ static rd_kafka_t *admin_client(const sv_cluster_t *c, char *err, size_t n)
 {
 	rd_kafka_conf_t *kc = rd_kafka_conf_new();
 	for (size_t i = 0; i < c->nprops; i++)
-		if (rd_kafka_conf_set(kc, c->props[i].key, c->props[i].value, err,
-				      n) != RD_KAFKA_CONF_OK)
+		if (rd_kafka_conf_set(kc, c->props[i].key, c->props[i].value,
+				      err, n) != RD_KAFKA_CONF_OK)
 			goto bad;
 	if (rd_kafka_conf_set(kc, "bootstrap.servers", c->bootstrap, err, n) !=
 	    RD_KAFKA_CONF_OK)
@@ -39,9 +39,10 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 	rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, NULL, &md,
 						  ADMIN_TIMEOUT_MS);
 	if (e || !md || md->broker_cnt < 1) {
-		*err = sv_error_new(SV_ERR_BINDING, "cluster '%s': cannot read "
-				    "its brokers: %s", cluster,
-				    rd_kafka_err2str(e));
+		*err = sv_error_new(SV_ERR_BINDING,
+				    "cluster '%s': cannot read "
+				    "its brokers: %s",
+				    cluster, rd_kafka_err2str(e));
 		if (md)
 			rd_kafka_metadata_destroy(md);
 		return -1;
@@ -50,11 +51,11 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 	snprintf(id, sizeof(id), "%d", md->brokers[0].id);
 	rd_kafka_metadata_destroy(md);
 
-	rd_kafka_ConfigResource_t *res =
-		rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_BROKER, id);
+	rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(
+		RD_KAFKA_RESOURCE_BROKER, id);
 	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-	rd_kafka_AdminOptions_t *opt =
-		rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+		rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
 	char es[256];
 	rd_kafka_AdminOptions_set_request_timeout(opt, ADMIN_TIMEOUT_MS, es,
 						  sizeof(es));
@@ -68,25 +69,30 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 		const rd_kafka_DescribeConfigs_result_t *r =
 			rd_kafka_event_DescribeConfigs_result(ev);
 		size_t nr;
-		const rd_kafka_ConfigResource_t **rs =
-			r ? rd_kafka_DescribeConfigs_result_resources(r, &nr) : NULL;
+		const rd_kafka_ConfigResource_t **rs = r
+			? rd_kafka_DescribeConfigs_result_resources(r, &nr)
+			: NULL;
 		for (size_t i = 0; rs && i < nr; i++) {
 			size_t ne;
 			const rd_kafka_ConfigEntry_t **ents =
 				rd_kafka_ConfigResource_configs(rs[i], &ne);
 			for (size_t j = 0; j < ne; j++) {
-				const char *v = rd_kafka_ConfigEntry_value(ents[j]);
+				const char *v = rd_kafka_ConfigEntry_value(
+					ents[j]);
 				if (!strcmp(rd_kafka_ConfigEntry_name(ents[j]),
-					    "transaction.max.timeout.ms") && v)
+					    "transaction.max.timeout.ms") &&
+				    v)
 					max = strtoll(v, NULL, 10);
 			}
 		}
 		why = "the broker did not report transaction.max.timeout.ms";
 	}
 	if (max < 0)
-		*err = sv_error_new(SV_ERR_BINDING, "cluster '%s': cannot read "
-				    "transaction.max.timeout.ms of broker %s: %s",
-				    cluster, id, why);
+		*err = sv_error_new(
+			SV_ERR_BINDING,
+			"cluster '%s': cannot read "
+			"transaction.max.timeout.ms of broker %s: %s",
+			cluster, id, why);
 	if (ev)
 		rd_kafka_event_destroy(ev);
 	rd_kafka_AdminOptions_destroy(opt);
@@ -103,17 +109,21 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 	char es[512];
 	rd_kafka_t *rk = admin_client(cluster, es, sizeof(es));
 	if (!rk)
-		return sv_error_new(SV_ERR_CONFIG, "cluster '%s': cannot create a "
-				    "client: %s", cluster->name, es);
+		return sv_error_new(SV_ERR_CONFIG,
+				    "cluster '%s': cannot create a "
+				    "client: %s",
+				    cluster->name, es);
 	sv_error_t *err = NULL;
 	int64_t max = broker_max_txn_timeout(rk, cluster->name, &err);
 	rd_kafka_destroy(rk);
 	if (err)
 		return err;
 	if (timeout_ms > max)
-		return sv_error_new(SV_ERR_CONFIG, "transaction timeout %lld ms "
-				    "exceeds the broker's transaction.max.timeout.ms "
-				    "%lld on cluster '%s'", (long long)timeout_ms,
-				    (long long)max, cluster->name);
+		return sv_error_new(
+			SV_ERR_CONFIG,
+			"transaction timeout %lld ms "
+			"exceeds the broker's transaction.max.timeout.ms "
+			"%lld on cluster '%s'",
+			(long long)timeout_ms, (long long)max, cluster->name);
 	return NULL;
 }

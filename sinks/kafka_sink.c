@@ -61,10 +61,10 @@
 #define KSNK_CK_META_PREFIX "streamvisor:ck="
 
 typedef enum ksnk_txn_state {
-	KTXN_IDLE = 0,   /* no transaction open (or not transactional) */
-	KTXN_OPEN,       /* begin_transaction done */
-	KTXN_ABORTABLE,  /* an abortable error: only abort is allowed */
-	KTXN_BROKEN,     /* fatal error or unknown commit outcome */
+	KTXN_IDLE = 0, /* no transaction open (or not transactional) */
+	KTXN_OPEN, /* begin_transaction done */
+	KTXN_ABORTABLE, /* an abortable error: only abort is allowed */
+	KTXN_BROKEN, /* fatal error or unknown commit outcome */
 } ksnk_txn_state_t;
 
 typedef struct kafka_sink {
@@ -75,20 +75,20 @@ typedef struct kafka_sink {
 	char *cluster_name;
 	char *topic;
 	const sv_schema_t *schema; /* borrowed */
-	int key_column;            /* -1: no key */
+	int key_column; /* -1: no key */
 	bool raw;
 	/* exactly-once */
 	bool transactional;
-	char *txn_id;              /* transactional.id */
-	char *group_id;            /* for txn_offsets */
-	int txn_timeout_ms;        /* transaction.timeout.ms */
+	char *txn_id; /* transactional.id */
+	char *group_id; /* for txn_offsets */
+	int txn_timeout_ms; /* transaction.timeout.ms */
 	ksnk_txn_state_t txn;
-	uint64_t txn_acked;        /* records acknowledged in the open txn */
+	uint64_t txn_acked; /* records acknowledged in the open txn */
 
 	rd_kafka_t *rk;
 	rd_kafka_topic_t *rkt;
-	sv_buf_t buf;              /* encoded value, reused */
-	sv_error_t *err;           /* first delivery failure (sticky) */
+	sv_buf_t buf; /* encoded value, reused */
+	sv_error_t *err; /* first delivery failure (sticky) */
 } kafka_sink_t;
 
 extern const sv_sink_ops_t sv_sink_kafka_ops;
@@ -142,7 +142,7 @@ static sv_error_t *ksnk_error(kafka_sink_t *ks, sv_errcat_t cat,
 static bool is_topic_missing(rd_kafka_resp_err_t e)
 {
 	return e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-	       e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+		e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
 }
 
 static sv_error_t *ksnk_topic_missing(kafka_sink_t *ks,
@@ -169,8 +169,7 @@ static sv_error_t *ksnk_fatal(kafka_sink_t *ks)
 }
 
 /* An error for a failed produce or delivery. */
-static sv_error_t *ksnk_delivery_error(kafka_sink_t *ks,
-				       rd_kafka_resp_err_t e)
+static sv_error_t *ksnk_delivery_error(kafka_sink_t *ks, rd_kafka_resp_err_t e)
 {
 	if (is_topic_missing(e))
 		return ksnk_topic_missing(ks, e);
@@ -184,8 +183,8 @@ static sv_error_t *ksnk_delivery_error(kafka_sink_t *ks,
 static bool is_fenced(rd_kafka_resp_err_t e)
 {
 	return e == RD_KAFKA_RESP_ERR__FENCED ||
-	       e == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
-	       e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+		e == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+		e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
 }
 
 /* An sv_error_t for a failed transactional call `what`, classified as
@@ -248,8 +247,9 @@ static void ksnk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
 	}
 	/* Records purged by our own abort_transaction are not failures: the
 	 * transaction they belonged to was dropped on purpose. */
-	if (ks->transactional && (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
-				  m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT))
+	if (ks->transactional &&
+	    (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+	     m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT))
 		return;
 	if (!ks->err) {
 		ks->err = ksnk_delivery_error(ks, m->err);
@@ -307,11 +307,12 @@ static sv_error_t *ksnk_conf_txn(kafka_sink_t *ks, const sv_sink_conf_t *conf,
 		const sv_kv_t *kv = &conf->cluster->props[i];
 		if (!strcmp(kv->key, "message.timeout.ms") &&
 		    atoll(kv->value) > ks->txn_timeout_ms)
-			return ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
-					  "property 'message.timeout.ms' of "
-					  "cluster '%s' exceeds the transaction "
-					  "timeout (%d ms)",
-					  ks->cluster_name, ks->txn_timeout_ms);
+			return ksnk_error(
+				ks, SV_ERR_CONFIG, 0, NULL,
+				"property 'message.timeout.ms' of "
+				"cluster '%s' exceeds the transaction "
+				"timeout (%d ms)",
+				ks->cluster_name, ks->txn_timeout_ms);
 	}
 	if ((err = ksnk_set(ks, kc, "transactional.id", ks->txn_id)))
 		return err;
@@ -452,9 +453,8 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 	ks->transactional = conf->transactional;
 	if (ks->transactional) {
 		ks->base.ops = &sv_sink_kafka_txn_ops;
-		ks->txn_id = sv_strdup(conf->transactional_id
-					       ? conf->transactional_id
-					       : "");
+		ks->txn_id = sv_strdup(
+			conf->transactional_id ? conf->transactional_id : "");
 		ks->group_id = conf->group_id ? sv_strdup(conf->group_id)
 					      : NULL;
 		ks->txn_timeout_ms = conf->transaction_timeout_ms > 0
@@ -472,10 +472,9 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 		goto fail;
 	}
 	if (!conf->topic || !*conf->topic) {
-		err = sv_error_set_field(
-			ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
-				   "kafka sink needs a topic"),
-			"sink.topic");
+		err = sv_error_set_field(ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
+						    "kafka sink needs a topic"),
+					 "sink.topic");
 		goto fail;
 	}
 	if (ks->transactional && !*ks->txn_id) {
@@ -519,9 +518,10 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 	ks->rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, sizeof(errstr));
 	if (!ks->rk) {
 		rd_kafka_conf_destroy(kc);
-		err = ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
-				 "cannot create kafka producer for cluster '%s'",
-				 ks->cluster_name);
+		err = ksnk_error(
+			ks, SV_ERR_CONFIG, 0, NULL,
+			"cannot create kafka producer for cluster '%s'",
+			ks->cluster_name);
 		goto fail;
 	}
 	ks->rkt = rd_kafka_topic_new(ks->rk, ks->topic, NULL);
@@ -729,7 +729,7 @@ static sv_error_t *ksnk_txn_expect_open(kafka_sink_t *ks, const char *what)
 	return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
 			  "%s of transactional id '%s': %s", what, ks->txn_id,
 			  ks->txn == KTXN_IDLE ? "no transaction is open"
-			  : ks->txn == KTXN_ABORTABLE
+				  : ks->txn == KTXN_ABORTABLE
 				  ? "the transaction failed and must be aborted"
 				  : "the producer failed; a new one must be "
 				    "opened");
@@ -867,7 +867,7 @@ static sv_error_t *ksnk_txn_commit(sv_sink_t *snk)
 	/* -1: the remaining transaction time, as librdkafka recommends. */
 	if ((e = rd_kafka_commit_transaction(ks->rk, -1))) {
 		bool unknown = !rd_kafka_error_is_fatal(e) &&
-			       !rd_kafka_error_txn_requires_abort(e);
+			!rd_kafka_error_txn_requires_abort(e);
 		err = ksnk_txn_error(ks, e, "commit_transaction");
 		if (unknown) {
 			/* Retriable for librdkafka, but we do not retry: the
@@ -948,7 +948,8 @@ static void ksnk_close(sv_sink_t *snk)
 		/* Do not wait for unflushed records: offsets are committed
 		 * only after a flush, so they will be read again. */
 		rd_kafka_purge(ks->rk,
-			       RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+			       RD_KAFKA_PURGE_F_QUEUE |
+				       RD_KAFKA_PURGE_F_INFLIGHT);
 	}
 	if (ks->rkt)
 		rd_kafka_topic_destroy(ks->rkt);

@@ -19,9 +19,9 @@ typedef struct slot {
 
 typedef struct ring {
 	slot_t *slots;
-	size_t cap;  /* slots allocated */
+	size_t cap; /* slots allocated */
 	size_t head; /* index of the oldest */
-	size_t n;    /* slots in use */
+	size_t n; /* slots in use */
 } ring_t;
 
 typedef struct sv_memsink {

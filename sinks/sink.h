@@ -32,23 +32,23 @@
 #include "core/util.h"
 
 typedef struct sv_sink_conf {
-	const char *kind;          /* "kafka", "memory", "null" */
+	const char *kind; /* "kafka", "memory", "null" */
 	const char *job_id;
 	int attempt;
 	const sv_cluster_t *cluster; /* kafka: resolved profile (borrowed) */
 	const char *topic;
-	sv_format_t format;        /* output format (json) */
+	sv_format_t format; /* output format (json) */
 	const sv_schema_t *schema; /* borrowed; outlives the sink */
-	int key_column;            /* column used as the message key, or -1 */
-	bool raw;                  /* dead-letter sink: write_raw only */
+	int key_column; /* column used as the message key, or -1 */
+	bool raw; /* dead-letter sink: write_raw only */
 	/* exactly-once */
 	bool transactional;
 	const char *transactional_id; /* kafka: stable per job and worker,
 				       * "streamvisor-<job id>-0" */
-	int transaction_timeout_ms;   /* kafka: transaction.timeout.ms */
-	const char *group_id;         /* kafka: the job's consumer group, for
+	int transaction_timeout_ms; /* kafka: transaction.timeout.ms */
+	const char *group_id; /* kafka: the job's consumer group, for
 				       * txn_offsets */
-	const char *path;             /* file: output directory */
+	const char *path; /* file: output directory */
 } sv_sink_conf_t;
 
 typedef struct sv_sink sv_sink_t;
@@ -60,8 +60,8 @@ typedef struct sv_sink_ops {
 	sv_error_t *(*write)(sv_sink_t *snk, const sv_batch_t *b);
 	/* Enqueue one raw payload (dead letters: the undecodable input as it
 	 * came, with the reason as a header when the driver has headers). */
-	sv_error_t *(*write_raw)(sv_sink_t *snk, const char *payload, size_t len,
-				 const char *reason);
+	sv_error_t *(*write_raw)(sv_sink_t *snk, const char *payload,
+				 size_t len, const char *reason);
 	/* Wait until everything written is acknowledged, at most timeout_ms. */
 	sv_error_t *(*flush)(sv_sink_t *snk, int timeout_ms);
 	void (*close)(sv_sink_t *snk);
@@ -147,8 +147,8 @@ static inline sv_error_t *sv_sink_txn_abort(sv_sink_t *snk)
 {
 	return snk->ops->txn_abort(snk);
 }
-static inline sv_error_t *sv_sink_txn_recover(sv_sink_t *snk,
-					      const char *state, size_t len)
+static inline sv_error_t *sv_sink_txn_recover(sv_sink_t *snk, const char *state,
+					      size_t len)
 {
 	return snk->ops->txn_recover ? snk->ops->txn_recover(snk, state, len)
 				     : NULL;

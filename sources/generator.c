@@ -32,13 +32,13 @@
 
 /* Sequence generator: what each column holds. */
 enum seq_kind {
-	S_SEQ,     /* int64 "id" / "seq": n */
-	S_PART,    /* int64 "partition": n % N */
-	S_KEY,     /* other int64: n % keys */
-	S_TIME,    /* timestamp_ms: event time */
-	S_FLOAT,   /* float64: (n % 1000) / 10.0 */
-	S_STRING,  /* string: "k" + (n % keys) */
-	S_BOOL,    /* bool: n % 2 == 0 */
+	S_SEQ, /* int64 "id" / "seq": n */
+	S_PART, /* int64 "partition": n % N */
+	S_KEY, /* other int64: n % keys */
+	S_TIME, /* timestamp_ms: event time */
+	S_FLOAT, /* float64: (n % 1000) / 10.0 */
+	S_STRING, /* string: "k" + (n % keys) */
+	S_BOOL, /* bool: n % 2 == 0 */
 };
 
 typedef struct sv_gen {
@@ -53,8 +53,8 @@ typedef struct sv_gen {
 
 	/* position */
 	int32_t nparts;
-	sv_partpos_t *pos;  /* next_offset kept current; end_offset fixed */
-	bool in_order;      /* pos is a prefix of the row order: next_row
+	sv_partpos_t *pos; /* next_offset kept current; end_offset fixed */
+	bool in_order; /* pos is a prefix of the row order: next_row
 			     * is the next row to emit */
 	int64_t next_row;
 
@@ -108,7 +108,8 @@ static sv_error_t *check_options(const sv_generator_options_t *o)
 		bad = "avg_*_bytes";
 	if (bad)
 		return sv_error_new(SV_ERR_CONFIG,
-				    "generator option '%s' is out of range", bad);
+				    "generator option '%s' is out of range",
+				    bad);
 	return NULL;
 }
 
@@ -125,8 +126,9 @@ static void rewind_all(sv_gen_t *g)
 	for (int32_t p = 0; p < g->nparts; p++) {
 		g->pos[p].partition = p;
 		g->pos[p].next_offset = 0;
-		g->pos[p].end_offset =
-			g->count >= 0 ? part_rows(g->count, g->nparts, p) : -1;
+		g->pos[p].end_offset = g->count >= 0
+			? part_rows(g->count, g->nparts, p)
+			: -1;
 	}
 	g->in_order = true;
 	g->next_row = 0;
@@ -216,8 +218,7 @@ static inline int64_t seq_event_time(const sv_gen_t *g, int64_t n)
 	return t;
 }
 
-static inline void emit_row(sv_gen_t *g, sv_batch_t *b, int64_t n,
-			    int32_t part)
+static inline void emit_row(sv_gen_t *g, sv_batch_t *b, int64_t n, int32_t part)
 {
 	sv_rowmeta_t *m;
 	sv_value_t *row = sv_batch_add_row(b, &m);
@@ -229,17 +230,27 @@ static inline void emit_row(sv_gen_t *g, sv_batch_t *b, int64_t n,
 		size_t ncols = b->ncols;
 		for (size_t c = 0; c < ncols; c++) {
 			switch (g->kinds[c]) {
-			case S_SEQ: row[c] = sv_int(n); break;
-			case S_PART: row[c] = sv_int(part); break;
-			case S_KEY: row[c] = sv_int(n % g->opt.keys); break;
-			case S_TIME: row[c] = sv_ts(t); break;
+			case S_SEQ:
+				row[c] = sv_int(n);
+				break;
+			case S_PART:
+				row[c] = sv_int(part);
+				break;
+			case S_KEY:
+				row[c] = sv_int(n % g->opt.keys);
+				break;
+			case S_TIME:
+				row[c] = sv_ts(t);
+				break;
 			case S_FLOAT:
 				row[c] = sv_float((double)(n % 1000) / 10.0);
 				break;
 			case S_STRING:
 				row[c] = key_string(b, n % g->opt.keys);
 				break;
-			default: row[c] = sv_bool(n % 2 == 0); break;
+			default:
+				row[c] = sv_bool(n % 2 == 0);
+				break;
 			}
 		}
 	}
@@ -291,7 +302,8 @@ static sv_error_t *gen_open(const sv_source_conf_t *conf, sv_source_t **out)
 	if (!nexmark && strcmp(kind, "sequence"))
 		return sv_error_set_field(
 			sv_error_new(SV_ERR_CONFIG,
-				     "unknown generator '%s' (expected sequence or nexmark)",
+				     "unknown generator '%s' (expected "
+				     "sequence or nexmark)",
 				     kind),
 			"source.generator");
 	if (!conf->schema)
@@ -299,9 +311,10 @@ static sv_error_t *gen_open(const sv_source_conf_t *conf, sv_source_t **out)
 				    "generator '%s' needs a schema", kind);
 	if (conf->bounded && conf->count < 0)
 		return sv_error_set_field(
-			sv_error_new(SV_ERR_CONFIG,
-				     "generator '%s': a bounded job needs a count",
-				     kind),
+			sv_error_new(
+				SV_ERR_CONFIG,
+				"generator '%s': a bounded job needs a count",
+				kind),
 			"source.count");
 	if (conf->rate_per_s < 0 || conf->rate_per_s > 1000000000LL)
 		return sv_error_set_field(
@@ -334,10 +347,18 @@ static sv_error_t *gen_open(const sv_source_conf_t *conf, sv_source_t **out)
 				else
 					k = S_KEY;
 				break;
-			case SV_T_TIMESTAMP: k = S_TIME; break;
-			case SV_T_FLOAT64: k = S_FLOAT; break;
-			case SV_T_STRING: k = S_STRING; break;
-			default: k = S_BOOL; break;
+			case SV_T_TIMESTAMP:
+				k = S_TIME;
+				break;
+			case SV_T_FLOAT64:
+				k = S_FLOAT;
+				break;
+			case SV_T_STRING:
+				k = S_STRING;
+				break;
+			default:
+				k = S_BOOL;
+				break;
 			}
 			g->kinds[c] = k;
 		}
@@ -358,8 +379,7 @@ sv_error_t *sv_generator_set_options(sv_source_t *src,
 				     const sv_generator_options_t *opt)
 {
 	if (!src || src->ops != &sv_source_generator_ops)
-		return sv_error_new(SV_ERR_CONFIG,
-				    "not a generator source");
+		return sv_error_new(SV_ERR_CONFIG, "not a generator source");
 	return configure((sv_gen_t *)src, opt);
 }
 
@@ -404,15 +424,15 @@ static sv_error_t *gen_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 	return NULL;
 }
 
-static sv_error_t *gen_seek(sv_source_t *src, const sv_partpos_t *pos,
-			    size_t n)
+static sv_error_t *gen_seek(sv_source_t *src, const sv_partpos_t *pos, size_t n)
 {
 	sv_gen_t *g = (sv_gen_t *)src;
 	for (size_t i = 0; i < n; i++)
 		if (pos[i].partition < 0 || pos[i].partition >= g->nparts ||
 		    pos[i].next_offset < 0)
 			return sv_error_new(SV_ERR_OFFSET,
-					    "generator: cannot seek partition %d to offset %lld",
+					    "generator: cannot seek partition "
+					    "%d to offset %lld",
 					    pos[i].partition,
 					    (long long)pos[i].next_offset);
 	sync_positions(g);

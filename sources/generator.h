@@ -24,25 +24,25 @@ extern const sv_source_ops_t sv_source_generator_ops;
 
 /* Knobs that sv_source_conf_t has no field for yet. */
 typedef struct sv_generator_options {
-	int64_t base_ts_ms;  /* event time of row 0 (1704067200000,
+	int64_t base_ts_ms; /* event time of row 0 (1704067200000,
 			      * 2024-01-01T00:00:00Z) */
-	int32_t partitions;  /* logical partitions, 1..1024 (4) */
+	int32_t partitions; /* logical partitions, 1..1024 (4) */
 	/* sequence */
-	int64_t step_ms;     /* event-time step per row, >= 0 (1) */
-	int64_t jitter_ms;   /* out-of-order jitter, >= 0: row n's event time
+	int64_t step_ms; /* event-time step per row, >= 0 (1) */
+	int64_t jitter_ms; /* out-of-order jitter, >= 0: row n's event time
 			      * is base + n*step - j, j in [0, jitter] (0) */
-	int64_t keys;        /* distinct keys, >= 1 (10000) */
+	int64_t keys; /* distinct keys, >= 1 (10000) */
 	/* nexmark (defaults are the reference generator's) */
-	int64_t first_event_rate;     /* events per second of event time:
+	int64_t first_event_rate; /* events per second of event time:
 				       * inter-event delay 1e6/rate us (10000) */
-	int32_t hot_auction_ratio;    /* (2) */
-	int32_t hot_sellers_ratio;    /* (4) */
-	int32_t hot_bidders_ratio;    /* (4) */
-	int32_t num_active_people;    /* (1000) */
+	int32_t hot_auction_ratio; /* (2) */
+	int32_t hot_sellers_ratio; /* (4) */
+	int32_t hot_bidders_ratio; /* (4) */
+	int32_t num_active_people; /* (1000) */
 	int32_t num_in_flight_auctions; /* (100) */
-	int32_t avg_person_bytes;     /* (200) */
-	int32_t avg_auction_bytes;    /* (500) */
-	int32_t avg_bid_bytes;        /* (100) */
+	int32_t avg_person_bytes; /* (200) */
+	int32_t avg_auction_bytes; /* (500) */
+	int32_t avg_bid_bytes; /* (100) */
 } sv_generator_options_t;
 
 /* Fill opt with the defaults listed above. */

@@ -27,18 +27,19 @@
 #define SV_KAFKA_APIKEY_METADATA 3
 
 struct sv_devcluster {
-	rd_kafka_t *rk;               /* dummy producer owning the cluster */
+	rd_kafka_t *rk; /* dummy producer owning the cluster */
 	rd_kafka_mock_cluster_t *mc;
 	char *bootstrap;
 	int nbrokers;
 };
 
-static void devcluster_log_cb(const rd_kafka_t *rk, int level,
-			      const char *fac, const char *buf)
+static void devcluster_log_cb(const rd_kafka_t *rk, int level, const char *fac,
+			      const char *buf)
 {
 	sv_loglevel_t lv = level <= 3 ? SV_LOG_ERROR
-			 : level == 4 ? SV_LOG_WARN
-			 : level <= 6 ? SV_LOG_INFO : SV_LOG_DEBUG;
+		: level == 4          ? SV_LOG_WARN
+		: level <= 6          ? SV_LOG_INFO
+				      : SV_LOG_DEBUG;
 	SV_UNUSED(rk);
 	sv_log(NULL, lv, "devcluster", "rdkafka %s: %s", fac, buf);
 }
@@ -54,17 +55,19 @@ sv_error_t *sv_devcluster_start(int nbrokers, char **bootstrap_out,
 	if (bootstrap_out)
 		*bootstrap_out = NULL;
 	if (nbrokers < 1 || nbrokers > 64)
-		return sv_error_new(SV_ERR_CONFIG,
-				    "development cluster needs 1 to 64 brokers, "
-				    "got %d", nbrokers);
+		return sv_error_new(
+			SV_ERR_CONFIG,
+			"development cluster needs 1 to 64 brokers, "
+			"got %d",
+			nbrokers);
 
 	conf = rd_kafka_conf_new();
 	rd_kafka_conf_set_log_cb(conf, devcluster_log_cb);
 	/* The owner handle has no brokers of its own; keep it quiet. */
 	if (rd_kafka_conf_set(conf, "client.id", "streamvisor-devcluster",
 			      errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK ||
-	    rd_kafka_conf_set(conf, "log_level", "4", errstr,
-			      sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+	    rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof(errstr)) !=
+		    RD_KAFKA_CONF_OK) {
 		rd_kafka_conf_destroy(conf);
 		return sv_error_new(SV_ERR_CONFIG,
 				    "cannot configure development cluster: %s",
@@ -86,7 +89,8 @@ sv_error_t *sv_devcluster_start(int nbrokers, char **bootstrap_out,
 		free(dc);
 		return sv_error_new(SV_ERR_BINDING,
 				    "cannot start development cluster of %d "
-				    "broker(s)", nbrokers);
+				    "broker(s)",
+				    nbrokers);
 	}
 	dc->nbrokers = nbrokers;
 	/* The 2.0.2 mock advertises Metadata v0-2 only, and below v4 a
@@ -134,7 +138,8 @@ sv_error_t *sv_devcluster_create_topic(sv_devcluster_t *dc, const char *topic,
 		return sv_error_set_cause(
 			sv_error_new(SV_ERR_BINDING,
 				     "development cluster: cannot create "
-				     "topic '%s'", topic),
+				     "topic '%s'",
+				     topic),
 			err, rd_kafka_err2str(err));
 	sv_log(NULL, SV_LOG_INFO, "devcluster",
 	       "created topic '%s' with %d partition(s)", topic, partitions);
@@ -149,9 +154,9 @@ sv_error_t *sv_devcluster_push_errors(sv_devcluster_t *dc, const char *api,
 		const char *name;
 		int16_t key;
 	} apis[] = {
-		{"produce", 0},       {"fetch", 1},
-		{"list_offsets", 2},  {"metadata", 3},
-		{"offset_commit", 8}, {"offset_fetch", 9},
+		{"produce", 0},           {"fetch", 1},
+		{"list_offsets", 2},      {"metadata", 3},
+		{"offset_commit", 8},     {"offset_fetch", 9},
 		{"find_coordinator", 10}, {"init_producer_id", 22},
 	};
 	rd_kafka_resp_err_t *errs;

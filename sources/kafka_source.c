@@ -56,25 +56,25 @@ typedef struct kafka_source {
 	char *topic;
 	char *group_id;
 	bool bounded;
-	sv_ratelimit_t rl;       /* source.rate_per_s */
+	sv_ratelimit_t rl; /* source.rate_per_s */
 
 	rd_kafka_t *rk;
-	rd_kafka_queue_t *q;     /* the consumer queue (main queue forwarded) */
+	rd_kafka_queue_t *q; /* the consumer queue (main queue forwarded) */
 	sv_decoder_t *dec;
 
 	size_t nparts;
-	sv_partpos_t *pos;       /* by index; pos[i].partition is the id */
-	int64_t *stop;           /* bounded: end offset taken at open */
-	bool *done;              /* bounded: partition fully read */
+	sv_partpos_t *pos; /* by index; pos[i].partition is the id */
+	int64_t *stop; /* bounded: end offset taken at open */
+	bool *done; /* bounded: partition fully read */
 	size_t ndone;
-	bool eof_pending;        /* bounded: all done, eof not yet reported */
+	bool eof_pending; /* bounded: all done, eof not yet reported */
 
 	rd_kafka_message_t **msgs; /* reused consume array */
 	size_t msgcap;
-	int64_t committed_ck;    /* checkpoint id in the committed offsets'
+	int64_t committed_ck; /* checkpoint id in the committed offsets'
 				  * metadata at open, or -1 */
-	int64_t wm_next_ms;      /* next watermark refresh (monotonic) */
-	sv_error_t *err;         /* sticky: the source is broken */
+	int64_t wm_next_ms; /* next watermark refresh (monotonic) */
+	sv_error_t *err; /* sticky: the source is broken */
 } kafka_source_t;
 
 extern const sv_source_ops_t sv_source_kafka_ops;
@@ -138,9 +138,10 @@ static sv_error_t *ksrc_error(kafka_source_t *ks, sv_errcat_t cat,
 static sv_error_t *ksrc_topic_missing(kafka_source_t *ks,
 				      rd_kafka_resp_err_t code)
 {
-	sv_error_t *err = ksrc_error(ks, SV_ERR_BINDING, code, NULL,
-				     "topic '%s' does not exist on cluster '%s'",
-				     ks->topic, ks->cluster_name);
+	sv_error_t *err = ksrc_error(
+		ks, SV_ERR_BINDING, code, NULL,
+		"topic '%s' does not exist on cluster '%s'", ks->topic,
+		ks->cluster_name);
 	sv_error_set_field(err, "source.topic");
 	return err;
 }
@@ -148,7 +149,7 @@ static sv_error_t *ksrc_topic_missing(kafka_source_t *ks,
 static bool is_topic_missing(rd_kafka_resp_err_t e)
 {
 	return e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
-	       e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+		e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
 }
 
 /* ---- configuration ---- */
@@ -278,8 +279,9 @@ static sv_error_t *ksrc_metadata(kafka_source_t *ks)
 					 ks->topic, ks->cluster_name);
 			break;
 		}
-		const rd_kafka_metadata_topic_t *mt =
-			md->topic_cnt == 1 ? &md->topics[0] : NULL;
+		const rd_kafka_metadata_topic_t *mt = md->topic_cnt == 1
+			? &md->topics[0]
+			: NULL;
 		e = mt ? mt->err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
 		if (is_topic_missing(e)) {
 			rd_kafka_metadata_destroy(md);
@@ -397,10 +399,11 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 		int64_t lo = -1, hi = -1;
 
 		if (tp->err) {
-			err = ksrc_error(ks, SV_ERR_BINDING, tp->err, NULL,
-					 "cannot read committed offset of group "
-					 "'%s' for topic '%s' partition %d",
-					 ks->group_id, ks->topic, p->partition);
+			err = ksrc_error(
+				ks, SV_ERR_BINDING, tp->err, NULL,
+				"cannot read committed offset of group "
+				"'%s' for topic '%s' partition %d",
+				ks->group_id, ks->topic, p->partition);
 			goto out;
 		}
 		e = rd_kafka_query_watermark_offsets(ks->rk, ks->topic,
@@ -411,11 +414,11 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 			goto out;
 		}
 		if (e) {
-			err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
-					 "cannot read end offsets of topic '%s' "
-					 "partition %d on cluster '%s'",
-					 ks->topic, p->partition,
-					 ks->cluster_name);
+			err = ksrc_error(
+				ks, SV_ERR_BINDING, e, NULL,
+				"cannot read end offsets of topic '%s' "
+				"partition %d on cluster '%s'",
+				ks->topic, p->partition, ks->cluster_name);
 			goto out;
 		}
 		p->end_offset = hi;
@@ -570,9 +573,10 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	ks->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
 	if (!ks->rk) {
 		rd_kafka_conf_destroy(kc);
-		err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
-				 "cannot create kafka consumer for cluster '%s'",
-				 ks->cluster_name);
+		err = ksrc_error(
+			ks, SV_ERR_CONFIG, 0, NULL,
+			"cannot create kafka consumer for cluster '%s'",
+			ks->cluster_name);
 		goto fail;
 	}
 	/* Everything (errors, logs if queued, rebalance-less events) comes
@@ -691,8 +695,8 @@ static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
 
 	if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
 		char buf[512];
-		rd_kafka_resp_err_t orig =
-			rd_kafka_fatal_error(ks->rk, buf, sizeof(buf));
+		rd_kafka_resp_err_t orig = rd_kafka_fatal_error(ks->rk, buf,
+								sizeof(buf));
 		sv_error_t *err = ksrc_error(ks, SV_ERR_RUNTIME, orig, buf,
 					     "kafka consumer of topic '%s' on "
 					     "cluster '%s' failed",
@@ -823,8 +827,8 @@ static sv_error_t *ksrc_commit(sv_source_t *src)
 	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
 	for (size_t i = 0; i < ks->nparts; i++)
 		if (ks->pos[i].next_offset >= 0)
-			rd_kafka_topic_partition_list_add(
-				list, ks->topic, ks->pos[i].partition)
+			rd_kafka_topic_partition_list_add(list, ks->topic,
+							  ks->pos[i].partition)
 				->offset = ks->pos[i].next_offset;
 	if (list->cnt == 0)
 		goto out;

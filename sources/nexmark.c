@@ -56,7 +56,12 @@ enum {
 #define T_ALL (T_PERSON | T_AUCTION | T_BID)
 
 /* Value kinds an attribute accepts. */
-enum { K_INT, K_TIME, K_STR, K_TYPE };
+enum {
+	K_INT,
+	K_TIME,
+	K_STR,
+	K_TYPE
+};
 
 static const struct attr_def {
 	const char *name;
@@ -94,9 +99,9 @@ static const char *const us_cities[] = {
 static const char *const first_names[] = {"Peter", "Paul",   "Luke",  "John",
 					  "Saul",  "Vicky",  "Kate",  "Julie",
 					  "Sarah", "Deiter", "Walter"};
-static const char *const last_names[] = {"Shultz", "Abrams", "Spencer",
+static const char *const last_names[] = {"Shultz", "Abrams",  "Spencer",
 					 "White",  "Bartels", "Walton",
-					 "Smith",  "Jones",  "Noris"};
+					 "Smith",  "Jones",   "Noris"};
 static const char *const hot_channels[] = {"Google", "Facebook", "Baidu",
 					   "Apple"};
 static const char *const type_names[] = {"person", "auction", "bid"};
@@ -110,10 +115,10 @@ static const char *const type_names[] = {"person", "auction", "bid"};
 
 struct sv_nexmark {
 	sv_generator_options_t opt;
-	uint64_t key;        /* the seed, mixed */
-	int col[A__COUNT];   /* schema column of each attribute, or -1 */
+	uint64_t key; /* the seed, mixed */
+	int col[A__COUNT]; /* schema column of each attribute, or -1 */
 	bool time_as_int[A__COUNT]; /* date_time/expires declared int64 */
-	bool type_as_str;    /* event_type declared string */
+	bool type_as_str; /* event_type declared string */
 	char hot_url[SV_ARRAY_LEN(hot_channels)][HOT_URL_MAX];
 	uint32_t hot_url_len[SV_ARRAY_LEN(hot_channels)];
 };
@@ -192,7 +197,7 @@ int64_t sv_nexmark_last_auction(int64_t n)
 		epoch--;
 		off = SV_NEXMARK_AUCTION_PROPORTION - 1;
 	} else if (off >= SV_NEXMARK_PERSON_PROPORTION +
-				  SV_NEXMARK_AUCTION_PROPORTION) {
+			   SV_NEXMARK_AUCTION_PROPORTION) {
 		off = SV_NEXMARK_AUCTION_PROPORTION - 1;
 	} else {
 		off -= SV_NEXMARK_PERSON_PROPORTION;
@@ -211,10 +216,10 @@ static int64_t next_person(const sv_nexmark_t *nx, int64_t n, rng_t *r)
 {
 	int64_t people = sv_nexmark_last_person(n) + 1;
 	int64_t active = people < nx->opt.num_active_people
-				 ? people
-				 : nx->opt.num_active_people;
+		? people
+		: nx->opt.num_active_people;
 	return people - active +
-	       rng_long(r, active + SV_NEXMARK_PERSON_ID_LEAD);
+		rng_long(r, active + SV_NEXMARK_PERSON_ID_LEAD);
 }
 
 /* A random auction among those likely in flight, plus a few ahead. */
@@ -334,7 +339,10 @@ sv_error_t *sv_nexmark_new(const sv_schema_t *schema,
 				sv_nexmark_destroy(nx);
 				return sv_error_set_field(
 					sv_error_new(SV_ERR_CONFIG,
-						     "generator 'nexmark': field '%s' is not a nexmark attribute and cannot be non-nullable",
+						     "generator 'nexmark': "
+						     "field '%s' is not a "
+						     "nexmark attribute and "
+						     "cannot be non-nullable",
 						     f->name),
 					"schema");
 			}
@@ -342,7 +350,9 @@ sv_error_t *sv_nexmark_new(const sv_schema_t *schema,
 		}
 		bool ok;
 		switch (attrs[a].kind) {
-		case K_INT: ok = f->type == SV_T_INT64; break;
+		case K_INT:
+			ok = f->type == SV_T_INT64;
+			break;
 		case K_TIME:
 			ok = f->type == SV_T_TIMESTAMP || f->type == SV_T_INT64;
 			nx->time_as_int[a] = f->type == SV_T_INT64;
@@ -351,13 +361,16 @@ sv_error_t *sv_nexmark_new(const sv_schema_t *schema,
 			ok = f->type == SV_T_INT64 || f->type == SV_T_STRING;
 			nx->type_as_str = f->type == SV_T_STRING;
 			break;
-		default: ok = f->type == SV_T_STRING; break;
+		default:
+			ok = f->type == SV_T_STRING;
+			break;
 		}
 		if (!ok) {
 			sv_nexmark_destroy(nx);
 			return sv_error_set_field(
 				sv_error_new(SV_ERR_CONFIG,
-					     "generator 'nexmark': field '%s' cannot be %s",
+					     "generator 'nexmark': field '%s' "
+					     "cannot be %s",
 					     f->name, sv_type_name(f->type)),
 				"schema");
 		}
@@ -365,7 +378,9 @@ sv_error_t *sv_nexmark_new(const sv_schema_t *schema,
 			sv_nexmark_destroy(nx);
 			return sv_error_set_field(
 				sv_error_new(SV_ERR_CONFIG,
-					     "generator 'nexmark': field '%s' is null for some event types and must be nullable",
+					     "generator 'nexmark': field '%s' "
+					     "is null for some event types and "
+					     "must be nullable",
 					     f->name),
 				"schema");
 		}
@@ -493,11 +508,13 @@ static void fill_auction(const sv_nexmark_t *nx, int64_t n, int64_t ts,
 		r = stream(nx, n, A_SELLER);
 		int64_t seller;
 		if (rng_int(&r, (uint64_t)nx->opt.hot_sellers_ratio) > 0)
-			seller = (sv_nexmark_last_person(n) / HOT_SELLER_RATIO) *
-				 HOT_SELLER_RATIO;
+			seller = (sv_nexmark_last_person(n) /
+				  HOT_SELLER_RATIO) *
+				HOT_SELLER_RATIO;
 		else
 			seller = next_person(nx, n, &r);
-		put_int(row, col[A_SELLER], seller + SV_NEXMARK_FIRST_PERSON_ID);
+		put_int(row, col[A_SELLER],
+			seller + SV_NEXMARK_FIRST_PERSON_ID);
 	}
 	if (col[A_CATEGORY] >= 0) {
 		r = stream(nx, n, A_CATEGORY);
@@ -516,11 +533,12 @@ static void fill_auction(const sv_nexmark_t *nx, int64_t n, int64_t ts,
 		/* On average, an auction lasts until numInFlightAuctions more
 		 * auctions have been created. */
 		int64_t ahead = (int64_t)nx->opt.num_in_flight_auctions *
-				SV_NEXMARK_TOTAL_PROPORTION /
-				SV_NEXMARK_AUCTION_PROPORTION;
+			SV_NEXMARK_TOTAL_PROPORTION /
+			SV_NEXMARK_AUCTION_PROPORTION;
 		int64_t horizon = sv_nexmark_event_time(nx, n + ahead) - ts;
 		r = stream(nx, n, A_EXPIRES);
-		int64_t len = 1 + rng_long(&r, horizon * 2 > 1 ? horizon * 2 : 1);
+		int64_t len = 1 +
+			rng_long(&r, horizon * 2 > 1 ? horizon * 2 : 1);
 		put_time(nx, row, A_EXPIRES, ts + len);
 	}
 
@@ -545,8 +563,9 @@ static void fill_bid(const sv_nexmark_t *nx, int64_t n, sv_value_t *row,
 		r = stream(nx, n, A_AUCTION);
 		int64_t auction;
 		if (rng_int(&r, (uint64_t)nx->opt.hot_auction_ratio) > 0)
-			auction = (sv_nexmark_last_auction(n) / HOT_AUCTION_RATIO) *
-				  HOT_AUCTION_RATIO;
+			auction = (sv_nexmark_last_auction(n) /
+				   HOT_AUCTION_RATIO) *
+				HOT_AUCTION_RATIO;
 		else
 			auction = next_auction(nx, n, &r);
 		put_int(row, col[A_AUCTION],
@@ -558,12 +577,14 @@ static void fill_bid(const sv_nexmark_t *nx, int64_t n, sv_value_t *row,
 		/* the second person of the batch, so that hot bidders and hot
 		 * sellers differ */
 		if (rng_int(&r, (uint64_t)nx->opt.hot_bidders_ratio) > 0)
-			bidder = (sv_nexmark_last_person(n) / HOT_BIDDER_RATIO) *
-					 HOT_BIDDER_RATIO +
-				 1;
+			bidder = (sv_nexmark_last_person(n) /
+				  HOT_BIDDER_RATIO) *
+					HOT_BIDDER_RATIO +
+				1;
 		else
 			bidder = next_person(nx, n, &r);
-		put_int(row, col[A_BIDDER], bidder + SV_NEXMARK_FIRST_PERSON_ID);
+		put_int(row, col[A_BIDDER],
+			bidder + SV_NEXMARK_FIRST_PERSON_ID);
 	}
 	if (col[A_PRICE] >= 0) {
 		r = stream(nx, n, A_PRICE);
@@ -572,7 +593,8 @@ static void fill_bid(const sv_nexmark_t *nx, int64_t n, sv_value_t *row,
 	if (col[A_CHANNEL] >= 0 || col[A_URL] >= 0) {
 		r = stream(nx, n, A_CHANNEL);
 		if (rng_int(&r, HOT_CHANNELS_RATIO) > 0) {
-			size_t i = (size_t)rng_int(&r, SV_ARRAY_LEN(hot_channels));
+			size_t i = (size_t)rng_int(&r,
+						   SV_ARRAY_LEN(hot_channels));
 			put_static(row, col[A_CHANNEL], hot_channels[i]);
 			put_str(row, col[A_URL], b, nx->hot_url[i],
 				nx->hot_url_len[i]);
@@ -590,8 +612,9 @@ static void fill_bid(const sv_nexmark_t *nx, int64_t n, sv_value_t *row,
 					ul += (size_t)snprintf(
 						buf + ul, sizeof(buf) - ul,
 						"&channel_id=%lld",
-						(long long)llabs((int32_t)reverse_bits32(
-							(uint32_t)c)));
+						(long long)llabs(
+							(int32_t)reverse_bits32(
+								(uint32_t)c)));
 				put_str(row, col[A_URL], b, buf, ul);
 			}
 		}
@@ -606,14 +629,21 @@ int64_t sv_nexmark_fill(const sv_nexmark_t *nx, int64_t n, sv_value_t *row,
 	int64_t ts = sv_nexmark_event_time(nx, n);
 	int col = nx->col[A_EVENT_TYPE];
 	if (col >= 0)
-		row[col] = nx->type_as_str ? sv_str(type_names[type],
-						    (uint32_t)strlen(type_names[type]))
-					   : sv_int(type);
+		row[col] = nx->type_as_str
+			? sv_str(type_names[type],
+				 (uint32_t)strlen(type_names[type]))
+			: sv_int(type);
 	put_time(nx, row, A_DATE_TIME, ts);
 	switch (type) {
-	case SV_NEXMARK_PERSON: fill_person(nx, n, row, b); break;
-	case SV_NEXMARK_AUCTION: fill_auction(nx, n, ts, row, b); break;
-	default: fill_bid(nx, n, row, b); break;
+	case SV_NEXMARK_PERSON:
+		fill_person(nx, n, row, b);
+		break;
+	case SV_NEXMARK_AUCTION:
+		fill_auction(nx, n, ts, row, b);
+		break;
+	default:
+		fill_bid(nx, n, row, b);
+		break;
 	}
 	return ts;
 }

@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 typedef struct sv_ratelimit {
-	int64_t rate;    /* rows per second; 0: unlimited */
-	int64_t tokens;  /* in row-nanoseconds */
+	int64_t rate; /* rows per second; 0: unlimited */
+	int64_t tokens; /* in row-nanoseconds */
 	int64_t cap;
 	int64_t last_ns;
 } sv_ratelimit_t;

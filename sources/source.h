@@ -23,21 +23,21 @@ typedef enum sv_start {
 } sv_start_t;
 
 typedef struct sv_source_conf {
-	const char *kind;         /* "kafka", "generator" */
+	const char *kind; /* "kafka", "generator" */
 	const char *job_id;
 	int attempt;
 	const sv_cluster_t *cluster; /* kafka: resolved profile (borrowed) */
 	const char *topic;
-	const char *group_id;     /* kafka: the job's consumer group */
+	const char *group_id; /* kafka: the job's consumer group */
 	sv_start_t start;
-	bool bounded;             /* read each partition to the end offsets
+	bool bounded; /* read each partition to the end offsets
 				   * taken at open, then report eof */
 	sv_format_t format;
 	const sv_schema_t *schema; /* borrowed; outlives the source */
 	/* generator */
-	const char *generator;    /* "sequence" | "nexmark" */
-	int64_t count;            /* rows to generate (bounded), or -1 */
-	int64_t rate_per_s;       /* 0 = as fast as possible */
+	const char *generator; /* "sequence" | "nexmark" */
+	int64_t count; /* rows to generate (bounded), or -1 */
+	int64_t rate_per_s; /* 0 = as fast as possible */
 	uint64_t seed;
 } sv_source_conf_t;
 
@@ -45,15 +45,16 @@ typedef struct sv_source_conf {
 typedef struct sv_partpos {
 	int32_t partition;
 	int64_t next_offset; /* next offset to read (what we have consumed) */
-	int64_t end_offset;  /* high watermark last seen, or -1 */
+	int64_t end_offset; /* high watermark last seen, or -1 */
 } sv_partpos_t;
 
 /* Records behind the end of one partition (0 when either end is unknown). */
 static inline int64_t sv_partpos_lag(const sv_partpos_t *p)
 {
 	return p->end_offset >= 0 && p->next_offset >= 0 &&
-	       p->end_offset > p->next_offset
-		? p->end_offset - p->next_offset : 0;
+			p->end_offset > p->next_offset
+		? p->end_offset - p->next_offset
+		: 0;
 }
 
 typedef struct sv_source sv_source_t;
@@ -67,7 +68,8 @@ typedef struct sv_source_ops {
 	sv_error_t *(*poll)(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 			    int timeout_ms, bool *eof);
 	/* Restart reading at the given positions (next_offset of each). */
-	sv_error_t *(*seek)(sv_source_t *src, const sv_partpos_t *pos, size_t n);
+	sv_error_t *(*seek)(sv_source_t *src, const sv_partpos_t *pos,
+			    size_t n);
 	/* Current positions; *pos is owned by the source, valid until the next
 	 * call into it. */
 	size_t (*positions)(sv_source_t *src, const sv_partpos_t **pos);
@@ -116,7 +118,8 @@ static inline sv_error_t *sv_source_commit(sv_source_t *src)
 static inline int64_t sv_source_committed_checkpoint(sv_source_t *src)
 {
 	return src->ops->committed_checkpoint
-		? src->ops->committed_checkpoint(src) : -1;
+		? src->ops->committed_checkpoint(src)
+		: -1;
 }
 static inline void sv_source_close(sv_source_t *src)
 {

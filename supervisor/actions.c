@@ -53,14 +53,17 @@ static json_t *parse_body(sv_job_t *job, cmd_t *c, const char *const *keys,
 	json_t *o = json_loadb(c->body, c->len, 0, &jerr);
 	if (!o || !json_is_object(o)) {
 		json_decref(o);
-		*err = sv_error_set_job(sv_error_new(SV_ERR_SUBMISSION,
-			"%s: body must be a JSON object%s%s", c->what,
-			o ? "" : ": ", o ? "" : jerr.text), job->id, job->attempt);
+		*err = sv_error_set_job(
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "%s: body must be a JSON object%s%s",
+				     c->what, o ? "" : ": ",
+				     o ? "" : jerr.text),
+			job->id, job->attempt);
 		return NULL;
 	}
 	const char *k;
 	json_t *v;
-	json_object_foreach(o, k, v) {
+	json_object_foreach (o, k, v) {
 		bool known = false;
 		for (const char *const *p = keys; *p; p++)
 			known |= !strcmp(k, *p);
@@ -93,12 +96,14 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 
 static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	static const char *const keys[] = {"final_watermark", "timeout_ms", NULL};
+	static const char *const keys[] = {"final_watermark", "timeout_ms",
+					   NULL};
 	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
 	    !job->worker || job->pending_start)
 		return sv_conflict(job, "drain");
 	if (!sv->store)
-		return no_store(job, "drain needs checkpoints, and this "
+		return no_store(job,
+				"drain needs checkpoints, and this "
 				"supervisor has no data directory");
 	sv_error_t *err;
 	json_t *o = parse_body(job, c, keys, &err);
@@ -107,27 +112,32 @@ static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	json_t *fw = json_object_get(o, "final_watermark");
 	json_t *to = json_object_get(o, "timeout_ms");
 	if (fw && !json_is_boolean(fw))
-		err = body_error(job, "drain", "final_watermark", "expected true "
+		err = body_error(job, "drain", "final_watermark",
+				 "expected true "
 				 "or false");
 	else if (to && (!json_is_integer(to) || json_integer_value(to) <= 0))
-		err = body_error(job, "drain", "timeout_ms", "expected a positive "
+		err = body_error(job, "drain", "timeout_ms",
+				 "expected a positive "
 				 "integer (milliseconds)");
 	if (err) {
 		json_decref(o);
 		return err;
 	}
 	bool final_wm = fw && json_is_true(fw);
-	int64_t timeout = to ? json_integer_value(to) : DRAIN_DEFAULT_TIMEOUT_MS;
+	int64_t timeout = to ? json_integer_value(to)
+			     : DRAIN_DEFAULT_TIMEOUT_MS;
 	json_decref(o);
 	job->drain_deadline_ms = sv_now_ms() + timeout;
 	sv_worker_drain(job->worker, final_wm);
 	char reason[160];
-	snprintf(reason, sizeof(reason), "drain requested (final_watermark %s, "
-		 "timeout %lld ms)", final_wm ? "true" : "false",
-		 (long long)timeout);
-	sv_obslog_add(job->obs, job->attempt, "drain", json_pack(
-		"{s:s, s:b, s:I}", "outcome", "requested", "final_watermark",
-		final_wm, "timeout_ms", (json_int_t)timeout));
+	snprintf(reason, sizeof(reason),
+		 "drain requested (final_watermark %s, "
+		 "timeout %lld ms)",
+		 final_wm ? "true" : "false", (long long)timeout);
+	sv_obslog_add(job->obs, job->attempt, "drain",
+		      json_pack("{s:s, s:b, s:I}", "outcome", "requested",
+				"final_watermark", final_wm, "timeout_ms",
+				(json_int_t)timeout));
 	sv_transition(job, SV_JOB_DRAINING, reason);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
 	return NULL;
@@ -146,9 +156,10 @@ void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now)
 	job->pending_start = true;
 	if (job->worker)
 		sv_worker_stop(job->worker);
-	sv_obslog_add(job->obs, job->attempt, "drain", json_pack("{s:s}",
-		"outcome", "timed_out"));
-	sv_transition(job, SV_JOB_RUNNING, "drain timed out; continuing from "
+	sv_obslog_add(job->obs, job->attempt, "drain",
+		      json_pack("{s:s}", "outcome", "timed_out"));
+	sv_transition(job, SV_JOB_RUNNING,
+		      "drain timed out; continuing from "
 		      "the last committed checkpoint");
 }
 
@@ -169,7 +180,8 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	    job->state == SV_JOB_CANCELLED || job->state == SV_JOB_COMPLETED)
 		return sv_conflict(job, "restart");
 	if (!sv->store)
-		return no_store(job, "restart needs checkpoints, and this "
+		return no_store(job,
+				"restart needs checkpoints, and this "
 				"supervisor has no data directory");
 	sv_error_t *err;
 	json_t *o = parse_body(job, c, keys, &err);
@@ -180,13 +192,16 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	int64_t ck = -1;
 	if (from && json_is_integer(from) && json_integer_value(from) >= 0) {
 		ck = json_integer_value(from);
-	} else if (from && !(json_is_string(from) &&
-			     !strcmp(json_string_value(from), "latest"))) {
-		err = body_error(job, "restart", "from_checkpoint", "expected a "
+	} else if (from &&
+		   !(json_is_string(from) &&
+		     !strcmp(json_string_value(from), "latest"))) {
+		err = body_error(job, "restart", "from_checkpoint",
+				 "expected a "
 				 "checkpoint id or \"latest\"");
 	}
 	if (!err && ign && !json_is_boolean(ign))
-		err = body_error(job, "restart", "ignore_state", "expected true or "
+		err = body_error(job, "restart", "ignore_state",
+				 "expected true or "
 				 "false");
 	bool ignore = ign && json_is_true(ign);
 	json_decref(o);
@@ -204,27 +219,33 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	} else {
 		Streamvisor__CheckpointRecord *rec = NULL;
 		err = sv_ckstore_get(sv->store, job->id, ck, &rec);
-		bool ok = !err && rec && rec->status ==
-			STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
+		bool ok = !err && rec &&
+			rec->status ==
+				STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
 		sv_ckstore_free_record(rec);
 		if (err)
 			return sv_error_set_job(err, job->id, job->attempt);
 		if (!ok)
-			return sv_error_set_job(sv_error_new(SV_ERR_NOT_FOUND,
-				"checkpoint %lld of job '%s' does not exist or did "
-				"not commit", (long long)ck, job->id), job->id,
-				job->attempt);
+			return sv_error_set_job(
+				sv_error_new(SV_ERR_NOT_FOUND,
+					     "checkpoint %lld of job '%s' does "
+					     "not exist or did "
+					     "not commit",
+					     (long long)ck, job->id),
+				job->id, job->attempt);
 	}
 	job->restart_from = ck; /* -1: no checkpoint yet: empty state */
 	job->restart_ignore_state = ignore;
 	job->attempts_in_window = 0;
 	job->backoff_ms = 0;
 	char reason[160];
-	snprintf(reason, sizeof(reason), "restart requested from checkpoint "
-		 "%lld%s", (long long)ck, ignore ? " (positions only)" : "");
-	sv_obslog_add(job->obs, job->attempt, "restart_requested", json_pack(
-		"{s:I, s:b}", "from_checkpoint", (json_int_t)ck, "ignore_state",
-		ignore));
+	snprintf(reason, sizeof(reason),
+		 "restart requested from checkpoint "
+		 "%lld%s",
+		 (long long)ck, ignore ? " (positions only)" : "");
+	sv_obslog_add(job->obs, job->attempt, "restart_requested",
+		      json_pack("{s:I, s:b}", "from_checkpoint", (json_int_t)ck,
+				"ignore_state", ignore));
 	if (job->worker) {
 		job->pending_start = true;
 		sv_worker_stop(job->worker);
@@ -247,11 +268,13 @@ static sv_error_t *do_checkpoint(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	    !job->worker)
 		return sv_conflict(job, "checkpoint");
 	if (!sv->store)
-		return no_store(job, "checkpoints need a data directory, and "
+		return no_store(job,
+				"checkpoints need a data directory, and "
 				"this supervisor has none");
 	uint64_t ticket = sv_worker_request_checkpoint(job->worker);
 	c->json = sv_json_dump(json_pack("{s:I, s:i}", "ticket",
-		(json_int_t)ticket, "attempt", job->attempt));
+					 (json_int_t)ticket, "attempt",
+					 job->attempt));
 	return NULL;
 }
 
@@ -285,14 +308,18 @@ sv_error_t *sv_do_ck_poll(sv_supervisor_t *sv, cmd_t *c)
 	sscanf(c->query, "%llu:%d", &ticket, &attempt);
 	if (!job->worker || job->attempt != attempt) {
 		const sv_error_t *e = job->error;
-		return sv_error_set_job(sv_error_new(SV_ERR_CHECKPOINT,
-			"the attempt ended before the checkpoint committed%s%s",
-			e ? ": " : "", e ? e->message : ""), job->id, job->attempt);
+		return sv_error_set_job(
+			sv_error_new(SV_ERR_CHECKPOINT,
+				     "the attempt ended before the checkpoint "
+				     "committed%s%s",
+				     e ? ": " : "", e ? e->message : ""),
+			job->id, job->attempt);
 	}
 	const sv_worker_stats_t *st = sv_worker_stats(job->worker);
 	bool done = atomic_load(&st->checkpoint_served) >= ticket;
-	c->json = sv_json_dump(json_pack("{s:b, s:I}", "done", done, "id",
-		(json_int_t)atomic_load(&st->last_checkpoint)));
+	c->json = sv_json_dump(
+		json_pack("{s:b, s:I}", "done", done, "id",
+			  (json_int_t)atomic_load(&st->last_checkpoint)));
 	return NULL;
 }
 
@@ -307,45 +334,63 @@ sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c)
 		Streamvisor__CheckpointRecord **recs = NULL;
 		size_t n = 0;
 		sv_error_t *err = sv_ckstore_list(sv->store, job->id,
-			sv_query_limit(c->query, 100), &recs, &n);
+						  sv_query_limit(c->query, 100),
+						  &recs, &n);
 		if (err) {
 			json_decref(a);
 			return sv_error_set_job(err, job->id, job->attempt);
 		}
 		for (size_t i = 0; i < n; i++) {
 			const Streamvisor__CheckpointRecord *r = recs[i];
-			static const char *const st[] = {"prepared", "committed",
-							 "aborted"};
+			static const char *const st[] = {
+				"prepared", "committed", "aborted"};
 			json_t *offs = json_array();
 			for (size_t k = 0; k < r->n_offsets; k++)
-				json_array_append_new(offs, json_pack(
-					"{s:s, s:i, s:I, s:o}", "topic",
-					r->offsets[k]->topic, "partition",
-					r->offsets[k]->partition, "next_offset",
-					(json_int_t)r->offsets[k]->next_offset,
-					"watermark_ms",
-					r->offsets[k]->watermark_ms == INT64_MIN
-					? json_null()
-					: json_integer(r->offsets[k]->watermark_ms)));
+				json_array_append_new(
+					offs,
+					json_pack(
+						"{s:s, s:i, s:I, s:o}", "topic",
+						r->offsets[k]->topic,
+						"partition",
+						r->offsets[k]->partition,
+						"next_offset",
+						(json_int_t)r->offsets[k]
+							->next_offset,
+						"watermark_ms",
+						r->offsets[k]->watermark_ms ==
+								INT64_MIN
+							? json_null()
+							: json_integer(
+								  r->offsets[k]
+									  ->watermark_ms)));
 			bool done = r->status ==
 				STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
-			json_array_append_new(a, json_pack(
-				"{s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:o, s:o}",
-				"id", (json_int_t)r->id, "status",
-				r->status <= 2 ? st[r->status] : "unknown",
-				"attempt", r->attempt, "started_at",
-				sv_iso_json(r->started_at_ms), "completed_at",
-				done ? sv_iso_json(r->started_at_ms + r->duration_ms)
-				     : json_null(), "duration_ms",
-				(json_int_t)r->duration_ms, "bytes",
-				(json_int_t)r->bytes, "watermark_ms",
-				r->watermark_ms == INT64_MIN ? json_null()
-				: json_integer(r->watermark_ms), "offsets", offs));
+			json_array_append_new(
+				a,
+				json_pack(
+					"{s:I, s:s, s:i, s:o, s:o, s:I, s:I, "
+					"s:o, s:o}",
+					"id", (json_int_t)r->id, "status",
+					r->status <= 2 ? st[r->status]
+						       : "unknown",
+					"attempt", r->attempt, "started_at",
+					sv_iso_json(r->started_at_ms),
+					"completed_at",
+					done ? sv_iso_json(r->started_at_ms +
+							   r->duration_ms)
+					     : json_null(),
+					"duration_ms",
+					(json_int_t)r->duration_ms, "bytes",
+					(json_int_t)r->bytes, "watermark_ms",
+					r->watermark_ms == INT64_MIN
+						? json_null()
+						: json_integer(r->watermark_ms),
+					"offsets", offs));
 			sv_ckstore_free_record(recs[i]);
 		}
 		free(recs);
 	}
-	c->json = sv_json_dump(json_pack("{s:s, s:o}", "id", job->id,
-					 "checkpoints", a));
+	c->json = sv_json_dump(
+		json_pack("{s:s, s:o}", "id", job->id, "checkpoints", a));
 	return NULL;
 }

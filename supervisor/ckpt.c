@@ -35,9 +35,10 @@ static sv_error_t *ck_error(const sv_ckpt_conf_t *conf, sv_error_t *cause,
 static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				const sv_partpos_t *pos, size_t n, int64_t id,
 				int64_t wm, const sv_buf_t *sink_state,
-				ckrec_t *rec, Streamvisor__PartitionOffset *offs,
-				Streamvisor__OperatorState *ops, sv_buf_t *opbufs,
-				size_t *nops_out)
+				ckrec_t *rec,
+				Streamvisor__PartitionOffset *offs,
+				Streamvisor__OperatorState *ops,
+				sv_buf_t *opbufs, size_t *nops_out)
 {
 	rec->id = id;
 	rec->job_id = (char *)conf->job_id;
@@ -53,7 +54,8 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		o->topic = (char *)conf->topic;
 		o->partition = pos[i].partition;
 		o->next_offset = pos[i].next_offset;
-		o->watermark_ms = sv_watermarks_partition(p->wm, pos[i].partition);
+		o->watermark_ms = sv_watermarks_partition(p->wm,
+							  pos[i].partition);
 		rec->offsets[i] = o;
 	}
 	size_t nops = 0;
@@ -65,7 +67,8 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_error_t *err = op->ops->snapshot(op, &opbufs[nops]);
 		if (err) {
 			*nops_out = nops + 1;
-			return ck_error(conf, err, "cannot snapshot an operator");
+			return ck_error(conf, err,
+					"cannot snapshot an operator");
 		}
 		Streamvisor__OperatorState *os = &ops[nops];
 		streamvisor__operator_state__init(os);
@@ -114,15 +117,16 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	ckrec_t rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
 	const sv_partpos_t *pos;
 	size_t npos = sv_source_positions(p->src, &pos);
-	Streamvisor__PartitionOffset *offs =
-		sv_calloc(npos ? npos : 1, sizeof(*offs));
+	Streamvisor__PartitionOffset *offs = sv_calloc(npos ? npos : 1,
+						       sizeof(*offs));
 	size_t nmax = sv_pipeline_len(p->pl);
-	Streamvisor__OperatorState *ops = sv_calloc(nmax ? nmax : 1, sizeof(*ops));
+	Streamvisor__OperatorState *ops = sv_calloc(nmax ? nmax : 1,
+						    sizeof(*ops));
 	sv_buf_t *opbufs = sv_calloc(nmax ? nmax : 1, sizeof(*opbufs));
 	size_t nops = 0;
 	if (!err)
-		err = build_record(conf, p, pos, npos, id, wm, &sink_state, &rec,
-				   offs, ops, opbufs, &nops);
+		err = build_record(conf, p, pos, npos, id, wm, &sink_state,
+				   &rec, offs, ops, opbufs, &nops);
 	if (!err) {
 		rec.started_at_ms = t0;
 		rec.bytes += (int64_t)sink_state.len;
@@ -149,8 +153,8 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	/* 3. offsets: into the transaction, or committed after the flush */
 	if (!err) {
 		if (conf->transactional)
-			err = sv_sink_txn_offsets(p->snk, id, conf->topic, parts,
-						  next, npos);
+			err = sv_sink_txn_offsets(p->snk, id, conf->topic,
+						  parts, next, npos);
 		else
 			err = sv_source_commit(p->src);
 	}
@@ -171,30 +175,38 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 
 	/* 5. mark committed, retention */
 	if (!err)
-		err = sv_ckstore_mark(conf->store, conf->job_id, id,
-				      STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
-				      sv_mono_ms() - m0);
+		err = sv_ckstore_mark(
+			conf->store, conf->job_id, id,
+			STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+			sv_mono_ms() - m0);
 	if (!err)
 		sv_killpoint("after_mark_committed");
 	if (!err)
-		err = sv_ckstore_retain(conf->store, conf->job_id, conf->retain);
+		err = sv_ckstore_retain(conf->store, conf->job_id,
+					conf->retain);
 	info->duration_ms = sv_mono_ms() - m0;
 	if (err) {
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed",
-			json_pack("{s:I, s:s, s:s}", "checkpoint_id", (json_int_t)id,
-				  "category", sv_errcat_name(err->category),
-				  "message", err->message));
+			      json_pack("{s:I, s:s, s:s}", "checkpoint_id",
+					(json_int_t)id, "category",
+					sv_errcat_name(err->category),
+					"message", err->message));
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed",
-		json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id", (json_int_t)id,
-			  "duration_ms", (json_int_t)info->duration_ms, "bytes",
-			  (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm));
+		      json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id",
+				(json_int_t)id, "duration_ms",
+				(json_int_t)info->duration_ms, "bytes",
+				(json_int_t)info->bytes, "watermark_ms",
+				(json_int_t)wm));
 	sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
-		json_pack("{s:I, s:s, s:s}", "checkpoint_id", (json_int_t)id,
-			  "kind", !conf->transactional ? "offsets"
-			  : p->snk->ops->txn_offsets ? "transaction" : "file",
-			  "outcome", "committed"));
+		      json_pack("{s:I, s:s, s:s}", "checkpoint_id",
+				(json_int_t)id, "kind",
+				!conf->transactional ? "offsets"
+					: p->snk->ops->txn_offsets
+					? "transaction"
+					: "file",
+				"outcome", "committed"));
 	if (conf->transactional)
 		err = sv_sink_txn_begin(p->snk);
 	return err;
@@ -208,16 +220,22 @@ static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
 		const Streamvisor__OperatorState *os = rec->operators[i];
 		sv_op_t *op = os->index < sv_pipeline_len(p->pl)
-			? sv_pipeline_op(p->pl, os->index) : NULL;
+			? sv_pipeline_op(p->pl, os->index)
+			: NULL;
 		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
-			return sv_error_set_job(sv_error_new(SV_ERR_CHECKPOINT,
-				"checkpoint %lld holds state of operator %u (%s) that "
-				"the plan does not have", (long long)rec->id,
-				os->index, os->kind), conf->job_id, conf->attempt);
-		sv_error_t *err = op->ops->restore(op, (const char *)os->state.data,
-						   os->state.len);
+			return sv_error_set_job(
+				sv_error_new(SV_ERR_CHECKPOINT,
+					     "checkpoint %lld holds state of "
+					     "operator %u (%s) that "
+					     "the plan does not have",
+					     (long long)rec->id, os->index,
+					     os->kind),
+				conf->job_id, conf->attempt);
+		sv_error_t *err = op->ops->restore(
+			op, (const char *)os->state.data, os->state.len);
 		if (err)
-			return ck_error(conf, err, "cannot restore an operator");
+			return ck_error(conf, err,
+					"cannot restore an operator");
 	}
 	int64_t now = sv_mono_ms();
 	sv_partpos_t *pos = sv_calloc(rec->n_offsets ? rec->n_offsets : 1,
@@ -237,7 +255,8 @@ static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_error_t *err = sv_source_seek(p->src, pos, rec->n_offsets);
 	free(pos);
 	if (err)
-		return ck_error(conf, err, "cannot seek the source to the "
+		return ck_error(conf, err,
+				"cannot seek the source to the "
 				"checkpoint's positions");
 	return NULL;
 }
@@ -251,14 +270,20 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_error_t *err;
 	if (conf->restore_from >= 0) {
 		/* restart from a chosen checkpoint: it must have committed */
-		err = sv_ckstore_get(conf->store, conf->job_id, conf->restore_from,
-				     &rec);
-		if (!err && (!rec || rec->status !=
+		err = sv_ckstore_get(conf->store, conf->job_id,
+				     conf->restore_from, &rec);
+		if (!err &&
+		    (!rec ||
+		     rec->status !=
 			     STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED)) {
-			err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint %lld of job "
-				"'%s' %s", (long long)conf->restore_from,
-				conf->job_id, rec ? "did not commit"
-				: "does not exist (or was removed by retention)");
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "checkpoint %lld of job "
+					   "'%s' %s",
+					   (long long)conf->restore_from,
+					   conf->job_id,
+					   rec ? "did not commit"
+					       : "does not exist (or was "
+						 "removed by retention)");
 		}
 		if (!err)
 			err = restore(conf, p, rec, wm_out);
@@ -272,9 +297,11 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (err || !rec)
 		return err;
 	if (strcmp(rec->plan_id, conf->plan_id)) {
-		err = sv_error_new(SV_ERR_CHECKPOINT, "checkpoint %lld belongs to "
-				   "plan %s, not %s", (long long)rec->id,
-				   rec->plan_id, conf->plan_id);
+		err = sv_error_new(SV_ERR_CHECKPOINT,
+				   "checkpoint %lld belongs to "
+				   "plan %s, not %s",
+				   (long long)rec->id, rec->plan_id,
+				   conf->plan_id);
 		sv_ckstore_free_record(rec);
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
@@ -285,38 +312,46 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		if (!conf->transactional) {
 			/* at-least-once: the sink was flushed before the record */
 			done = true;
-			decision = "the newest checkpoint, prepared; its output was "
+			decision = "the newest checkpoint, prepared; its "
+				   "output was "
 				   "flushed before it";
 		} else if (p->snk->ops->txn_recover) {
 			/* file sink: the staged files are durable; finish */
-			err = sv_sink_txn_recover(p->snk,
-				(const char *)rec->sink_state.data,
+			err = sv_sink_txn_recover(
+				p->snk, (const char *)rec->sink_state.data,
 				rec->sink_state.len);
 			done = !err;
-			decision = "the newest checkpoint, prepared; its commit was "
+			decision = "the newest checkpoint, prepared; its "
+				   "commit was "
 				   "completed from its staged files";
 		} else {
 			/* Kafka: the group's offsets say whether it committed */
 			int64_t ck = sv_source_committed_checkpoint(p->src);
 			done = ck == rec->id;
-			decision = done ? "the newest checkpoint, prepared; its "
-					  "transaction committed"
-					: "the newest committed one: the newer checkpoint "
-					  "was prepared but its transaction did not commit, "
-					  "marked aborted";
+			decision = done
+				? "the newest checkpoint, prepared; its "
+				  "transaction committed"
+				: "the newest committed one: the newer "
+				  "checkpoint "
+				  "was prepared but its transaction did not "
+				  "commit, "
+				  "marked aborted";
 		}
 		if (!err)
-			err = sv_ckstore_mark(conf->store, conf->job_id, rec->id, done
-				? STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED
-				: STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED, -1);
+			err = sv_ckstore_mark(
+				conf->store, conf->job_id, rec->id,
+				done ? STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED
+				     : STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED,
+				-1);
 		if (!err && !done) {
 			int64_t id = rec->id;
 			sv_ckstore_free_record(rec);
 			rec = NULL;
-			err = sv_ckstore_latest_committed(conf->store, conf->job_id,
-							  id, &rec);
+			err = sv_ckstore_latest_committed(
+				conf->store, conf->job_id, id, &rec);
 		}
-	} else if (rec->status == STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
+	} else if (rec->status ==
+		   STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
 		decision = "the newest committed one: the newer checkpoint was "
 			   "aborted";
 		int64_t id = rec->id;
@@ -330,10 +365,12 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err && rec) {
 		*restored = rec->id;
 		sv_logctx_t lc = {conf->job_id, conf->attempt};
-		sv_log(&lc, SV_LOG_INFO, "checkpoint", "restored checkpoint %lld, "
-		       "newest record %lld (%s)", (long long)rec->id,
-		       (long long)newest, decision);
-		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
+		sv_log(&lc, SV_LOG_INFO, "checkpoint",
+		       "restored checkpoint %lld, "
+		       "newest record %lld (%s)",
+		       (long long)rec->id, (long long)newest, decision);
+		sv_obslog_add(
+			conf->obs, conf->attempt, "checkpoint_restored",
 			json_pack("{s:I, s:I, s:s}", "checkpoint_id",
 				  (json_int_t)rec->id, "newest_checkpoint_id",
 				  (json_int_t)newest, "decision", decision));

@@ -20,17 +20,17 @@
 #include "supervisor/observe.h"
 
 typedef struct sv_ckpt_conf {
-	sv_ckstore_t *store;     /* shared, thread-safe */
+	sv_ckstore_t *store; /* shared, thread-safe */
 	const char *job_id;
 	const char *plan_id;
-	const char *topic;       /* source topic ("" for generators) */
+	const char *topic; /* source topic ("" for generators) */
 	int attempt;
 	int retain;
-	bool transactional;      /* the sink runs one transaction per ck */
+	bool transactional; /* the sink runs one transaction per ck */
 	sv_obslog_t *obs;
-	int64_t restore_from;    /* restart: this checkpoint, or -1: the
+	int64_t restore_from; /* restart: this checkpoint, or -1: the
 				  * recovery rule */
-	bool ignore_state;       /* restart: positions only, empty state */
+	bool ignore_state; /* restart: positions only, empty state */
 } sv_ckpt_conf_t;
 
 typedef struct sv_ckpt_parts {

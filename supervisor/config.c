@@ -73,8 +73,7 @@ void sv_svconf_release(sv_svconf_t *conf)
 	memset(conf, 0, sizeof(*conf));
 }
 
-const sv_cluster_t *sv_svconf_cluster(const sv_svconf_t *conf,
-				      const char *name)
+const sv_cluster_t *sv_svconf_cluster(const sv_svconf_t *conf, const char *name)
 {
 	if (!name)
 		name = "default";
@@ -95,8 +94,9 @@ static void put_cluster(sv_svconf_t *conf, sv_cluster_t *c)
 			return;
 		}
 	}
-	conf->clusters = sv_realloc(conf->clusters, (conf->nclusters + 1) *
-						       sizeof(*conf->clusters));
+	conf->clusters = sv_realloc(conf->clusters,
+				    (conf->nclusters + 1) *
+					    sizeof(*conf->clusters));
 	conf->clusters[conf->nclusters++] = *c;
 	memset(c, 0, sizeof(*c));
 }
@@ -149,7 +149,8 @@ sv_error_t *sv_svconf_parse_listen(const char *s, char **host, int *port)
 bad:
 	return sv_error_new(SV_ERR_CONFIG,
 			    "invalid listen address '%s' (want host:port, "
-			    "port 0-65535, IPv6 as [addr]:port)", s);
+			    "port 0-65535, IPv6 as [addr]:port)",
+			    s);
 }
 
 static const struct {
@@ -176,8 +177,8 @@ const char *sv_svconf_property_refused(const char *key)
 /* ---- reading YAML ---- */
 
 typedef struct loader {
-	const char *path;  /* file being read, for messages */
-	const char *what;  /* "config" or "secrets file" */
+	const char *path; /* file being read, for messages */
+	const char *what; /* "config" or "secrets file" */
 } loader_t;
 
 static int node_line(struct fy_node *n)
@@ -191,10 +192,10 @@ static int node_line(struct fy_node *n)
 
 /* An error about the file: "<what> '<path>': <message> (line N)". at (a
  * scalar node, usually the key) gives the line; NULL for none. */
-static sv_error_t *lerr(const loader_t *L, struct fy_node *at,
-			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static sv_error_t *lerr(const loader_t *L, struct fy_node *at,
-			const char *fmt, ...)
+static sv_error_t *lerr(const loader_t *L, struct fy_node *at, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
+static sv_error_t *lerr(const loader_t *L, struct fy_node *at, const char *fmt,
+			...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -232,9 +233,9 @@ static bool is_null(struct fy_node *n)
 	size_t len = 0;
 	const char *s = fy_node_get_scalar(n, &len);
 	return len == 0 || (len == 1 && s[0] == '~') ||
-	       (len == 4 && (memcmp(s, "null", 4) == 0 ||
-			     memcmp(s, "Null", 4) == 0 ||
-			     memcmp(s, "NULL", 4) == 0));
+		(len == 4 &&
+		 (memcmp(s, "null", 4) == 0 || memcmp(s, "Null", 4) == 0 ||
+		  memcmp(s, "NULL", 4) == 0));
 }
 
 /* A required non-empty string at key path kp. */
@@ -262,8 +263,10 @@ static sv_error_t *get_key(const loader_t *L, struct fy_node *k,
 	if (!s || !*s) {
 		free(s);
 		if (parent)
-			return lerr(L, NULL, "'%s' has a key that is not a "
-				    "non-empty string", parent);
+			return lerr(L, NULL,
+				    "'%s' has a key that is not a "
+				    "non-empty string",
+				    parent);
 		return lerr(L, NULL, "top-level key is not a non-empty string");
 	}
 	*out = s;
@@ -335,7 +338,7 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 	fy_diag_set_collect_errors(diag, true);
 	struct fy_parse_cfg pcfg = {
 		.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG |
-			 FYPCF_RESOLVE_DOCUMENT,
+			FYPCF_RESOLVE_DOCUMENT,
 		.diag = diag,
 	};
 	struct fy_document *fyd = fy_document_build_from_file(&pcfg, L->path);
@@ -348,14 +351,16 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 		if (de && quote_diag)
 			err = sv_error_new(SV_ERR_CONFIG,
 					   "%s '%s': invalid YAML at line %d "
-					   "column %d: %s", L->what, L->path,
-					   de->line + 1, de->column + 1,
+					   "column %d: %s",
+					   L->what, L->path, de->line + 1,
+					   de->column + 1,
 					   de->msg ? de->msg : "syntax error");
 		else if (de)
 			err = sv_error_new(SV_ERR_CONFIG,
 					   "%s '%s': invalid YAML at line %d "
-					   "column %d", L->what, L->path,
-					   de->line + 1, de->column + 1);
+					   "column %d",
+					   L->what, L->path, de->line + 1,
+					   de->column + 1);
 		else
 			err = sv_error_new(SV_ERR_CONFIG,
 					   "%s '%s': invalid YAML", L->what,
@@ -396,8 +401,10 @@ static sv_error_t *read_props(const loader_t *L, struct fy_node *key,
 	if (is_null(map))
 		return NULL;
 	if (!fy_node_is_mapping(map))
-		return lerr(L, key, "'%s' must be a mapping of client "
-			    "properties", kp);
+		return lerr(L, key,
+			    "'%s' must be a mapping of client "
+			    "properties",
+			    kp);
 	void *it = NULL;
 	struct fy_node_pair *pair;
 	while ((pair = fy_node_mapping_iterate(map, &it))) {
@@ -409,20 +416,25 @@ static sv_error_t *read_props(const loader_t *L, struct fy_node *key,
 			return err;
 		const char *why = sv_svconf_property_refused(pk);
 		if (why) {
-			err = lerr(L, k, "property '%s.%s' is not allowed "
-				   "(%s)", kp, pk, why);
+			err = lerr(L, k,
+				   "property '%s.%s' is not allowed "
+				   "(%s)",
+				   kp, pk, why);
 			free(pk);
 			return err;
 		}
 		if (find_prop(c, pk)) {
-			err = lerr(L, k, "property '%s.%s' is set twice", kp, pk);
+			err = lerr(L, k, "property '%s.%s' is set twice", kp,
+				   pk);
 			free(pk);
 			return err;
 		}
 		char *pv = NULL;
 		if (is_null(v) || !(pv = scalar_dup(v))) {
-			err = lerr(L, k, "property '%s.%s' must have a scalar "
-				   "value", kp, pk);
+			err = lerr(L, k,
+				   "property '%s.%s' must have a scalar "
+				   "value",
+				   kp, pk);
 			free(pk);
 			return err;
 		}
@@ -433,8 +445,7 @@ static sv_error_t *read_props(const loader_t *L, struct fy_node *key,
 
 /* bootstrap_servers: a string "h:p,h:p" or a list of "h:p". */
 static sv_error_t *read_bootstrap(const loader_t *L, struct fy_node *key,
-				  struct fy_node *v, const char *kp,
-				  char **out)
+				  struct fy_node *v, const char *kp, char **out)
 {
 	if (v && fy_node_is_sequence(v)) {
 		sv_buf_t b;
@@ -476,8 +487,10 @@ static sv_error_t *read_cluster(const loader_t *L, struct fy_node *namek,
 	c->name = sv_strdup(name);
 	snprintf(kp, sizeof(kp), "clusters.%.200s", name);
 	if (!name_ok(name))
-		return lerr(L, namek, "cluster name '%s' must be letters, "
-			    "digits, '-', '_' or '.'", name);
+		return lerr(L, namek,
+			    "cluster name '%s' must be letters, "
+			    "digits, '-', '_' or '.'",
+			    name);
 	if (!map || !fy_node_is_mapping(map))
 		return lerr(L, namek, "'%s' must be a mapping", kp);
 
@@ -551,8 +564,10 @@ static sv_error_t *apply_credentials(const loader_t *SL,
 		return lerr(SL, NULL, "no entry '%s' (named by cluster '%s')",
 			    credentials, c->name);
 	if (!fy_node_is_mapping(entry))
-		return lerr(SL, NULL, "entry '%s' must be a mapping of client "
-			    "properties", credentials);
+		return lerr(SL, NULL,
+			    "entry '%s' must be a mapping of client "
+			    "properties",
+			    credentials);
 	void *it = NULL;
 	struct fy_node_pair *pair;
 	while ((pair = fy_node_mapping_iterate(entry, &it))) {
@@ -564,15 +579,20 @@ static sv_error_t *apply_credentials(const loader_t *SL,
 			return err;
 		const char *why = sv_svconf_property_refused(pk);
 		if (why)
-			err = lerr(SL, k, "property '%s.%s' is not allowed "
-				   "(%s)", credentials, pk, why);
+			err = lerr(SL, k,
+				   "property '%s.%s' is not allowed "
+				   "(%s)",
+				   credentials, pk, why);
 		else if (find_prop(c, pk))
-			err = lerr(SL, k, "property '%s' of entry '%s' is also "
-				   "set in cluster '%s' properties", pk,
-				   credentials, c->name);
+			err = lerr(SL, k,
+				   "property '%s' of entry '%s' is also "
+				   "set in cluster '%s' properties",
+				   pk, credentials, c->name);
 		else if (is_null(v) || !fy_node_is_scalar(v))
-			err = lerr(SL, k, "property '%s.%s' must have a scalar "
-				   "value", credentials, pk);
+			err = lerr(SL, k,
+				   "property '%s.%s' must have a scalar "
+				   "value",
+				   credentials, pk);
 		if (err) {
 			free(pk);
 			return err;
@@ -590,13 +610,15 @@ static sv_error_t *read_secrets(const char *path, struct fy_document **out)
 		return err;
 	struct fy_node *root = *out ? fy_document_root(*out) : NULL;
 	if (root && !fy_node_is_mapping(root))
-		return lerr(&SL, NULL, "must be a mapping of entry name to "
+		return lerr(&SL, NULL,
+			    "must be a mapping of entry name to "
 			    "client properties");
 	struct stat st;
 	if (stat(path, &st) == 0 && (st.st_mode & S_IRWXO))
 		sv_log(NULL, SV_LOG_WARN, "config",
 		       "secrets file '%s' is accessible by other users; "
-		       "chmod o-rwx it", path);
+		       "chmod o-rwx it",
+		       path);
 	return NULL;
 }
 
@@ -623,7 +645,8 @@ static sv_error_t *read_root(const loader_t *L, struct fy_node *root,
 			if (!err) {
 				free(tmp->listen_host);
 				tmp->listen_host = NULL;
-				err = sv_svconf_parse_listen(s, &tmp->listen_host,
+				err = sv_svconf_parse_listen(s,
+							     &tmp->listen_host,
 							     &tmp->listen_port);
 				if (err)
 					sv_error_prefix(err, "%s '%s'", L->what,
@@ -649,38 +672,43 @@ static sv_error_t *read_root(const loader_t *L, struct fy_node *root,
 			err = get_str(L, k, v, key, &s);
 			if (!err) {
 				free(tmp->secrets_path);
-				tmp->secrets_path =
-					resolve_relative(L->path, s);
+				tmp->secrets_path = resolve_relative(L->path,
+								     s);
 			}
 		} else if (strcmp(key, "clusters") == 0) {
 			if (is_null(v)) {
 				/* no profiles */
 			} else if (!fy_node_is_mapping(v)) {
-				err = lerr(L, k, "'clusters' must be a mapping "
+				err = lerr(L, k,
+					   "'clusters' must be a mapping "
 					   "of profile name to profile");
 			} else {
 				void *cit = NULL;
 				struct fy_node_pair *cp;
 				while (!err &&
-				       (cp = fy_node_mapping_iterate(v, &cit))) {
-					struct fy_node *nk = fy_node_pair_key(cp);
+				       (cp = fy_node_mapping_iterate(v,
+								     &cit))) {
+					struct fy_node *nk = fy_node_pair_key(
+						cp);
 					char *name = NULL, *cred = NULL;
 					err = get_key(L, nk, "clusters", &name);
 					if (err)
 						break;
 					sv_cluster_t c = {0};
-					err = read_cluster(L, nk, name,
-							   fy_node_pair_value(cp),
-							   &c, &cred);
+					err = read_cluster(
+						L, nk, name,
+						fy_node_pair_value(cp), &c,
+						&cred);
 					free(name);
 					if (err) {
 						cluster_release(&c);
 						free(cred);
 						break;
 					}
-					*creds = sv_realloc(*creds,
+					*creds = sv_realloc(
+						*creds,
 						(tmp->nclusters + 1) *
-						sizeof(**creds));
+							sizeof(**creds));
 					(*creds)[tmp->nclusters] = cred;
 					put_cluster(tmp, &c);
 				}
@@ -707,8 +735,8 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 
 	sv_error_t *err = parse_file(&L, true, &doc);
 	if (!err)
-		err = read_root(&L, doc ? fy_document_root(doc) : NULL, &tmp, &creds,
-				&has_listen);
+		err = read_root(&L, doc ? fy_document_root(doc) : NULL, &tmp,
+				&creds, &has_listen);
 
 	/* Credentials: from this file's secrets_file, or one set before. */
 	const char *spath = tmp.secrets_path ? tmp.secrets_path
@@ -717,7 +745,8 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 		if (!creds[i])
 			continue;
 		if (!spath) {
-			err = lerr(&L, NULL, "cluster '%s' names credentials "
+			err = lerr(&L, NULL,
+				   "cluster '%s' names credentials "
 				   "'%s' but no secrets_file is set",
 				   tmp.clusters[i].name, creds[i]);
 			break;
@@ -739,13 +768,13 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 			conf->listen_port = tmp.listen_port;
 			tmp.listen_host = NULL;
 		}
-#define MOVE(f)                                 \
-	do {                                    \
-		if (tmp.f) {                    \
-			free(conf->f);          \
-			conf->f = tmp.f;        \
-			tmp.f = NULL;           \
-		}                               \
+#define MOVE(f)                          \
+	do {                             \
+		if (tmp.f) {             \
+			free(conf->f);   \
+			conf->f = tmp.f; \
+			tmp.f = NULL;    \
+		}                        \
 	} while (0)
 		MOVE(data_dir);
 		MOVE(identity);

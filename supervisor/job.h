@@ -27,7 +27,7 @@ const char *sv_jobstate_name(sv_jobstate_t st);
 static inline bool sv_jobstate_terminal(sv_jobstate_t st)
 {
 	return st == SV_JOB_FAILED || st == SV_JOB_CANCELLED ||
-	       st == SV_JOB_COMPLETED;
+		st == SV_JOB_COMPLETED;
 }
 
 /* Counters summed over a job's attempts. */
@@ -49,31 +49,31 @@ typedef struct sv_progress {
 
 typedef struct sv_job {
 	char id[40];
-	sv_jobspec_t *spec;       /* owned */
+	sv_jobspec_t *spec; /* owned */
 	sv_jobstate_t state;
-	int attempt;              /* 0 before the first attempt */
+	int attempt; /* 0 before the first attempt */
 	int restarts;
 	int64_t created_at_ms;
 	int64_t state_since_ms;
 	int64_t next_attempt_at_ms; /* while restarting */
 	int64_t attempt_started_ms;
-	int64_t backoff_ms;       /* the last backoff waited */
-	int64_t window_start_ms;  /* restart policy window */
+	int64_t backoff_ms; /* the last backoff waited */
+	int64_t window_start_ms; /* restart policy window */
 	int attempts_in_window;
-	sv_error_t *error;        /* last error; owned */
-	sv_worker_t *worker;      /* current attempt, or NULL */
-	sv_counts_t done;         /* counters of attempts that ended */
+	sv_error_t *error; /* last error; owned */
+	sv_worker_t *worker; /* current attempt, or NULL */
+	sv_counts_t done; /* counters of attempts that ended */
 	int64_t last_watermark_ms; /* of the last attempt that ended, or 0 */
 	bool cancel_requested;
-	bool pending_start;       /* start a new attempt once the worker ended
+	bool pending_start; /* start a new attempt once the worker ended
 				   * (restart, drain timeout) */
-	int64_t restart_from;     /* next attempt restores this checkpoint, or
+	int64_t restart_from; /* next attempt restores this checkpoint, or
 				   * -1: the recovery rule */
 	bool restart_ignore_state;
 	int64_t drain_deadline_ms; /* while draining */
-	sv_obslog_t *obs;          /* observations; owned */
-	int64_t last_sample_ms;    /* last watermark/lag sample */
-	int64_t lag_since_ms;      /* lag above the thresholds since, or 0 */
+	sv_obslog_t *obs; /* observations; owned */
+	int64_t last_sample_ms; /* last watermark/lag sample */
+	int64_t lag_since_ms; /* lag above the thresholds since, or 0 */
 	/* the last committed checkpoint known (id -1: none) */
 	struct {
 		int64_t id, completed_ms, duration_ms, bytes;

@@ -37,8 +37,10 @@ void sv_killpoint(const char *point)
 		return;
 	if (atomic_fetch_add(&hits, 1) + 1 < target)
 		return;
-	fprintf(stderr, "streamvisor: kill point %s reached (STREAMVISOR_KILL_AT)"
-		", SIGKILL\n", point);
+	fprintf(stderr,
+		"streamvisor: kill point %s reached (STREAMVISOR_KILL_AT)"
+		", SIGKILL\n",
+		point);
 	kill(getpid(), SIGKILL);
 	pause();
 }

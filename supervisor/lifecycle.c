@@ -50,16 +50,16 @@ static void done_cb(void *opaque, sv_worker_t *w)
 }
 
 sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
-				   const char *name, const char *field,
-				   const sv_cluster_t **out)
+			       const char *name, const char *field,
+			       const sv_cluster_t **out)
 {
 	*out = NULL;
 	if (strcmp(kind, "kafka"))
 		return NULL;
 	*out = sv_svconf_cluster(&sv->conf, name);
 	if (!*out) {
-		sv_error_t *err = sv_error_new(SV_ERR_BINDING,
-			"unknown cluster profile '%s'", name);
+		sv_error_t *err = sv_error_new(
+			SV_ERR_BINDING, "unknown cluster profile '%s'", name);
 		return sv_error_set_field(err, field);
 	}
 	return NULL;
@@ -76,16 +76,18 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 		.opaque = sv,
 	};
 	/* Profiles were checked at submit; the config cannot change since. */
-	sv_resolve_cluster(sv, js->source->kind, js->source->cluster, "source.cluster",
-			&wc.source_cluster);
-	sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster, "sink.cluster",
-			&wc.sink_cluster);
+	sv_resolve_cluster(sv, js->source->kind, js->source->cluster,
+			   "source.cluster", &wc.source_cluster);
+	sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster,
+			   "sink.cluster", &wc.sink_cluster);
 	if (js->dead_letter)
-		sv_resolve_cluster(sv, js->dead_letter->kind, js->dead_letter->cluster,
-				"dead_letter.cluster", &wc.dlq_cluster);
+		sv_resolve_cluster(sv, js->dead_letter->kind,
+				   js->dead_letter->cluster,
+				   "dead_letter.cluster", &wc.dlq_cluster);
 	if (js->late_sink)
-		sv_resolve_cluster(sv, js->late_sink->kind, js->late_sink->cluster,
-				"late_sink.cluster", &wc.late_cluster);
+		sv_resolve_cluster(sv, js->late_sink->kind,
+				   js->late_sink->cluster, "late_sink.cluster",
+				   &wc.late_cluster);
 	job->attempt++;
 	job->attempt_started_ms = sv_now_ms();
 	wc.obs = job->obs;
@@ -105,8 +107,9 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 		sv_persist_job(sv, job);
 		return;
 	}
-	sv_transition(job, SV_JOB_RUNNING, job->attempt == 1 ? "first attempt started"
-							  : "attempt started");
+	sv_transition(job, SV_JOB_RUNNING,
+		      job->attempt == 1 ? "first attempt started"
+					: "attempt started");
 	sv_persist_job(sv, job);
 }
 
@@ -119,8 +122,8 @@ void sv_refresh_last_checkpoint(sv_job_t *job)
 	if (id >= 0 && at > 0 && at >= job->last_ck.completed_ms) {
 		job->last_ck.id = id;
 		job->last_ck.completed_ms = at;
-		job->last_ck.duration_ms =
-			atomic_load(&st->last_checkpoint_duration_ms);
+		job->last_ck.duration_ms = atomic_load(
+			&st->last_checkpoint_duration_ms);
 		job->last_ck.bytes = atomic_load(&st->last_checkpoint_bytes);
 	} else if (id >= 0 && job->last_ck.id < 0) {
 		job->last_ck.id = id; /* restored, not taken by this process */
@@ -195,7 +198,8 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 		job->attempts_in_window = 0;
 		job->backoff_ms = 0;
 	}
-	if (!job->window_start_ms || now - job->window_start_ms > rp->window_ms) {
+	if (!job->window_start_ms ||
+	    now - job->window_start_ms > rp->window_ms) {
 		job->window_start_ms = now;
 		job->attempts_in_window = 0;
 	}
@@ -209,17 +213,18 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 		return;
 	}
 	if (job->attempts_in_window >= rp->max_attempts) {
-		sv_error_t *ex = sv_error_new(SV_ERR_RETRY_EXHAUSTED,
-			"gave up after %d attempts: %s", job->attempts_in_window,
-			err->message);
+		sv_error_t *ex = sv_error_new(
+			SV_ERR_RETRY_EXHAUSTED, "gave up after %d attempts: %s",
+			job->attempts_in_window, err->message);
 		sv_error_set_job(ex, job->id, job->attempt);
 		sv_error_destroy(job->error);
 		job->error = ex;
 		sv_transition(job, SV_JOB_FAILED, ex->message);
 		return;
 	}
-	int64_t b = job->backoff_ms ? (int64_t)(job->backoff_ms * rp->multiplier)
-				    : rp->initial_backoff_ms;
+	int64_t b = job->backoff_ms
+		? (int64_t)(job->backoff_ms * rp->multiplier)
+		: rp->initial_backoff_ms;
 	if (b > rp->max_backoff_ms)
 		b = rp->max_backoff_ms;
 	job->backoff_ms = b;
@@ -237,7 +242,8 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 				job->restarts, "category",
 				sv_errcat_name(err->category)));
 	char reason[512];
-	snprintf(reason, sizeof(reason), "%s error, next attempt in %lld ms: %s",
+	snprintf(reason, sizeof(reason),
+		 "%s error, next attempt in %lld ms: %s",
 		 sv_errcat_name(err->category), (long long)wait, err->message);
 	sv_transition(job, SV_JOB_RESTARTING, reason);
 }
@@ -262,32 +268,39 @@ void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 	char reason[256];
 	switch (end) {
 	case SV_WORKER_COMPLETED:
-		sv_transition(job, SV_JOB_COMPLETED, "input ended and all output "
-			   "was committed");
+		sv_transition(job, SV_JOB_COMPLETED,
+			      "input ended and all output "
+			      "was committed");
 		break;
 	case SV_WORKER_DRAINED:
-		snprintf(reason, sizeof(reason), "drained: final checkpoint %lld "
-			 "committed", (long long)job->last_ck.id);
-		sv_obslog_add(job->obs, job->attempt, "drain", json_pack(
-			"{s:s, s:I}", "outcome", "checkpointed", "checkpoint_id",
-			(json_int_t)job->last_ck.id));
+		snprintf(reason, sizeof(reason),
+			 "drained: final checkpoint %lld "
+			 "committed",
+			 (long long)job->last_ck.id);
+		sv_obslog_add(job->obs, job->attempt, "drain",
+			      json_pack("{s:s, s:I}", "outcome", "checkpointed",
+					"checkpoint_id",
+					(json_int_t)job->last_ck.id));
 		if (job->state == SV_JOB_DRAINING && !job->pending_start) {
 			sv_transition(job, SV_JOB_CHECKPOINTED, reason);
 		} else {
 			/* the drain had timed out; its checkpoint stands and
 			 * the next attempt continues from it */
-			sv_log(&(sv_logctx_t){job->id, job->attempt}, SV_LOG_INFO,
-			       "lifecycle", "%s after its timeout", reason);
+			sv_log(&(sv_logctx_t){job->id, job->attempt},
+			       SV_LOG_INFO, "lifecycle", "%s after its timeout",
+			       reason);
 			job->pending_start = true;
 		}
 		break;
 	case SV_WORKER_STOPPED:
 		if (!job->pending_start)
-			sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
+			sv_transition(job, SV_JOB_CANCELLED,
+				      "cancelled by request");
 		break;
 	default:
 		if (job->cancel_requested) {
-			sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
+			sv_transition(job, SV_JOB_CANCELLED,
+				      "cancelled by request");
 		} else {
 			job->pending_start = false;
 			schedule_restart(job, job->error);
@@ -301,8 +314,8 @@ void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
  * while the lag stays above the job's thresholds for the grace period. */
 void sv_watch_progress(sv_job_t *job, int64_t now)
 {
-	if (!job->worker || (job->state != SV_JOB_RUNNING &&
-			     job->state != SV_JOB_LAGGING))
+	if (!job->worker ||
+	    (job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING))
 		return;
 	sv_progress_t pr;
 	sv_job_progress(job, &pr);
@@ -312,18 +325,21 @@ void sv_watch_progress(sv_job_t *job, int64_t now)
 	if (now - job->last_sample_ms >= SAMPLE_MS) {
 		job->last_sample_ms = now;
 		sv_obslog_add(job->obs, job->attempt, "watermark_sample",
-			json_pack("{s:o, s:o}", "watermark_ms", wm == INT64_MIN
-				  ? json_null() : json_integer(wm),
-				  "watermark_lag_s", seconds < 0 ? json_null()
-				  : json_real(seconds)));
+			      json_pack("{s:o, s:o}", "watermark_ms",
+					wm == INT64_MIN ? json_null()
+							: json_integer(wm),
+					"watermark_lag_s",
+					seconds < 0 ? json_null()
+						    : json_real(seconds)));
 		sv_obslog_add(job->obs, job->attempt, "lag_sample",
-			json_pack("{s:I, s:o}", "records", (json_int_t)records,
-				  "seconds", seconds < 0 ? json_null()
-				  : json_real(seconds)));
+			      json_pack("{s:I, s:o}", "records",
+					(json_int_t)records, "seconds",
+					seconds < 0 ? json_null()
+						    : json_real(seconds)));
 	}
 	const Streamvisor__Lag *lp = job->spec->msg->lag;
 	bool over = (lp->max_records > 0 && records > lp->max_records) ||
-		    (lp->max_seconds > 0 && seconds > (double)lp->max_seconds);
+		(lp->max_seconds > 0 && seconds > (double)lp->max_seconds);
 	if (!over) {
 		job->lag_since_ms = 0;
 		if (job->state == SV_JOB_LAGGING)
@@ -332,10 +348,13 @@ void sv_watch_progress(sv_job_t *job, int64_t now)
 	}
 	if (!job->lag_since_ms)
 		job->lag_since_ms = now;
-	if (job->state == SV_JOB_RUNNING && now - job->lag_since_ms >= lp->grace_ms) {
+	if (job->state == SV_JOB_RUNNING &&
+	    now - job->lag_since_ms >= lp->grace_ms) {
 		char reason[200];
-		snprintf(reason, sizeof(reason), "lag of %lld records, %.1f s "
-			 "above the thresholds (%lld records, %lld s) for %lld ms",
+		snprintf(reason, sizeof(reason),
+			 "lag of %lld records, %.1f s "
+			 "above the thresholds (%lld records, %lld s) for %lld "
+			 "ms",
 			 (long long)records, seconds < 0 ? 0 : seconds,
 			 (long long)lp->max_records, (long long)lp->max_seconds,
 			 (long long)(now - job->lag_since_ms));
@@ -346,7 +365,7 @@ void sv_watch_progress(sv_job_t *job, int64_t now)
 sv_error_t *sv_conflict(sv_job_t *job, const char *action)
 {
 	sv_error_t *err = sv_error_new(SV_ERR_CONFLICT,
-		"cannot %s job '%s': it is %s", action, job->id,
-		sv_jobstate_name(job->state));
+				       "cannot %s job '%s': it is %s", action,
+				       job->id, sv_jobstate_name(job->state));
 	return sv_error_set_job(err, job->id, job->attempt);
 }

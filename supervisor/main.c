@@ -71,8 +71,9 @@ static const command_t commands[] = {
 	 "stop a job with a final checkpoint (ends checkpointed)"},
 	{"resume", NULL, cli_resume, OPT_JSON, "ID", "ID",
 	 "continue a checkpointed job"},
-	{"restart", NULL, cli_restart, OPT_JSON | OPT_FROM_CK | OPT_IGNORE_STATE,
-	 "ID", "ID [--from-checkpoint ID|latest] [--ignore-state]",
+	{"restart", NULL, cli_restart,
+	 OPT_JSON | OPT_FROM_CK | OPT_IGNORE_STATE, "ID",
+	 "ID [--from-checkpoint ID|latest] [--ignore-state]",
 	 "start a new attempt from a checkpoint"},
 	{"checkpoint", NULL, cli_checkpoint, OPT_JSON, "ID", "ID",
 	 "take a checkpoint now; prints its id"},
@@ -97,8 +98,9 @@ static const command_t commands[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: streamvisor <command> [options]\n"
-		     "       streamvisor --version\n\ncommands:\n");
+	fprintf(out,
+		"usage: streamvisor <command> [options]\n"
+		"       streamvisor --version\n\ncommands:\n");
 	for (size_t i = 0; i < SV_ARRAY_LEN(commands); i++)
 		fprintf(out, "  %-12s %s\n", commands[i].name,
 			commands[i].summary);
@@ -179,15 +181,14 @@ static void url_host(char *buf, size_t n, const char *host, int port)
  * how many were stored in topics[] (borrowed from root). */
 static size_t spec_topics(json_t *root, const char **topics, size_t max)
 {
-	static const char *const sections[] = {"source", "sink",
-					       "dead_letter"};
+	static const char *const sections[] = {"source", "sink", "dead_letter"};
 	size_t n = 0;
 	for (size_t i = 0; i < SV_ARRAY_LEN(sections) && n < max; i++) {
 		json_t *sec = json_object_get(root, sections[i]);
-		const char *topic =
-			json_string_value(json_object_get(sec, "topic"));
-		const char *cluster =
-			json_string_value(json_object_get(sec, "cluster"));
+		const char *topic = json_string_value(
+			json_object_get(sec, "topic"));
+		const char *cluster = json_string_value(
+			json_object_get(sec, "cluster"));
 		if (!topic || (cluster && strcmp(cluster, "default") != 0))
 			continue;
 		bool dup = false;
@@ -206,8 +207,9 @@ static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
 {
 	FILE *f = fopen(path, "rb");
 	if (!f) {
-		fprintf(stderr, "streamvisor: cannot read example job '%s': %s\n",
-			path, strerror(errno));
+		fprintf(stderr,
+			"streamvisor: cannot read example job '%s': %s\n", path,
+			strerror(errno));
 		return;
 	}
 	sv_buf_t body;
@@ -229,34 +231,37 @@ static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
 				dc, topics[i], DEV_TOPIC_PARTITIONS);
 			if (err) {
 				sv_log(NULL, SV_LOG_WARN, "main",
-				       "topic '%s' on the development cluster: %s",
+				       "topic '%s' on the development cluster: "
+				       "%s",
 				       topics[i], err->message);
 				sv_error_destroy(err);
 			} else {
 				sv_log(NULL, SV_LOG_INFO, "main",
 				       "created topic '%s' (%d partitions) on "
-				       "the development cluster", topics[i],
-				       DEV_TOPIC_PARTITIONS);
+				       "the development cluster",
+				       topics[i], DEV_TOPIC_PARTITIONS);
 			}
 		}
 		json_decref(root); /* a bad file is the submit's to report */
 	}
 
 	char *resp = NULL;
-	sv_error_t *err = sv_supervisor_submit(
-		sv, body.data ? body.data : "", body.len, false, &resp);
+	sv_error_t *err = sv_supervisor_submit(sv, body.data ? body.data : "",
+					       body.len, false, &resp);
 	sv_buf_release(&body);
 	if (err) {
 		if (err->category == SV_ERR_CONFLICT && err->field &&
 		    !strcmp(err->field, "name")) {
 			/* brought back from the data directory by a restart */
-			printf("example job '%s' is already here (recovered from "
-			       "the data directory): %s\n", path, err->message);
+			printf("example job '%s' is already here (recovered "
+			       "from "
+			       "the data directory): %s\n",
+			       path, err->message);
 			sv_error_destroy(err);
 			return;
 		}
-		fprintf(stderr, "streamvisor: example job '%s' rejected: ",
-			path);
+		fprintf(stderr,
+			"streamvisor: example job '%s' rejected: ", path);
 		report(err);
 		return;
 	}
@@ -295,13 +300,27 @@ static int cmd_serve(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:l:d:b:e:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config = optarg; break;
-		case 'l': listen = optarg; break;
-		case 'd': data_dir = optarg; break;
-		case 'b': bootstrap = optarg; break;
-		case 'e': example = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'c':
+			config = optarg;
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'd':
+			data_dir = optarg;
+			break;
+		case 'b':
+			bootstrap = optarg;
+			break;
+		case 'e':
+			example = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
@@ -357,8 +376,9 @@ static int cmd_serve(int argc, char **argv)
 	if (!sv_svconf_cluster(&conf, "default")) {
 		char *dev_bootstrap = NULL;
 		if ((err = sv_devcluster_start(1, &dev_bootstrap, &dc))) {
-			err = sv_error_prefix(err, "cannot start the embedded "
-						   "development cluster");
+			err = sv_error_prefix(err,
+					      "cannot start the embedded "
+					      "development cluster");
 			report(err);
 			sv_svconf_release(&conf);
 			return 1;
@@ -369,7 +389,8 @@ static int cmd_serve(int argc, char **argv)
 		       "development cluster at %s; it has no transactional "
 		       "isolation (read_committed readers see aborted records) "
 		       "and keeps data in memory only — for development, "
-		       "never production", dev_bootstrap);
+		       "never production",
+		       dev_bootstrap);
 		free(dev_bootstrap);
 	}
 
@@ -412,9 +433,9 @@ static int cmd_serve(int argc, char **argv)
 	       sig == SIGINT ? "SIGINT" : "SIGTERM");
 
 out:
-	sv_http_stop(http);          /* no handler runs after this */
-	sv_supervisor_destroy(sv);   /* stops job attempts */
-	sv_devcluster_stop(dc);      /* clients are gone by now */
+	sv_http_stop(http); /* no handler runs after this */
+	sv_supervisor_destroy(sv); /* stops job attempts */
+	sv_devcluster_stop(dc); /* clients are gone by now */
 	sv_svconf_release(&conf);
 	return rc;
 }
@@ -423,9 +444,9 @@ int main(int argc, char **argv)
 {
 	/* "--server URL" may also come before the command name. */
 	const char *server = NULL;
-	while (argc >= 2 && (!strcmp(argv[1], "--server") ||
-			     !strcmp(argv[1], "-s") ||
-			     !strncmp(argv[1], "--server=", 9))) {
+	while (argc >= 2 &&
+	       (!strcmp(argv[1], "--server") || !strcmp(argv[1], "-s") ||
+		!strncmp(argv[1], "--server=", 9))) {
 		if (argv[1][8] == '=') {
 			server = argv[1] + 9;
 			argc--;
@@ -435,8 +456,10 @@ int main(int argc, char **argv)
 			argc -= 2;
 			argv += 2;
 		} else {
-			fprintf(stderr, "streamvisor: option '%s' needs a "
-				"value\n", argv[1]);
+			fprintf(stderr,
+				"streamvisor: option '%s' needs a "
+				"value\n",
+				argv[1]);
 			return EXIT_CLI_USAGE;
 		}
 	}
@@ -456,8 +479,10 @@ int main(int argc, char **argv)
 		if (cmd->client)
 			return cli_run(cmd, argc - 1, argv + 1, server);
 		if (server) {
-			fprintf(stderr, "streamvisor: --server does not apply "
-				"to '%s'\n", name);
+			fprintf(stderr,
+				"streamvisor: --server does not apply "
+				"to '%s'\n",
+				name);
 			return EXIT_CLI_USAGE;
 		}
 		return cmd->run(argc - 1, argv + 1);

@@ -85,8 +85,9 @@ json_t *sv_obslog_page(sv_obslog_t *log, uint64_t after, size_t limit)
 		last = s;
 	}
 	json_t *page = json_pack("{s:o, s:I, s:I, s:I}", "observations", a,
-		"next_after", (json_int_t)last, "first_seq", (json_int_t)first,
-		"dropped", (json_int_t)(first - 1));
+				 "next_after", (json_int_t)last, "first_seq",
+				 (json_int_t)first, "dropped",
+				 (json_int_t)(first - 1));
 	pthread_mutex_unlock(&log->lock);
 	return page;
 }

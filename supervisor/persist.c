@@ -24,9 +24,10 @@ void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job)
 	json_t *sj = json_loads(spec, 0, &jerr);
 	free(spec);
 	json_t *o = json_pack("{s:s, s:I, s:s, s:i, s:i, s:o}", "id", job->id,
-		"created_at_ms", (json_int_t)job->created_at_ms, "state",
-		sv_jobstate_name(job->state), "attempt", job->attempt, "restarts",
-		job->restarts, "spec", sj ? sj : json_null());
+			      "created_at_ms", (json_int_t)job->created_at_ms,
+			      "state", sv_jobstate_name(job->state), "attempt",
+			      job->attempt, "restarts", job->restarts, "spec",
+			      sj ? sj : json_null());
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	sv_error_t *err = sv_ckstore_put_job(sv->store, job->id, text,
@@ -72,21 +73,25 @@ static sv_error_t *load_one(void *opaque, const char *id, const char *data,
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = spec_text
 		? sv_jobspec_parse_json(spec_text, strlen(spec_text), &spec)
-		: sv_error_new(SV_ERR_CHECKPOINT, "stored job '%s' is not a job "
-			       "record", id);
+		: sv_error_new(SV_ERR_CHECKPOINT,
+			       "stored job '%s' is not a job "
+			       "record",
+			       id);
 	free(spec_text);
 	if (err) {
 		json_decref(o);
-		sv_error_t *e = sv_error_new(SV_ERR_CHECKPOINT, "stored job '%s' "
-			"cannot be read back: %s", id, err->message);
+		sv_error_t *e = sv_error_new(SV_ERR_CHECKPOINT,
+					     "stored job '%s' "
+					     "cannot be read back: %s",
+					     id, err->message);
 		sv_error_destroy(err);
 		return e;
 	}
 	sv_job_t *job = sv_calloc(1, sizeof(*job));
 	snprintf(job->id, sizeof(job->id), "%s", id);
 	job->spec = spec;
-	job->created_at_ms = json_integer_value(json_object_get(o,
-							       "created_at_ms"));
+	job->created_at_ms = json_integer_value(
+		json_object_get(o, "created_at_ms"));
 	job->attempt = (int)json_integer_value(json_object_get(o, "attempt"));
 	job->restarts = (int)json_integer_value(json_object_get(o, "restarts"));
 	job->last_ck.id = -1;
@@ -97,7 +102,7 @@ static sv_error_t *load_one(void *opaque, const char *id, const char *data,
 	 * attempt restores it */
 	sv_ckrec_t *ck = NULL;
 	sv_error_t *cerr = sv_ckstore_latest_committed(sv->store, job->id,
-						      INT64_MAX, &ck);
+						       INT64_MAX, &ck);
 	sv_error_destroy(cerr); /* the attempt's recovery reports it loudly */
 	if (ck) {
 		job->last_ck.id = ck->id;
@@ -106,19 +111,23 @@ static sv_error_t *load_one(void *opaque, const char *id, const char *data,
 		job->last_ck.bytes = ck->bytes;
 		sv_ckstore_free_record(ck);
 	}
-	sv_jobstate_t was = state_by_name(json_string_value(
-		json_object_get(o, "state")));
+	sv_jobstate_t was = state_by_name(
+		json_string_value(json_object_get(o, "state")));
 	json_decref(o);
 	job->state = was;
 	if (!sv_jobstate_terminal(was)) {
 		/* checkpointed stays checkpointed (resume continues it) */
 		sv_jobstate_t to = was == SV_JOB_CHECKPOINTED
-			? SV_JOB_CHECKPOINTED : SV_JOB_PENDING;
-		sv_transition(job, to, to == SV_JOB_CHECKPOINTED
-			      ? "supervisor restarted; resume continues from "
-				"the final checkpoint"
-			      : "supervisor restarted; the job continues from "
-				"its last committed checkpoint");
+			? SV_JOB_CHECKPOINTED
+			: SV_JOB_PENDING;
+		sv_transition(
+			job, to,
+			to == SV_JOB_CHECKPOINTED
+				? "supervisor restarted; resume continues from "
+				  "the final checkpoint"
+				: "supervisor restarted; the job continues "
+				  "from "
+				  "its last committed checkpoint");
 	}
 	sv->jobs = sv_realloc(sv->jobs, (sv->njobs + 1) * sizeof(*sv->jobs));
 	sv->jobs[sv->njobs++] = job;

@@ -34,8 +34,8 @@
 
 
 static const char *const state_names[SV_JOB__COUNT] = {
-	"pending", "running", "lagging", "draining", "checkpointed",
-	"restarting", "failed", "cancelled", "completed",
+	"pending",    "running", "lagging",   "draining",  "checkpointed",
+	"restarting", "failed",  "cancelled", "completed",
 };
 
 const char *sv_jobstate_name(sv_jobstate_t st)
@@ -50,17 +50,22 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 	sv_svconf_init(dst);
 	free(dst->listen_host);
 	free(dst->data_dir);
-	dst->listen_host = src->listen_host ? sv_strdup(src->listen_host) : NULL;
+	dst->listen_host = src->listen_host ? sv_strdup(src->listen_host)
+					    : NULL;
 	dst->listen_port = src->listen_port;
 	dst->data_dir = src->data_dir ? sv_strdup(src->data_dir) : NULL;
-	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path) : NULL;
+	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path)
+					      : NULL;
 	dst->identity = src->identity ? sv_strdup(src->identity) : NULL;
 	for (size_t i = 0; i < src->nclusters; i++) {
 		const sv_cluster_t *c = &src->clusters[i];
-		sv_svconf_set_cluster(dst, c->name, c->bootstrap, c->dev_embedded);
-		sv_cluster_t *d = (sv_cluster_t *)sv_svconf_cluster(dst, c->name);
+		sv_svconf_set_cluster(dst, c->name, c->bootstrap,
+				      c->dev_embedded);
+		sv_cluster_t *d = (sv_cluster_t *)sv_svconf_cluster(dst,
+								    c->name);
 		d->nprops = c->nprops;
-		d->props = sv_calloc(c->nprops ? c->nprops : 1, sizeof(sv_kv_t));
+		d->props = sv_calloc(c->nprops ? c->nprops : 1,
+				     sizeof(sv_kv_t));
 		for (size_t k = 0; k < c->nprops; k++) {
 			d->props[k].key = sv_strdup(c->props[k].key);
 			d->props[k].value = sv_strdup(c->props[k].value);
@@ -98,8 +103,8 @@ sv_job_t *sv_find_job(sv_supervisor_t *sv, const char *id)
 
 sv_error_t *sv_no_job(const char *id)
 {
-	sv_error_t *err = sv_error_new(SV_ERR_NOT_FOUND, "job '%s' does not exist",
-				       id);
+	sv_error_t *err = sv_error_new(SV_ERR_NOT_FOUND,
+				       "job '%s' does not exist", id);
 	return sv_error_set_job(err, id, 0);
 }
 
@@ -107,7 +112,8 @@ static void new_job_id(char *out, size_t len)
 {
 	unsigned char r[8];
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
-		uint64_t x = (uint64_t)sv_mono_ns() ^ (uint64_t)sv_now_ms() << 20;
+		uint64_t x = (uint64_t)sv_mono_ns() ^
+			(uint64_t)sv_now_ms() << 20;
 		memcpy(r, &x, sizeof(r));
 	}
 	snprintf(out, len, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
@@ -119,7 +125,8 @@ static void tick(sv_supervisor_t *sv)
 	int64_t now = sv_now_ms();
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *job = sv->jobs[i];
-		if (job->worker && sv_worker_end(job->worker) != SV_WORKER_RUNNING)
+		if (job->worker &&
+		    sv_worker_end(job->worker) != SV_WORKER_RUNNING)
 			sv_on_worker_end(sv, job);
 		sv_watch_progress(job, now);
 		sv_check_drain(sv, job, now);
@@ -144,14 +151,15 @@ static void tick(sv_supervisor_t *sv)
 static sv_error_t *check_transactions(sv_supervisor_t *sv,
 				      const Streamvisor__JobSpec *js)
 {
-	if (strcmp(js->delivery, "exactly_once") || strcmp(js->sink->kind, "kafka"))
+	if (strcmp(js->delivery, "exactly_once") ||
+	    strcmp(js->sink->kind, "kafka"))
 		return NULL;
 	const sv_cluster_t *cl;
-	sv_error_t *err = sv_resolve_cluster(sv, js->sink->kind,
-					     js->sink->cluster, "sink.cluster",
-					     &cl);
+	sv_error_t *err = sv_resolve_cluster(
+		sv, js->sink->kind, js->sink->cluster, "sink.cluster", &cl);
 	if (!err)
-		err = sv_kafka_check_txn_timeout(cl, sv_sink_txn_timeout_ms(js->sink));
+		err = sv_kafka_check_txn_timeout(
+			cl, sv_sink_txn_timeout_ms(js->sink));
 	if (err && err->category == SV_ERR_CONFIG)
 		sv_error_set_field(err, "sink.transaction_timeout_ms");
 	return err;
@@ -161,23 +169,25 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = c->protobuf
-		? sv_jobspec_parse_proto((const uint8_t *)c->body, c->len, &spec)
+		? sv_jobspec_parse_proto((const uint8_t *)c->body, c->len,
+					 &spec)
 		: sv_jobspec_parse_json(c->body, c->len, &spec);
 	if (err)
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
 	const sv_cluster_t *cl;
 	if ((err = sv_resolve_cluster(sv, js->source->kind, js->source->cluster,
-				   "source.cluster", &cl)) ||
+				      "source.cluster", &cl)) ||
 	    (err = sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster,
-				   "sink.cluster", &cl)) ||
+				      "sink.cluster", &cl)) ||
 	    (js->dead_letter &&
 	     (err = sv_resolve_cluster(sv, js->dead_letter->kind,
-				    js->dead_letter->cluster,
-				    "dead_letter.cluster", &cl))) ||
+				       js->dead_letter->cluster,
+				       "dead_letter.cluster", &cl))) ||
 	    (js->late_sink &&
-	     (err = sv_resolve_cluster(sv, js->late_sink->kind, js->late_sink->cluster,
-				    "late_sink.cluster", &cl))) ||
+	     (err = sv_resolve_cluster(sv, js->late_sink->kind,
+				       js->late_sink->cluster,
+				       "late_sink.cluster", &cl))) ||
 	    (err = sv_coverage_check(spec)) ||
 	    (err = check_transactions(sv, js))) {
 		sv_jobspec_destroy(spec);
@@ -187,9 +197,12 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	if ((err = sv_plan_build(spec, &plan))) {
 		if (err->category == SV_ERR_COVERAGE && !err->details_json) {
 			json_t *a = json_array();
-			json_array_append_new(a, json_pack("{s:s, s:s, s:s}",
-				"capability", err->field ? err->field : "plan",
-				"status", "uncovered", "reason", err->message));
+			json_array_append_new(
+				a,
+				json_pack("{s:s, s:s, s:s}", "capability",
+					  err->field ? err->field : "plan",
+					  "status", "uncovered", "reason",
+					  err->message));
 			char *d = sv_json_dump(a);
 			sv_error_set_details(err, d);
 			free(d);
@@ -203,8 +216,10 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 		sv_job_t *o = sv->jobs[i];
 		if (!sv_jobstate_terminal(o->state) &&
 		    !strcmp(o->spec->msg->name, js->name)) {
-			err = sv_error_new(SV_ERR_CONFLICT, "job name '%s' is in use "
-					   "by job '%s' (%s)", js->name, o->id,
+			err = sv_error_new(SV_ERR_CONFLICT,
+					   "job name '%s' is in use "
+					   "by job '%s' (%s)",
+					   js->name, o->id,
 					   sv_jobstate_name(o->state));
 			sv_jobspec_destroy(spec);
 			json_decref(summary);
@@ -219,11 +234,13 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	job->last_ck.id = -1;
 	job->obs = sv_obslog_new(job->id, SV_OBSLOG_DEFAULT_CAP);
 	sv_obslog_add(job->obs, 0, "job_submitted",
-		json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "backend_kind",
-			  "streamvisor", "backend_version", SV_VERSION_STRING,
-			  "supervisor_identity", sv->conf.identity ?
-			  sv->conf.identity : "", "name", js->name, "plan_id",
-			  spec->plan_id, "physical_plan", summary));
+		      json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}",
+				"backend_kind", "streamvisor",
+				"backend_version", SV_VERSION_STRING,
+				"supervisor_identity",
+				sv->conf.identity ? sv->conf.identity : "",
+				"name", js->name, "plan_id", spec->plan_id,
+				"physical_plan", summary));
 	sv->jobs = sv_realloc(sv->jobs, (sv->njobs + 1) * sizeof(*sv->jobs));
 	sv->jobs[sv->njobs++] = job;
 	sv_logctx_t lc = {job->id, 0};
@@ -274,8 +291,9 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 		if (!sv_jobstate_terminal(job->state))
 			return sv_conflict(job, "delete");
 		bool purge = c->query && strstr(c->query, "purge=true");
-		c->json = sv_json_dump(json_pack("{s:s, s:b, s:b}", "id", job->id,
-			"deleted", 1, "checkpoints_deleted", purge));
+		c->json = sv_json_dump(json_pack("{s:s, s:b, s:b}", "id",
+						 job->id, "deleted", 1,
+						 "checkpoints_deleted", purge));
 		sv_persist_forget(sv, job->id, purge);
 		sv_job_free(job);
 		memmove(&sv->jobs[i], &sv->jobs[i + 1],
@@ -398,7 +416,8 @@ sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out)
 		sv_ckstore_close(sv->store);
 		sv_svconf_release(&sv->conf);
 		free(sv);
-		return sv_error_new(SV_ERR_RUNTIME, "cannot start supervisor thread");
+		return sv_error_new(SV_ERR_RUNTIME,
+				    "cannot start supervisor thread");
 	}
 	*out = sv;
 	return NULL;
@@ -428,7 +447,10 @@ void sv_supervisor_destroy(sv_supervisor_t *sv)
 sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 				 size_t len, bool protobuf, char **json)
 {
-	cmd_t c = {.fn = do_submit, .body = body, .len = len, .protobuf = protobuf};
+	cmd_t c = {.fn = do_submit,
+		   .body = body,
+		   .len = len,
+		   .protobuf = protobuf};
 	return call(sv, &c, json);
 }
 
@@ -449,7 +471,10 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 				 const char *action, const char *body,
 				 size_t len, char **json)
 {
-	cmd_t c = {.fn = sv_do_action, .id = id, .what = action, .body = body,
+	cmd_t c = {.fn = sv_do_action,
+		   .id = id,
+		   .what = action,
+		   .body = body,
 		   .len = len};
 	sv_error_t *err = call(sv, &c, json);
 	if (err || strcmp(action, "checkpoints"))
@@ -481,9 +506,10 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 			return NULL;
 		}
 		if (sv_mono_ms() > deadline)
-			return sv_error_new(SV_ERR_CHECKPOINT, "checkpoint of job "
-				"'%s' did not commit within %d ms", id,
-				CHECKPOINT_WAIT_MS);
+			return sv_error_new(SV_ERR_CHECKPOINT,
+					    "checkpoint of job "
+					    "'%s' did not commit within %d ms",
+					    id, CHECKPOINT_WAIT_MS);
 		struct timespec ts = {0, 20 * 1000000};
 		nanosleep(&ts, NULL);
 	}

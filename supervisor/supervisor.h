@@ -18,13 +18,13 @@
 
 /* Server configuration (supervisor/config.c reads it from YAML). */
 typedef struct sv_svconf {
-	char *listen_host;      /* default 127.0.0.1 */
-	int listen_port;        /* default 8080; 0 = pick a free port */
-	char *data_dir;         /* default ./streamvisor-data */
+	char *listen_host; /* default 127.0.0.1 */
+	int listen_port; /* default 8080; 0 = pick a free port */
+	char *data_dir; /* default ./streamvisor-data */
 	size_t nclusters;
 	sv_cluster_t *clusters; /* profiles; "default" may be absent */
-	char *secrets_path;     /* file with credentials, or NULL */
-	char *identity;         /* supervisor identity; default host:port */
+	char *secrets_path; /* file with credentials, or NULL */
+	char *identity; /* supervisor identity; default host:port */
 } sv_svconf_t;
 
 void sv_svconf_init(sv_svconf_t *conf);
@@ -66,8 +66,7 @@ sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 /* DELETE /v1/jobs/{id}. thread: any */
 /* query "purge=true" also removes the job's checkpoints. */
 sv_error_t *sv_supervisor_delete(sv_supervisor_t *sv, const char *id,
-				 const char *query,
-				 char **json);
+				 const char *query, char **json);
 /* GET /v1/info as JSON. thread: any */
 char *sv_supervisor_info(sv_supervisor_t *sv);
 /* GET /metrics in Prometheus text format. thread: any */

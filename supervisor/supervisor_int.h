@@ -36,7 +36,7 @@ struct sv_supervisor {
 	sv_svconf_t conf;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;  /* supervisor waits: commands, worker ends */
+	pthread_cond_t wake; /* supervisor waits: commands, worker ends */
 	pthread_cond_t reply; /* callers wait: their command is done */
 	cmd_t *head, *tail;
 	bool stop;
@@ -53,12 +53,12 @@ struct sv_supervisor {
 	} http[64];
 	size_t nhttp;
 	int64_t started_ms;
-	sv_ckstore_t *store;  /* <data_dir>/checkpoints, or NULL without one */
+	sv_ckstore_t *store; /* <data_dir>/checkpoints, or NULL without one */
 };
 
 /* supervisor.c */
 json_t *sv_iso_json(int64_t ms); /* null for ms <= 0 */
-char *sv_json_dump(json_t *o);   /* compact; steals o */
+char *sv_json_dump(json_t *o); /* compact; steals o */
 sv_job_t *sv_find_job(sv_supervisor_t *sv, const char *id);
 sv_error_t *sv_no_job(const char *id);
 void sv_job_free(sv_job_t *job);

@@ -30,13 +30,16 @@ static json_t *last_checkpoint_json(sv_job_t *job)
 		sv_refresh_last_checkpoint(job);
 	if (job->last_ck.id < 0)
 		return json_null();
-	return json_pack("{s:I, s:s, s:o, s:o, s:o}", "id",
-		(json_int_t)job->last_ck.id, "status", "committed",
-		"completed_at", sv_iso_json(job->last_ck.completed_ms),
-		"duration_ms", job->last_ck.completed_ms
-			? json_integer(job->last_ck.duration_ms) : json_null(),
-		"bytes", job->last_ck.completed_ms
-			? json_integer(job->last_ck.bytes) : json_null());
+	return json_pack(
+		"{s:I, s:s, s:o, s:o, s:o}", "id", (json_int_t)job->last_ck.id,
+		"status", "committed", "completed_at",
+		sv_iso_json(job->last_ck.completed_ms), "duration_ms",
+		job->last_ck.completed_ms
+			? json_integer(job->last_ck.duration_ms)
+			: json_null(),
+		"bytes",
+		job->last_ck.completed_ms ? json_integer(job->last_ck.bytes)
+					  : json_null());
 }
 
 json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
@@ -47,7 +50,8 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	json_object_set_new(o, "id", json_string(job->id));
 	json_object_set_new(o, "name", json_string(js->name));
 	json_object_set_new(o, "mode", json_string(js->mode));
-	json_object_set_new(o, "state", json_string(sv_jobstate_name(job->state)));
+	json_object_set_new(o, "state",
+			    json_string(sv_jobstate_name(job->state)));
 	json_object_set_new(o, "attempt", json_integer(job->attempt));
 	json_object_set_new(o, "plan_id", json_string(job->spec->plan_id));
 	if (!full)
@@ -57,8 +61,9 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	json_object_set_new(o, "state_since", sv_iso_json(job->state_since_ms));
 	json_object_set_new(o, "restarts", json_integer(job->restarts));
 	json_object_set_new(o, "next_attempt_at",
-		job->state == SV_JOB_RESTARTING ? sv_iso_json(job->next_attempt_at_ms)
-						: json_null());
+			    job->state == SV_JOB_RESTARTING
+				    ? sv_iso_json(job->next_attempt_at_ms)
+				    : json_null());
 	json_object_set_new(o, "error", error_json(job->error));
 
 	sv_progress_t pr;
@@ -73,34 +78,47 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	for (size_t i = 0; i < npos; i++) {
 		int64_t lag = sv_partpos_lag(&pos[i]);
 		lag_records += lag;
-		json_t *p = json_pack("{s:s, s:i, s:I, s:I, s:I}", "topic",
-			js->source->topic ? js->source->topic : "",
-			"partition", pos[i].partition,
-			"next_offset", (json_int_t)pos[i].next_offset,
-			"end_offset", (json_int_t)pos[i].end_offset,
-			"lag_records", (json_int_t)lag);
+		json_t *p = json_pack(
+			"{s:s, s:i, s:I, s:I, s:I}", "topic",
+			js->source->topic ? js->source->topic : "", "partition",
+			pos[i].partition, "next_offset",
+			(json_int_t)pos[i].next_offset, "end_offset",
+			(json_int_t)pos[i].end_offset, "lag_records",
+			(json_int_t)lag);
 		json_array_append_new(parts, p);
 	}
 	free(pos);
 	json_t *lag = json_object();
 	json_object_set_new(lag, "records", json_integer(lag_records));
-	json_object_set_new(lag, "seconds", wm == INT64_MIN ? json_null()
-		: json_real(fmax(0.0, (double)(sv_now_ms() - wm) / 1000.0)));
+	json_object_set_new(
+		lag, "seconds",
+		wm == INT64_MIN
+			? json_null()
+			: json_real(fmax(0.0,
+					 (double)(sv_now_ms() - wm) / 1000.0)));
 	/* wall clock minus the event time of the newest record read: known
 	 * as soon as one record is, unlike the watermark */
 	int64_t ev = pr.last_event_ms;
-	json_object_set_new(lag, "event_seconds", ev == INT64_MIN ? json_null()
-		: json_real(fmax(0.0, (double)(sv_now_ms() - ev) / 1000.0)));
+	json_object_set_new(
+		lag, "event_seconds",
+		ev == INT64_MIN
+			? json_null()
+			: json_real(fmax(0.0,
+					 (double)(sv_now_ms() - ev) / 1000.0)));
 	json_object_set_new(o, "lag", lag);
 	json_object_set_new(o, "partitions", parts);
 	json_object_set_new(o, "last_checkpoint", last_checkpoint_json(job));
 	json_object_set_new(o, "records_in", json_integer((json_int_t)pr.n.in));
-	json_object_set_new(o, "records_out", json_integer((json_int_t)pr.n.out));
-	json_object_set_new(o, "records_late", json_integer((json_int_t)pr.n.late));
+	json_object_set_new(o, "records_out",
+			    json_integer((json_int_t)pr.n.out));
+	json_object_set_new(o, "records_late",
+			    json_integer((json_int_t)pr.n.late));
 	json_object_set_new(o, "records_invalid",
 			    json_integer((json_int_t)pr.n.invalid));
-	json_object_set_new(o, "state_size", json_pack("{s:I, s:I}", "bytes",
-		(json_int_t)pr.state_bytes, "keys", (json_int_t)pr.state_keys));
+	json_object_set_new(o, "state_size",
+			    json_pack("{s:I, s:I}", "bytes",
+				      (json_int_t)pr.state_bytes, "keys",
+				      (json_int_t)pr.state_keys));
 	return o;
 }
 
@@ -110,16 +128,23 @@ json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
 	json_t *ops = json_array();
-	json_array_append_new(ops, json_pack("{s:s, s:s}", "operator", "source",
-		"kind", js->source->kind));
+	json_array_append_new(ops,
+			      json_pack("{s:s, s:s}", "operator", "source",
+					"kind", js->source->kind));
 	for (size_t i = 0; i < sv_pipeline_len(plan->pipeline); i++)
-		json_array_append_new(ops, json_pack("{s:s}", "operator",
-			sv_pipeline_op(plan->pipeline, i)->ops->name));
-	json_array_append_new(ops, json_pack("{s:s, s:s}", "operator", "sink",
-		"kind", js->sink->kind));
-	return json_pack("{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
+		json_array_append_new(
+			ops,
+			json_pack(
+				"{s:s}", "operator",
+				sv_pipeline_op(plan->pipeline, i)->ops->name));
+	json_array_append_new(ops,
+			      json_pack("{s:s, s:s}", "operator", "sink",
+					"kind", js->sink->kind));
+	return json_pack(
+		"{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
 		"source_kind", js->source->kind, "source_topic",
-		js->source->topic && *js->source->topic ? js->source->topic : NULL,
+		js->source->topic && *js->source->topic ? js->source->topic
+							: NULL,
 		"parallelism", 1, "delivery", js->delivery, "operators", ops);
 }
 
@@ -157,10 +182,12 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 		return sv_do_checkpoint_list(sv, c);
 	if (!strcmp(c->what, "preview")) {
 		size_t limit = sv_query_limit(c->query, 10);
-		char *lines = job->worker ? sv_worker_preview(job->worker, limit)
-					  : sv_strdup("");
-		c->json = sv_json_dump(json_pack("{s:s, s:o}", "id", job->id, "rows",
-					 lines_to_array(lines)));
+		char *lines = job->worker
+			? sv_worker_preview(job->worker, limit)
+			: sv_strdup("");
+		c->json = sv_json_dump(json_pack("{s:s, s:o}", "id", job->id,
+						 "rows",
+						 lines_to_array(lines)));
 		free(lines);
 		return NULL;
 	}
@@ -177,15 +204,22 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 	}
 	if (!strcmp(c->what, "result")) {
 		if (!sv_jobspec_bounded(job->spec))
-			return sv_error_set_job(sv_error_new(SV_ERR_CONFLICT,
-				"job '%s' is a stream: collect on an unbounded "
-				"stream is refused; use preview", job->id),
+			return sv_error_set_job(
+				sv_error_new(SV_ERR_CONFLICT,
+					     "job '%s' is a stream: collect on "
+					     "an unbounded "
+					     "stream is refused; use preview",
+					     job->id),
 				job->id, job->attempt);
 		if (job->state != SV_JOB_COMPLETED)
-			return sv_error_set_job(sv_error_new(SV_ERR_CONFLICT,
-				"result of bounded job '%s' is available once it "
-				"is completed; it is %s", job->id,
-				sv_jobstate_name(job->state)), job->id, job->attempt);
+			return sv_error_set_job(
+				sv_error_new(SV_ERR_CONFLICT,
+					     "result of bounded job '%s' is "
+					     "available once it "
+					     "is completed; it is %s",
+					     job->id,
+					     sv_jobstate_name(job->state)),
+				job->id, job->attempt);
 		size_t limit = sv_query_limit(c->query, SIZE_MAX);
 		const char *p = job->result ? job->result : "";
 		size_t n = 0, len = 0;
@@ -195,15 +229,18 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 			n++;
 		}
 		char *lines = sv_strndup(p, len);
-		c->json = sv_json_dump(json_pack("{s:s, s:I, s:b, s:o}", "id", job->id,
-			"row_count", (json_int_t)n, "truncated",
-			job->result_truncated || n < job->result_rows,
-			"rows", lines_to_array(lines)));
+		c->json = sv_json_dump(
+			json_pack("{s:s, s:I, s:b, s:o}", "id", job->id,
+				  "row_count", (json_int_t)n, "truncated",
+				  job->result_truncated || n < job->result_rows,
+				  "rows", lines_to_array(lines)));
 		free(lines);
 		return NULL;
 	}
 	return sv_error_set_job(sv_error_new(SV_ERR_COVERAGE,
-		"'%s' is not implemented yet", c->what), job->id, job->attempt);
+					     "'%s' is not implemented yet",
+					     c->what),
+				job->id, job->attempt);
 }
 
 static void job_labels(sv_buf_t *l, const sv_job_t *job)
@@ -237,20 +274,39 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 	for (size_t i = 0; i < sv->njobs; i++) {
 		for (int s = 0; s < SV_JOB__COUNT; s++) {
 			job_labels(&l, sv->jobs[i]);
-			sv_prom_label(&l, "state", sv_jobstate_name((sv_jobstate_t)s));
+			sv_prom_label(&l, "state",
+				      sv_jobstate_name((sv_jobstate_t)s));
 			sv_prom_sample(&b, "streamvisor_job_state", l.data,
 				       sv->jobs[i]->state == (sv_jobstate_t)s);
 		}
 	}
 	/* one value per job and family; NAN: no sample for that job */
-	enum { F_ATTEMPT, F_RESTARTS, F_IN, F_OUT, F_INVALID, F_LATE, F_SBYTES,
-	       F_SKEYS, F_WM, F_LAG_S, F_EVLAG_S, F_CKS, F_CKFAIL, F_CKBYTES, F_CKAGE,
-	       F_COMMITS, F_COMMITFAIL, F__N };
+	enum {
+		F_ATTEMPT,
+		F_RESTARTS,
+		F_IN,
+		F_OUT,
+		F_INVALID,
+		F_LATE,
+		F_SBYTES,
+		F_SKEYS,
+		F_WM,
+		F_LAG_S,
+		F_EVLAG_S,
+		F_CKS,
+		F_CKFAIL,
+		F_CKBYTES,
+		F_CKAGE,
+		F_COMMITS,
+		F_COMMITFAIL,
+		F__N
+	};
 	static const struct {
 		const char *name, *type, *help;
 	} fams[F__N] = {
 		{"streamvisor_job_attempt", "gauge", "current attempt number"},
-		{"streamvisor_job_restarts_total", "counter", "restarts of the job"},
+		{"streamvisor_job_restarts_total", "counter",
+		 "restarts of the job"},
 		{"streamvisor_records_in_total", "counter", "records read"},
 		{"streamvisor_records_out_total", "counter", "records written"},
 		{"streamvisor_records_invalid_total", "counter",
@@ -258,7 +314,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		{"streamvisor_records_late_total", "counter",
 		 "records behind the watermark (dropped or side output)"},
 		{"streamvisor_state_bytes", "gauge", "operator state size"},
-		{"streamvisor_state_keys", "gauge", "keys held in operator state"},
+		{"streamvisor_state_keys", "gauge",
+		 "keys held in operator state"},
 		{"streamvisor_watermark_seconds", "gauge",
 		 "the job's event-time watermark, as seconds since the epoch"},
 		{"streamvisor_source_lag_seconds", "gauge",
@@ -274,7 +331,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		{"streamvisor_last_checkpoint_age_seconds", "gauge",
 		 "time since the last committed checkpoint completed"},
 		{"streamvisor_sink_commits_total", "counter",
-		 "sink commits (transactions or offset commits) that succeeded"},
+		 "sink commits (transactions or offset commits) that "
+		 "succeeded"},
 		{"streamvisor_sink_commit_failures_total", "counter",
 		 "sink commits that failed"},
 	};
@@ -302,17 +360,21 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		jv[F_SBYTES] = (double)pr.state_bytes;
 		jv[F_SKEYS] = (double)pr.state_keys;
 		jv[F_WM] = wm == INT64_MIN ? NAN : (double)wm / 1000.0;
-		jv[F_LAG_S] = wm == INT64_MIN ? NAN
+		jv[F_LAG_S] = wm == INT64_MIN
+			? NAN
 			: fmax(0.0, (double)(now - wm) / 1000.0);
 		int64_t ev = pr.last_event_ms;
-		jv[F_EVLAG_S] = ev == INT64_MIN ? NAN
+		jv[F_EVLAG_S] = ev == INT64_MIN
+			? NAN
 			: fmax(0.0, (double)(now - ev) / 1000.0);
 		jv[F_CKS] = (double)pr.n.checkpoints;
 		jv[F_CKFAIL] = (double)pr.n.ck_failures;
 		jv[F_CKBYTES] = job->last_ck.completed_ms
-			? (double)job->last_ck.bytes : NAN;
+			? (double)job->last_ck.bytes
+			: NAN;
 		jv[F_CKAGE] = job->last_ck.completed_ms
-			? (double)(now - job->last_ck.completed_ms) / 1000.0 : NAN;
+			? (double)(now - job->last_ck.completed_ms) / 1000.0
+			: NAN;
 		bool txn = !strcmp(job->spec->msg->delivery, "exactly_once");
 		jv[F_COMMITS] = (double)pr.n.checkpoints;
 		jv[F_COMMITFAIL] = txn ? (double)pr.n.ck_failures : 0;
@@ -323,7 +385,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 			if (isnan(v[i * F__N + f]))
 				continue;
 			job_labels(&l, sv->jobs[i]);
-			sv_prom_sample(&b, fams[f].name, l.data, v[i * F__N + f]);
+			sv_prom_sample(&b, fams[f].name, l.data,
+				       v[i * F__N + f]);
 		}
 	}
 	sv_prom_family(&b, "streamvisor_checkpoint_duration_seconds",
@@ -333,18 +396,22 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		for (int k = 0; k <= SV_CK_BUCKETS; k++) {
 			char le[32];
 			if (k < SV_CK_BUCKETS)
-				snprintf(le, sizeof(le), "%g", sv_ck_buckets_s[k]);
+				snprintf(le, sizeof(le), "%g",
+					 sv_ck_buckets_s[k]);
 			else
 				snprintf(le, sizeof(le), "+Inf");
 			job_labels(&l, sv->jobs[i]);
 			sv_prom_label(&l, "le", le);
-			sv_prom_sample(&b, "streamvisor_checkpoint_duration_seconds_bucket",
-				       l.data, (double)h[k]);
+			sv_prom_sample(
+				&b, "streamvisor_checkpoint_duration_seconds_bucket",
+				l.data, (double)h[k]);
 		}
 		job_labels(&l, sv->jobs[i]);
-		sv_prom_sample(&b, "streamvisor_checkpoint_duration_seconds_sum",
+		sv_prom_sample(&b,
+			       "streamvisor_checkpoint_duration_seconds_sum",
 			       l.data, (double)h[SV_CK_BUCKETS + 1] / 1e6);
-		sv_prom_sample(&b, "streamvisor_checkpoint_duration_seconds_count",
+		sv_prom_sample(&b,
+			       "streamvisor_checkpoint_duration_seconds_count",
 			       l.data, (double)h[SV_CK_BUCKETS]);
 	}
 	free(v);
@@ -362,12 +429,13 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 				continue;
 			job_labels(&l, job);
 			const char *topic = job->spec->msg->source->topic;
-			sv_prom_label(&l, "topic", topic && *topic ? topic : "-");
+			sv_prom_label(&l, "topic",
+				      topic && *topic ? topic : "-");
 			char part[16];
 			snprintf(part, sizeof(part), "%d", pos[p].partition);
 			sv_prom_label(&l, "partition", part);
-			sv_prom_sample(&b, "streamvisor_source_lag_records", l.data,
-				       (double)sv_partpos_lag(&pos[p]));
+			sv_prom_sample(&b, "streamvisor_source_lag_records",
+				       l.data, (double)sv_partpos_lag(&pos[p]));
 		}
 		free(pos);
 	}
@@ -400,16 +468,16 @@ char *sv_supervisor_info(sv_supervisor_t *sv)
 	char *cov = sv_coverage_json(sv_dev_default(sv));
 	json_t *clusters = json_array();
 	for (size_t i = 0; i < sv->conf.nclusters; i++)
-		json_array_append_new(clusters, json_pack("{s:s, s:b}", "name",
-			sv->conf.clusters[i].name, "development",
-			sv->conf.clusters[i].dev_embedded));
-	json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}",
-		"backend_kind", "streamvisor",
-		"backend_version", SV_VERSION_STRING,
-		"supervisor_identity", sv->conf.identity,
-		"started_at", sv_iso_json(sv->started_ms),
-		"clusters", clusters,
-		"capabilities", json_loads(cov, 0, NULL));
+		json_array_append_new(
+			clusters,
+			json_pack("{s:s, s:b}", "name",
+				  sv->conf.clusters[i].name, "development",
+				  sv->conf.clusters[i].dev_embedded));
+	json_t *o = json_pack(
+		"{s:s, s:s, s:s, s:o, s:o, s:o}", "backend_kind", "streamvisor",
+		"backend_version", SV_VERSION_STRING, "supervisor_identity",
+		sv->conf.identity, "started_at", sv_iso_json(sv->started_ms),
+		"clusters", clusters, "capabilities", json_loads(cov, 0, NULL));
 	free(cov);
 	return sv_json_dump(o);
 }

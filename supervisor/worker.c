@@ -100,7 +100,8 @@ static void remember_output(sv_worker_t *w, const sv_batch_t *out)
 {
 	const sv_schema_t *schema = out->schema;
 	bool bounded = sv_jobspec_bounded(w->conf.spec);
-	size_t first = out->nrows > PREVIEW_ROWS ? out->nrows - PREVIEW_ROWS : 0;
+	size_t first = out->nrows > PREVIEW_ROWS ? out->nrows - PREVIEW_ROWS
+						 : 0;
 	pthread_mutex_lock(&w->lock);
 	if (bounded) {
 		for (size_t r = 0; r < out->nrows; r++) {
@@ -108,7 +109,8 @@ static void remember_output(sv_worker_t *w, const sv_batch_t *out)
 				w->result_truncated = true;
 				break;
 			}
-			sv_json_encode_row(schema, sv_batch_row(out, r), &w->result);
+			sv_json_encode_row(schema, sv_batch_row(out, r),
+					   &w->result);
 			sv_buf_putc(&w->result, '\n');
 			w->result_rows++;
 		}
@@ -152,23 +154,24 @@ static sv_error_t *handle_rejects(sv_worker_t *w)
 	const char *policy = w->conf.spec->msg->on_invalid;
 	if (!strcmp(policy, "fail")) {
 		const sv_reject_t *rj = &b->rejects[0];
-		return sv_error_new(SV_ERR_RUNTIME,
-				    "invalid record at partition %d offset %lld: %s",
-				    rj->partition, (long long)rj->offset,
-				    rj->reason);
+		return sv_error_new(
+			SV_ERR_RUNTIME,
+			"invalid record at partition %d offset %lld: %s",
+			rj->partition, (long long)rj->offset, rj->reason);
 	}
 	for (size_t i = 0; i < b->nrejects; i++) {
 		const sv_reject_t *rj = &b->rejects[i];
 		if (w->dlq) {
-			sv_error_t *err = sv_sink_write_raw(w->dlq, rj->payload,
-							    rj->len, rj->reason);
+			sv_error_t *err = sv_sink_write_raw(
+				w->dlq, rj->payload, rj->len, rj->reason);
 			if (err)
 				return err;
 			atomic_fetch_add(&w->stats.records_dead_letter, 1);
 		} else if (i < 5) {
 			sv_log(&w->log, SV_LOG_WARN, "worker",
 			       "skipped invalid record at partition %d offset "
-			       "%lld: %s", rj->partition, (long long)rj->offset,
+			       "%lld: %s",
+			       rj->partition, (long long)rj->offset,
 			       rj->reason);
 		}
 	}
@@ -236,7 +239,8 @@ static sv_error_t *checkpoint(sv_worker_t *w, int64_t wm)
 		if (secs <= sv_ck_buckets_s[b])
 			atomic_fetch_add(&w->stats.ck_hist[b], 1);
 	atomic_fetch_add(&w->stats.ck_hist[SV_CK_BUCKETS], 1);
-	atomic_fetch_add(&w->stats.ck_sum_us, (uint64_t)info.duration_ms * 1000);
+	atomic_fetch_add(&w->stats.ck_sum_us,
+			 (uint64_t)info.duration_ms * 1000);
 	return NULL;
 }
 
@@ -288,12 +292,13 @@ static sv_error_t *run(sv_worker_t *w)
 {
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
 	sv_opstats_t opstats = {0};
-	sv_op_ctx_t ctx = {.watermark_ms = SV_WATERMARK_NONE, .stats = &opstats,
+	sv_op_ctx_t ctx = {.watermark_ms = SV_WATERMARK_NONE,
+			   .stats = &opstats,
 			   .late = NULL};
 	const sv_schema_t *in_schema = w->plan->schema;
 	sv_batch_init(&w->in, in_schema);
-	sv_batch_init(&w->late_rows, w->plan->late_schema ? w->plan->late_schema
-							   : in_schema);
+	sv_batch_init(&w->late_rows,
+		      w->plan->late_schema ? w->plan->late_schema : in_schema);
 	if (w->late)
 		ctx.late = &w->late_rows;
 	const Streamvisor__EventTime *evt = js->event_time;
@@ -325,8 +330,9 @@ static sv_error_t *run(sv_worker_t *w)
 		int64_t mono = sv_mono_ms();
 		for (size_t r = 0; r < n; r++) {
 			sv_rowmeta_t *m = &w->in.meta[r];
-			const sv_value_t *v = et >= 0 ? &sv_batch_row(&w->in, r)[et]
-						      : NULL;
+			const sv_value_t *v = et >= 0
+				? &sv_batch_row(&w->in, r)[et]
+				: NULL;
 			m->event_ms = v && v->type != SV_T_NULL ? v->v.i : now;
 			sv_watermarks_observe(w->wm, m->partition, m->event_ms,
 					      mono);
@@ -352,10 +358,11 @@ static sv_error_t *run(sv_worker_t *w)
 		if (eof)
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
-			     atomic_load(&w->stats.checkpoint_served);
+			atomic_load(&w->stats.checkpoint_served);
 		if (sv_mono_ms() >= next_commit || asked) {
 			if ((err = w->checkpointing
-				   ? checkpoint(w, ctx.watermark_ms) : commit(w)))
+				     ? checkpoint(w, ctx.watermark_ms)
+				     : commit(w)))
 				return err;
 			update_state_size(w);
 			next_commit = sv_mono_ms() + interval;
@@ -424,14 +431,17 @@ static void observe_bound(sv_worker_t *w)
 	size_t n = sv_source_positions(w->src, &pos);
 	json_t *parts = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(parts, json_pack("{s:i, s:I}", "partition",
-			pos[i].partition, "next_offset",
-			(json_int_t)pos[i].next_offset));
+		json_array_append_new(
+			parts,
+			json_pack("{s:i, s:I}", "partition", pos[i].partition,
+				  "next_offset",
+				  (json_int_t)pos[i].next_offset));
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
 	sv_obslog_add(w->conf.obs, w->conf.attempt, "source_bound",
-		json_pack("{s:s, s:s, s:i, s:o}", "source_kind", js->source->kind,
-			  "topic", js->source->topic ? js->source->topic : "",
-			  "parallelism", 1, "partitions", parts));
+		      json_pack("{s:s, s:s, s:i, s:o}", "source_kind",
+				js->source->kind, "topic",
+				js->source->topic ? js->source->topic : "",
+				"parallelism", 1, "partitions", parts));
 }
 
 static sv_error_t *open_all(sv_worker_t *w)
@@ -449,7 +459,7 @@ static sv_error_t *open_all(sv_worker_t *w)
 		.attempt = w->conf.attempt,
 		.retain = js->checkpoint->retain,
 		.transactional = w->checkpointing &&
-				 !strcmp(js->delivery, "exactly_once"),
+			!strcmp(js->delivery, "exactly_once"),
 		.obs = w->conf.obs,
 		.restore_from = w->conf.restore_from,
 		.ignore_state = w->conf.ignore_state,
@@ -465,8 +475,9 @@ static sv_error_t *open_all(sv_worker_t *w)
 		.cluster = w->conf.source_cluster,
 		.topic = js->source->topic,
 		.group_id = group,
-		.start = !strcmp(js->source->start, "latest") ? SV_START_LATEST
-							       : SV_START_EARLIEST,
+		.start = !strcmp(js->source->start, "latest")
+			? SV_START_LATEST
+			: SV_START_EARLIEST,
 		.bounded = sv_jobspec_bounded(w->conf.spec),
 		.format = fmt,
 		.schema = w->plan->schema,
@@ -484,9 +495,12 @@ static sv_error_t *open_all(sv_worker_t *w)
 			     &w->snk)))
 		return err;
 	if (w->ck.transactional && !sv_sink_transactional(w->snk))
-		return sv_error_new(SV_ERR_COVERAGE, "sink kind '%s' has no "
-				    "transactions: exactly_once is not available "
-				    "with it", js->sink->kind);
+		return sv_error_new(
+			SV_ERR_COVERAGE,
+			"sink kind '%s' has no "
+			"transactions: exactly_once is not available "
+			"with it",
+			js->sink->kind);
 	if ((err = sv_source_open(&sc, &w->src)))
 		return err;
 	observe_bound(w);
@@ -511,7 +525,8 @@ static void *worker_main(void *arg)
 	sv_worker_end_t end;
 	if (err) {
 		set_error(w, err);
-		sv_log(&w->log, SV_LOG_ERROR, "worker", "attempt failed: %s: %s",
+		sv_log(&w->log, SV_LOG_ERROR, "worker",
+		       "attempt failed: %s: %s",
 		       sv_errcat_name(w->error->category), w->error->message);
 		end = SV_WORKER_FAILED;
 	} else if (w->drained) {
@@ -530,8 +545,9 @@ static void *worker_main(void *arg)
 	w->snk = w->dlq = w->late = NULL;
 	w->src = NULL;
 	sv_log(&w->log, SV_LOG_INFO, "worker", "attempt ended: %s",
-	       end == SV_WORKER_COMPLETED ? "completed"
-	       : end == SV_WORKER_STOPPED ? "stopped" : "failed");
+	       end == SV_WORKER_COMPLETED         ? "completed"
+		       : end == SV_WORKER_STOPPED ? "stopped"
+						  : "failed");
 	atomic_store(&w->end, end);
 	if (w->conf.done)
 		w->conf.done(w->conf.opaque, w);
@@ -557,7 +573,8 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 		pthread_mutex_destroy(&w->lock);
 		free(w->job_id);
 		free(w);
-		return sv_error_new(SV_ERR_RUNTIME, "cannot start worker thread");
+		return sv_error_new(SV_ERR_RUNTIME,
+				    "cannot start worker thread");
 	}
 	*out = w;
 	return NULL;
@@ -639,7 +656,8 @@ char *sv_worker_preview(sv_worker_t *w, size_t limit)
 	if (limit > have)
 		limit = have;
 	for (size_t k = 0; k < limit; k++) {
-		size_t i = (w->preview_next + PREVIEW_ROWS - limit + k) % PREVIEW_ROWS;
+		size_t i = (w->preview_next + PREVIEW_ROWS - limit + k) %
+			PREVIEW_ROWS;
 		sv_buf_puts(&b, w->preview[i]);
 		sv_buf_putc(&b, '\n');
 	}

@@ -25,9 +25,9 @@
 typedef enum sv_worker_end {
 	SV_WORKER_RUNNING = 0,
 	SV_WORKER_COMPLETED, /* bounded input fully processed and committed */
-	SV_WORKER_STOPPED,   /* told to stop */
-	SV_WORKER_FAILED,    /* error set */
-	SV_WORKER_DRAINED,   /* drain: final checkpoint committed */
+	SV_WORKER_STOPPED, /* told to stop */
+	SV_WORKER_FAILED, /* error set */
+	SV_WORKER_DRAINED, /* drain: final checkpoint committed */
 } sv_worker_end_t;
 
 /* Upper bounds (seconds) of the checkpoint duration histogram. */
@@ -42,20 +42,20 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t records_late;
 	_Atomic uint64_t records_dead_letter;
 	_Atomic int64_t watermark_ms;
-	_Atomic int64_t last_event_ms;   /* largest event time read, or MIN */
+	_Atomic int64_t last_event_ms; /* largest event time read, or MIN */
 	_Atomic uint64_t state_bytes;
 	_Atomic uint64_t state_keys;
 	_Atomic int64_t last_commit_ms;
 	/* checkpoints */
 	_Atomic int64_t restored_checkpoint; /* id restored at start, or -1 */
-	_Atomic int64_t last_checkpoint;     /* last committed id, or -1 */
-	_Atomic int64_t last_checkpoint_ms;  /* when it completed */
+	_Atomic int64_t last_checkpoint; /* last committed id, or -1 */
+	_Atomic int64_t last_checkpoint_ms; /* when it completed */
 	_Atomic int64_t last_checkpoint_duration_ms;
 	_Atomic int64_t last_checkpoint_bytes;
-	_Atomic uint64_t checkpoints;        /* committed by this attempt */
+	_Atomic uint64_t checkpoints; /* committed by this attempt */
 	_Atomic uint64_t checkpoint_failures;
 	_Atomic uint64_t checkpoint_requests; /* on demand: asked */
-	_Atomic uint64_t checkpoint_served;   /* on demand: taken after ask */
+	_Atomic uint64_t checkpoint_served; /* on demand: taken after ask */
 	/* checkpoint durations: counts per bucket of sv_ck_buckets_s (the
 	 * last, +Inf, is the total count) and the sum */
 	_Atomic uint64_t ck_hist[SV_CK_BUCKETS + 1];
@@ -64,22 +64,22 @@ typedef struct sv_worker_stats {
 
 typedef struct sv_worker sv_worker_t;
 
-typedef void (sv_worker_done_cb)(void *opaque, sv_worker_t *w);
+typedef void(sv_worker_done_cb)(void *opaque, sv_worker_t *w);
 
 typedef struct sv_worker_conf {
 	const char *job_id;
 	int attempt;
-	const sv_jobspec_t *spec;          /* borrowed; outlives the worker */
+	const sv_jobspec_t *spec; /* borrowed; outlives the worker */
 	const sv_cluster_t *source_cluster; /* borrowed, may be NULL */
 	const sv_cluster_t *sink_cluster;
 	const sv_cluster_t *dlq_cluster;
 	const sv_cluster_t *late_cluster;
-	sv_obslog_t *obs;                  /* the job's observations */
-	sv_ckstore_t *store;               /* checkpoints; NULL: none (offsets
+	sv_obslog_t *obs; /* the job's observations */
+	sv_ckstore_t *store; /* checkpoints; NULL: none (offsets
 					    * committed every second) */
-	int64_t restore_from;              /* checkpoint id to restore, or -1:
+	int64_t restore_from; /* checkpoint id to restore, or -1:
 					    * the recovery rule */
-	bool ignore_state;                 /* restore positions only */
+	bool ignore_state; /* restore positions only */
 	sv_worker_done_cb *done;
 	void *opaque;
 } sv_worker_conf_t;

@@ -30,15 +30,24 @@ int svj_simd_decode(void *h, const char *p, size_t len, struct svj_cell *out);
 void svj_simd_free(void *h);
 }
 
-namespace {
-enum { T_NULL, T_BOOL, T_INT64, T_FLOAT64, T_STRING, T_TIMESTAMP };
+namespace
+{
+enum {
+	T_NULL,
+	T_BOOL,
+	T_INT64,
+	T_FLOAT64,
+	T_STRING,
+	T_TIMESTAMP
+};
 
 struct shim {
 	simdjson::ondemand::parser parser;
 	std::vector<std::string> names;
 	std::vector<int> types;
 	std::vector<char> buf;
-	std::vector<std::string> strs; // unescaped strings, valid until next decode
+	std::vector<std::string>
+		strs; // unescaped strings, valid until next decode
 };
 
 int lookup(shim *s, std::string_view k)
@@ -61,7 +70,10 @@ void *svj_simd_new(const char *const *names, const int *types, size_t n)
 	return s;
 }
 
-void svj_simd_free(void *h) { delete static_cast<shim *>(h); }
+void svj_simd_free(void *h)
+{
+	delete static_cast<shim *>(h);
+}
 
 int svj_simd_decode(void *h, const char *p, size_t len, struct svj_cell *out)
 {
@@ -123,7 +135,8 @@ int svj_simd_decode(void *h, const char *p, size_t len, struct svj_cell *out)
 			c.len = sv.size();
 			break;
 		}
-		default: return -1;
+		default:
+			return -1;
 		}
 	}
 	// simdjson 3.0.1 (Debian 12) has no document::at_end(): trailing

@@ -74,7 +74,7 @@ extern char **environ;
 #define PARTS 4
 #define N_KEYS 16
 #define BASE_MS 1700000000000LL /* a multiple of WIN_MS */
-#define JITTER_MS 400           /* per-partition disorder < OOO_MS */
+#define JITTER_MS 400 /* per-partition disorder < OOO_MS */
 #define OOO_MS 2000
 #define WIN_MS 5000
 #define CK_MS 500
@@ -90,21 +90,29 @@ static uint64_t mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static int key_of(int64_t seq) { return (int)(mix64((uint64_t)seq) % N_KEYS); }
-static int part_of(int64_t seq) { return (int)(seq % PARTS); }
+static int key_of(int64_t seq)
+{
+	return (int)(mix64((uint64_t)seq) % N_KEYS);
+}
+static int part_of(int64_t seq)
+{
+	return (int)(seq % PARTS);
+}
 /* One millisecond of event time per record plus jitter: within a partition
  * (every 4th record) event time moves forward 4 ms per record with less
  * disorder than the watermark allows, so no record is ever late. */
 static int64_t ts_of(int64_t seq)
 {
 	return BASE_MS + seq +
-	       (int64_t)(mix64((uint64_t)seq ^ 0x5bd1e995ULL) % JITTER_MS);
+		(int64_t)(mix64((uint64_t)seq ^ 0x5bd1e995ULL) % JITTER_MS);
 }
 
 static int fmt_record(char *buf, size_t len, int64_t seq)
 {
-	return snprintf(buf, len, "{\"seq\":%" PRId64 ",\"k\":\"k%02d\",\"ts\":%"
-			PRId64 "}", seq, key_of(seq), ts_of(seq));
+	return snprintf(buf, len,
+			"{\"seq\":%" PRId64 ",\"k\":\"k%02d\",\"ts\":%" PRId64
+			"}",
+			seq, key_of(seq), ts_of(seq));
 }
 
 static int64_t part_count(int64_t n, int p)
@@ -132,8 +140,8 @@ typedef struct producer {
 	pthread_t th;
 	bool started;
 	char *topic;
-	int64_t target;      /* records to write (a cap when until_stopped) */
-	double rate;         /* records per second */
+	int64_t target; /* records to write (a cap when until_stopped) */
+	double rate; /* records per second */
 	atomic_llong produced;
 	atomic_bool stop, done;
 	atomic_int failures;
@@ -155,14 +163,16 @@ static void *producer_main(void *arg)
 	producer_t *p = arg;
 	char err[512];
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err, sizeof(err));
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
 	rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
 	rd_kafka_conf_set(conf, "acks", "all", err, sizeof(err));
 	rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
 	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
 	rd_kafka_conf_set_opaque(conf, p);
 	rd_kafka_conf_set_dr_msg_cb(conf, producer_dr);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+				      sizeof(err));
 	if (!rk) {
 		snprintf(p->err, sizeof(p->err), "producer: %s", err);
 		atomic_fetch_add(&p->failures, 1);
@@ -173,13 +183,14 @@ static void *producer_main(void *arg)
 	char buf[160];
 	while (seq < p->target && !atomic_load(&p->stop)) {
 		int64_t allowed = (int64_t)((double)(sv_mono_ms() - t0) *
-					    p->rate / 1000.0) + 1;
+					    p->rate / 1000.0) +
+			1;
 		if (allowed > p->target)
 			allowed = p->target;
 		while (seq < allowed && !atomic_load(&p->stop)) {
 			int n = fmt_record(buf, sizeof(buf), seq);
-			rd_kafka_resp_err_t r = rd_kafka_producev(rk,
-				RD_KAFKA_V_TOPIC(p->topic),
+			rd_kafka_resp_err_t r = rd_kafka_producev(
+				rk, RD_KAFKA_V_TOPIC(p->topic),
 				RD_KAFKA_V_PARTITION(part_of(seq)),
 				RD_KAFKA_V_VALUE(buf, (size_t)n),
 				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
@@ -202,8 +213,10 @@ static void *producer_main(void *arg)
 out:
 	rd_kafka_flush(rk, 60000);
 	if (rd_kafka_outq_len(rk) > 0 && atomic_fetch_add(&p->failures, 1) == 0)
-		snprintf(p->err, sizeof(p->err), "flush timed out with %d "
-			 "records undelivered", rd_kafka_outq_len(rk));
+		snprintf(p->err, sizeof(p->err),
+			 "flush timed out with %d "
+			 "records undelivered",
+			 rd_kafka_outq_len(rk));
 	rd_kafka_destroy(rk);
 	atomic_store(&p->done, true);
 	return NULL;
@@ -233,20 +246,26 @@ static void producer_join(producer_t *p, bool stop)
 
 /* ---- jobs and the crash context ---- */
 
-typedef enum { J_PASS, J_WINDOW } jkind_t;
-typedef enum { S_KAFKA, S_FILE } skind_t;
+typedef enum {
+	J_PASS,
+	J_WINDOW
+} jkind_t;
+typedef enum {
+	S_KAFKA,
+	S_FILE
+} skind_t;
 
 typedef struct cjob {
 	const char *label;
 	jkind_t kind;
 	skind_t sink;
 	bool exactly_once;
-	char *out;        /* topic, or directory of the file sink */
+	char *out; /* topic, or directory of the file sink */
 	char *id;
 	/* from the last status seen */
 	int64_t in, out_n, ck, lag, late, restarts;
 	char state[24];
-	bool answered;    /* status seen in the current incarnation */
+	bool answered; /* status seen in the current incarnation */
 } cjob_t;
 
 typedef struct seenfile {
@@ -261,7 +280,7 @@ typedef struct crash {
 	cjob_t jobs[4];
 	int njobs;
 	producer_t prod;
-	int64_t n;            /* records written (known once the producer ends) */
+	int64_t n; /* records written (known once the producer ends) */
 	pid_t pid;
 	int port;
 	int incarnation;
@@ -271,10 +290,10 @@ typedef struct crash {
 	int kills_random, kills_point, kills_inflight;
 	int64_t t0;
 	bool passed;
-	seenfile_t *seen;     /* file sink: files visible at some kill */
+	seenfile_t *seen; /* file sink: files visible at some kill */
 	size_t nseen, capseen;
-	size_t torn_seen;     /* incomplete visible files found at kills */
-	char summary[4096];   /* SUMMARY lines, printed again at the end */
+	size_t torn_seen; /* incomplete visible files found at kills */
+	char summary[4096]; /* SUMMARY lines, printed again at the end */
 } crash_t;
 
 static crash_t *g_live; /* for the atexit safety net */
@@ -325,7 +344,8 @@ static void print_log_tail(crash_t *c, int lines)
 	while (p > s && n <= lines)
 		if (*--p == '\n')
 			n++;
-	fprintf(stderr, "---- last lines of %s ----\n%s\n---- end of log ----\n",
+	fprintf(stderr,
+		"---- last lines of %s ----\n%s\n---- end of log ----\n",
 		c->log_path, p);
 	free(s);
 }
@@ -353,7 +373,9 @@ static double secs(crash_t *c)
 static int rm_entry(const char *p, const struct stat *sb, int flag,
 		    struct FTW *ftw)
 {
-	(void)sb; (void)flag; (void)ftw;
+	(void)sb;
+	(void)flag;
+	(void)ftw;
 	remove(p);
 	return 0;
 }
@@ -363,7 +385,8 @@ static crash_t *crash_new(void **state, const char *test, unsigned salt)
 	const char *bin = getenv("STREAMVISOR_BIN");
 	if (!bin || !*bin || access(bin, X_OK))
 		fail_msg("STREAMVISOR_BIN is not set or not executable ('%s'): "
-			 "run through ctest, or point it at the built streamvisor",
+			 "run through ctest, or point it at the built "
+			 "streamvisor",
 			 bin ? bin : "");
 	tk_bootstrap(); /* fails loudly without a broker */
 	crash_t *c = sv_calloc(1, sizeof(*c));
@@ -430,9 +453,15 @@ static void sv_start(crash_t *c, const char *kill_at)
 			*p = '_';
 	/* everything the child needs is prepared before fork: the child only
 	 * calls async-signal-safe functions (the test has threads) */
-	char *argv[] = {(char *)bin, "serve", "--listen", "127.0.0.1:0",
-			"--data-dir", c->data_dir, "--bootstrap-servers",
-			(char *)tk_bootstrap(), NULL};
+	char *argv[] = {(char *)bin,
+			"serve",
+			"--listen",
+			"127.0.0.1:0",
+			"--data-dir",
+			c->data_dir,
+			"--bootstrap-servers",
+			(char *)tk_bootstrap(),
+			NULL};
 	size_t ne = 0;
 	while (environ[ne])
 		ne++;
@@ -448,7 +477,8 @@ static void sv_start(crash_t *c, const char *kill_at)
 		envp[k++] = ka;
 	}
 	envp[k] = NULL;
-	int fd = open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		      0644);
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || nul < 0)
 		fail_c(c, "cannot open %s: %s", c->log_path, strerror(errno));
@@ -522,7 +552,8 @@ static void sv_sigkill(crash_t *c)
 	pid_t pid = c->pid;
 	kill_group(pid);
 	if (!sv_reap(c, 15000, NULL))
-		fail_c(c, "supervisor pid %d survived SIGKILL for 15 s", (int)pid);
+		fail_c(c, "supervisor pid %d survived SIGKILL for 15 s",
+		       (int)pid);
 }
 
 /* SIGTERM, then SIGKILL after 20 s. */
@@ -532,7 +563,8 @@ static void sv_stop(crash_t *c)
 		return;
 	kill(c->pid, SIGTERM);
 	if (!sv_reap(c, 20000, NULL)) {
-		fprintf(stderr, "it_crash: supervisor did not stop within 20 s "
+		fprintf(stderr,
+			"it_crash: supervisor did not stop within 20 s "
 			"of SIGTERM; SIGKILL\n");
 		sv_sigkill(c);
 	}
@@ -585,16 +617,19 @@ static int http_do(int port, const char *method, const char *path,
 	sv_buf_init(&req);
 	sv_buf_init(&in);
 	size_t blen = body ? strlen(body) : 0;
-	sv_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	sv_buf_printf(&req,
+		      "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 		      "Connection: close\r\nContent-Type: application/json\r\n"
-		      "Content-Length: %zu\r\n\r\n", method, path, blen);
+		      "Content-Length: %zu\r\n\r\n",
+		      method, path, blen);
 	if (body)
 		sv_buf_append(&req, body, blen);
 	int status = -1;
 	int64_t deadline = sv_mono_ms() + timeout_ms;
 	size_t off = 0;
 	while (off < req.len) {
-		ssize_t w = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
+		ssize_t w = send(fd, req.data + off, req.len - off,
+				 MSG_NOSIGNAL);
 		if (w <= 0)
 			goto out;
 		off += (size_t)w;
@@ -698,8 +733,8 @@ static json_t *job_get(crash_t *c, cjob_t *j)
 	j->lag = jint(json_object_get(s, "lag"), "records", -1);
 	if (!strcmp(j->state, "failed")) {
 		char *d = json_dumps(s, JSON_COMPACT);
-		fail_c(c, "job %s (%s) is failed in incarnation %d: %s", j->label,
-		       j->id, c->incarnation, d);
+		fail_c(c, "job %s (%s) is failed in incarnation %d: %s",
+		       j->label, j->id, c->incarnation, d);
 	}
 	return s;
 }
@@ -719,12 +754,15 @@ static void wait_port(crash_t *c, int timeout_ms)
 		int st;
 		char d[96];
 		if (sv_reap(c, 0, &st))
-			fail_c(c, "the supervisor exited during startup "
-			       "(incarnation %d): %s", c->incarnation,
-			       describe_exit(st, d, sizeof(d)));
+			fail_c(c,
+			       "the supervisor exited during startup "
+			       "(incarnation %d): %s",
+			       c->incarnation, describe_exit(st, d, sizeof(d)));
 		if (sv_mono_ms() > deadline)
-			fail_c(c, "the supervisor printed no listen address "
-			       "within %d ms", timeout_ms);
+			fail_c(c,
+			       "the supervisor printed no listen address "
+			       "within %d ms",
+			       timeout_ms);
 		usleep(20000);
 	}
 }
@@ -749,14 +787,20 @@ static void wait_back(crash_t *c, int timeout_ms)
 			int st;
 			char d[96];
 			if (sv_reap(c, 0, &st))
-				fail_c(c, "the supervisor exited while jobs came "
-				       "back: %s", describe_exit(st, d, sizeof(d)));
+				fail_c(c,
+				       "the supervisor exited while jobs came "
+				       "back: %s",
+				       describe_exit(st, d, sizeof(d)));
 			if (sv_mono_ms() > deadline)
-				fail_c(c, "job %s (%s) did not come back running "
-				       "within %d ms after restart %d (last state "
-				       "'%s', %s)", j->label, j->id, timeout_ms,
-				       c->incarnation, j->state, j->answered
-				       ? "answered" : "never answered / 404");
+				fail_c(c,
+				       "job %s (%s) did not come back running "
+				       "within %d ms after restart %d (last "
+				       "state "
+				       "'%s', %s)",
+				       j->label, j->id, timeout_ms,
+				       c->incarnation, j->state,
+				       j->answered ? "answered"
+						   : "never answered / 404");
 			usleep(100000);
 		}
 	}
@@ -767,7 +811,8 @@ static void wait_back(crash_t *c, int timeout_ms)
 static const char *window_step =
 	"{\"window\": {\"type\": \"tumbling\", \"size_ms\": 5000,"
 	" \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\","
-	" \"total\": \"sum(seq)\", \"lo\": \"min(seq)\", \"hi\": \"max(seq)\"}}}";
+	" \"total\": \"sum(seq)\", \"lo\": \"min(seq)\", \"hi\": "
+	"\"max(seq)\"}}}";
 
 static char *job_spec(crash_t *c, cjob_t *j)
 {
@@ -781,23 +826,25 @@ static char *job_spec(crash_t *c, cjob_t *j)
 		abort();
 	}
 	if (asprintf(&s,
-		"{\"name\": \"%s-%s\","
-		" \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"seq\", \"type\": \"int64\"},"
-		"   {\"name\": \"k\", \"type\": \"string\"},"
-		"   {\"name\": \"ts\", \"type\": \"int64\"}],"
-		" \"event_time\": {\"field\": \"ts\","
-		"   \"max_out_of_orderness_ms\": %d},"
-		" \"pipeline\": [{\"filter\": \"seq >= 0\"}%s%s],"
-		" \"sink\": %s,"
-		" \"delivery\": \"%s\","
-		" \"checkpoint\": {\"interval_ms\": %d, \"retain\": 3},"
-		" \"restart\": {\"max_attempts\": 1000,"
-		"   \"initial_backoff_ms\": 100, \"max_backoff_ms\": 2000}}",
-		c->test, j->label, c->in_topic, OOO_MS,
-		j->kind == J_WINDOW ? ", " : "",
-		j->kind == J_WINDOW ? window_step : "", sink,
-		j->exactly_once ? "exactly_once" : "at_least_once", CK_MS) < 0)
+		     "{\"name\": \"%s-%s\","
+		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"schema\": [{\"name\": \"seq\", \"type\": \"int64\"},"
+		     "   {\"name\": \"k\", \"type\": \"string\"},"
+		     "   {\"name\": \"ts\", \"type\": \"int64\"}],"
+		     " \"event_time\": {\"field\": \"ts\","
+		     "   \"max_out_of_orderness_ms\": %d},"
+		     " \"pipeline\": [{\"filter\": \"seq >= 0\"}%s%s],"
+		     " \"sink\": %s,"
+		     " \"delivery\": \"%s\","
+		     " \"checkpoint\": {\"interval_ms\": %d, \"retain\": 3},"
+		     " \"restart\": {\"max_attempts\": 1000,"
+		     "   \"initial_backoff_ms\": 100, \"max_backoff_ms\": "
+		     "2000}}",
+		     c->test, j->label, c->in_topic, OOO_MS,
+		     j->kind == J_WINDOW ? ", " : "",
+		     j->kind == J_WINDOW ? window_step : "", sink,
+		     j->exactly_once ? "exactly_once" : "at_least_once",
+		     CK_MS) < 0)
 		abort();
 	free(sink);
 	return s;
@@ -812,15 +859,17 @@ static void submit_jobs(crash_t *c)
 		json_t *r = http_json(c, "POST", "/v1/jobs", spec, &st, &raw);
 		const char *id = json_string_value(json_object_get(r, "id"));
 		if (st != 201 || !id)
-			fail_c(c, "submit %s: HTTP %d: %s\n(an exactly_once job "
-			       "or a file sink is refused until checkpoints and "
+			fail_c(c,
+			       "submit %s: HTTP %d: %s\n(an exactly_once job "
+			       "or a file sink is refused until checkpoints "
+			       "and "
 			       "exactly-once land: see issue 4)\nspec: %s",
 			       j->label, st, raw ? raw : "(no answer)", spec);
 		j->id = sv_strdup(id);
 		printf("[%s] submitted %s as %s (%s, %s sink %s)\n", c->test,
-		       j->label, j->id, j->exactly_once ? "exactly_once"
-		       : "at_least_once", j->sink == S_KAFKA ? "kafka" : "file",
-		       j->out);
+		       j->label, j->id,
+		       j->exactly_once ? "exactly_once" : "at_least_once",
+		       j->sink == S_KAFKA ? "kafka" : "file", j->out);
 		fflush(stdout);
 		json_decref(r);
 		free(raw);
@@ -864,8 +913,8 @@ static bool ends_with(const char *s, const char *suf)
  * counted in *torn and named on stderr. visit(path, size) is called per
  * file when given. */
 static void scan_files(crash_t *c, const char *dir, lines_t *out, size_t *torn,
-		       size_t *files, void (*visit)(crash_t *, const char *,
-						    int64_t))
+		       size_t *files,
+		       void (*visit)(crash_t *, const char *, int64_t))
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -889,11 +938,14 @@ static void scan_files(crash_t *c, const char *dir, lines_t *out, size_t *torn,
 				bool bad = len > 0 && s[len - 1] != '\n';
 				const char *q = s, *end = s + len;
 				while (q < end) {
-					const char *nl = memchr(q, '\n', (size_t)(end - q));
-					size_t n = nl ? (size_t)(nl - q) : (size_t)(end - q);
+					const char *nl = memchr(
+						q, '\n', (size_t)(end - q));
+					size_t n = nl ? (size_t)(nl - q)
+						      : (size_t)(end - q);
 					if (n) {
 						json_error_t jerr;
-						json_t *o = json_loadb(q, n, 0, &jerr);
+						json_t *o = json_loadb(q, n, 0,
+								       &jerr);
 						if (!json_is_object(o))
 							bad = true;
 						json_decref(o);
@@ -904,9 +956,12 @@ static void scan_files(crash_t *c, const char *dir, lines_t *out, size_t *torn,
 				}
 				if (bad) {
 					(*torn)++;
-					fprintf(stderr, "it_crash: visible file %s is "
-						"incomplete or holds a non-JSON line "
-						"(%zu bytes)\n", p, len);
+					fprintf(stderr,
+						"it_crash: visible file %s is "
+						"incomplete or holds a "
+						"non-JSON line "
+						"(%zu bytes)\n",
+						p, len);
 				}
 				if (visit)
 					visit(c, p, (int64_t)len);
@@ -923,9 +978,10 @@ static void remember_file(crash_t *c, const char *path, int64_t size)
 	for (size_t i = 0; i < c->nseen; i++)
 		if (!strcmp(c->seen[i].path, path)) {
 			if (c->seen[i].size != size)
-				fprintf(stderr, "it_crash: visible file %s changed "
-					"size %" PRId64 " -> %" PRId64 "\n", path,
-					c->seen[i].size, size);
+				fprintf(stderr,
+					"it_crash: visible file %s changed "
+					"size %" PRId64 " -> %" PRId64 "\n",
+					path, c->seen[i].size, size);
 			return;
 		}
 	if (c->nseen == c->capseen) {
@@ -954,13 +1010,16 @@ static size_t changed_files(crash_t *c)
 	size_t bad = 0;
 	for (size_t i = 0; i < c->nseen; i++) {
 		struct stat sb;
-		if (stat(c->seen[i].path, &sb) || sb.st_size != c->seen[i].size) {
+		if (stat(c->seen[i].path, &sb) ||
+		    sb.st_size != c->seen[i].size) {
 			if (bad < 10)
-				fprintf(stderr, "it_crash: file %s (%" PRId64
+				fprintf(stderr,
+					"it_crash: file %s (%" PRId64
 					" bytes when seen) is now %s\n",
 					c->seen[i].path, c->seen[i].size,
-					stat(c->seen[i].path, &sb) ? "gone"
-					: "a different size");
+					stat(c->seen[i].path, &sb)
+						? "gone"
+						: "a different size");
 			bad++;
 		}
 	}
@@ -969,7 +1028,10 @@ static size_t changed_files(crash_t *c)
 
 /* ---- the crash loop ---- */
 
-static bool producer_done(crash_t *c) { return atomic_load(&c->prod.done); }
+static bool producer_done(crash_t *c)
+{
+	return atomic_load(&c->prod.done);
+}
 
 static void print_kill(crash_t *c, const char *how, int64_t uptime_ms,
 		       int64_t produced0)
@@ -982,7 +1044,8 @@ static void print_kill(crash_t *c, const char *how, int64_t uptime_ms,
 		cjob_t *j = &c->jobs[i];
 		if (j->lag > 0)
 			inflight = true;
-		o += (size_t)snprintf(jobs + o, sizeof(jobs) - o,
+		o += (size_t)snprintf(
+			jobs + o, sizeof(jobs) - o,
 			" | %s %s in=%" PRId64 " lag=%" PRId64 " ck=%" PRId64,
 			j->label, j->answered ? j->state : "(no answer)", j->in,
 			j->lag, j->ck);
@@ -990,9 +1053,9 @@ static void print_kill(crash_t *c, const char *how, int64_t uptime_ms,
 	if (inflight)
 		c->kills_inflight++;
 	printf("[%s %6.1fs] kill %d (%s, %" PRId64 " ms after start): "
-	       "produced=%" PRId64 " (+%" PRId64 ")%s\n", c->test, secs(c),
-	       c->kills_random + c->kills_point, how, uptime_ms, produced,
-	       produced - produced0, jobs);
+	       "produced=%" PRId64 " (+%" PRId64 ")%s\n",
+	       c->test, secs(c), c->kills_random + c->kills_point, how,
+	       uptime_ms, produced, produced - produced0, jobs);
 	fflush(stdout);
 }
 
@@ -1016,18 +1079,23 @@ static void first_incarnation(crash_t *c)
 		int st;
 		char d[96];
 		if (sv_reap(c, 0, &st))
-			fail_c(c, "the supervisor exited before the first "
-			       "checkpoint: %s", describe_exit(st, d, sizeof(d)));
+			fail_c(c,
+			       "the supervisor exited before the first "
+			       "checkpoint: %s",
+			       describe_exit(st, d, sizeof(d)));
 		if (sv_mono_ms() > deadline)
-			fail_c(c, "not every job committed a first checkpoint "
+			fail_c(c,
+			       "not every job committed a first checkpoint "
 			       "within 60 s (interval %d ms): last_checkpoint "
-			       "stays null", CK_MS);
+			       "stays null",
+			       CK_MS);
 		usleep(100000);
 	}
 	snapshot_files(c);
 	sv_sigkill(c);
 	c->kills_random++;
-	print_kill(c, "after first checkpoint", sv_mono_ms() - start, produced0);
+	print_kill(c, "after first checkpoint", sv_mono_ms() - start,
+		   produced0);
 }
 
 /* Start, let it run delay_ms, SIGKILL. */
@@ -1040,8 +1108,10 @@ static void cycle_random(crash_t *c, int delay_ms)
 		int st;
 		char d[96];
 		if (sv_reap(c, 0, &st))
-			fail_c(c, "the supervisor exited by itself during a "
-			       "random cycle: %s", describe_exit(st, d, sizeof(d)));
+			fail_c(c,
+			       "the supervisor exited by itself during a "
+			       "random cycle: %s",
+			       describe_exit(st, d, sizeof(d)));
 		poll_jobs(c);
 		int64_t left = at - sv_mono_ms();
 		if (left > 0)
@@ -1068,20 +1138,26 @@ static void cycle_point(crash_t *c, const char *kill_at)
 		char d[96];
 		if (sv_reap(c, 0, &st)) {
 			if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
-				fail_c(c, "with STREAMVISOR_KILL_AT=%s the "
+				fail_c(c,
+				       "with STREAMVISOR_KILL_AT=%s the "
 				       "supervisor ended with %s, expected "
-				       "SIGKILL at the kill point", kill_at,
+				       "SIGKILL at the kill point",
+				       kill_at,
 				       describe_exit(st, d, sizeof(d)));
 			char needle[96];
-			snprintf(needle, sizeof(needle), "kill point %s", point);
+			snprintf(needle, sizeof(needle), "kill point %s",
+				 point);
 			if (!log_contains(c, needle))
-				printf("[%s] note: SIGKILL with STREAMVISOR_KILL_AT"
-				       "=%s but the log does not mention '%s'\n",
+				printf("[%s] note: SIGKILL with "
+				       "STREAMVISOR_KILL_AT"
+				       "=%s but the log does not mention "
+				       "'%s'\n",
 				       c->test, kill_at, needle);
 			break;
 		}
 		if (sv_mono_ms() > deadline)
-			fail_c(c, "STREAMVISOR_KILL_AT=%s: the supervisor did not "
+			fail_c(c,
+			       "STREAMVISOR_KILL_AT=%s: the supervisor did not "
 			       "kill itself within 60 s (kill point never "
 			       "reached: are checkpoints running every %d ms?)",
 			       kill_at, CK_MS);
@@ -1101,15 +1177,17 @@ static void input_ends(crash_t *c, int64_t ends[PARTS])
 {
 	char err[512];
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err, sizeof(err));
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
 	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+				      sizeof(err));
 	if (!rk)
 		fail_c(c, "kafka client: %s", err);
 	for (int p = 0; p < PARTS; p++) {
 		int64_t lo, hi;
-		rd_kafka_resp_err_t r = rd_kafka_query_watermark_offsets(rk,
-			c->in_topic, p, &lo, &hi, 10000);
+		rd_kafka_resp_err_t r = rd_kafka_query_watermark_offsets(
+			rk, c->in_topic, p, &lo, &hi, 10000);
 		if (r)
 			fail_c(c, "watermarks of %s/%d: %s", c->in_topic, p,
 			       rd_kafka_err2str(r));
@@ -1126,15 +1204,20 @@ static bool group_at_end(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 	char err[512], group[200];
 	snprintf(group, sizeof(group), "streamvisor-%s", j->id);
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err, sizeof(err));
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
 	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err, sizeof(err));
+	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
+			  sizeof(err));
 	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+				      sizeof(err));
 	if (!rk)
 		fail_c(c, "kafka client: %s", err);
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(PARTS);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+		PARTS);
 	for (int p = 0; p < PARTS; p++)
 		rd_kafka_topic_partition_list_add(l, c->in_topic, p);
 	bool at = !rd_kafka_committed(rk, l, 5000);
@@ -1165,7 +1248,7 @@ static void wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 			int at = 0;
 			size_t i;
 			json_t *pe;
-			json_array_foreach(parts, i, pe) {
+			json_array_foreach (parts, i, pe) {
 				int64_t p = jint(pe, "partition", -1);
 				if (p >= 0 && p < PARTS &&
 				    jint(pe, "next_offset", -1) == ends[p])
@@ -1185,17 +1268,23 @@ static void wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 		int st;
 		char d[96];
 		if (sv_reap(c, 0, &st))
-			fail_c(c, "the supervisor died during the final drain: %s",
+			fail_c(c,
+			       "the supervisor died during the final drain: %s",
 			       describe_exit(st, d, sizeof(d)));
 		if (sv_mono_ms() > deadline) {
-			char *dump = last ? json_dumps(last, JSON_COMPACT) : NULL;
-			fail_c(c, "job %s (%s) did not consume its input to the end "
-			       "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ") and "
-			       "commit within %d ms; group offsets %" PRId64 ",%"
-			       PRId64 ",%" PRId64 ",%" PRId64 "; last status %s",
-			       j->label, j->id, ends[0], ends[1], ends[2], ends[3],
-			       timeout_ms, got[0], got[1], got[2], got[3],
-			       dump ? dump : "(none)");
+			char *dump = last ? json_dumps(last, JSON_COMPACT)
+					  : NULL;
+			fail_c(c,
+			       "job %s (%s) did not consume its input to the "
+			       "end "
+			       "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+			       ") and "
+			       "commit within %d ms; group offsets %" PRId64
+			       ",%" PRId64 ",%" PRId64 ",%" PRId64
+			       "; last status %s",
+			       j->label, j->id, ends[0], ends[1], ends[2],
+			       ends[3], timeout_ms, got[0], got[1], got[2],
+			       got[3], dump ? dump : "(none)");
 		}
 		usleep(200000);
 	}
@@ -1211,15 +1300,21 @@ static void read_topic(crash_t *c, const char *topic, bool read_committed,
 	char err[512];
 	char *group = tk_unique("it-crash-reader");
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err, sizeof(err));
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
 	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.partition.eof", "true", err, sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level", read_committed
-			  ? "read_committed" : "read_uncommitted", err, sizeof(err));
+	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "isolation.level",
+			  read_committed ? "read_committed"
+					 : "read_uncommitted",
+			  err, sizeof(err));
 	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
 	free(group);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+				      sizeof(err));
 	if (!rk)
 		fail_c(c, "kafka consumer: %s", err);
 	rd_kafka_poll_set_consumer(rk);
@@ -1233,10 +1328,12 @@ static void read_topic(crash_t *c, const char *topic, bool read_committed,
 	rd_kafka_topic_destroy(rkt);
 	int64_t *hw = sv_calloc((size_t)np, sizeof(int64_t));
 	bool *done = sv_calloc((size_t)np, sizeof(bool));
-	rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_new(np);
+	rd_kafka_topic_partition_list_t *parts =
+		rd_kafka_topic_partition_list_new(np);
 	for (int p = 0; p < np; p++) {
 		int64_t lo;
-		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hw[p], 10000))
+		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hw[p],
+						     10000))
 			fail_c(c, "watermarks of %s/%d", topic, p);
 		rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
 			RD_KAFKA_OFFSET_BEGINNING;
@@ -1252,12 +1349,17 @@ static void read_topic(crash_t *c, const char *topic, bool read_committed,
 			size_t o = 0;
 			for (int p = 0; p < np && o < sizeof(pos); p++)
 				o += (size_t)snprintf(pos + o, sizeof(pos) - o,
-					" p%d: eof at %" PRId64 " of %" PRId64, p,
-					eof_at[p], hw[p]);
-			fail_c(c, "reading %s (%s) did not reach the end within "
+						      " p%d: eof at %" PRId64
+						      " of %" PRId64,
+						      p, eof_at[p], hw[p]);
+			fail_c(c,
+			       "reading %s (%s) did not reach the end within "
 			       "120 s:%s (an open transaction holds the last "
-			       "stable offset?)", topic, read_committed
-			       ? "read_committed" : "read_uncommitted", pos);
+			       "stable offset?)",
+			       topic,
+			       read_committed ? "read_committed"
+					      : "read_uncommitted",
+			       pos);
 		}
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
 		if (!m)
@@ -1292,8 +1394,8 @@ typedef struct tally {
 	size_t expected, got, dup, missing, wrong, unexpected, torn;
 } tally_t;
 
-static void note_list(const char *what, const char *label, int64_t *v,
-		      size_t n, size_t total)
+static void note_list(const char *what, const char *label, int64_t *v, size_t n,
+		      size_t total)
 {
 	if (!total)
 		return;
@@ -1315,7 +1417,8 @@ static void note_strs(const char *what, const char *label, char v[][40],
 }
 
 /* Passthrough: every seq in [0, n) exactly once, with its own k and ts. */
-static tally_t verify_pass(const char *label, char **lines, size_t nl, int64_t n)
+static tally_t verify_pass(const char *label, char **lines, size_t nl,
+			   int64_t n)
 {
 	tally_t t = {.expected = (size_t)n, .got = nl};
 	uint16_t *cnt = sv_calloc((size_t)n + 1, sizeof(uint16_t));
@@ -1415,16 +1518,19 @@ static tally_t verify_window(const char *label, char **lines, size_t nl,
 		if (e->seen++ && nd < 8)
 			snprintf(ex_dup[nd++], 40, "k%02d@%" PRId64, key, ws);
 		if (jint(o, "window_end", -1) != ws + WIN_MS ||
-		    jint(o, "n", -1) != e->n || jint(o, "total", -1) != e->total ||
+		    jint(o, "n", -1) != e->n ||
+		    jint(o, "total", -1) != e->total ||
 		    jint(o, "lo", -1) != e->lo || jint(o, "hi", -1) != e->hi) {
 			t.wrong++;
 			if (nw < 8)
-				snprintf(ex_wrong[nw++], 40, "k%02d@%" PRId64, key, ws);
+				snprintf(ex_wrong[nw++], 40, "k%02d@%" PRId64,
+					 key, ws);
 			if (t.wrong <= 3)
-				printf("    %s wrong row: %.200s (expected n=%"
-				       PRId64 " total=%" PRId64 " lo=%" PRId64
-				       " hi=%" PRId64 ")\n", label, lines[i],
-				       e->n, e->total, e->lo, e->hi);
+				printf("    %s wrong row: %.200s (expected "
+				       "n=%" PRId64 " total=%" PRId64
+				       " lo=%" PRId64 " hi=%" PRId64 ")\n",
+				       label, lines[i], e->n, e->total, e->lo,
+				       e->hi);
 		}
 		json_decref(o);
 	}
@@ -1436,7 +1542,9 @@ static tally_t verify_window(const char *label, char **lines, size_t nl,
 			if (nm < 8)
 				snprintf(ex_miss[nm++], 40, "k%02d@%" PRId64,
 					 (int)(i % N_KEYS),
-					 (int64_t)(BASE_MS + (int64_t)(i / N_KEYS) * WIN_MS));
+					 (int64_t)(BASE_MS +
+						   (int64_t)(i / N_KEYS) *
+							   WIN_MS));
 		} else {
 			t.dup += w[i].seen - 1;
 		}
@@ -1448,14 +1556,16 @@ static tally_t verify_window(const char *label, char **lines, size_t nl,
 	return t;
 }
 
-static void summary(crash_t *c, cjob_t *j, const char *reader,
-		    const tally_t *t, const char *role)
+static void summary(crash_t *c, cjob_t *j, const char *reader, const tally_t *t,
+		    const char *role)
 {
 	char line[512];
-	int n = snprintf(line, sizeof(line),
+	int n = snprintf(
+		line, sizeof(line),
 		"SUMMARY test=%s job=%s delivery=%s sink=%s reader=%s "
 		"expected=%zu got=%zu duplicates=%zu missing=%zu wrong=%zu "
-		"unexpected=%zu%s%s (%s)\n", c->test, j->label,
+		"unexpected=%zu%s%s (%s)\n",
+		c->test, j->label,
 		j->exactly_once ? "exactly_once" : "at_least_once",
 		j->sink == S_KAFKA ? "kafka" : "file", reader, t->expected,
 		t->got, t->dup, t->missing, t->wrong, t->unexpected,
@@ -1470,8 +1580,8 @@ static void summary(crash_t *c, cjob_t *j, const char *reader,
 
 static bool exact(const tally_t *t)
 {
-	return !t->dup && !t->missing && !t->wrong && !t->unexpected && !t->torn &&
-	       t->got == t->expected;
+	return !t->dup && !t->missing && !t->wrong && !t->unexpected &&
+		!t->torn && t->got == t->expected;
 }
 
 /* Read one job's output with one reader and verify. */
@@ -1528,14 +1638,15 @@ static void final_incarnation(crash_t *c)
 	size_t idx;
 	json_t *je;
 	int known = 0;
-	json_array_foreach(arr, idx, je) {
+	json_array_foreach (arr, idx, je) {
 		const char *id = json_string_value(json_object_get(je, "id"));
 		for (int i = 0; i < c->njobs; i++)
 			known += id && !strcmp(id, c->jobs[i].id);
 	}
 	if (json_array_size(arr) != (size_t)c->njobs || known != c->njobs) {
 		char *d = json_dumps(list, JSON_COMPACT);
-		fail_c(c, "after %d restarts GET /v1/jobs lists %zu jobs (%d of "
+		fail_c(c,
+		       "after %d restarts GET /v1/jobs lists %zu jobs (%d of "
 		       "ours), expected exactly our %d: %.2000s",
 		       c->incarnation - 1, json_array_size(arr), known,
 		       c->njobs, d);
@@ -1551,7 +1662,8 @@ static void drain_all(crash_t *c)
 {
 	char *sentinels[PARTS];
 	for (int p = 0; p < PARTS; p++)
-		if (asprintf(&sentinels[p], "{\"seq\":-1,\"k\":\"end\",\"ts\":%lld}",
+		if (asprintf(&sentinels[p],
+			     "{\"seq\":-1,\"k\":\"end\",\"ts\":%lld}",
 			     (long long)SENTINEL_TS) < 0)
 			abort();
 	tk_produce(c->in_topic, (const char *const *)sentinels, PARTS);
@@ -1561,14 +1673,17 @@ static void drain_all(crash_t *c)
 	input_ends(c, ends);
 	for (int p = 0; p < PARTS; p++)
 		if (ends[p] != part_count(c->n, p) + 1)
-			fail_c(c, "input partition %d holds %" PRId64 " records, "
-			       "expected %" PRId64 " + 1 sentinel: the test's own "
-			       "producer lost or duplicated input", p, ends[p],
-			       part_count(c->n, p));
+			fail_c(c,
+			       "input partition %d holds %" PRId64 " records, "
+			       "expected %" PRId64
+			       " + 1 sentinel: the test's own "
+			       "producer lost or duplicated input",
+			       p, ends[p], part_count(c->n, p));
 	int drain_ms = 120000 + (int)(c->n / 10);
 	for (int i = 0; i < c->njobs; i++)
 		wait_drained(c, &c->jobs[i], ends, drain_ms);
-	printf("[%s %6.1fs] every job drained and committed\n", c->test, secs(c));
+	printf("[%s %6.1fs] every job drained and committed\n", c->test,
+	       secs(c));
 	fflush(stdout);
 }
 
@@ -1585,7 +1700,11 @@ static void finish(crash_t *c)
  * Best effort (log text), reported, never asserted. */
 static void print_recoveries(crash_t *c)
 {
-	struct { int job; char what[96]; int n; } tab[48];
+	struct {
+		int job;
+		char what[96];
+		int n;
+	} tab[48];
 	int nt = 0;
 	DIR *d = opendir(c->log_dir);
 	struct dirent *e;
@@ -1605,20 +1724,23 @@ static void print_recoveries(crash_t *c)
 			char *cp = op ? strrchr(op, ')') : NULL;
 			int job = -1;
 			for (int i = 0; jid && i < c->njobs; i++)
-				if (c->jobs[i].id && !strncmp(jid + 4, c->jobs[i].id,
-							      strlen(c->jobs[i].id)))
+				if (c->jobs[i].id &&
+				    !strncmp(jid + 4, c->jobs[i].id,
+					     strlen(c->jobs[i].id)))
 					job = i;
 			if (job >= 0 && op && cp) {
 				char what[96];
-				snprintf(what, sizeof(what), "%.*s", (int)(cp - op - 1),
-					 op + 1);
+				snprintf(what, sizeof(what), "%.*s",
+					 (int)(cp - op - 1), op + 1);
 				int i;
 				for (i = 0; i < nt; i++)
-					if (tab[i].job == job && !strcmp(tab[i].what, what))
+					if (tab[i].job == job &&
+					    !strcmp(tab[i].what, what))
 						break;
 				if (i == nt && nt < 48) {
 					tab[nt].job = job;
-					snprintf(tab[nt].what, sizeof(tab[nt].what), "%s",
+					snprintf(tab[nt].what,
+						 sizeof(tab[nt].what), "%s",
 						 what);
 					tab[nt++].n = 0;
 				}
@@ -1636,8 +1758,8 @@ static void print_recoveries(crash_t *c)
 		int any = 0;
 		for (int i = 0; i < nt; i++)
 			if (tab[i].job == j)
-				printf("%s %d x \"%s\"", any++ ? "," : "", tab[i].n,
-				       tab[i].what);
+				printf("%s %d x \"%s\"", any++ ? "," : "",
+				       tab[i].n, tab[i].what);
 		printf("%s\n", any ? "" : " (none logged)");
 	}
 }
@@ -1646,13 +1768,15 @@ static void print_end(crash_t *c)
 {
 	print_recoveries(c);
 	printf("[%s] KILLS random=%d kill_points=%d with_data_in_flight=%d "
-	       "incarnations=%d seed=%u\n", c->test, c->kills_random,
-	       c->kills_point, c->kills_inflight, c->incarnation, c->seed);
+	       "incarnations=%d seed=%u\n",
+	       c->test, c->kills_random, c->kills_point, c->kills_inflight,
+	       c->incarnation, c->seed);
 	for (int i = 0; i < c->njobs; i++) {
 		cjob_t *j = &c->jobs[i];
-		printf("[%s] JOB %s id=%s state=%s (last attempt:) records_in=%"
-		       PRId64 " records_out=%" PRId64 " records_late=%" PRId64
-		       " restarts=%" PRId64 " last_checkpoint=%" PRId64 "\n",
+		printf("[%s] JOB %s id=%s state=%s (last attempt:) "
+		       "records_in=%" PRId64 " records_out=%" PRId64
+		       " records_late=%" PRId64 " restarts=%" PRId64
+		       " last_checkpoint=%" PRId64 "\n",
 		       c->test, j->label, j->id, j->state, j->in, j->out_n,
 		       j->late, j->restarts, j->ck);
 	}
@@ -1675,8 +1799,10 @@ static int crash_teardown(void **state)
 		nftw(c->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	if (!c->passed)
 		fprintf(stderr, "it_crash[%s]: failed; %s\n", c->test,
-			env_on("SV_CRASH_KEEP") ? "logs and data kept in the temp dir"
-			: "set SV_CRASH_KEEP=1 to keep the logs and data dir");
+			env_on("SV_CRASH_KEEP")
+				? "logs and data kept in the temp dir"
+				: "set SV_CRASH_KEEP=1 to keep the logs and "
+				  "data dir");
 	if (!c->passed && env_on("SV_CRASH_KEEP"))
 		fprintf(stderr, "it_crash[%s]: kept %s\n", c->test, c->root);
 	for (int i = 0; i < c->njobs; i++) {
@@ -1710,19 +1836,19 @@ static void test_verifier_self_check(void **state)
 	char buf[160];
 	for (int64_t s = 0; s < n; s++) {
 		if (s == 17)
-			continue;                         /* missing */
+			continue; /* missing */
 		int len = fmt_record(buf, sizeof(buf), s);
 		lines_add(&l, buf, (size_t)len);
 		if (s == 42)
-			lines_add(&l, buf, (size_t)len);  /* duplicate */
+			lines_add(&l, buf, (size_t)len); /* duplicate */
 	}
 	{
 		const char *wr = "{\"seq\":5,\"k\":\"k99\",\"ts\":1}";
-		lines_add(&l, wr, strlen(wr));        /* wrong + dup */
+		lines_add(&l, wr, strlen(wr)); /* wrong + dup */
 	}
 	{
 		const char *st = "{\"seq\":-1,\"k\":\"end\"}";
-		lines_add(&l, st, strlen(st));        /* stray */
+		lines_add(&l, st, strlen(st)); /* stray */
 	}
 	tally_t t = verify_pass("self-check", l.v, l.n, n);
 	assert_int_equal(t.expected, 1000);
@@ -1740,7 +1866,8 @@ static void test_verifier_self_check(void **state)
 		for (int k = 0; k < N_KEYS; k++) {
 			int64_t cnt = 0, tot = 0, lo = 0, hi = 0;
 			for (int64_t s = 0; s < n; s++)
-				if ((ts_of(s) - BASE_MS) / WIN_MS == (int64_t)wi &&
+				if ((ts_of(s) - BASE_MS) / WIN_MS ==
+					    (int64_t)wi &&
 				    key_of(s) == k) {
 					if (!cnt)
 						lo = hi = s;
@@ -1752,11 +1879,14 @@ static void test_verifier_self_check(void **state)
 			if (!cnt)
 				continue;
 			int64_t ws = BASE_MS + (int64_t)wi * WIN_MS;
-			int len = snprintf(buf, sizeof(buf), "{\"k\":\"k%02d\","
-				"\"window_start\":%" PRId64 ",\"window_end\":%" PRId64
-				",\"n\":%" PRId64 ",\"total\":%" PRId64 ",\"lo\":%"
-				PRId64 ",\"hi\":%" PRId64 "}", k, ws, ws + WIN_MS,
-				cnt, tot, lo, hi);
+			int len = snprintf(
+				buf, sizeof(buf),
+				"{\"k\":\"k%02d\","
+				"\"window_start\":%" PRId64
+				",\"window_end\":%" PRId64 ",\"n\":%" PRId64
+				",\"total\":%" PRId64 ",\"lo\":%" PRId64
+				",\"hi\":%" PRId64 "}",
+				k, ws, ws + WIN_MS, cnt, tot, lo, hi);
 			lines_add(&w, buf, (size_t)len);
 		}
 	tally_t ok = verify_window("self-check", w.v, w.n, n);
@@ -1815,7 +1945,8 @@ static void test_crash_loop(void **state)
 	 * the kills */
 	double rate = (double)n / (kills * 3.2);
 	printf("[crash_loop] %" PRId64 " records at %.0f/s, >= %d random "
-	       "SIGKILLs%s\n", n, rate, kills, lng ? " (SV_CRASH_LONG)" : "");
+	       "SIGKILLs%s\n",
+	       n, rate, kills, lng ? " (SV_CRASH_LONG)" : "");
 	producer_start(&c->prod, c->in_topic, n, rate);
 	first_incarnation(c);
 	random_kills(c, kills);
@@ -1843,17 +1974,20 @@ static void test_crash_loop(void **state)
 	assert_int_equal(c->n, n);
 	assert_true(c->kills_random >= kills);
 	if (!exact(&tp) || !exact(&tw))
-		fail_c(c, "exactly_once output is not exact after %d kills (see "
-		       "SUMMARY lines above)", c->kills_random);
+		fail_c(c,
+		       "exactly_once output is not exact after %d kills (see "
+		       "SUMMARY lines above)",
+		       c->kills_random);
 	if (ta.missing || ta.wrong || ta.unexpected)
-		fail_c(c, "at_least_once output lost or changed records (see "
+		fail_c(c,
+		       "at_least_once output lost or changed records (see "
 		       "SUMMARY lines above)");
 	c->passed = true;
 }
 
 static const char *const points[] = {
-	"before_prepare", "after_prepare", "after_send_offsets",
-	"after_commit", "after_mark_committed",
+	"before_prepare", "after_prepare",        "after_send_offsets",
+	"after_commit",   "after_mark_committed",
 };
 #define N_POINTS (sizeof(points) / sizeof(points[0]))
 
@@ -1893,8 +2027,10 @@ static void test_kill_points(void **state)
 	print_end(c);
 	assert_true(c->kills_point >= (int)(3 * N_POINTS));
 	if (!exact(&tp) || !exact(&tw))
-		fail_c(c, "exactly_once output is not exact after %d kill-point "
-		       "kills (see SUMMARY lines above)", c->kills_point);
+		fail_c(c,
+		       "exactly_once output is not exact after %d kill-point "
+		       "kills (see SUMMARY lines above)",
+		       c->kills_point);
 	c->passed = true;
 }
 
@@ -1910,7 +2046,8 @@ static void test_file_sink(void **state)
 	cjob_t *f = add_job(c, "eo-file-pass", J_PASS, S_FILE, true);
 	double rate = (double)n / (kills * 3.2 + N_POINTS * 1.5);
 	printf("[file_sink] %" PRId64 " records at %.0f/s, >= %d random "
-	       "SIGKILLs + %zu kill points\n", n, rate, kills, N_POINTS);
+	       "SIGKILLs + %zu kill points\n",
+	       n, rate, kills, N_POINTS);
 	producer_start(&c->prod, c->in_topic, n, rate);
 	first_incarnation(c);
 	while (c->kills_random < kills)
@@ -1926,12 +2063,13 @@ static void test_file_sink(void **state)
 	t.torn += c->torn_seen;
 	summary(c, f, "files", &t, "asserted");
 	printf("[file_sink] files seen at kills: %zu, incomplete when seen: "
-	       "%zu, changed or gone later: %zu\n", c->nseen, c->torn_seen,
-	       changed);
+	       "%zu, changed or gone later: %zu\n",
+	       c->nseen, c->torn_seen, changed);
 	sv_stop(c);
 	print_end(c);
 	if (!exact(&t) || changed)
-		fail_c(c, "file sink output is not exact after %d kills (torn "
+		fail_c(c,
+		       "file sink output is not exact after %d kills (torn "
 		       "files seen %zu, changed %zu; see SUMMARY above)",
 		       c->kills_random + c->kills_point, c->torn_seen, changed);
 	c->passed = true;

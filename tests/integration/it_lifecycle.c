@@ -89,30 +89,31 @@ static json_t *get(fixture_t *f, const char *path)
 static bool in_at_least(json_t *st, void *arg)
 {
 	return json_integer_value(json_object_get(st, "records_in")) >=
-	       (json_int_t)(size_t)arg;
+		(json_int_t)(size_t)arg;
 }
 
 static const char *err_message(json_t *r)
 {
-	return json_string_value(json_object_get(json_object_get(r, "error"),
-						 "message"));
+	return json_string_value(
+		json_object_get(json_object_get(r, "error"), "message"));
 }
 
-static char *passthrough_spec(const char *name, const char *in,
-			      const char *out, int rate)
+static char *passthrough_spec(const char *name, const char *in, const char *out,
+			      int rate)
 {
 	char *s;
 	if (asprintf(&s,
-		"{\"name\": \"%s\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\","
-		"   \"rate_per_s\": %d},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
-		"   {\"name\": \"k\", \"type\": \"string\"},"
-		"   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
-		" \"event_time\": {\"field\": \"ts\"},"
-		" \"pipeline\": [{\"select\": {\"id\": \"id\"}}],"
-		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"checkpoint\": {\"interval_ms\": 600000}}",
-		name, in, rate, out) < 0)
+		     "{\"name\": \"%s\", \"source\": {\"kind\": \"kafka\", "
+		     "\"topic\": \"%s\","
+		     "   \"rate_per_s\": %d},"
+		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
+		     "   {\"name\": \"k\", \"type\": \"string\"},"
+		     "   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
+		     " \"event_time\": {\"field\": \"ts\"},"
+		     " \"pipeline\": [{\"select\": {\"id\": \"id\"}}],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"checkpoint\": {\"interval_ms\": 600000}}",
+		     name, in, rate, out) < 0)
 		abort();
 	return s;
 }
@@ -125,7 +126,8 @@ static void check_exactly_once(char **lines, size_t got, int n)
 	for (size_t i = 0; i < got; i++) {
 		json_error_t jerr;
 		json_t *o = json_loads(lines[i], 0, &jerr);
-		json_int_t id = o ? json_integer_value(json_object_get(o, "id")) : -1;
+		json_int_t id = o ? json_integer_value(json_object_get(o, "id"))
+				  : -1;
 		json_decref(o);
 		if (id < 0 || id >= n)
 			bad++;
@@ -138,7 +140,8 @@ static void check_exactly_once(char **lines, size_t got, int n)
 	free(seen);
 	if (dup || missing || bad)
 		fail_msg("output: %zu rows, %zu duplicates, %zu missing, %zu "
-			 "unexpected", got, dup, missing, bad);
+			 "unexpected",
+			 got, dup, missing, bad);
 }
 
 static void test_drain_resume_no_loss_no_repeat(void **state)
@@ -168,8 +171,8 @@ static void test_drain_resume_no_loss_no_repeat(void **state)
 	assert_non_null(strstr(err_message(r), "timeot_ms"));
 	json_decref(r);
 
-	assert_int_equal(action(f, id, "drain", "{\"timeout_ms\": 30000}", NULL),
-			 200);
+	assert_int_equal(
+		action(f, id, "drain", "{\"timeout_ms\": 30000}", NULL), 200);
 	json_t *st = tk_wait_state(f->svc.port, id, "checkpointed", 60000);
 	json_int_t in1 = json_integer_value(json_object_get(st, "records_in"));
 	json_t *lc = json_object_get(st, "last_checkpoint");
@@ -187,15 +190,17 @@ static void test_drain_resume_no_loss_no_repeat(void **state)
 	assert_int_equal(action(f, id, "resume", NULL, NULL), 200);
 	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)6000,
 				   60000, "all 6000 records read"));
-	assert_int_equal(action(f, id, "drain", "{\"final_watermark\": true}",
-				NULL), 200);
+	assert_int_equal(
+		action(f, id, "drain", "{\"final_watermark\": true}", NULL),
+		200);
 	st = tk_wait_state(f->svc.port, id, "checkpointed", 60000);
 	/* nothing read twice: the resumed attempt started at the drain's
 	 * offsets */
 	assert_int_equal(json_integer_value(json_object_get(st, "records_in")),
 			 6000);
-	assert_true(json_integer_value(json_object_get(json_object_get(
-		st, "last_checkpoint"), "id")) > ck1);
+	assert_true(json_integer_value(json_object_get(
+			    json_object_get(st, "last_checkpoint"), "id")) >
+		    ck1);
 	json_decref(st);
 
 	char **lines;
@@ -212,20 +217,24 @@ static void test_drain_resume_no_loss_no_repeat(void **state)
 	json_t *first = json_array_get(obs, 0);
 	assert_string_equal(json_string_value(json_object_get(first, "kind")),
 			    "job_submitted");
-	assert_string_equal(json_string_value(json_object_get(first,
-				"backend_kind")), "streamvisor");
-	assert_non_null(json_string_value(json_object_get(first,
-				"backend_version")));
-	assert_non_null(json_string_value(json_object_get(first,
-				"supervisor_identity")));
-	assert_int_equal(strlen(json_string_value(json_object_get(first,
-				"plan_id"))), 64);
+	assert_string_equal(
+		json_string_value(json_object_get(first, "backend_kind")),
+		"streamvisor");
+	assert_non_null(
+		json_string_value(json_object_get(first, "backend_version")));
+	assert_non_null(json_string_value(
+		json_object_get(first, "supervisor_identity")));
+	assert_int_equal(
+		strlen(json_string_value(json_object_get(first, "plan_id"))),
+		64);
 	json_t *pp = json_object_get(first, "physical_plan");
-	assert_int_equal(json_integer_value(json_object_get(pp, "parallelism")), 1);
+	assert_int_equal(json_integer_value(json_object_get(pp, "parallelism")),
+			 1);
 	json_t *ops = json_object_get(pp, "operators");
 	assert_int_equal(json_array_size(ops), 3); /* source, select, sink */
 	assert_string_equal(json_string_value(json_object_get(
-		json_array_get(ops, 1), "operator")), "select");
+				    json_array_get(ops, 1), "operator")),
+			    "select");
 	int transitions = 0, attempts = 0, ck_done = 0, drains = 0;
 	json_int_t last_seq = 0;
 	bool saw_checkpointed = false;
@@ -234,52 +243,62 @@ static void test_drain_resume_no_loss_no_repeat(void **state)
 		json_int_t seq = json_integer_value(json_object_get(o, "seq"));
 		assert_true(seq > last_seq); /* newest last, increasing */
 		last_seq = seq;
-		assert_string_equal(json_string_value(json_object_get(o, "job_id")),
-				    id);
+		assert_string_equal(
+			json_string_value(json_object_get(o, "job_id")), id);
 		assert_non_null(json_string_value(json_object_get(o, "time")));
 		assert_true(json_is_integer(json_object_get(o, "attempt")));
-		const char *kind = json_string_value(json_object_get(o, "kind"));
+		const char *kind = json_string_value(
+			json_object_get(o, "kind"));
 		if (!strcmp(kind, "state_transition")) {
 			transitions++;
-			assert_non_null(json_string_value(json_object_get(o, "from")));
-			assert_non_null(json_string_value(json_object_get(o, "reason")));
-			const char *to = json_string_value(json_object_get(o, "to"));
+			assert_non_null(
+				json_string_value(json_object_get(o, "from")));
+			assert_non_null(json_string_value(
+				json_object_get(o, "reason")));
+			const char *to = json_string_value(
+				json_object_get(o, "to"));
 			if (!strcmp(to, "checkpointed")) {
 				saw_checkpointed = true;
-				assert_non_null(strstr(json_string_value(
-					json_object_get(o, "reason")), "drained"));
+				assert_non_null(strstr(
+					json_string_value(
+						json_object_get(o, "reason")),
+					"drained"));
 			}
 		} else if (!strcmp(kind, "attempt_started")) {
 			attempts++;
 		} else if (!strcmp(kind, "checkpoint_completed")) {
 			ck_done++;
-			assert_true(json_integer_value(json_object_get(o,
-				"checkpoint_id")) > 0);
-			assert_true(json_is_integer(json_object_get(o,
-				"duration_ms")));
-			assert_true(json_is_integer(json_object_get(o, "bytes")));
+			assert_true(json_integer_value(json_object_get(
+					    o, "checkpoint_id")) > 0);
+			assert_true(json_is_integer(
+				json_object_get(o, "duration_ms")));
+			assert_true(
+				json_is_integer(json_object_get(o, "bytes")));
 		} else if (!strcmp(kind, "drain")) {
 			drains++;
 		}
 	}
 	assert_true(saw_checkpointed);
-	assert_int_equal(attempts, 2);   /* first, resume */
-	assert_true(ck_done >= 2);       /* one per drain */
-	assert_true(drains >= 4);        /* requested + checkpointed, twice */
+	assert_int_equal(attempts, 2); /* first, resume */
+	assert_true(ck_done >= 2); /* one per drain */
+	assert_true(drains >= 4); /* requested + checkpointed, twice */
 	assert_true(transitions >= 5);
 	/* paging: after=<seq> gives only newer ones */
-	json_int_t mid = json_integer_value(json_object_get(json_array_get(obs, 3),
-							    "seq"));
+	json_int_t mid = json_integer_value(
+		json_object_get(json_array_get(obs, 3), "seq"));
 	json_decref(page);
-	snprintf(path, sizeof(path), "/v1/jobs/%s/observations?after=%lld&limit=2",
-		 id, (long long)mid);
+	snprintf(path, sizeof(path),
+		 "/v1/jobs/%s/observations?after=%lld&limit=2", id,
+		 (long long)mid);
 	page = get(f, path);
 	obs = json_object_get(page, "observations");
 	assert_int_equal(json_array_size(obs), 2);
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(obs, 0),
-							    "seq")), mid + 1);
-	assert_int_equal(json_integer_value(json_object_get(page, "next_after")),
-			 mid + 2);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(obs, 0), "seq")),
+			 mid + 1);
+	assert_int_equal(
+		json_integer_value(json_object_get(page, "next_after")),
+		mid + 2);
 	json_decref(page);
 
 	free(spec);
@@ -298,15 +317,20 @@ static void test_drain_final_watermark_fires_windows(void **state)
 	produce_range(in, 0, 2000);
 	char *spec;
 	if (asprintf(&spec,
-		"{\"name\": \"lc-window\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
-		"   {\"name\": \"k\", \"type\": \"string\"},"
-		"   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
-		" \"event_time\": {\"field\": \"ts\", \"max_out_of_orderness_ms\": 100},"
-		" \"pipeline\": [{\"window\": {\"type\": \"tumbling\", \"size_ms\": 1000,"
-		"   \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\", \"s\": \"sum(id)\"}}}],"
-		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"checkpoint\": {\"interval_ms\": 1000}}", in, out) < 0)
+		     "{\"name\": \"lc-window\", \"source\": {\"kind\": "
+		     "\"kafka\", \"topic\": \"%s\"},"
+		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
+		     "   {\"name\": \"k\", \"type\": \"string\"},"
+		     "   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
+		     " \"event_time\": {\"field\": \"ts\", "
+		     "\"max_out_of_orderness_ms\": 100},"
+		     " \"pipeline\": [{\"window\": {\"type\": \"tumbling\", "
+		     "\"size_ms\": 1000,"
+		     "   \"key\": [\"k\"], \"aggregates\": {\"n\": "
+		     "\"count()\", \"s\": \"sum(id)\"}}}],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"checkpoint\": {\"interval_ms\": 1000}}",
+		     in, out) < 0)
 		abort();
 	char *id = tk_submit(f->svc.port, spec);
 	json_decref(tk_wait_status(f->svc.port, id, in_at_least, (void *)2000,
@@ -331,8 +355,9 @@ static void test_drain_final_watermark_fires_windows(void **state)
 	assert_true(json_is_integer(json_object_get(c0, "watermark_ms")));
 	json_decref(list);
 
-	assert_int_equal(action(f, id, "drain", "{\"final_watermark\": true}",
-				NULL), 200);
+	assert_int_equal(
+		action(f, id, "drain", "{\"final_watermark\": true}", NULL),
+		200);
 	json_decref(tk_wait_state(f->svc.port, id, "checkpointed", 60000));
 	/* every window fired: 20 windows x 7 keys, exact counts and sums */
 	char **lines;
@@ -343,7 +368,8 @@ static void test_drain_final_watermark_fires_windows(void **state)
 		json_error_t jerr;
 		json_t *o = json_loads(lines[i], 0, &jerr);
 		assert_non_null(o);
-		json_int_t ws = json_integer_value(json_object_get(o, "window_start"));
+		json_int_t ws = json_integer_value(
+			json_object_get(o, "window_start"));
 		const char *k = json_string_value(json_object_get(o, "k"));
 		long long en = 0, es = 0;
 		for (int idv = 0; idv < 2000; idv++) {
@@ -355,8 +381,10 @@ static void test_drain_final_watermark_fires_windows(void **state)
 				es += idv;
 			}
 		}
-		assert_int_equal(json_integer_value(json_object_get(o, "n")), en);
-		assert_int_equal(json_integer_value(json_object_get(o, "s")), es);
+		assert_int_equal(json_integer_value(json_object_get(o, "n")),
+				 en);
+		assert_int_equal(json_integer_value(json_object_get(o, "s")),
+				 es);
 		total_n += en;
 		total_s += es;
 		json_decref(o);
@@ -387,23 +415,28 @@ static void test_restart_and_bad_bodies(void **state)
 	assert_int_equal(action(f, id, "restart", "{\"bogus\": 1}", &r), 400);
 	assert_non_null(strstr(err_message(r), "bogus"));
 	json_decref(r);
-	assert_int_equal(action(f, id, "restart", "{\"ignore_state\": \"yes\"}",
-				&r), 400);
+	assert_int_equal(
+		action(f, id, "restart", "{\"ignore_state\": \"yes\"}", &r),
+		400);
 	assert_non_null(strstr(err_message(r), "ignore_state"));
 	json_decref(r);
-	assert_int_equal(action(f, id, "restart",
-				"{\"from_checkpoint\": 987654}", &r), 404);
+	assert_int_equal(
+		action(f, id, "restart", "{\"from_checkpoint\": 987654}", &r),
+		404);
 	assert_non_null(strstr(err_message(r), "987654"));
 	json_decref(r);
 	assert_int_equal(action(f, id, "restart",
-				"{\"from_checkpoint\": \"latest\"}", &r), 200);
+				"{\"from_checkpoint\": \"latest\"}", &r),
+			 200);
 	json_decref(r);
 	json_t *st = tk_wait_state(f->svc.port, id, "running", 30000);
 	assert_int_equal(json_integer_value(json_object_get(st, "attempt")), 2);
 	json_decref(st);
 	char body[64];
-	snprintf(body, sizeof(body), "{\"from_checkpoint\": %lld, "
-		 "\"ignore_state\": true}", (long long)ck);
+	snprintf(body, sizeof(body),
+		 "{\"from_checkpoint\": %lld, "
+		 "\"ignore_state\": true}",
+		 (long long)ck);
 	assert_int_equal(action(f, id, "restart", body, NULL), 200);
 	st = tk_wait_state(f->svc.port, id, "running", 30000);
 	assert_int_equal(json_integer_value(json_object_get(st, "attempt")), 3);
@@ -447,12 +480,15 @@ static void test_restart_policy_visible(void **state)
 	fixture_t *f = *state;
 	char *missing = tk_unique("it-lc-missing");
 	char *spec;
-	if (asprintf(&spec,
-		"{\"name\": \"lc-policy\", \"source\": {\"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
-		" \"sink\": {\"topic\": \"%s\"},"
-		" \"restart\": {\"max_attempts\": 3, \"initial_backoff_ms\": 3000,"
-		"   \"max_backoff_ms\": 4000}}", missing, missing) < 0)
+	if (asprintf(
+		    &spec,
+		    "{\"name\": \"lc-policy\", \"source\": {\"topic\": \"%s\"},"
+		    " \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
+		    " \"sink\": {\"topic\": \"%s\"},"
+		    " \"restart\": {\"max_attempts\": 3, "
+		    "\"initial_backoff_ms\": 3000,"
+		    "   \"max_backoff_ms\": 4000}}",
+		    missing, missing) < 0)
 		abort();
 	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_status(f->svc.port, id, is_restarting, NULL, 60000,
@@ -465,8 +501,9 @@ static void test_restart_policy_visible(void **state)
 	assert_true(json_integer_value(json_object_get(st, "restarts")) >= 1);
 	json_decref(st);
 	st = tk_wait_state(f->svc.port, id, "failed", 60000);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(st,
-		"error"), "category")), "retry_exhausted");
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(st, "error"), "category")),
+			    "retry_exhausted");
 	json_decref(st);
 	free(spec);
 	free(id);
@@ -489,21 +526,23 @@ static void test_lagging_and_back(void **state)
 	produce_range(in, 0, 4000);
 	char *spec;
 	if (asprintf(&spec,
-		"{\"name\": \"lc-lag\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\","
-		"   \"rate_per_s\": 1000},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
-		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"lag\": {\"max_records\": 1500, \"grace_ms\": 500}}", in, out) < 0)
+		     "{\"name\": \"lc-lag\", \"source\": {\"kind\": \"kafka\", "
+		     "\"topic\": \"%s\","
+		     "   \"rate_per_s\": 1000},"
+		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"lag\": {\"max_records\": 1500, \"grace_ms\": 500}}",
+		     in, out) < 0)
 		abort();
 	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_status(f->svc.port, id, lagging, NULL, 30000,
 				    "lagging");
-	assert_true(json_integer_value(json_object_get(json_object_get(st, "lag"),
-						       "records")) > 1500);
+	assert_true(json_integer_value(json_object_get(
+			    json_object_get(st, "lag"), "records")) > 1500);
 	json_decref(st);
 	st = tk_wait_state(f->svc.port, id, "running", 30000);
-	assert_true(json_integer_value(json_object_get(json_object_get(st, "lag"),
-						       "records")) <= 1500);
+	assert_true(json_integer_value(json_object_get(
+			    json_object_get(st, "lag"), "records")) <= 1500);
 	json_decref(st);
 	assert_int_equal(action(f, id, "cancel", NULL, NULL), 200);
 	free(spec);
@@ -519,11 +558,12 @@ static void test_txn_timeout_checked_at_submit(void **state)
 	fixture_t *f = *state;
 	char *in = tk_unique("it-lc-txn");
 	tk_create_topic(in, 1);
-#define TXN_SPEC \
-	"{\"name\": \"lc-txn-%d\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"}," \
-	" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}]," \
-	" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"," \
-	"   \"transaction_timeout_ms\": %lld}," \
+#define TXN_SPEC                                                       \
+	"{\"name\": \"lc-txn-%d\", \"source\": {\"kind\": \"kafka\", " \
+	"\"topic\": \"%s\"},"                                          \
+	" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"      \
+	" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\","          \
+	"   \"transaction_timeout_ms\": %lld},"                        \
 	" \"delivery\": \"exactly_once\"}"
 	char *spec;
 	if (asprintf(&spec, TXN_SPEC, 1, in, in, 100000000LL) < 0)
@@ -531,7 +571,8 @@ static void test_txn_timeout_checked_at_submit(void **state)
 	char *body = NULL;
 	int status = tk_http(f->svc.port, "POST", "/v1/jobs", spec, &body);
 	if (status != 400 || !strstr(body, "transaction.max.timeout.ms") ||
-	    !strstr(body, "100000000") || !strstr(body, "transaction_timeout_ms"))
+	    !strstr(body, "100000000") ||
+	    !strstr(body, "transaction_timeout_ms"))
 		fail_msg("got %d %s", status, body);
 	free(body);
 	free(spec);
@@ -554,12 +595,13 @@ static void expect_conflicts(fixture_t *f, const char *id, const char *state,
 		int status = action(f, id, *a, NULL, &r);
 		const char *msg = err_message(r);
 		char want[160];
-		const char *verb = !strcmp(*a, "checkpoints") ? "checkpoint" : *a;
-		snprintf(want, sizeof(want), "cannot %s job '%s': it is %s", verb,
-			 id, state);
+		const char *verb = !strcmp(*a, "checkpoints") ? "checkpoint"
+							      : *a;
+		snprintf(want, sizeof(want), "cannot %s job '%s': it is %s",
+			 verb, id, state);
 		if (status != 409 || !msg || !strstr(msg, want))
-			fail_msg("%s in %s: HTTP %d '%s', want 409 '%s'", *a, state,
-				 status, msg ? msg : "", want);
+			fail_msg("%s in %s: HTTP %d '%s', want 409 '%s'", *a,
+				 state, status, msg ? msg : "", want);
 		json_decref(r);
 	}
 }
@@ -579,7 +621,8 @@ static bool has_transition(fixture_t *f, const char *id, const char *from,
 			continue;
 		const char *fr = json_string_value(json_object_get(o, "from"));
 		const char *t = json_string_value(json_object_get(o, "to"));
-		const char *why = json_string_value(json_object_get(o, "reason"));
+		const char *why = json_string_value(
+			json_object_get(o, "reason"));
 		found = !strcmp(fr, from) && !strcmp(t, to) &&
 			(!reason_part || strstr(why, reason_part));
 	}
@@ -631,8 +674,8 @@ static void test_transitions_and_conflicts(void **state)
 	/* checkpointed -> cancelled */
 	assert_int_equal(action(f, id, "cancel", NULL, NULL), 200);
 	assert_true(has_transition(f, id, "checkpointed", "cancelled", NULL));
-	static const char *const in_cancelled[] = {"cancel", "drain", "resume",
-		"restart", "checkpoints", NULL};
+	static const char *const in_cancelled[] = {
+		"cancel", "drain", "resume", "restart", "checkpoints", NULL};
 	expect_conflicts(f, id, "cancelled", in_cancelled);
 	/* output exactly once across the timed-out drain and the real one */
 	char **lines;
@@ -645,16 +688,17 @@ static void test_transitions_and_conflicts(void **state)
 	/* running -> completed (bounded), then its 409s */
 	char *bspec;
 	if (asprintf(&bspec,
-		"{\"name\": \"lc-bounded\", \"mode\": \"bounded\","
-		" \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
-		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"}}", in, out) < 0)
+		     "{\"name\": \"lc-bounded\", \"mode\": \"bounded\","
+		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"}}",
+		     in, out) < 0)
 		abort();
 	id = tk_submit(f->svc.port, bspec);
 	json_decref(tk_wait_state(f->svc.port, id, "completed", 60000));
 	assert_true(has_transition(f, id, "running", "completed", NULL));
-	static const char *const in_completed[] = {"cancel", "drain", "resume",
-		"restart", "checkpoints", NULL};
+	static const char *const in_completed[] = {
+		"cancel", "drain", "resume", "restart", "checkpoints", NULL};
 	expect_conflicts(f, id, "completed", in_completed);
 	free(bspec);
 	free(id);
@@ -679,19 +723,22 @@ static void test_missing_sink_backoff(void **state)
 	produce_range(in, 0, 10);
 	char *spec;
 	if (asprintf(&spec,
-		"{\"name\": \"lc-nosink\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
-		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"restart\": {\"max_attempts\": 4, \"initial_backoff_ms\": 300,"
-		"   \"max_backoff_ms\": 5000, \"multiplier\": 2.0}}", in, missing) < 0)
+		     "{\"name\": \"lc-nosink\", \"source\": {\"kind\": "
+		     "\"kafka\", \"topic\": \"%s\"},"
+		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"restart\": {\"max_attempts\": 4, "
+		     "\"initial_backoff_ms\": 300,"
+		     "   \"max_backoff_ms\": 5000, \"multiplier\": 2.0}}",
+		     in, missing) < 0)
 		abort();
 	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_state(f->svc.port, id, "failed", 60000);
 	json_t *err = json_object_get(st, "error");
 	assert_string_equal(json_string_value(json_object_get(err, "category")),
 			    "retry_exhausted");
-	assert_non_null(strstr(json_string_value(json_object_get(err, "message")),
-			       missing));
+	assert_non_null(strstr(
+		json_string_value(json_object_get(err, "message")), missing));
 	assert_int_equal(json_integer_value(json_object_get(st, "attempt")), 4);
 	json_decref(st);
 	char path[200];
@@ -709,8 +756,9 @@ static void test_missing_sink_backoff(void **state)
 			assert_int_equal(obs_int(o, "attempt"), attempts);
 		} else if (!strcmp(k, "error")) {
 			errors++;
-			assert_string_equal(json_string_value(json_object_get(o,
-				"category")), "binding");
+			assert_string_equal(json_string_value(json_object_get(
+						    o, "category")),
+					    "binding");
 		} else if (!strcmp(k, "restart_scheduled") && nb < 8) {
 			backoff[nb++] = obs_int(o, "backoff_ms");
 		}
@@ -737,10 +785,12 @@ static void test_missing_sink_backoff(void **state)
 
 	/* restarting -> cancelled */
 	if (asprintf(&spec,
-		"{\"name\": \"lc-nosink-2\", \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
-		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"restart\": {\"initial_backoff_ms\": 20000}}", in, missing) < 0)
+		     "{\"name\": \"lc-nosink-2\", \"source\": {\"kind\": "
+		     "\"kafka\", \"topic\": \"%s\"},"
+		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"restart\": {\"initial_backoff_ms\": 20000}}",
+		     in, missing) < 0)
 		abort();
 	id = tk_submit(f->svc.port, spec);
 	json_decref(tk_wait_status(f->svc.port, id, is_restarting, NULL, 30000,

@@ -364,15 +364,21 @@ static void test_pending_offsets_need_fencing(void **state)
 	/* "killed" here: A is neither committed nor closed (close aborts) */
 
 	sv_source_conf_t c = {
-		.kind = "kafka", .job_id = "it-sink-txn", .attempt = 2,
-		.cluster = &f->cluster, .topic = f->in_topic,
-		.group_id = group, .format = SV_FMT_JSON, .schema = f->schema,
+		.kind = "kafka",
+		.job_id = "it-sink-txn",
+		.attempt = 2,
+		.cluster = &f->cluster,
+		.topic = f->in_topic,
+		.group_id = group,
+		.format = SV_FMT_JSON,
+		.schema = f->schema,
 	};
 	sv_source_t *src = NULL;
 	int64_t t0 = sv_mono_ms();
 	sv_error_t *err = sv_source_open(&c, &src);
 	print_message("source open with a pending offset commit: %s after "
-		      "%lld ms\n", err ? err->message : "succeeded",
+		      "%lld ms\n",
+		      err ? err->message : "succeeded",
 		      (long long)(sv_mono_ms() - t0));
 	if (!err) {
 		/* must never report the uncommitted checkpoint 2 */

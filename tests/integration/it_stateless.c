@@ -58,20 +58,24 @@ static int setup(void **state)
 		const char *region = regions[i % 5];
 		double amount = (double)(i % 300) - 50.0 + 0.25;
 		const char *status = i % 3 == 0 ? "completed" : "pending";
-		if (asprintf(&payloads[i], "{\"id\":%d,\"region\":\"%s\",\"amount\":%.2f,"
-			     "\"status\":\"%s\",\"ts\":%lld}", i, region, amount,
-			     status, 1700000000000LL + i) < 0)
+		if (asprintf(&payloads[i],
+			     "{\"id\":%d,\"region\":\"%s\",\"amount\":%.2f,"
+			     "\"status\":\"%s\",\"ts\":%lld}",
+			     i, region, amount, status,
+			     1700000000000LL + i) < 0)
 			abort();
 		if (!strcmp(status, "completed") && amount > 0)
-			f->expected[f->nexpected++] =
-				canon(i, region, amount * 2, amount > 100);
+			f->expected[f->nexpected++] = canon(
+				i, region, amount * 2, amount > 100);
 	}
 	for (int i = 0; i < N_BAD; i++) {
-		const char *bad[] = {"not json", "{\"id\":\"seven\"}", "{\"id\":1,",
-				     "[1,2,3]", "{\"id\":1,\"amount\":true}"};
+		const char *bad[] = {"not json", "{\"id\":\"seven\"}",
+				     "{\"id\":1,", "[1,2,3]",
+				     "{\"id\":1,\"amount\":true}"};
 		payloads[N_RECORDS + i] = strdup(bad[i % 5]);
 	}
-	tk_produce(f->in_topic, (const char *const *)payloads, N_RECORDS + N_BAD);
+	tk_produce(f->in_topic, (const char *const *)payloads,
+		   N_RECORDS + N_BAD);
 	for (int i = 0; i < N_RECORDS + N_BAD; i++)
 		free(payloads[i]);
 	free(payloads);
@@ -96,24 +100,30 @@ static char *job_spec(fixture_t *f, const char *name, const char *mode,
 		      const char *out_topic)
 {
 	char *s;
-	if (asprintf(&s,
-		"{\"name\": \"%s\", \"mode\": \"%s\","
-		" \"source\": {\"kind\": \"kafka\", \"cluster\": \"default\","
-		"   \"topic\": \"%s\", \"format\": \"json\", \"start\": \"earliest\"},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
-		"   {\"name\": \"region\", \"type\": \"string\"},"
-		"   {\"name\": \"amount\", \"type\": \"float64\"},"
-		"   {\"name\": \"status\", \"type\": \"string\"},"
-		"   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
-		" \"pipeline\": ["
-		"   {\"filter\": \"status == 'completed' && amount > 0\"},"
-		"   {\"select\": {\"id\": \"id\", \"region\": \"region\","
-		"     \"amount2\": \"amount * 2\", \"big\": \"amount > 100\"}}],"
-		" \"sink\": {\"kind\": \"kafka\", \"cluster\": \"default\","
-		"   \"topic\": \"%s\", \"format\": \"json\", \"key\": \"region\"},"
-		" \"dead_letter\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"delivery\": \"at_least_once\"}",
-		name, mode, f->in_topic, out_topic, f->dlq_topic) < 0)
+	if (asprintf(
+		    &s,
+		    "{\"name\": \"%s\", \"mode\": \"%s\","
+		    " \"source\": {\"kind\": \"kafka\", \"cluster\": "
+		    "\"default\","
+		    "   \"topic\": \"%s\", \"format\": \"json\", \"start\": "
+		    "\"earliest\"},"
+		    " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
+		    "   {\"name\": \"region\", \"type\": \"string\"},"
+		    "   {\"name\": \"amount\", \"type\": \"float64\"},"
+		    "   {\"name\": \"status\", \"type\": \"string\"},"
+		    "   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
+		    " \"pipeline\": ["
+		    "   {\"filter\": \"status == 'completed' && amount > 0\"},"
+		    "   {\"select\": {\"id\": \"id\", \"region\": \"region\","
+		    "     \"amount2\": \"amount * 2\", \"big\": \"amount > "
+		    "100\"}}],"
+		    " \"sink\": {\"kind\": \"kafka\", \"cluster\": \"default\","
+		    "   \"topic\": \"%s\", \"format\": \"json\", \"key\": "
+		    "\"region\"},"
+		    " \"dead_letter\": {\"kind\": \"kafka\", \"topic\": "
+		    "\"%s\"},"
+		    " \"delivery\": \"at_least_once\"}",
+		    name, mode, f->in_topic, out_topic, f->dlq_topic) < 0)
 		abort();
 	return s;
 }
@@ -146,7 +156,7 @@ static void check_output(fixture_t *f, char **lines, size_t n)
 static bool out_reached(json_t *st, void *arg)
 {
 	return json_integer_value(json_object_get(st, "records_out")) >=
-	       (json_int_t)(size_t)arg;
+		(json_int_t)(size_t)arg;
 }
 
 static void test_stream_filter_select(void **state)
@@ -156,22 +166,30 @@ static void test_stream_filter_select(void **state)
 	tk_create_topic(out_topic, 4);
 	char *spec = job_spec(f, "it-stream", "stream", out_topic);
 	int status;
-	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec, &status);
+	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec,
+				 &status);
 	assert_int_equal(status, 201);
 	const char *id = json_string_value(json_object_get(r, "id"));
 	assert_non_null(id);
-	assert_string_equal(json_string_value(json_object_get(r, "name")), "it-stream");
-	assert_int_equal(strlen(json_string_value(json_object_get(r, "plan_id"))), 64);
+	assert_string_equal(json_string_value(json_object_get(r, "name")),
+			    "it-stream");
+	assert_int_equal(
+		strlen(json_string_value(json_object_get(r, "plan_id"))), 64);
 
 	json_t *st = tk_wait_status(f->svc.port, id, out_reached,
 				    (void *)(size_t)f->nexpected, 120000,
 				    "all expected output");
-	assert_string_equal(json_string_value(json_object_get(st, "state")), "running");
-	assert_string_equal(json_string_value(json_object_get(st, "mode")), "stream");
-	assert_int_equal(json_integer_value(json_object_get(st, "records_in")), N_RECORDS);
+	assert_string_equal(json_string_value(json_object_get(st, "state")),
+			    "running");
+	assert_string_equal(json_string_value(json_object_get(st, "mode")),
+			    "stream");
+	assert_int_equal(json_integer_value(json_object_get(st, "records_in")),
+			 N_RECORDS);
 	assert_int_equal(json_integer_value(json_object_get(st, "records_out")),
 			 f->nexpected);
-	assert_int_equal(json_integer_value(json_object_get(st, "records_invalid")), N_BAD);
+	assert_int_equal(
+		json_integer_value(json_object_get(st, "records_invalid")),
+		N_BAD);
 	assert_true(json_is_null(json_object_get(st, "error")));
 	/* every partition read to its end */
 	json_t *parts = json_object_get(st, "partitions");
@@ -217,15 +235,20 @@ static void test_bounded_completes(void **state)
 	tk_create_topic(out_topic, 2);
 	char *spec = job_spec(f, "it-bounded", "bounded", out_topic);
 	int status;
-	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec, &status);
+	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec,
+				 &status);
 	assert_int_equal(status, 201);
 	const char *id = json_string_value(json_object_get(r, "id"));
 	json_t *st = tk_wait_state(f->svc.port, id, "completed", 120000);
-	assert_string_equal(json_string_value(json_object_get(st, "mode")), "bounded");
-	assert_int_equal(json_integer_value(json_object_get(st, "records_in")), N_RECORDS);
+	assert_string_equal(json_string_value(json_object_get(st, "mode")),
+			    "bounded");
+	assert_int_equal(json_integer_value(json_object_get(st, "records_in")),
+			 N_RECORDS);
 	assert_int_equal(json_integer_value(json_object_get(st, "records_out")),
 			 f->nexpected);
-	assert_int_equal(json_integer_value(json_object_get(st, "records_invalid")), N_BAD);
+	assert_int_equal(
+		json_integer_value(json_object_get(st, "records_invalid")),
+		N_BAD);
 	json_decref(st);
 	char **lines;
 	size_t n = tk_consume(out_topic, f->nexpected, 60000, true, &lines);
@@ -245,28 +268,40 @@ static void test_bad_specs(void **state)
 		const char *needle;
 	} cases[] = {
 		{"{\"name\": 1}", 400, "field 'name': expected a string"},
-		{"{\"name\": \"x\", \"sauce\": {}}", 400, "field 'sauce': unknown field"},
-		{"{\"name\": \"x\", \"source\": {\"kind\": \"kafka\"}, \"schema\": "
-		 "[{\"name\": \"a\", \"type\": \"int64\"}], \"sink\": {\"topic\": \"t\"}}",
+		{"{\"name\": \"x\", \"sauce\": {}}", 400,
+		 "field 'sauce': unknown field"},
+		{"{\"name\": \"x\", \"source\": {\"kind\": \"kafka\"}, "
+		 "\"schema\": "
+		 "[{\"name\": \"a\", \"type\": \"int64\"}], \"sink\": "
+		 "{\"topic\": \"t\"}}",
 		 400, "field 'source.topic': is required"},
-		{"{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, \"schema\": "
-		 "[{\"name\": \"a\", \"type\": \"int64\"}], \"pipeline\": [{\"filter\": "
-		 "\"b > 1\"}], \"sink\": {\"topic\": \"t\"}}", 400, "unknown column 'b'"},
-		{"{\"name\": \"x\", \"source\": {\"topic\": \"t\", \"cluster\": \"nope\"}, "
-		 "\"schema\": [{\"name\": \"a\", \"type\": \"int64\"}], \"sink\": "
-		 "{\"topic\": \"t\"}}", 400, "unknown cluster profile 'nope'"},
-		{"{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, \"schema\": "
-		 "[{\"name\": \"a\", \"type\": \"int64\"}], \"pipeline\": [{\"filter\": "
-		 "\"frobnicate(a)\"}], \"sink\": {\"topic\": \"t\"}}", 422,
-		 "function 'frobnicate' is not in the registry"},
+		{"{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, "
+		 "\"schema\": "
+		 "[{\"name\": \"a\", \"type\": \"int64\"}], \"pipeline\": "
+		 "[{\"filter\": "
+		 "\"b > 1\"}], \"sink\": {\"topic\": \"t\"}}",
+		 400, "unknown column 'b'"},
+		{"{\"name\": \"x\", \"source\": {\"topic\": \"t\", "
+		 "\"cluster\": \"nope\"}, "
+		 "\"schema\": [{\"name\": \"a\", \"type\": \"int64\"}], "
+		 "\"sink\": "
+		 "{\"topic\": \"t\"}}",
+		 400, "unknown cluster profile 'nope'"},
+		{"{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, "
+		 "\"schema\": "
+		 "[{\"name\": \"a\", \"type\": \"int64\"}], \"pipeline\": "
+		 "[{\"filter\": "
+		 "\"frobnicate(a)\"}], \"sink\": {\"topic\": \"t\"}}",
+		 422, "function 'frobnicate' is not in the registry"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *body = NULL;
-		int status = tk_http(f->svc.port, "POST", "/v1/jobs", cases[i].body,
-				     &body);
+		int status = tk_http(f->svc.port, "POST", "/v1/jobs",
+				     cases[i].body, &body);
 		if (status != cases[i].status || !strstr(body, cases[i].needle))
-			fail_msg("case %zu: got %d %s, want %d containing '%s'", i,
-				 status, body, cases[i].status, cases[i].needle);
+			fail_msg("case %zu: got %d %s, want %d containing '%s'",
+				 i, status, body, cases[i].status,
+				 cases[i].needle);
 		free(body);
 	}
 }
@@ -277,22 +312,27 @@ static void test_missing_topic_is_binding_error(void **state)
 	char *missing = tk_unique("it-no-such-topic");
 	char *spec;
 	if (asprintf(&spec,
-		"{\"name\": \"it-missing\", \"source\": {\"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
-		" \"sink\": {\"topic\": \"%s\"},"
-		" \"restart\": {\"max_attempts\": 2, \"initial_backoff_ms\": 50,"
-		"   \"max_backoff_ms\": 100}}", missing, f->dlq_topic) < 0)
+		     "{\"name\": \"it-missing\", \"source\": {\"topic\": "
+		     "\"%s\"},"
+		     " \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
+		     " \"sink\": {\"topic\": \"%s\"},"
+		     " \"restart\": {\"max_attempts\": 2, "
+		     "\"initial_backoff_ms\": 50,"
+		     "   \"max_backoff_ms\": 100}}",
+		     missing, f->dlq_topic) < 0)
 		abort();
 	int status;
-	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec, &status);
+	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec,
+				 &status);
 	assert_int_equal(status, 201);
 	const char *id = json_string_value(json_object_get(r, "id"));
 	json_t *st = tk_wait_state(f->svc.port, id, "failed", 60000);
 	json_t *err = json_object_get(st, "error");
 	assert_string_equal(json_string_value(json_object_get(err, "category")),
 			    "retry_exhausted");
-	assert_non_null(strstr(json_string_value(json_object_get(err, "message")),
-			       "does not exist"));
+	assert_non_null(
+		strstr(json_string_value(json_object_get(err, "message")),
+		       "does not exist"));
 	json_decref(st);
 	json_decref(r);
 	free(spec);

@@ -28,8 +28,8 @@
 #define N_EVENTS 8000
 #define N_KEYS 50
 #define BASE_MS 1700000000000LL
-#define STEP_MS 5       /* event time advance per record */
-#define JITTER_MS 300   /* disorder, below the out-of-orderness bound */
+#define STEP_MS 5 /* event time advance per record */
+#define JITTER_MS 300 /* disorder, below the out-of-orderness bound */
 #define OOO_MS 1000
 #define WINDOW_MS 10000
 
@@ -69,7 +69,8 @@ static int setup(void **state)
 	for (int i = 0; i < N_EVENTS; i++) {
 		event_t *e = &f->ev[i];
 		e->id = i;
-		e->ts = BASE_MS + (int64_t)i * STEP_MS + (int64_t)(rnd() % JITTER_MS);
+		e->ts = BASE_MS + (int64_t)i * STEP_MS +
+			(int64_t)(rnd() % JITTER_MS);
 		e->v = (int64_t)((i * 7919) % 1000) - 100;
 		e->v_null = i % 97 == 0;
 		e->d = i / 3; /* three records per dedup key, a few ms apart */
@@ -82,14 +83,17 @@ static int setup(void **state)
 			strcpy(v, "null");
 		else
 			snprintf(v, sizeof(v), "%lld", (long long)e->v);
-		if (asprintf(&payloads[i], "{\"id\":%d,\"k\":\"%s\",\"s\":\"%s\","
-			     "\"v\":%s,\"d\":%lld,\"ts\":%lld}", i, e->k, e->s, v,
-			     (long long)e->d, (long long)e->ts) < 0)
+		if (asprintf(&payloads[i],
+			     "{\"id\":%d,\"k\":\"%s\",\"s\":\"%s\","
+			     "\"v\":%s,\"d\":%lld,\"ts\":%lld}",
+			     i, e->k, e->s, v, (long long)e->d,
+			     (long long)e->ts) < 0)
 			abort();
 	}
 	/* one sentinel per partition (tk_produce sends record i to i % 4) */
 	for (int i = 0; i < 4; i++)
-		if (asprintf(&payloads[N_EVENTS + i], "{\"id\":-1,\"k\":\"end\","
+		if (asprintf(&payloads[N_EVENTS + i],
+			     "{\"id\":-1,\"k\":\"end\","
 			     "\"s\":\"end\",\"v\":0,\"d\":-1,\"ts\":%lld}",
 			     BASE_MS + 1000000000LL) < 0)
 			abort();
@@ -119,19 +123,19 @@ static char *job_spec(fixture_t *f, const char *name, const char *mode,
 {
 	char *s;
 	if (asprintf(&s,
-		"{\"name\": \"%s\", \"mode\": \"%s\","
-		" \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
-		"   {\"name\": \"k\", \"type\": \"string\"},"
-		"   {\"name\": \"s\", \"type\": \"string\"},"
-		"   {\"name\": \"v\", \"type\": \"int64\"},"
-		"   {\"name\": \"d\", \"type\": \"int64\"},"
-		"   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
-		" \"event_time\": {\"field\": \"ts\","
-		"   \"max_out_of_orderness_ms\": %d},"
-		" \"pipeline\": [{\"filter\": \"id >= 0\"}, %s],"
-		" \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"}}",
-		name, mode, f->in_topic, OOO_MS, steps, out_topic) < 0)
+		     "{\"name\": \"%s\", \"mode\": \"%s\","
+		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
+		     "   {\"name\": \"k\", \"type\": \"string\"},"
+		     "   {\"name\": \"s\", \"type\": \"string\"},"
+		     "   {\"name\": \"v\", \"type\": \"int64\"},"
+		     "   {\"name\": \"d\", \"type\": \"int64\"},"
+		     "   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
+		     " \"event_time\": {\"field\": \"ts\","
+		     "   \"max_out_of_orderness_ms\": %d},"
+		     " \"pipeline\": [{\"filter\": \"id >= 0\"}, %s],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"}}",
+		     name, mode, f->in_topic, OOO_MS, steps, out_topic) < 0)
 		abort();
 	return s;
 }
@@ -164,8 +168,8 @@ static void assert_same_multiset(char **a, size_t na, char **b, size_t nb,
 		fail_msg("%s: %zu rows vs %zu rows", what, na, nb);
 	for (size_t i = 0; i < na; i++)
 		if (strcmp(a[i], b[i]))
-			fail_msg("%s: row %zu differs:\n  %s\n  %s", what, i, a[i],
-				 b[i]);
+			fail_msg("%s: row %zu differs:\n  %s\n  %s", what, i,
+				 a[i], b[i]);
 }
 
 /* The tumbling aggregates, computed here from the events. */
@@ -204,12 +208,13 @@ static char **expected_tumbling(fixture_t *f, size_t *n_out)
 	}
 	char **out = calloc(na, sizeof(char *));
 	for (size_t j = 0; j < na; j++) {
-		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			"k", a[j].k, "window_start", (json_int_t)a[j].start,
-			"window_end", (json_int_t)(a[j].start + WINDOW_MS),
-			"n", (json_int_t)a[j].n, "total", (json_int_t)a[j].sum,
-			"lo", (json_int_t)a[j].mn, "hi", (json_int_t)a[j].mx,
-			"nv", (json_int_t)a[j].c);
+		json_t *o = json_pack(
+			"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "k", a[j].k,
+			"window_start", (json_int_t)a[j].start, "window_end",
+			(json_int_t)(a[j].start + WINDOW_MS), "n",
+			(json_int_t)a[j].n, "total", (json_int_t)a[j].sum, "lo",
+			(json_int_t)a[j].mn, "hi", (json_int_t)a[j].mx, "nv",
+			(json_int_t)a[j].c);
 		out[j] = canon_json(o);
 		json_decref(o);
 	}
@@ -226,9 +231,9 @@ static char **expected_tumbling(fixture_t *f, size_t *n_out)
 static bool out_reached(json_t *st, void *arg)
 {
 	return json_integer_value(json_object_get(st, "records_out")) >=
-	       (json_int_t)(size_t)arg &&
-	       json_integer_value(json_object_get(st, "records_in")) >=
-	       N_EVENTS + 4;
+		(json_int_t)(size_t)arg &&
+		json_integer_value(json_object_get(st, "records_in")) >=
+		N_EVENTS + 4;
 }
 
 static void cancel(fixture_t *f, const char *id)
@@ -251,7 +256,8 @@ static char **run_bounded(fixture_t *f, const char *name, const char *steps,
 	char *spec = job_spec(f, name, "bounded", steps, out_topic);
 	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_state(f->svc.port, id, "completed", 120000);
-	size_t want = (size_t)json_integer_value(json_object_get(st, "records_out"));
+	size_t want = (size_t)json_integer_value(
+		json_object_get(st, "records_out"));
 	char **lines;
 	size_t n = tk_consume(out_topic, want, 60000, true, &lines);
 	char **rows = canon_lines(lines, n);
@@ -284,7 +290,8 @@ static char **run_stream(fixture_t *f, const char *name, const char *steps,
 			    "running");
 	assert_int_equal(json_integer_value(json_object_get(st, "records_in")),
 			 N_EVENTS + 4);
-	assert_int_equal(json_integer_value(json_object_get(st, "records_late")), 0);
+	assert_int_equal(
+		json_integer_value(json_object_get(st, "records_late")), 0);
 	/* the sentinels moved the watermark far ahead */
 	assert_true(json_integer_value(json_object_get(st, "watermark_ms")) >
 		    BASE_MS + N_EVENTS * STEP_MS);
@@ -315,7 +322,8 @@ static void test_tumbling_exact(void **state)
 	assert_true(ne > N_KEYS);
 
 	size_t ns;
-	char **stream = run_stream(f, "it-tumbling-stream", tumbling_steps, ne, &ns);
+	char **stream = run_stream(f, "it-tumbling-stream", tumbling_steps, ne,
+				   &ns);
 	assert_same_multiset(stream, ns, expected, ne, "tumbling (stream)");
 
 	size_t nb;
@@ -367,25 +375,26 @@ static void equivalence(fixture_t *f, const char *name, const char *steps)
 static void test_equivalence_sliding(void **state)
 {
 	equivalence(*state, "it-sliding",
-		"{\"window\": {\"type\": \"sliding\", \"size_ms\": 3000,"
-		" \"slide_ms\": 1000, \"key\": [\"k\"], \"aggregates\":"
-		" {\"n\": \"count()\", \"avg_v\": \"avg(v)\", \"hi\": \"max(v)\","
-		" \"dv\": \"count_distinct(v)\"}}}");
+		    "{\"window\": {\"type\": \"sliding\", \"size_ms\": 3000,"
+		    " \"slide_ms\": 1000, \"key\": [\"k\"], \"aggregates\":"
+		    " {\"n\": \"count()\", \"avg_v\": \"avg(v)\", \"hi\": "
+		    "\"max(v)\","
+		    " \"dv\": \"count_distinct(v)\"}}}");
 }
 
 static void test_equivalence_session(void **state)
 {
 	equivalence(*state, "it-session",
-		"{\"window\": {\"type\": \"session\", \"gap_ms\": 2000,"
-		" \"key\": [\"s\"], \"aggregates\": {\"n\": \"count()\","
-		" \"total\": \"sum(v)\"}}}");
+		    "{\"window\": {\"type\": \"session\", \"gap_ms\": 2000,"
+		    " \"key\": [\"s\"], \"aggregates\": {\"n\": \"count()\","
+		    " \"total\": \"sum(v)\"}}}");
 }
 
 static void test_equivalence_dedup(void **state)
 {
 	equivalence(*state, "it-dedup",
-		"{\"dedup\": {\"key\": [\"d\"], \"within_ms\": 5000}},"
-		" {\"select\": {\"d\": \"d\"}}");
+		    "{\"dedup\": {\"key\": [\"d\"], \"within_ms\": 5000}},"
+		    " {\"select\": {\"d\": \"d\"}}");
 }
 
 int main(void)

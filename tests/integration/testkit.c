@@ -37,14 +37,17 @@ static rd_kafka_t *client_conf(rd_kafka_type_t type, const char *group,
 			       bool read_committed, rd_kafka_conf_t *conf)
 {
 	char err[512];
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err, sizeof(err));
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
 	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
 	if (group) {
 		rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-		rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof(err));
-		rd_kafka_conf_set(conf, "isolation.level", read_committed
-				  ? "read_committed" : "read_uncommitted", err,
+		rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
 				  sizeof(err));
+		rd_kafka_conf_set(conf, "isolation.level",
+				  read_committed ? "read_committed"
+						 : "read_uncommitted",
+				  err, sizeof(err));
 	}
 	rd_kafka_t *rk = rd_kafka_new(type, conf, err, sizeof(err));
 	if (!rk)
@@ -60,7 +63,8 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *group,
 
 /* A producer whose delivery reports go to dr(opaque). */
 static rd_kafka_t *client_with_dr(void (*dr)(rd_kafka_t *,
-					     const rd_kafka_message_t *, void *),
+					     const rd_kafka_message_t *,
+					     void *),
 				  void *opaque)
 {
 	rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -76,14 +80,16 @@ const char *tk_bootstrap(void)
 		return bs;
 	const char *e = getenv("KAFKA_BOOTSTRAP");
 	if (!e || !*e)
-		die("KAFKA_BOOTSTRAP is not set: integration tests need the real "
+		die("KAFKA_BOOTSTRAP is not set: integration tests need the "
+		    "real "
 		    "broker (deploy/kafka/kafka.sh start)");
 	bs = sv_strdup(e);
 	rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, NULL, false);
 	const struct rd_kafka_metadata *md;
 	rd_kafka_resp_err_t r = rd_kafka_metadata(rk, 0, NULL, &md, 15000);
 	if (r)
-		die("kafka broker %s does not answer: %s", bs, rd_kafka_err2str(r));
+		die("kafka broker %s does not answer: %s", bs,
+		    rd_kafka_err2str(r));
 	rd_kafka_metadata_destroy(md);
 	rd_kafka_destroy(rk);
 	return bs;
@@ -115,11 +121,13 @@ void tk_create_topic(const char *topic, int partitions)
 	size_t n;
 	const rd_kafka_topic_result_t **tr =
 		rd_kafka_CreateTopics_result_topics(res, &n);
-	if (n != 1 || (rd_kafka_topic_result_error(tr[0]) &&
-		       rd_kafka_topic_result_error(tr[0]) !=
-			       RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
+	if (n != 1 ||
+	    (rd_kafka_topic_result_error(tr[0]) &&
+	     rd_kafka_topic_result_error(tr[0]) !=
+		     RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS))
 		die("create topic '%s': %s", topic,
-		    n ? rd_kafka_topic_result_error_string(tr[0]) : "no result");
+		    n ? rd_kafka_topic_result_error_string(tr[0])
+		      : "no result");
 	rd_kafka_event_destroy(ev);
 	rd_kafka_queue_destroy(q);
 	rd_kafka_NewTopic_destroy(nt);
@@ -131,8 +139,9 @@ void tk_create_topic(const char *topic, int partitions)
 		bool ok = false;
 		if (!rd_kafka_metadata(rk, 0, rkt, &md, 5000)) {
 			ok = md->topic_cnt == 1 && !md->topics[0].err &&
-			     md->topics[0].partition_cnt == partitions;
-			for (int i = 0; ok && i < md->topics[0].partition_cnt; i++)
+				md->topics[0].partition_cnt == partitions;
+			for (int i = 0; ok && i < md->topics[0].partition_cnt;
+			     i++)
 				ok = md->topics[0].partitions[i].leader >= 0;
 			rd_kafka_metadata_destroy(md);
 		}
@@ -160,7 +169,8 @@ static int partition_count(rd_kafka_t *rk, const char *topic)
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
 	const struct rd_kafka_metadata *md = NULL;
 	int n = 0;
-	if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+	if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) ==
+		    RD_KAFKA_RESP_ERR_NO_ERROR &&
 	    md->topic_cnt == 1 && !md->topics[0].err)
 		n = md->topics[0].partition_cnt;
 	if (md)
@@ -178,18 +188,21 @@ void tk_produce(const char *topic, const char *const *payloads, size_t n)
 	int nparts = partition_count(rk, topic);
 	for (size_t i = 0; i < n; i++) {
 		for (;;) {
-			rd_kafka_resp_err_t r = rd_kafka_producev(rk,
-				RD_KAFKA_V_TOPIC(topic),
-				RD_KAFKA_V_VALUE((void *)payloads[i], strlen(payloads[i])),
+			rd_kafka_resp_err_t r = rd_kafka_producev(
+				rk, RD_KAFKA_V_TOPIC(topic),
+				RD_KAFKA_V_VALUE((void *)payloads[i],
+						 strlen(payloads[i])),
 				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-				RD_KAFKA_V_PARTITION((int32_t)(i % (size_t)nparts)),
+				RD_KAFKA_V_PARTITION(
+					(int32_t)(i % (size_t)nparts)),
 				RD_KAFKA_V_END);
 			if (r == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				rd_kafka_poll(rk, 10);
 				continue;
 			}
 			if (r)
-				die("produce to '%s': %s", topic, rd_kafka_err2str(r));
+				die("produce to '%s': %s", topic,
+				    rd_kafka_err2str(r));
 			break;
 		}
 	}
@@ -241,7 +254,8 @@ size_t tk_consume(const char *topic, size_t expect, int timeout_ms,
 				cap *= 2;
 				lines = sv_realloc(lines, cap * sizeof(char *));
 			}
-			lines[n++] = sv_strndup(m->payload ? m->payload : "", m->len);
+			lines[n++] = sv_strndup(m->payload ? m->payload : "",
+						m->len);
 		}
 		rd_kafka_message_destroy(m);
 	}
@@ -336,8 +350,10 @@ json_t *tk_wait_status(int port, const char *id,
 			return st;
 		if (sv_mono_ms() > deadline) {
 			char *s = json_dumps(st, JSON_COMPACT);
-			die("job %s: timed out after %d ms waiting for %s; last "
-			    "status %s", id, timeout_ms, what, s);
+			die("job %s: timed out after %d ms waiting for %s; "
+			    "last "
+			    "status %s",
+			    id, timeout_ms, what, s);
 		}
 		usleep(50000);
 	}
@@ -348,7 +364,8 @@ static bool state_is(json_t *st, void *arg)
 	const char *s = json_string_value(json_object_get(st, "state"));
 	if (s && (!strcmp(s, "failed")) && strcmp(arg, "failed")) {
 		char *d = json_dumps(st, JSON_COMPACT);
-		die("job failed while waiting for '%s': %s", (const char *)arg, d);
+		die("job failed while waiting for '%s': %s", (const char *)arg,
+		    d);
 	}
 	return s && !strcmp(s, arg);
 }
@@ -358,7 +375,8 @@ json_t *tk_wait_state(int port, const char *id, const char *state,
 {
 	char what[64];
 	snprintf(what, sizeof(what), "state '%s'", state);
-	return tk_wait_status(port, id, state_is, (void *)state, timeout_ms, what);
+	return tk_wait_status(port, id, state_is, (void *)state, timeout_ms,
+			      what);
 }
 
 char *tk_submit(int port, const char *spec)

@@ -73,10 +73,13 @@ static void test_records_and_reopen(void **state)
 	assert_null(sv_ckstore_latest(st, "j1", &rec));
 	assert_null(rec);
 	int64_t a, b, c;
-	put(st, "j1", &a, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 10);
-	put(st, "j1", &b, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 20);
+	put(st, "j1", &a, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+	    10);
+	put(st, "j1", &b, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+	    20);
 	put(st, "j1", &c, STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED, 30);
-	put(st, "j10", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 99);
+	put(st, "j10", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+	    99);
 	assert_int_equal(a, 1);
 	assert_int_equal(c, 3);
 	sv_ckstore_close(st);
@@ -85,7 +88,8 @@ static void test_records_and_reopen(void **state)
 	assert_null(sv_ckstore_latest(st, "j1", &rec));
 	assert_non_null(rec);
 	assert_int_equal(rec->id, 3);
-	assert_int_equal(rec->status, STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED);
+	assert_int_equal(rec->status,
+			 STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED);
 	assert_int_equal(rec->offsets[0]->next_offset, 30);
 	sv_ckstore_free_record(rec);
 	assert_null(sv_ckstore_latest_committed(st, "j1", INT64_MAX, &rec));
@@ -127,7 +131,8 @@ static void test_many_ids_ordered(void **state)
 	assert_null(sv_ckstore_open(dir, &st));
 	/* ids beyond one and two bytes keep their order */
 	for (int i = 0; i < 300; i++)
-		put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, i);
+		put(st, "j", NULL,
+		    STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, i);
 	sv_ckrec_t *rec;
 	assert_null(sv_ckstore_latest(st, "j", &rec));
 	assert_int_equal(rec->id, 300);
@@ -194,7 +199,8 @@ static void test_jobs(void **state)
 	assert_null(sv_ckstore_open(dir, &st));
 	assert_null(sv_ckstore_put_job(st, "j1", "{\"a\":1}", 7));
 	assert_null(sv_ckstore_put_job(st, "j2", "{\"b\":2}", 7));
-	put(st, "j1", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 1);
+	put(st, "j1", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+	    1);
 	int n = 0;
 	assert_null(sv_ckstore_each_job(st, count_job, &n));
 	assert_int_equal(n, 2);
@@ -246,8 +252,8 @@ static void test_torn_tail_recovers(void **state)
 	sv_ckstore_t *st;
 	assert_null(sv_ckstore_open(dir, &st));
 	for (int i = 0; i < 5; i++)
-		put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
-		    i);
+		put(st, "j", NULL,
+		    STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, i);
 	sv_ckstore_close(st);
 	/* a half-written record at the end: garbage appended, as kill -9
 	 * in the middle of a write leaves it */
@@ -281,8 +287,8 @@ static void test_mid_log_corruption_is_loud(void **state)
 	sv_ckstore_t *st;
 	assert_null(sv_ckstore_open(dir, &st));
 	for (int i = 0; i < 50; i++)
-		put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
-		    i);
+		put(st, "j", NULL,
+		    STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, i);
 	sv_ckstore_close(st);
 	char *wal = wal_path(dir);
 	struct stat sb;
@@ -315,7 +321,8 @@ static void test_unreadable_record_is_loud(void **state)
 	char *dir = tmpdir();
 	sv_ckstore_t *st;
 	assert_null(sv_ckstore_open(dir, &st));
-	put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 1);
+	put(st, "j", NULL, STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+	    1);
 	sv_ckstore_close(st);
 	/* a newer record whose bytes are not a CheckpointRecord, written
 	 * behind the store's back (the test speaks RocksDB directly) */

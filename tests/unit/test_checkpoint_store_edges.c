@@ -38,8 +38,8 @@
 #define ABORTED STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED
 
 typedef struct fx {
-	char root[64];  /* mkdtemp */
-	char dir[128];  /* root/data/checkpoints: created by the store */
+	char root[64]; /* mkdtemp */
+	char dir[128]; /* root/data/checkpoints: created by the store */
 	sv_ckstore_t *st;
 } fx_t;
 
@@ -119,8 +119,8 @@ static uint8_t state_byte(int64_t id, size_t op, size_t i)
 	return (uint8_t)(x >> 24);
 }
 
-static void rec_make(rec_parts_t *p, const char *job, int64_t id,
-		     size_t nops, size_t statelen)
+static void rec_make(rec_parts_t *p, const char *job, int64_t id, size_t nops,
+		     size_t statelen)
 {
 	memset(p, 0, sizeof(*p));
 	streamvisor__checkpoint_record__init(&p->rec);
@@ -169,8 +169,7 @@ static void rec_release(rec_parts_t *p)
 		free(p->state[k]);
 }
 
-static void put_rec(sv_ckstore_t *st, const char *job, int64_t id,
-		    int status)
+static void put_rec(sv_ckstore_t *st, const char *job, int64_t id, int status)
 {
 	rec_parts_t p;
 	rec_make(&p, job, id, 2, 64);
@@ -197,7 +196,8 @@ static void assert_rec(const sv_ckrec_t *got, const char *job, int64_t id,
 	for (size_t i = 0; i < 2; i++) {
 		assert_string_equal(got->offsets[i]->topic, "orders");
 		assert_int_equal(got->offsets[i]->partition, i);
-		assert_int_equal(got->offsets[i]->next_offset, id * 100 + (int64_t)i);
+		assert_int_equal(got->offsets[i]->next_offset,
+				 id * 100 + (int64_t)i);
 		assert_true(got->offsets[i]->watermark_ms ==
 			    (i ? INT64_MIN : 900 + id));
 	}
@@ -212,8 +212,10 @@ static void assert_rec(const sv_ckrec_t *got, const char *job, int64_t id,
 		assert_int_equal(os->state.len, len);
 		for (size_t i = 0; i < len; i++)
 			if (os->state.data[i] != state_byte(id, k, i))
-				fail_msg("checkpoint %" PRId64 " operator %zu: byte "
-					 "%zu differs", id, k, i);
+				fail_msg("checkpoint %" PRId64
+					 " operator %zu: byte "
+					 "%zu differs",
+					 id, k, i);
 	}
 }
 
@@ -231,8 +233,8 @@ static int64_t *list_ids(sv_ckstore_t *st, const char *job, size_t limit,
 	return ids;
 }
 
-static void assert_ids(sv_ckstore_t *st, const char *job,
-		       const int64_t *want, size_t nwant)
+static void assert_ids(sv_ckstore_t *st, const char *job, const int64_t *want,
+		       size_t nwant)
 {
 	size_t n;
 	int64_t *ids = list_ids(st, job, 0 + 10000, &n);
@@ -244,7 +246,8 @@ static void assert_ids(sv_ckstore_t *st, const char *job,
 		if (ids[i] != want[i]) {
 			int64_t a = ids[i], b = want[i];
 			free(ids);
-			fail_msg("job %s: list[%zu] = %" PRId64 ", want %" PRId64,
+			fail_msg("job %s: list[%zu] = %" PRId64
+				 ", want %" PRId64,
 				 job, i, a, b);
 		}
 	free(ids);
@@ -307,13 +310,17 @@ static void test_order_large_ids(void **state)
 {
 	fx_t *f = *state;
 	open_store(f);
-	const int64_t ids[] = {65536, 1, 4096, 255, 1LL << 32, 256, 65535,
-			       4095, 16, 15, (1LL << 32) - 1, 1LL << 40};
+	const int64_t ids[] = {
+		65536, 1,    4096, 255, 1LL << 32,       256,
+		65535, 4095, 16,   15,  (1LL << 32) - 1, 1LL << 40};
 	for (size_t i = 0; i < SV_ARRAY_LEN(ids); i++)
-		put_rec(f->st, "j", ids[i], ids[i] == 65535 || ids[i] == 256
-					    ? COMMITTED : PREPARED);
-	const int64_t want[] = {1LL << 40, 1LL << 32, (1LL << 32) - 1, 65536,
-				65535, 4096, 4095, 256, 255, 16, 15, 1};
+		put_rec(f->st, "j", ids[i],
+			ids[i] == 65535 || ids[i] == 256 ? COMMITTED
+							 : PREPARED);
+	const int64_t want[] = {1LL << 40, 1LL << 32, (1LL << 32) - 1,
+				65536,     65535,     4096,
+				4095,      256,       255,
+				16,        15,        1};
 	assert_ids(f->st, "j", want, SV_ARRAY_LEN(want));
 	size_t n;
 	int64_t *top = list_ids(f->st, "j", 3, &n); /* limit */
@@ -383,8 +390,8 @@ static void test_retention_edges(void **state)
 	assert_ids(f->st, "p", p_all, 4);
 
 	/* 1C 2A 3C 4P 5C 6P 7A */
-	const int st7[] = {COMMITTED, ABORTED, COMMITTED, PREPARED, COMMITTED,
-			   PREPARED, ABORTED};
+	const int st7[] = {COMMITTED, ABORTED,  COMMITTED, PREPARED,
+			   COMMITTED, PREPARED, ABORTED};
 	for (int64_t id = 1; id <= 7; id++)
 		put_rec(f->st, "j", id, st7[id - 1]);
 	ok(sv_ckstore_retain(f->st, "j", 10)); /* more than there are */
@@ -653,18 +660,18 @@ static void test_sigkill_keeps_acknowledged(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_large_state_roundtrip, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_large_state_roundtrip,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_order_large_ids, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_many_jobs_interleaved, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_many_jobs_interleaved,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention_edges, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_wal_truncated_tail, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_sst_corruption_is_loud, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_sst_corruption_is_loud,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sigkill_keeps_acknowledged,
 						setup, teardown),
 	};

@@ -30,7 +30,16 @@ typedef struct fx {
 	char reason[256];
 } fx_t;
 
-enum { F_ID, F_REGION, F_AMOUNT, F_STATUS, F_TS, F_OK, F_URL, F_NF };
+enum {
+	F_ID,
+	F_REGION,
+	F_AMOUNT,
+	F_STATUS,
+	F_TS,
+	F_OK,
+	F_URL,
+	F_NF
+};
 
 static int setup(void **state)
 {
@@ -101,7 +110,8 @@ static void bad_json(fx_t *fx, const char *s, const char *want)
 	if (rc == 0)
 		fail_msg("accepted %s", s);
 	if (want && !strstr(fx->reason, want))
-		fail_msg("input %s: reason '%s' lacks '%s'", s, fx->reason, want);
+		fail_msg("input %s: reason '%s' lacks '%s'", s, fx->reason,
+			 want);
 }
 
 static const sv_value_t *ok_csv(fx_t *fx, const char *s)
@@ -159,7 +169,8 @@ static void test_format_names(void **state)
 static void test_json_all_types(void **state)
 {
 	fx_t *fx = *state;
-	const sv_value_t *r = ok_json(fx,
+	const sv_value_t *r = ok_json(
+		fx,
 		"{\"id\":123,\"region\":\"EU-West\",\"amount\":12.5,"
 		"\"status\":\"completed\",\"ts\":1700000000000,\"ok\":true,"
 		"\"url\":\"http://example.com/a?b=c\"}");
@@ -176,8 +187,9 @@ static void test_json_all_types(void **state)
 	assert_str(&r[F_URL], "http://example.com/a?b=c", 24);
 
 	/* keys in any order, whitespace everywhere it is allowed */
-	r = ok_json(fx, " \t\r\n{ \"ok\" : false ,\n\"amount\":-3 , \"id\" :"
-			" -9223372036854775808 }\n ");
+	r = ok_json(fx,
+		    " \t\r\n{ \"ok\" : false ,\n\"amount\":-3 , \"id\" :"
+		    " -9223372036854775808 }\n ");
 	assert_false(r[F_OK].v.b);
 	assert_int_equal(r[F_OK].type, SV_T_BOOL);
 	assert_int_equal(r[F_AMOUNT].type, SV_T_FLOAT64); /* int → float64 */
@@ -194,18 +206,37 @@ static void test_json_floats(void **state)
 {
 	fx_t *fx = *state;
 	static const char *const cases[] = {
-		"0", "-0", "0.0", "1e3", "1E+3", "1e-3", "12.5", "-0.000001",
-		"3.141592653589793", "0.1", "0.30000000000000004",
-		"1.7976931348623157e308", "4.9e-324", "2.2250738585072014e-308",
-		"123456789012345678901234567890", "9007199254740993",
+		"0",
+		"-0",
+		"0.0",
+		"1e3",
+		"1E+3",
+		"1e-3",
+		"12.5",
+		"-0.000001",
+		"3.141592653589793",
+		"0.1",
+		"0.30000000000000004",
+		"1.7976931348623157e308",
+		"4.9e-324",
+		"2.2250738585072014e-308",
+		"123456789012345678901234567890",
+		"9007199254740993",
 		"1.00000000000000011102230246251565404236316680908203125",
-		"0.000000000000000000000000000001", "1e-400", "-1e-400",
-		"12345.678901234567890123", "1e22", "1e23", "9.999999999999999e22",
-		"0e999", "100000000000000000000000e-5",
+		"0.000000000000000000000000000001",
+		"1e-400",
+		"-1e-400",
+		"12345.678901234567890123",
+		"1e22",
+		"1e23",
+		"9.999999999999999e22",
+		"0e999",
+		"100000000000000000000000e-5",
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char buf[160];
-		snprintf(buf, sizeof(buf), "{\"id\":1,\"amount\":%s}", cases[i]);
+		snprintf(buf, sizeof(buf), "{\"id\":1,\"amount\":%s}",
+			 cases[i]);
 		const sv_value_t *r = ok_json(fx, buf);
 		assert_int_equal(r[F_AMOUNT].type, SV_T_FLOAT64);
 		assert_f64_bits(r[F_AMOUNT].v.f, strtod(cases[i], NULL));
@@ -258,14 +289,16 @@ static void test_json_wrong_types(void **state)
 	fx_t *fx = *state;
 	bad_json(fx, "{\"id\":1,\"amount\":\"12.5\"}",
 		 "field 'amount': expected float64, got string");
-	bad_json(fx, "{\"id\":\"1\"}", "field 'id': expected int64, got string");
+	bad_json(fx, "{\"id\":\"1\"}",
+		 "field 'id': expected int64, got string");
 	bad_json(fx, "{\"id\":1,\"region\":5}",
 		 "field 'region': expected string, got integer");
 	bad_json(fx, "{\"id\":1,\"region\":5.5}",
 		 "field 'region': expected string, got float");
 	bad_json(fx, "{\"id\":1,\"region\":true}",
 		 "field 'region': expected string, got bool");
-	bad_json(fx, "{\"id\":1,\"ok\":1}", "field 'ok': expected bool, got integer");
+	bad_json(fx, "{\"id\":1,\"ok\":1}",
+		 "field 'ok': expected bool, got integer");
 	bad_json(fx, "{\"id\":1,\"ok\":\"true\"}",
 		 "field 'ok': expected bool, got string");
 	bad_json(fx, "{\"id\":1,\"amount\":{}}",
@@ -285,21 +318,25 @@ static void test_json_nulls(void **state)
 	const sv_value_t *r = ok_json(fx, "{\"id\":7}");
 	for (int i = F_REGION; i < F_NF; i++)
 		assert_int_equal(r[i].type, SV_T_NULL);
-	r = ok_json(fx, "{\"id\":7,\"region\":null,\"amount\":null,\"status\":null,"
-			"\"ts\":null,\"ok\":null,\"url\":null}");
+	r = ok_json(fx,
+		    "{\"id\":7,\"region\":null,\"amount\":null,\"status\":null,"
+		    "\"ts\":null,\"ok\":null,\"url\":null}");
 	for (int i = F_REGION; i < F_NF; i++)
 		assert_int_equal(r[i].type, SV_T_NULL);
 	/* exact reasons, and the negative control: nullable null passes */
 	bad_json(fx, "{\"id\":null}", NULL);
 	assert_string_equal(fx->reason, "field 'id' is null but not nullable");
 	bad_json(fx, "{\"region\":\"x\"}", NULL);
-	assert_string_equal(fx->reason, "field 'id' is missing but not nullable");
+	assert_string_equal(fx->reason,
+			    "field 'id' is missing but not nullable");
 	bad_json(fx, "{}", "field 'id' is missing but not nullable");
 	/* duplicate keys: the last one wins */
-	r = ok_json(fx, "{\"id\":null,\"id\":5,\"region\":\"a\",\"region\":\"b\"}");
+	r = ok_json(fx,
+		    "{\"id\":null,\"id\":5,\"region\":\"a\",\"region\":\"b\"}");
 	assert_int_equal(r[F_ID].v.i, 5);
 	assert_str(&r[F_REGION], "b", 1);
-	bad_json(fx, "{\"id\":5,\"id\":null}", "field 'id' is null but not nullable");
+	bad_json(fx, "{\"id\":5,\"id\":null}",
+		 "field 'id' is null but not nullable");
 	r = ok_json(fx, "{\"id\":5,\"amount\":1.5,\"amount\":null}");
 	assert_int_equal(r[F_AMOUNT].type, SV_T_NULL);
 }
@@ -307,7 +344,8 @@ static void test_json_nulls(void **state)
 static void test_json_unknown_fields(void **state)
 {
 	fx_t *fx = *state;
-	const sv_value_t *r = ok_json(fx,
+	const sv_value_t *r = ok_json(
+		fx,
 		"{\"x\":{\"a\":[1,2,{\"b\":null,\"id\":99}],\"c\":\"d\"},"
 		"\"id\":3,\"y\":[[],{},[[[\"\\u00e9\"]]]],\"z\":-1.5e-3,"
 		"\"t\":true,\"f\":false,\"n\":null,\"s\":\"\\\"}\","
@@ -351,12 +389,16 @@ static void test_json_escapes_unicode(void **state)
 {
 	fx_t *fx = *state;
 	const sv_value_t *r = ok_json(fx,
-		"{\"id\":1,\"region\":\"a\\\"b\\\\c\\/d\\be\\ff\\ng\\rh\\ti\"}");
+				      "{\"id\":1,\"region\":\"a\\\"b\\\\c\\/"
+				      "d\\be\\ff\\ng\\rh\\ti\"}");
 	assert_str(&r[F_REGION], "a\"b\\c/d\be\ff\ng\rh\ti", 17);
 	/* \u escapes: 1, 2, 3 and 4 byte UTF-8, NUL, and raw UTF-8 kept */
-	r = ok_json(fx, "{\"id\":1,\"region\":\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00"
-			"\\u0000z\",\"status\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}");
-	assert_str(&r[F_REGION], "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\0z", 12);
+	r = ok_json(fx,
+		    "{\"id\":1,\"region\":\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00"
+		    "\\u0000z\",\"status\":"
+		    "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}");
+	assert_str(&r[F_REGION], "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\0z",
+		   12);
 	assert_str(&r[F_STATUS], "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9);
 	/* an escaped key matches the schema name */
 	r = ok_json(fx, "{\"\\u0069d\":42,\"re\\u0067ion\":\"k\"}");
@@ -368,35 +410,51 @@ static void test_json_escapes_unicode(void **state)
 		for (int i = 0; i < len; i++)
 			want[i] = (char)('a' + i % 26);
 		want[len] = '\0';
-		snprintf(buf, sizeof(buf), "{\"id\":1,\"url\":\"%s\\n\"}", want);
+		snprintf(buf, sizeof(buf), "{\"id\":1,\"url\":\"%s\\n\"}",
+			 want);
 		r = ok_json(fx, buf);
 		want[len] = '\n';
 		assert_str(&r[F_URL], want, (size_t)len + 1);
 	}
 
-	bad_json(fx, "{\"id\":1,\"region\":\"\\ud800\"}", "lone high surrogate");
-	bad_json(fx, "{\"id\":1,\"region\":\"\\ud800\\u0041\"}", "lone high surrogate");
+	bad_json(fx, "{\"id\":1,\"region\":\"\\ud800\"}",
+		 "lone high surrogate");
+	bad_json(fx, "{\"id\":1,\"region\":\"\\ud800\\u0041\"}",
+		 "lone high surrogate");
 	bad_json(fx, "{\"id\":1,\"region\":\"\\udc00\"}", "lone low surrogate");
 	bad_json(fx, "{\"id\":1,\"region\":\"\\u12\"}", "\\u escape");
 	bad_json(fx, "{\"id\":1,\"region\":\"\\u12g4\"}", "invalid \\u escape");
 	bad_json(fx, "{\"id\":1,\"region\":\"\\U0041\"}", "invalid escape");
-	bad_json(fx, "{\"id\":1,\"region\":\"a\tb\"}", "unescaped control character");
-	bad_json(fx, "{\"id\":1,\"region\":\"a\nb\"}", "unescaped control character");
+	bad_json(fx, "{\"id\":1,\"region\":\"a\tb\"}",
+		 "unescaped control character");
+	bad_json(fx, "{\"id\":1,\"region\":\"a\nb\"}",
+		 "unescaped control character");
 	/* invalid UTF-8: bare continuation, overlong, surrogate, > U+10FFFF,
 	 * truncated sequence, 0xFF */
 	static const char *const bad_utf8[] = {
-		"\x80", "\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf", "\xed\xa0\x80",
-		"\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xc3", "\xe2\x82",
-		"\xff", "\xc3(",
+		"\x80",
+		"\xc0\xaf",
+		"\xc1\xbf",
+		"\xe0\x80\xaf",
+		"\xed\xa0\x80",
+		"\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80",
+		"\xc3",
+		"\xe2\x82",
+		"\xff",
+		"\xc3(",
 	};
 	for (size_t i = 0; i < sizeof(bad_utf8) / sizeof(bad_utf8[0]); i++) {
-		snprintf(buf, sizeof(buf), "{\"id\":1,\"region\":\"%s\"}", bad_utf8[i]);
+		snprintf(buf, sizeof(buf), "{\"id\":1,\"region\":\"%s\"}",
+			 bad_utf8[i]);
 		bad_json(fx, buf, "invalid UTF-8");
 		snprintf(buf, sizeof(buf), "{\"id\":1,\"k%s\":1}", bad_utf8[i]);
 		bad_json(fx, buf, "invalid UTF-8");
 	}
 	/* NUL byte inside the payload */
-	assert_int_equal(decode_n(fx, fx->json, "{\"id\":1,\"region\":\"a\0b\"}", 23), -1);
+	assert_int_equal(
+		decode_n(fx, fx->json, "{\"id\":1,\"region\":\"a\0b\"}", 23),
+		-1);
 	assert_non_null(strstr(fx->reason, "control character"));
 }
 
@@ -406,34 +464,70 @@ static void test_json_malformed(void **state)
 {
 	fx_t *fx = *state;
 	static const char *const cases[] = {
-		"", " ", "not json", "123", "\"id\"", "[1]", "null", "true",
-		"{", "{\"id\"", "{\"id\":", "{\"id\":1", "{\"id\":1,",
-		"{\"id\":1,}", "{,\"id\":1}", "{\"id\":1}}", "{\"id\":1} x",
-		"{\"id\":1}{}", "{\"id\" 1}", "{\"id\":1 \"x\":2}", "{id:1}",
-		"{'id':1}", "{\"id\":01}", "{\"id\":1.}", "{\"id\":.5}",
-		"{\"id\":-}", "{\"id\":+1}", "{\"id\":1e}", "{\"id\":1e+}",
-		"{\"id\":0x10}", "{\"id\":NaN}", "{\"id\":Infinity}",
-		"{\"id\":1,\"amount\":1.5.5}", "{\"id\":1,\"amount\":--1}",
-		"{\"id\":1,\"amount\":-01.5}", "{\"id\":1,\"ok\":True}",
-		"{\"id\":1,\"ok\":nul}", "{\"id\":1,\"region\":\"abc}",
-		"{\"id\":1,\"region\":\"abc\\\"}", "{\"id\":1,\"region\":\"\\",
-		"{\"id\":1\x0b}", "\xef\xbb\xbf{\"id\":1}", 
-		"{\"id\":1,\"x\":[}", "{\"id\":1,\"x\":{]}", "{\"id\":1,\"x\":}",
+		"",
+		" ",
+		"not json",
+		"123",
+		"\"id\"",
+		"[1]",
+		"null",
+		"true",
+		"{",
+		"{\"id\"",
+		"{\"id\":",
+		"{\"id\":1",
+		"{\"id\":1,",
+		"{\"id\":1,}",
+		"{,\"id\":1}",
+		"{\"id\":1}}",
+		"{\"id\":1} x",
+		"{\"id\":1}{}",
+		"{\"id\" 1}",
+		"{\"id\":1 \"x\":2}",
+		"{id:1}",
+		"{'id':1}",
+		"{\"id\":01}",
+		"{\"id\":1.}",
+		"{\"id\":.5}",
+		"{\"id\":-}",
+		"{\"id\":+1}",
+		"{\"id\":1e}",
+		"{\"id\":1e+}",
+		"{\"id\":0x10}",
+		"{\"id\":NaN}",
+		"{\"id\":Infinity}",
+		"{\"id\":1,\"amount\":1.5.5}",
+		"{\"id\":1,\"amount\":--1}",
+		"{\"id\":1,\"amount\":-01.5}",
+		"{\"id\":1,\"ok\":True}",
+		"{\"id\":1,\"ok\":nul}",
+		"{\"id\":1,\"region\":\"abc}",
+		"{\"id\":1,\"region\":\"abc\\\"}",
+		"{\"id\":1,\"region\":\"\\",
+		"{\"id\":1\x0b}",
+		"\xef\xbb\xbf{\"id\":1}",
+		"{\"id\":1,\"x\":[}",
+		"{\"id\":1,\"x\":{]}",
+		"{\"id\":1,\"x\":}",
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		bad_json(fx, cases[i], "malformed JSON");
 	assert_int_equal(decode_n(fx, fx->json, "{\"id\":1}\0", 9), -1);
 	assert_string_equal(fx->reason,
-			    "malformed JSON at byte 8: trailing characters after the object");
+			    "malformed JSON at byte 8: trailing characters "
+			    "after the object");
 	bad_json(fx, "[1]", NULL);
-	assert_string_equal(fx->reason,
-			    "malformed JSON at byte 0: top-level value must be an object");
+	assert_string_equal(
+		fx->reason,
+		"malformed JSON at byte 0: top-level value must be an object");
 	/* NULL payload, and a reason buffer too small is truncated safely */
 	char tiny[8];
-	assert_int_equal(sv_decoder_decode(fx->json, NULL, 0, &fx->b, NULL, tiny,
-					   sizeof(tiny)), -1);
+	assert_int_equal(sv_decoder_decode(fx->json, NULL, 0, &fx->b, NULL,
+					   tiny, sizeof(tiny)),
+			 -1);
 	assert_string_equal(tiny, "malform");
-	assert_int_equal(sv_decoder_decode(fx->json, "x", 1, &fx->b, NULL, NULL, 0), -1);
+	assert_int_equal(
+		sv_decoder_decode(fx->json, "x", 1, &fx->b, NULL, NULL, 0), -1);
 	assert_int_equal(fx->b.nrows, 0);
 	/* negative control: the same fixture does accept a good record */
 	ok_json(fx, "{\"id\":1}");
@@ -444,7 +538,10 @@ static void test_json_malformed(void **state)
 static void test_json_timestamps(void **state)
 {
 	fx_t *fx = *state;
-	static const struct { const char *in; int64_t ms; } good[] = {
+	static const struct {
+		const char *in;
+		int64_t ms;
+	} good[] = {
 		{"\"1970-01-01T00:00:00Z\"", 0},
 		{"\"2026-11-29T20:00:00.123Z\"", 1795982400123LL},
 		{"\"2026-11-29T21:00:00.123+01:00\"", 1795982400123LL},
@@ -469,15 +566,27 @@ static void test_json_timestamps(void **state)
 				 (long long)r[F_TS].v.i, (long long)good[i].ms);
 	}
 	static const char *const bad[] = {
-		"2026-11-29", "2026-11-29T20:00:00", "2026-11-29T20:00Z",
-		"2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z",
-		"2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
-		"2026-11-29T24:00:00Z", "2026-11-29T20:60:00Z",
-		"2026-11-29T20:00:60Z", "2026-11-29T20:00:00.Z",
-		"2026-11-29T20:00:00+0100", "2026-11-29T20:00:00+24:00",
-		"2026-11-29X20:00:00Z", "2026-11-29T20:00:00Zjunk",
-		"26-11-29T20:00:00Z", "2026/11/29T20:00:00Z", "", "yesterday",
-		"2026-11-29T20:00:00 Z", "+2026-11-29T20:00:00Z",
+		"2026-11-29",
+		"2026-11-29T20:00:00",
+		"2026-11-29T20:00Z",
+		"2026-13-01T00:00:00Z",
+		"2026-00-01T00:00:00Z",
+		"2026-02-29T00:00:00Z",
+		"2026-04-31T00:00:00Z",
+		"2026-11-29T24:00:00Z",
+		"2026-11-29T20:60:00Z",
+		"2026-11-29T20:00:60Z",
+		"2026-11-29T20:00:00.Z",
+		"2026-11-29T20:00:00+0100",
+		"2026-11-29T20:00:00+24:00",
+		"2026-11-29X20:00:00Z",
+		"2026-11-29T20:00:00Zjunk",
+		"26-11-29T20:00:00Z",
+		"2026/11/29T20:00:00Z",
+		"",
+		"yesterday",
+		"2026-11-29T20:00:00 Z",
+		"+2026-11-29T20:00:00Z",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char buf[128];
@@ -493,7 +602,9 @@ static void test_json_strings_outlive_payload(void **state)
 	for (int i = 0; i < 2000; i++) {
 		char buf[128];
 		snprintf(buf, sizeof(buf),
-			 "{\"id\":%d,\"region\":\"region-%d\",\"url\":\"u\\n%d\"}", i, i, i);
+			 "{\"id\":%d,\"region\":\"region-%d\",\"url\":\"u\\n%"
+			 "d\"}",
+			 i, i, i);
 		ok_json(fx, buf);
 	}
 	for (int i = 0; i < 2000; i++) {
@@ -512,8 +623,8 @@ static void test_json_strings_outlive_payload(void **state)
 static void test_csv_basic(void **state)
 {
 	fx_t *fx = *state;
-	const sv_value_t *r = ok_csv(fx,
-		"123,EU-West,12.5,completed,1700000000000,true,http://x/y");
+	const sv_value_t *r = ok_csv(
+		fx, "123,EU-West,12.5,completed,1700000000000,true,http://x/y");
 	assert_int_equal(r[F_ID].v.i, 123);
 	assert_str(&r[F_REGION], "EU-West", 7);
 	assert_f64_bits(r[F_AMOUNT].v.f, 12.5);
@@ -559,7 +670,8 @@ static void test_csv_errors(void **state)
 	bad_csv(fx, "01,,,,,,", "expected int64");
 	bad_csv(fx, "9223372036854775808,,,,,,", "expected int64");
 	bad_csv(fx, "99999999999999999999999,,,,,,", "expected int64");
-	bad_csv(fx, "1,,abc,,,,", "column 3 ('amount'): expected float64, got 'abc'");
+	bad_csv(fx, "1,,abc,,,,",
+		"column 3 ('amount'): expected float64, got 'abc'");
 	bad_csv(fx, "1,,1.5x,,,,", "expected float64");
 	bad_csv(fx, "1,,inf,,,,", "expected float64");
 	bad_csv(fx, "1,,nan,,,,", "expected float64");
@@ -584,14 +696,19 @@ static void test_encode_exact(void **state)
 {
 	fx_t *fx = *state;
 	sv_value_t row[F_NF] = {
-		sv_int(-9223372036854775807LL - 1), sv_str("EU \"W\"\n", 7),
-		sv_float(12.5), sv_null(), sv_ts(1700000000000LL),
-		sv_bool(false), sv_str("", 0),
+		sv_int(-9223372036854775807LL - 1),
+		sv_str("EU \"W\"\n", 7),
+		sv_float(12.5),
+		sv_null(),
+		sv_ts(1700000000000LL),
+		sv_bool(false),
+		sv_str("", 0),
 	};
 	sv_buf_t out;
 	sv_buf_init(&out);
 	sv_json_encode_row(fx->schema, row, &out);
-	assert_string_equal(out.data,
+	assert_string_equal(
+		out.data,
 		"{\"id\":-9223372036854775808,\"region\":\"EU \\\"W\\\"\\n\","
 		"\"amount\":12.5,\"status\":null,\"ts\":1700000000000,"
 		"\"ok\":false,\"url\":\"\"}");
@@ -611,7 +728,10 @@ static void test_encode_floats(void **state)
 	(void)state;
 	sv_schema_t *s = sv_schema_new();
 	sv_schema_add(s, "f", SV_T_FLOAT64, true);
-	static const struct { double f; const char *want; } cases[] = {
+	static const struct {
+		double f;
+		const char *want;
+	} cases[] = {
 		{0.1, "{\"f\":0.1}"},
 		{1.0 / 3, "{\"f\":0.3333333333333333}"},
 		{0.1 + 0.2, "{\"f\":0.30000000000000004}"},
@@ -652,8 +772,9 @@ static void test_roundtrip(void **state)
 	sv_buf_t out;
 	sv_buf_init(&out);
 	static const char *const pieces[] = {
-		"a", "\"", "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9",
-		"\xe2\x82\xac", "\xf0\x9f\x98\x80", "/", " ", "\0",
+		"a",    "\"",   "\\",       "\n",           "\x01",
+		"\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+		"/",    " ",    "\0",
 	};
 	for (int it = 0; it < 5000; it++) {
 		sv_value_t row[F_NF];
@@ -676,7 +797,8 @@ static void test_roundtrip(void **state)
 			f = (double)(int64_t)bits / 1000.0;
 		if (it % 3 == 0)
 			f = (double)(int64_t)(bits % 2000000) / 100.0;
-		row[F_ID] = sv_int(it % 7 == 0 ? INT64_MIN : (int64_t)rng_next(&x));
+		row[F_ID] = sv_int(it % 7 == 0 ? INT64_MIN
+					       : (int64_t)rng_next(&x));
 		row[F_REGION] = sv_str(strs[0], lens[0]);
 		row[F_AMOUNT] = it % 11 == 0 ? sv_null() : sv_float(f);
 		row[F_STATUS] = sv_str(strs[1], lens[1]);
@@ -691,8 +813,9 @@ static void test_roundtrip(void **state)
 			if (row[c].type == SV_T_FLOAT64)
 				assert_f64_bits(r[c].v.f, row[c].v.f);
 			else if (!sv_value_equal(&r[c], &row[c]))
-				fail_msg("column %d differs after round trip: %s", c,
-					 out.data);
+				fail_msg("column %d differs after round trip: "
+					 "%s",
+					 c, out.data);
 		}
 		sv_batch_reset(&fx->b);
 	}
@@ -702,19 +825,24 @@ static void test_roundtrip(void **state)
 /* ---- fuzz ---- */
 
 static const char *const seeds[] = {
-	"{\"id\":123,\"region\":\"EU-West\",\"amount\":12.5,\"status\":\"completed\","
+	"{\"id\":123,\"region\":\"EU-West\",\"amount\":12.5,\"status\":"
+	"\"completed\","
 	"\"ts\":1700000000000,\"bidder\":42,\"url\":\"http://example.com/x\"}",
 	"{\"id\":-1,\"ts\":\"2026-11-29T20:00:00.123+01:00\",\"ok\":true}",
-	"{\"x\":{\"a\":[1,2.5e-3,{\"b\":null}],\"c\":\"\\u00e9\\ud83d\\ude00\"},\"id\":0}",
-	"{\"id\":9223372036854775807,\"region\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}",
-	"{\"id\":1,\"region\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\",\"e\":[],\"o\":{}}",
+	"{\"x\":{\"a\":[1,2.5e-3,{\"b\":null}],\"c\":\"\\u00e9\\ud83d\\ude00\"}"
+	",\"id\":0}",
+	"{\"id\":9223372036854775807,\"region\":\"\\\"\\\\\\/"
+	"\\b\\f\\n\\r\\t\"}",
+	"{\"id\":1,\"region\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\",\"e\":[]"
+	",\"o\":{}}",
 	"{\"id\":1,\"amount\":-0.0e+0,\"ok\":false,\"url\":null}",
 	"[1,2,3]",
 	"7,EU,1.5,\"q\"\"x\",1700000000000,true,\"a,b\"",
 };
 
-static const unsigned char alphabet[] = "{}[]\":,\\ 0123456789eE.-+tfnulraxu\x00\x1f\x7f"
-					"\x80\xbf\xc3\xe0\xed\xf0\xf4\xff\t\n";
+static const unsigned char alphabet[] =
+	"{}[]\":,\\ 0123456789eE.-+tfnulraxu\x00\x1f\x7f"
+	"\x80\xbf\xc3\xe0\xed\xf0\xf4\xff\t\n";
 
 static size_t mutate(uint64_t *x, char *buf, size_t n, size_t cap)
 {
@@ -722,8 +850,9 @@ static size_t mutate(uint64_t *x, char *buf, size_t n, size_t cap)
 	for (int o = 0; o < ops; o++) {
 		uint64_t r = rng_next(x);
 		size_t pos = n ? (size_t)(r >> 16) % n : 0;
-		unsigned char ch = (r & 1) ? alphabet[(r >> 8) % (sizeof(alphabet) - 1)]
-					   : (unsigned char)(r >> 40);
+		unsigned char ch = (r & 1)
+			? alphabet[(r >> 8) % (sizeof(alphabet) - 1)]
+			: (unsigned char)(r >> 40);
 		switch (r % 6) {
 		case 0: /* replace */
 			if (n)
@@ -773,7 +902,7 @@ static size_t mutate(uint64_t *x, char *buf, size_t n, size_t cap)
 static bool jansson_quirk(const json_error_t *err)
 {
 	return strstr(err->text, "too big") || strstr(err->text, "overflow") ||
-	       strstr(err->text, "maximum parsing depth");
+		strstr(err->text, "maximum parsing depth");
 }
 
 static void test_fuzz(void **state)
@@ -787,7 +916,8 @@ static void test_fuzz(void **state)
 	char buf[512];
 	long accepted = 0, rejected = 0, agreed = 0;
 	for (int it = 0; it < 100000; it++) {
-		const char *seed = seeds[rng_next(&x) % (sizeof(seeds) / sizeof(seeds[0]))];
+		const char *seed =
+			seeds[rng_next(&x) % (sizeof(seeds) / sizeof(seeds[0]))];
 		size_t n = strlen(seed);
 		memcpy(buf, seed, n);
 		n = mutate(&x, buf, n, sizeof(buf));
@@ -801,14 +931,15 @@ static void test_fuzz(void **state)
 		char *copy = malloc(n ? n : 1);
 		memcpy(copy, buf, n);
 		char reason[128];
-		int ours = sv_decoder_decode(validator, copy, n, &vb, NULL, reason,
-					     sizeof(reason));
+		int ours = sv_decoder_decode(validator, copy, n, &vb, NULL,
+					     reason, sizeof(reason));
 		json_error_t err;
 		json_t *j = json_loadb(copy, n, JSON_ALLOW_NUL, &err);
 		bool theirs = j && json_is_object(j);
 		if (j ? !memchr(copy, 0, n) : !jansson_quirk(&err)) {
 			if ((ours == 0) != theirs)
-				fail_msg("disagree with jansson (ours %s, jansson %s) on "
+				fail_msg("disagree with jansson (ours %s, "
+					 "jansson %s) on "
 					 "%zu bytes: '%.*s'",
 					 ours == 0 ? "ok" : reason,
 					 j ? "ok" : err.text, n, (int)n, copy);
@@ -821,9 +952,11 @@ static void test_fuzz(void **state)
 		if (vb.nrows > 4096)
 			sv_batch_reset(&vb);
 	}
-	print_message("fuzz: %ld accepted, %ld rejected, %ld checked against jansson\n",
+	print_message("fuzz: %ld accepted, %ld rejected, %ld checked against "
+		      "jansson\n",
 		      accepted, rejected, agreed);
-	assert_true(accepted > 1000); /* the mutator does not only make garbage */
+	assert_true(accepted >
+		    1000); /* the mutator does not only make garbage */
 	assert_true(rejected > 1000);
 	assert_true(agreed > 90000);
 	sv_batch_release(&vb);
@@ -848,12 +981,18 @@ static void test_encode_floats_random(void **state)
 		st ^= st << 17;
 		double f;
 		switch (i % 4) {
-		case 0: f = (double)(int64_t)(st % 2000000000ULL) / 100.0 - 1e7; break;
-		case 1: f = (double)(int64_t)(st % 1000000000ULL) / 1e6; break;
-		case 2: memcpy(&f, &st, sizeof(f)); break;
+		case 0:
+			f = (double)(int64_t)(st % 2000000000ULL) / 100.0 - 1e7;
+			break;
+		case 1:
+			f = (double)(int64_t)(st % 1000000000ULL) / 1e6;
+			break;
+		case 2:
+			memcpy(&f, &st, sizeof(f));
+			break;
 		default:
 			f = (double)(st >> 11) / 9007199254740992.0 *
-			    pow(10, (int)(st % 20) - 8);
+				pow(10, (int)(st % 20) - 8);
 		}
 		if (!isfinite(f))
 			continue;
@@ -873,7 +1012,8 @@ static void test_encode_floats_random(void **state)
 				break;
 		}
 		if (!strchr(g, 'e') && len > strlen(g) + 1)
-			fail_msg("%.17g encoded as %s, shortest is %s", f, p, g);
+			fail_msg("%.17g encoded as %s, shortest is %s", f, p,
+				 g);
 	}
 	sv_buf_release(&b);
 	sv_schema_destroy(s);
@@ -883,23 +1023,36 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_names),
-		cmocka_unit_test_setup_teardown(test_json_all_types, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_floats, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_int64, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_wrong_types, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_nulls, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_unknown_fields, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_escapes_unicode, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_malformed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_timestamps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_json_strings_outlive_payload, setup,
+		cmocka_unit_test_setup_teardown(test_json_all_types, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_csv_basic, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_csv_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_encode_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json_floats, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_json_int64, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_json_wrong_types, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_json_nulls, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_json_unknown_fields, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_json_escapes_unicode,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json_malformed, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_json_timestamps, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_json_strings_outlive_payload, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_csv_basic, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_csv_errors, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_encode_exact, setup,
+						teardown),
 		cmocka_unit_test(test_encode_floats),
 		cmocka_unit_test(test_encode_floats_random),
-		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

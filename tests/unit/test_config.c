@@ -47,8 +47,7 @@ static int teardown(void **state)
 }
 
 /* Write text to dir/name; returns the path (static buffer per slot). */
-static const char *write_file(fixture_t *fx, const char *name,
-			      const char *text)
+static const char *write_file(fixture_t *fx, const char *name, const char *text)
 {
 	static char paths[4][256];
 	static int slot;
@@ -185,8 +184,7 @@ static void test_unknown_keys(void **state)
 	fixture_t *fx = *state;
 	load_expect(fx, "listen: 127.0.0.1:1\ndata_dir: /x\nclusterz: {}\n",
 		    "config '%s': unknown key 'clusterz' (line 3)");
-	load_expect(fx,
-		    "clusters:\n  default:\n    bootstrap: x:1\n",
+	load_expect(fx, "clusters:\n  default:\n    bootstrap: x:1\n",
 		    "config '%s': unknown key 'clusters.default.bootstrap' "
 		    "(line 3)");
 }
@@ -219,10 +217,12 @@ static void test_wrong_types(void **state)
 		    "    properties:\n      a.b: {c: d}\n",
 		    "config '%s': property 'clusters.default.properties.a.b' "
 		    "must have a scalar value (line 5)");
-	load_expect(fx, "clusters:\n  'bad name':\n    bootstrap_servers: x:1\n",
+	load_expect(fx,
+		    "clusters:\n  'bad name':\n    bootstrap_servers: x:1\n",
 		    "config '%s': cluster name 'bad name' must be letters, "
 		    "digits, '-', '_' or '.' (line 2)");
-	load_expect(fx, "- a\n- b\n", "config '%s': top level must be a mapping");
+	load_expect(fx, "- a\n- b\n",
+		    "config '%s': top level must be a mapping");
 	load_expect(fx, "listen: localhost\n",
 		    "config '%s': invalid listen address 'localhost' (want "
 		    "host:port, port 0-65535, IPv6 as [addr]:port)");
@@ -253,17 +253,19 @@ static void test_invalid_yaml(void **state)
 static void test_refused_properties(void **state)
 {
 	fixture_t *fx = *state;
-	load_expect(fx,
-		    "clusters:\n  default:\n    bootstrap_servers: x:1\n"
-		    "    properties:\n      plugin.library.paths: /tmp/evil.so\n",
-		    "config '%s': property 'clusters.default.properties."
-		    "plugin.library.paths' is not allowed (loads code) (line 5)");
-	load_expect(fx,
-		    "clusters:\n  default:\n    bootstrap_servers: x:1\n"
-		    "    properties:\n      sasl.kerberos.kinit.cmd: rm -rf /\n",
-		    "config '%s': property 'clusters.default.properties."
-		    "sasl.kerberos.kinit.cmd' is not allowed (runs a command) "
-		    "(line 5)");
+	load_expect(
+		fx,
+		"clusters:\n  default:\n    bootstrap_servers: x:1\n"
+		"    properties:\n      plugin.library.paths: /tmp/evil.so\n",
+		"config '%s': property 'clusters.default.properties."
+		"plugin.library.paths' is not allowed (loads code) (line 5)");
+	load_expect(
+		fx,
+		"clusters:\n  default:\n    bootstrap_servers: x:1\n"
+		"    properties:\n      sasl.kerberos.kinit.cmd: rm -rf /\n",
+		"config '%s': property 'clusters.default.properties."
+		"sasl.kerberos.kinit.cmd' is not allowed (runs a command) "
+		"(line 5)");
 	load_expect(fx,
 		    "clusters:\n  default:\n    bootstrap_servers: x:1\n"
 		    "    properties:\n      group.id: g\n",
@@ -277,7 +279,8 @@ static void test_refused_properties(void **state)
 		    "      ssl.keystore.location: /etc/ks.p12\n",
 		    NULL);
 	assert_string_equal(prop(sv_svconf_cluster(&fx->conf, "default"),
-				 "ssl.keystore.location"), "/etc/ks.p12");
+				 "ssl.keystore.location"),
+			    "/etc/ks.p12");
 	assert_non_null(sv_svconf_property_refused("ssl.engine.location"));
 	assert_non_null(sv_svconf_property_refused("bootstrap.servers"));
 	assert_null(sv_svconf_property_refused("sasl.password"));
@@ -310,7 +313,8 @@ static void test_secret_values_never_in_errors(void **state)
 			 "secrets_file: %s\nclusters:\n  default:\n"
 			 "    bootstrap_servers: x:1\n    properties:\n"
 			 "      security.protocol: sasl_ssl\n"
-			 "    credentials: prod\n", sp);
+			 "    credentials: prod\n",
+			 sp);
 		const char *path = write_file(fx, "config.yaml", cfg);
 		sv_error_t *err = sv_svconf_load(&fx->conf, path);
 		assert_non_null(err);
@@ -340,10 +344,12 @@ static void test_credentials_errors(void **state)
 	char cfg[400], want[600];
 	snprintf(cfg, sizeof(cfg),
 		 "secrets_file: %s\nclusters:\n  default:\n"
-		 "    bootstrap_servers: x:1\n    credentials: prod\n", sp);
+		 "    bootstrap_servers: x:1\n    credentials: prod\n",
+		 sp);
 	snprintf(want, sizeof(want),
 		 "secrets file '%s': no entry 'prod' (named by cluster "
-		 "'default')", sp);
+		 "'default')",
+		 sp);
 	const char *path = write_file(fx, "config.yaml", cfg);
 	sv_error_t *err = sv_svconf_load(&fx->conf, path);
 	assert_non_null(err);
@@ -402,15 +408,17 @@ static void test_parse_listen(void **state)
 	for (size_t i = 0; i < SV_ARRAY_LEN(ok); i++) {
 		char *host = NULL;
 		int port = -1;
-		sv_error_t *err = sv_svconf_parse_listen(ok[i].in, &host, &port);
+		sv_error_t *err = sv_svconf_parse_listen(ok[i].in, &host,
+							 &port);
 		assert_null(err);
 		assert_string_equal(host, ok[i].host);
 		assert_int_equal(port, ok[i].port);
 		free(host);
 	}
 	static const char *const bad[] = {
-		"", "8080", ":8080", "host:", "host:65536", "host:-1", "host:+1",
-		"host:80x", "::1:80", "[::1]80", "[::1]", "[]:80",
+		"",           "8080",    ":8080",   "host:",
+		"host:65536", "host:-1", "host:+1", "host:80x",
+		"::1:80",     "[::1]80", "[::1]",   "[]:80",
 	};
 	for (size_t i = 0; i < SV_ARRAY_LEN(bad); i++) {
 		char *host = NULL;
@@ -448,7 +456,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_full_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_file, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_empty_file_keeps_defaults,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_file, setup,

@@ -77,8 +77,7 @@ static const char *run(fx_t *f, sv_op_t *op)
 		/* rows and meta pass unchanged */
 		assert_int_equal(f->out.meta[r].offset, row[1].v.i);
 		assert_int_equal(f->out.meta[r].partition, 3);
-		p += sprintf(p, "%.*s:%lld;",
-			     row[0].type ? (int)row[0].len : 1,
+		p += sprintf(p, "%.*s:%lld;", row[0].type ? (int)row[0].len : 1,
 			     row[0].type ? row[0].v.s : "~",
 			     (long long)row[1].v.i);
 	}
@@ -262,8 +261,8 @@ static void test_snapshot_restore(void **state)
 			if (i % 10 == 9) {
 				strcat(got, run(f, op));
 				f->ctx.watermark_ms = i * 3;
-				assert_null(op->ops->advance(op, &f->ctx,
-							     &f->out));
+				assert_null(
+					op->ops->advance(op, &f->ctx, &f->out));
 			}
 		}
 		snprintf(got + strlen(got), 32, "/%llu",

@@ -27,7 +27,17 @@
 
 /* ---- fixture: one schema with every type, one row ---- */
 
-enum { C_I, C_N, C_F, C_S, C_B, C_T, C_LONG, C_NB, C_NCOLS };
+enum {
+	C_I,
+	C_N,
+	C_F,
+	C_S,
+	C_B,
+	C_T,
+	C_LONG,
+	C_NB,
+	C_NCOLS
+};
 
 static sv_schema_t *S;
 static sv_value_t ROW[C_NCOLS];
@@ -126,8 +136,10 @@ static const char *show(const sv_value_t *v)
 {
 	static char buf[256];
 	switch (v->type) {
-	case SV_T_NULL: return "null";
-	case SV_T_BOOL: return v->v.b ? "true" : "false";
+	case SV_T_NULL:
+		return "null";
+	case SV_T_BOOL:
+		return v->v.b ? "true" : "false";
 	case SV_T_INT64:
 		snprintf(buf, sizeof(buf), "int %lld", (long long)v->v.i);
 		return buf;
@@ -138,57 +150,58 @@ static const char *show(const sv_value_t *v)
 		snprintf(buf, sizeof(buf), "float %.17g", v->v.f);
 		return buf;
 	default:
-		snprintf(buf, sizeof(buf), "string '%.*s'", (int)v->len, v->v.s);
+		snprintf(buf, sizeof(buf), "string '%.*s'", (int)v->len,
+			 v->v.s);
 		return buf;
 	}
 }
 
-#define EXPECT_INT(text, want)                                              \
-	do {                                                                \
-		sv_value_t v_ = ev(text);                                   \
-		if (v_.type != SV_T_INT64 || v_.v.i != (int64_t)(want))     \
+#define EXPECT_INT(text, want)                                                \
+	do {                                                                  \
+		sv_value_t v_ = ev(text);                                     \
+		if (v_.type != SV_T_INT64 || v_.v.i != (int64_t)(want))       \
 			fail_msg("%s: '%s' gave %s, want int %lld", __func__, \
-				 text, show(&v_), (long long)(want));       \
+				 text, show(&v_), (long long)(want));         \
 	} while (0)
-#define EXPECT_TS(text, want)                                               \
-	do {                                                                \
-		sv_value_t v_ = ev(text);                                   \
-		if (v_.type != SV_T_TIMESTAMP || v_.v.i != (int64_t)(want)) \
-			fail_msg("%s: '%s' gave %s, want ts %lld", __func__,  \
-				 text, show(&v_), (long long)(want));       \
+#define EXPECT_TS(text, want)                                                \
+	do {                                                                 \
+		sv_value_t v_ = ev(text);                                    \
+		if (v_.type != SV_T_TIMESTAMP || v_.v.i != (int64_t)(want))  \
+			fail_msg("%s: '%s' gave %s, want ts %lld", __func__, \
+				 text, show(&v_), (long long)(want));        \
 	} while (0)
-#define EXPECT_FLOAT(text, want)                                            \
-	do {                                                                \
-		sv_value_t v_ = ev(text);                                   \
-		double w_ = (want);                                         \
-		if (v_.type != SV_T_FLOAT64 ||                              \
-		    !(v_.v.f == w_ || (isnan(v_.v.f) && isnan(w_))) ||      \
-		    signbit(v_.v.f) != signbit(w_))                         \
-			fail_msg("%s: '%s' gave %s, want float %.17g",      \
-				 __func__, text, show(&v_), w_);            \
+#define EXPECT_FLOAT(text, want)                                       \
+	do {                                                           \
+		sv_value_t v_ = ev(text);                              \
+		double w_ = (want);                                    \
+		if (v_.type != SV_T_FLOAT64 ||                         \
+		    !(v_.v.f == w_ || (isnan(v_.v.f) && isnan(w_))) || \
+		    signbit(v_.v.f) != signbit(w_))                    \
+			fail_msg("%s: '%s' gave %s, want float %.17g", \
+				 __func__, text, show(&v_), w_);       \
 	} while (0)
-#define EXPECT_STR(text, want)                                              \
-	do {                                                                \
-		sv_value_t v_ = ev(text);                                   \
-		const char *w_ = (want);                                    \
-		if (v_.type != SV_T_STRING || v_.len != strlen(w_) ||       \
-		    memcmp(v_.v.s, w_, v_.len))                             \
-			fail_msg("%s: '%s' gave %s, want '%s'", __func__,   \
-				 text, show(&v_), w_);                      \
+#define EXPECT_STR(text, want)                                            \
+	do {                                                              \
+		sv_value_t v_ = ev(text);                                 \
+		const char *w_ = (want);                                  \
+		if (v_.type != SV_T_STRING || v_.len != strlen(w_) ||     \
+		    memcmp(v_.v.s, w_, v_.len))                           \
+			fail_msg("%s: '%s' gave %s, want '%s'", __func__, \
+				 text, show(&v_), w_);                    \
 	} while (0)
-#define EXPECT_BOOL(text, want)                                             \
-	do {                                                                \
-		sv_value_t v_ = ev(text);                                   \
-		if (v_.type != SV_T_BOOL || v_.v.b != (want))               \
-			fail_msg("%s: '%s' gave %s, want %s", __func__,     \
-				 text, show(&v_), (want) ? "true" : "false"); \
+#define EXPECT_BOOL(text, want)                                               \
+	do {                                                                  \
+		sv_value_t v_ = ev(text);                                     \
+		if (v_.type != SV_T_BOOL || v_.v.b != (want))                 \
+			fail_msg("%s: '%s' gave %s, want %s", __func__, text, \
+				 show(&v_), (want) ? "true" : "false");       \
 	} while (0)
-#define EXPECT_NULL(text)                                                   \
-	do {                                                                \
-		sv_value_t v_ = ev(text);                                   \
-		if (v_.type != SV_T_NULL)                                   \
-			fail_msg("%s: '%s' gave %s, want null", __func__,   \
-				 text, show(&v_));                          \
+#define EXPECT_NULL(text)                                                 \
+	do {                                                              \
+		sv_value_t v_ = ev(text);                                 \
+		if (v_.type != SV_T_NULL)                                 \
+			fail_msg("%s: '%s' gave %s, want null", __func__, \
+				 text, show(&v_));                        \
 	} while (0)
 
 static void expect_type(const char *text, sv_type_t type, bool nullable)
@@ -371,8 +384,9 @@ static void test_timestamp_arith(void **state)
 	EXPECT_INT("(t + 5) - t", 5);
 	EXPECT_NULL("t + n");
 	EXPECT_NULL("t + null");
-	expect_err("t + t", SV_ERR_SUBMISSION, 3,
-		   "operator '+' cannot apply to timestamp_ms and timestamp_ms");
+	expect_err(
+		"t + t", SV_ERR_SUBMISSION, 3,
+		"operator '+' cannot apply to timestamp_ms and timestamp_ms");
 	expect_err("t * 2", SV_ERR_SUBMISSION, 3,
 		   "operator '*' cannot apply to timestamp_ms and int64");
 	expect_err("1 - t", SV_ERR_SUBMISSION, 3,
@@ -419,16 +433,28 @@ static void test_comparisons(void **state)
 		const char *text;
 		bool want;
 	} cases[] = {
-		{"i == 7", true}, {"i = 7", true}, {"i != 7", false},
-		{"i <> 7", false}, {"i < 8", true}, {"i <= 7", true},
-		{"i > 7", false}, {"i >= 8", false},
-		{"f == 2.5", true}, {"f < 3", true}, {"i > f", true},
-		{"i == 7.0", true}, {"7.5 > i", true},
-		{"s == 'Hello'", true}, {"s != 'hello'", true},
-		{"s < 'Hellp'", true}, {"s < 'Hello!'", true},
-		{"'' < s", true}, {"s >= 'Hello'", true},
+		{"i == 7", true},
+		{"i = 7", true},
+		{"i != 7", false},
+		{"i <> 7", false},
+		{"i < 8", true},
+		{"i <= 7", true},
+		{"i > 7", false},
+		{"i >= 8", false},
+		{"f == 2.5", true},
+		{"f < 3", true},
+		{"i > f", true},
+		{"i == 7.0", true},
+		{"7.5 > i", true},
+		{"s == 'Hello'", true},
+		{"s != 'hello'", true},
+		{"s < 'Hellp'", true},
+		{"s < 'Hello!'", true},
+		{"'' < s", true},
+		{"s >= 'Hello'", true},
 		{"'B' < 'a'", true}, /* byte order */
-		{"b == true", true}, {"false < true", true},
+		{"b == true", true},
+		{"false < true", true},
 		{"true <= false", false},
 		{"t == '2024-03-01'", true},
 		{"t == '2024-03-01T00:00:00Z'", true},
@@ -501,21 +527,27 @@ static void test_three_valued_logic(void **state)
 			for (int form = 0; form < 3; form++) {
 				sv_value_t v = ev(ands[form]);
 				sv_value_t w = tv(and_tab[x][y]);
-				if (v.type != w.type || (v.type && v.v.b != w.v.b))
-					fail_msg("%s with %s, %s gave %s", ands[form],
-						 tv_lit(x), tv_lit(y), show(&v));
+				if (v.type != w.type ||
+				    (v.type && v.v.b != w.v.b))
+					fail_msg("%s with %s, %s gave %s",
+						 ands[form], tv_lit(x),
+						 tv_lit(y), show(&v));
 				v = ev(ors[form]);
 				w = tv(or_tab[x][y]);
-				if (v.type != w.type || (v.type && v.v.b != w.v.b))
-					fail_msg("%s with %s, %s gave %s", ors[form],
-						 tv_lit(x), tv_lit(y), show(&v));
+				if (v.type != w.type ||
+				    (v.type && v.v.b != w.v.b))
+					fail_msg("%s with %s, %s gave %s",
+						 ors[form], tv_lit(x),
+						 tv_lit(y), show(&v));
 			}
 			/* the same tables when folded at parse time */
-			snprintf(lit, sizeof(lit), "%s && %s", tv_lit(x), tv_lit(y));
+			snprintf(lit, sizeof(lit), "%s && %s", tv_lit(x),
+				 tv_lit(y));
 			sv_value_t v = ev(lit), w = tv(and_tab[x][y]);
 			if (v.type != w.type || (v.type && v.v.b != w.v.b))
 				fail_msg("folded %s gave %s", lit, show(&v));
-			snprintf(lit, sizeof(lit), "%s || %s", tv_lit(x), tv_lit(y));
+			snprintf(lit, sizeof(lit), "%s || %s", tv_lit(x),
+				 tv_lit(y));
 			v = ev(lit);
 			w = tv(or_tab[x][y]);
 			if (v.type != w.type || (v.type && v.v.b != w.v.b))
@@ -525,8 +557,8 @@ static void test_three_valued_logic(void **state)
 		for (int form = 0; form < 3; form++) {
 			sv_value_t v = ev(nots[form]), w = tv(not_tab[x]);
 			if (v.type != w.type || (v.type && v.v.b != w.v.b))
-				fail_msg("%s with %s gave %s", nots[form], tv_lit(x),
-					 show(&v));
+				fail_msg("%s with %s gave %s", nots[form],
+					 tv_lit(x), show(&v));
 		}
 	}
 	default_row();
@@ -630,7 +662,8 @@ static void test_in(void **state)
 	sv_expr_t *e;
 	sv_error_t *err = sv_expr_parse(buf, S, &e);
 	assert_non_null(err);
-	assert_non_null(strstr(err->message, "too many items in IN (at most 64)"));
+	assert_non_null(
+		strstr(err->message, "too many items in IN (at most 64)"));
 	sv_error_destroy(err);
 }
 
@@ -639,7 +672,7 @@ static void test_precedence(void **state)
 	(void)state;
 	EXPECT_INT("1 + 2 * 3", 7);
 	EXPECT_INT("(1 + 2) * 3", 9);
-	EXPECT_INT("10 - 4 - 3", 3);  /* left associative */
+	EXPECT_INT("10 - 4 - 3", 3); /* left associative */
 	EXPECT_INT("100 / 10 / 5", 2);
 	EXPECT_INT("7 % 4 * 2", 6);
 	EXPECT_INT("-2 * 3", -6);
@@ -659,9 +692,10 @@ static void test_precedence(void **state)
 /* Every name tested below; the registry test fails when a function is added
  * to the registry without being added here (and tested). */
 static const char *const TESTED[] = {
-	"abs", "cast", "ceil", "coalesce", "concat", "contains", "ends_with",
-	"floor", "if", "length", "lower", "ltrim", "nullif", "replace",
-	"round", "rtrim", "sqrt", "starts_with", "substr", "trim", "upper",
+	"abs",       "cast",    "ceil",  "coalesce", "concat", "contains",
+	"ends_with", "floor",   "if",    "length",   "lower",  "ltrim",
+	"nullif",    "replace", "round", "rtrim",    "sqrt",   "starts_with",
+	"substr",    "trim",    "upper",
 };
 
 static void test_registry(void **state)
@@ -679,8 +713,8 @@ static void test_registry(void **state)
 	}
 	assert_null(sv_func_name(sv_func_count()));
 	static const char *const required[] = {
-		"lower", "upper", "length", "substr", "concat", "trim", "abs",
-		"round", "floor", "ceil", "coalesce", "if", "cast",
+		"lower", "upper", "length", "substr",   "concat", "trim", "abs",
+		"round", "floor", "ceil",   "coalesce", "if",     "cast",
 	};
 	for (size_t k = 0; k < SV_ARRAY_LEN(required); k++)
 		assert_true(sv_func_exists(required[k]));
@@ -710,12 +744,12 @@ static void test_fn_strings(void **state)
 	EXPECT_STR("substr(s, 2)", "ello");
 	EXPECT_STR("substr(s, 2, 3)", "ell");
 	EXPECT_STR("substr(s, 1, 100)", "Hello");
-	EXPECT_STR("substr(s, 0, 3)", "He");     /* positions 0..2 */
+	EXPECT_STR("substr(s, 0, 3)", "He"); /* positions 0..2 */
 	EXPECT_STR("substr(s, -1)", "Hello");
 	EXPECT_STR("substr(s, 6)", "");
 	EXPECT_STR("substr(s, 2, 0)", "");
 	EXPECT_STR("substr('h\xc3\xa9llo', 2, 2)", "\xc3\xa9l");
-	EXPECT_NULL("substr(s, 2, -1)");         /* negative length */
+	EXPECT_NULL("substr(s, 2, -1)"); /* negative length */
 	EXPECT_NULL("substr(null, 1)");
 	EXPECT_NULL("substr(s, n)");
 	EXPECT_NULL("substr(s, 1, n)");
@@ -886,15 +920,18 @@ static void test_fn_conditional(void **state)
 	EXPECT_NULL("nullif(i, 7.0)"); /* compared as float */
 	expect_type("nullif(i, 8)", SV_T_INT64, true);
 	expect_err("coalesce(s, 1)", SV_ERR_SUBMISSION, 1,
-		   "arguments of 'coalesce' must have one type, got string and int64");
+		   "arguments of 'coalesce' must have one type, got string and "
+		   "int64");
 	expect_err("if(i, 1, 2)", SV_ERR_SUBMISSION, 1,
 		   "argument 1 of 'if' must be bool, got int64");
-	expect_err("if(b, 1, 'x')", SV_ERR_SUBMISSION, 1,
-		   "arguments of 'if' must have one type, got int64 and string");
+	expect_err(
+		"if(b, 1, 'x')", SV_ERR_SUBMISSION, 1,
+		"arguments of 'if' must have one type, got int64 and string");
 	expect_err("if(b, 1)", SV_ERR_SUBMISSION, 1,
 		   "function 'if' takes 3 arguments, got 2");
-	expect_err("nullif(b, 1)", SV_ERR_SUBMISSION, 1,
-		   "arguments of 'nullif' must have one type, got bool and int64");
+	expect_err(
+		"nullif(b, 1)", SV_ERR_SUBMISSION, 1,
+		"arguments of 'nullif' must have one type, got bool and int64");
 }
 
 static void test_cast(void **state)
@@ -902,7 +939,8 @@ static void test_cast(void **state)
 	(void)state;
 	/* to string */
 	EXPECT_STR("cast(i as string)", "7");
-	EXPECT_STR("cast(-9223372036854775808 as string)", "-9223372036854775808");
+	EXPECT_STR("cast(-9223372036854775808 as string)",
+		   "-9223372036854775808");
 	EXPECT_STR("cast(f as string)", "2.5");
 	EXPECT_STR("cast(2.0 as string)", "2.0");
 	EXPECT_STR("cast(0.1 as string)", "0.1");
@@ -937,9 +975,9 @@ static void test_cast(void **state)
 	EXPECT_NULL("cast('2024-03-01T24:00:00Z' as timestamp)");
 	/* numbers and bools */
 	EXPECT_FLOAT("cast(i as float64)", 7.0);
-	EXPECT_INT("cast(f as int64)", 2);        /* truncates */
+	EXPECT_INT("cast(f as int64)", 2); /* truncates */
 	EXPECT_INT("cast(-f as int64)", -2);
-	EXPECT_NULL("cast(1e19 as int64)");       /* out of range */
+	EXPECT_NULL("cast(1e19 as int64)"); /* out of range */
 	EXPECT_NULL("cast(cast('nan' as float) as int)");
 	EXPECT_BOOL("cast(i as bool)", true);
 	EXPECT_BOOL("cast(0 as bool)", false);
@@ -1004,7 +1042,8 @@ static void test_syntax_errors(void **state)
 	expect_err("lower(s,)", SV_ERR_SUBMISSION, 9, "expected an operand");
 	expect_err("- 'a'", SV_ERR_SUBMISSION, 1,
 		   "operator '-' cannot apply to string");
-	expect_err("-b", SV_ERR_SUBMISSION, 1, "operator '-' cannot apply to bool");
+	expect_err("-b", SV_ERR_SUBMISSION, 1,
+		   "operator '-' cannot apply to bool");
 	/* keywords are not operands and never function names */
 	expect_err("i + in (2)", SV_ERR_SUBMISSION, 5, "expected an operand");
 	expect_err("and(1)", SV_ERR_SUBMISSION, 1, "expected an operand");
@@ -1056,7 +1095,8 @@ static void test_limits(void **state)
 	sv_expr_t *e;
 	sv_error_t *err = sv_expr_parse(buf, S, &e);
 	assert_non_null(err);
-	assert_non_null(strstr(err->message, "expression is nested too deeply"));
+	assert_non_null(
+		strstr(err->message, "expression is nested too deeply"));
 	assert_int_equal(err->category, SV_ERR_SUBMISSION);
 	sv_error_destroy(err);
 	w = 0;
@@ -1134,7 +1174,8 @@ static void test_limits(void **state)
 	assert_int_equal(v.len, 64);
 	sprintf(buf + w, ",'x')");
 	assert_non_null(err = sv_expr_parse(buf, S, &e));
-	assert_non_null(strstr(err->message, "too many arguments (at most 64)"));
+	assert_non_null(
+		strstr(err->message, "too many arguments (at most 64)"));
 	sv_error_destroy(err);
 	free(buf);
 }
@@ -1196,20 +1237,28 @@ static int rn(int n)
 
 static void random_row(sv_value_t *row)
 {
-	static const int64_t ints[] = {0, 1, -1, 7, 42, -1000, INT64_MAX,
-				       INT64_MIN, 1709251200000, 3};
-	static const double flts[] = {0.0, -0.0, 2.5, -1.5, 1e300, 1e-300,
-				      0.1, 3.0};
-	static const char *const strs[] = {"", "Hello", " x ", "h\xc3\xa9llo",
-					   "12", "2024-03-01", "true", "a'b",
-					   "ABC", "-7"};
+	static const int64_t ints[] = {
+		0, 1, -1, 7, 42, -1000, INT64_MAX, INT64_MIN, 1709251200000, 3};
+	static const double flts[] = {0.0,   -0.0,   2.5, -1.5,
+				      1e300, 1e-300, 0.1, 3.0};
+	static const char *const strs[] = {
+		"",           "Hello", " x ", "h\xc3\xa9llo", "12",
+		"2024-03-01", "true",  "a'b", "ABC",          "-7"};
 	row[C_I] = sv_int(ints[rn(SV_ARRAY_LEN(ints))]);
 	row[C_N] = rn(3) ? sv_int(ints[rn(SV_ARRAY_LEN(ints))]) : sv_null();
 	switch (rn(8)) {
-	case 0: row[C_F] = sv_null(); break;
-	case 1: row[C_F] = sv_float(NAN); break;
-	case 2: row[C_F] = sv_float(rn(2) ? INFINITY : -INFINITY); break;
-	default: row[C_F] = sv_float(flts[rn(SV_ARRAY_LEN(flts))]); break;
+	case 0:
+		row[C_F] = sv_null();
+		break;
+	case 1:
+		row[C_F] = sv_float(NAN);
+		break;
+	case 2:
+		row[C_F] = sv_float(rn(2) ? INFINITY : -INFINITY);
+		break;
+	default:
+		row[C_F] = sv_float(flts[rn(SV_ARRAY_LEN(flts))]);
+		break;
 	}
 	const char *s = strs[rn(SV_ARRAY_LEN(strs))];
 	row[C_S] = rn(4) ? sv_str(s, (uint32_t)strlen(s)) : sv_null();
@@ -1238,7 +1287,8 @@ static int check_parse(const char *text, const sv_value_t *rows, int nrows)
 		if (strncmp(err->message, head, strlen(head)) ||
 		    strncmp(err->message + strlen(head), text, strlen(text)))
 			fail_msg("'%s': message '%s'", text, err->message);
-		if (err->position < 1 || (size_t)err->position > strlen(text) + 1)
+		if (err->position < 1 ||
+		    (size_t)err->position > strlen(text) + 1)
 			fail_msg("'%s': position %d", text, err->position);
 		sv_error_destroy(err);
 		return 0;
@@ -1272,8 +1322,8 @@ static void test_fuzz_bytes(void **state)
 	for (int k = 0; k < 30000; k++) {
 		int len = rn(sizeof(text) - 1);
 		for (int j = 0; j < len; j++)
-			text[j] = rn(3) ? alpha[rn(sizeof(alpha) - 1)] :
-					  (char)(1 + rn(255));
+			text[j] = rn(3) ? alpha[rn(sizeof(alpha) - 1)]
+					: (char)(1 + rn(255));
 		text[len] = '\0';
 		ok += check_parse(text, rows, 4);
 	}
@@ -1287,15 +1337,76 @@ static void test_fuzz_tokens(void **state)
 {
 	(void)state;
 	static const char *const toks[] = {
-		"i", "n", "f", "s", "b", "t", "nb", "`long name`", "zz",
-		"0", "1", "7", "-1", "2.5", "1e3", "9223372036854775807",
-		"'x'", "''", "'2024-03-01'", "\"y\"", "true", "false", "null",
-		"+", "-", "*", "/", "%", "==", "=", "!=", "<>", "<", "<=", ">",
-		">=", "&&", "||", "!", "AND", "OR", "NOT", "IS", "IN", "AS",
-		"(", "(", ")", ")", ",", "lower", "upper", "length", "substr",
-		"concat", "trim", "abs", "round", "floor", "ceil", "coalesce",
-		"if", "cast", "nullif", "sqrt", "replace", "int64", "string",
-		"nosuch", "sum",
+		"i",
+		"n",
+		"f",
+		"s",
+		"b",
+		"t",
+		"nb",
+		"`long name`",
+		"zz",
+		"0",
+		"1",
+		"7",
+		"-1",
+		"2.5",
+		"1e3",
+		"9223372036854775807",
+		"'x'",
+		"''",
+		"'2024-03-01'",
+		"\"y\"",
+		"true",
+		"false",
+		"null",
+		"+",
+		"-",
+		"*",
+		"/",
+		"%",
+		"==",
+		"=",
+		"!=",
+		"<>",
+		"<",
+		"<=",
+		">",
+		">=",
+		"&&",
+		"||",
+		"!",
+		"AND",
+		"OR",
+		"NOT",
+		"IS",
+		"IN",
+		"AS",
+		"(",
+		"(",
+		")",
+		")",
+		",",
+		"lower",
+		"upper",
+		"length",
+		"substr",
+		"concat",
+		"trim",
+		"abs",
+		"round",
+		"floor",
+		"ceil",
+		"coalesce",
+		"if",
+		"cast",
+		"nullif",
+		"sqrt",
+		"replace",
+		"int64",
+		"string",
+		"nosuch",
+		"sum",
 	};
 	sv_value_t rows[4 * C_NCOLS];
 	rng_state = 4242;
@@ -1306,8 +1417,9 @@ static void test_fuzz_tokens(void **state)
 	for (int k = 0; k < 30000; k++) {
 		int n = 1 + rn(24), w = 0;
 		for (int j = 0; j < n; j++)
-			w += snprintf(text + w, sizeof(text) - (size_t)w, "%s%s",
-				      j ? " " : "", toks[rn(SV_ARRAY_LEN(toks))]);
+			w += snprintf(text + w, sizeof(text) - (size_t)w,
+				      "%s%s", j ? " " : "",
+				      toks[rn(SV_ARRAY_LEN(toks))]);
 		ok += check_parse(text, rows, 4);
 	}
 	if (ok < 300)
@@ -1341,11 +1453,16 @@ static void out(gen_t *g, const char *fmt, ...)
 static const char *type_kw(sv_type_t t)
 {
 	switch (t) {
-	case SV_T_BOOL: return "bool";
-	case SV_T_INT64: return "int64";
-	case SV_T_FLOAT64: return "float64";
-	case SV_T_STRING: return "string";
-	default: return "timestamp_ms";
+	case SV_T_BOOL:
+		return "bool";
+	case SV_T_INT64:
+		return "int64";
+	case SV_T_FLOAT64:
+		return "float64";
+	case SV_T_STRING:
+		return "string";
+	default:
+		return "timestamp_ms";
 	}
 }
 
@@ -1369,7 +1486,8 @@ static void out_literal(gen_t *g, const sv_value_t *v, sv_type_t type)
 		if (isnan(f))
 			out(g, "cast('NaN' as float64)");
 		else if (isinf(f))
-			out(g, "cast('%sInfinity' as float64)", f < 0 ? "-" : "");
+			out(g, "cast('%sInfinity' as float64)",
+			    f < 0 ? "-" : "");
 		else {
 			char tmp[64];
 			snprintf(tmp, sizeof(tmp), "%.17g", f);
@@ -1389,8 +1507,9 @@ static void out_literal(gen_t *g, const sv_value_t *v, sv_type_t type)
 static void out_col(gen_t *g, int c)
 {
 	if (!g->row)
-		out(g, "%s", S->fields[c].name[0] == 'l' ? "`long name`" :
-			     S->fields[c].name);
+		out(g, "%s",
+		    S->fields[c].name[0] == 'l' ? "`long name`"
+						: S->fields[c].name);
 	else
 		out_literal(g, &g->row[c], S->fields[c].type);
 }
@@ -1418,27 +1537,37 @@ static void gen_leaf(gen_t *g, sv_type_t t)
 		return;
 	}
 	switch (t) {
-	case SV_T_BOOL: out(g, rn(5) ? (rn(2) ? "true" : "false") : "null"); break;
+	case SV_T_BOOL:
+		out(g, rn(5) ? (rn(2) ? "true" : "false") : "null");
+		break;
 	case SV_T_INT64: {
-		static const char *const v[] = {"0", "1", "3", "-2", "100",
-			"9223372036854775807", "-9223372036854775808", "null"};
+		static const char *const v[] = {"0",
+						"1",
+						"3",
+						"-2",
+						"100",
+						"9223372036854775807",
+						"-9223372036854775808",
+						"null"};
 		out(g, "%s", v[rn(SV_ARRAY_LEN(v))]);
 		break;
 	}
 	case SV_T_FLOAT64: {
-		static const char *const v[] = {"0.0", "0.5", "-2.5", "1e300",
-						"3.0", "null"};
+		static const char *const v[] = {"0.0",   "0.5", "-2.5",
+						"1e300", "3.0", "null"};
 		out(g, "%s", v[rn(SV_ARRAY_LEN(v))]);
 		break;
 	}
 	case SV_T_STRING: {
-		static const char *const v[] = {"''", "'ab'", "' x '", "'12'",
-						"'Hello'", "'2024-03-01'", "null"};
+		static const char *const v[] = {
+			"''",      "'ab'",         "' x '", "'12'",
+			"'Hello'", "'2024-03-01'", "null"};
 		out(g, "%s", v[rn(SV_ARRAY_LEN(v))]);
 		break;
 	}
 	default:
-		out(g, rn(2) ? "'2024-03-01T00:00:10Z'" : "cast(%d as timestamp)",
+		out(g,
+		    rn(2) ? "'2024-03-01T00:00:10Z'" : "cast(%d as timestamp)",
 		    rn(1000));
 		break;
 	}
@@ -1452,8 +1581,8 @@ static void gen_expr(gen_t *g, sv_type_t t, int depth)
 	}
 	int d = depth - 1;
 	static const char *const arith[] = {"+", "-", "*", "/", "%"};
-	static const char *const cmps[] = {"==", "!=", "<", "<=", ">", ">=",
-					   "=", "<>"};
+	static const char *const cmps[] = {
+		"==", "!=", "<", "<=", ">", ">=", "=", "<>"};
 	/* shared forms for any type */
 	switch (rn(12)) {
 	case 0:
@@ -1503,20 +1632,23 @@ static void gen_expr(gen_t *g, sv_type_t t, int depth)
 	switch (t) {
 	case SV_T_BOOL:
 		switch (rn(7)) {
-		case 0: case 1: {
+		case 0:
+		case 1: {
 			sv_type_t a = any_type();
 			out(g, "(");
 			gen_expr(g, a, d);
 			out(g, " %s ", cmps[rn(SV_ARRAY_LEN(cmps))]);
-			gen_expr(g, a == SV_T_INT64 && rn(2) ? SV_T_FLOAT64 : a, d);
+			gen_expr(g, a == SV_T_INT64 && rn(2) ? SV_T_FLOAT64 : a,
+				 d);
 			out(g, ")");
 			break;
 		}
 		case 2:
 			out(g, "(");
 			gen_expr(g, SV_T_BOOL, d);
-			out(g, " %s ", rn(2) ? (rn(2) ? "&&" : "AND") :
-					       (rn(2) ? "||" : "or"));
+			out(g, " %s ",
+			    rn(2) ? (rn(2) ? "&&" : "AND")
+				  : (rn(2) ? "||" : "or"));
 			gen_expr(g, SV_T_BOOL, d);
 			out(g, ")");
 			break;
@@ -1544,8 +1676,8 @@ static void gen_expr(gen_t *g, sv_type_t t, int depth)
 			break;
 		}
 		default: {
-			static const char *const fs[] = {"starts_with",
-							 "ends_with", "contains"};
+			static const char *const fs[] = {
+				"starts_with", "ends_with", "contains"};
 			out(g, "%s(", fs[rn(3)]);
 			gen_expr(g, SV_T_STRING, d);
 			out(g, ", ");
@@ -1558,9 +1690,12 @@ static void gen_expr(gen_t *g, sv_type_t t, int depth)
 	case SV_T_INT64:
 	case SV_T_FLOAT64:
 		switch (rn(6)) {
-		case 0: case 1: case 2:
+		case 0:
+		case 1:
+		case 2:
 			out(g, "(");
-			gen_expr(g, t == SV_T_FLOAT64 && rn(2) ? SV_T_INT64 : t, d);
+			gen_expr(g, t == SV_T_FLOAT64 && rn(2) ? SV_T_INT64 : t,
+				 d);
 			out(g, " %s ", arith[rn(5)]);
 			gen_expr(g, t, d);
 			out(g, ")");
@@ -1622,8 +1757,8 @@ static void gen_expr(gen_t *g, sv_type_t t, int depth)
 			break;
 		}
 		case 2: {
-			static const char *const fs[] = {"lower", "upper", "trim",
-							 "ltrim", "rtrim"};
+			static const char *const fs[] = {
+				"lower", "upper", "trim", "ltrim", "rtrim"};
 			out(g, "%s(", fs[rn(5)]);
 			gen_expr(g, t, d);
 			out(g, ")");
@@ -1669,15 +1804,19 @@ static bool same_value(const sv_value_t *a, const sv_value_t *b)
 	if (a->type != b->type)
 		return false;
 	switch (a->type) {
-	case SV_T_NULL: return true;
-	case SV_T_BOOL: return a->v.b == b->v.b;
+	case SV_T_NULL:
+		return true;
+	case SV_T_BOOL:
+		return a->v.b == b->v.b;
 	case SV_T_FLOAT64:
 		if (isnan(a->v.f) || isnan(b->v.f))
 			return isnan(a->v.f) && isnan(b->v.f);
 		return a->v.f == b->v.f && signbit(a->v.f) == signbit(b->v.f);
 	case SV_T_STRING:
-		return a->len == b->len && (!a->len || !memcmp(a->v.s, b->v.s, a->len));
-	default: return a->v.i == b->v.i;
+		return a->len == b->len &&
+			(!a->len || !memcmp(a->v.s, b->v.s, a->len));
+	default:
+		return a->v.i == b->v.i;
 	}
 }
 
@@ -1711,7 +1850,8 @@ static void test_fuzz_fold_vs_eval(void **state)
 		}
 		err = sv_expr_parse(tb, S, &eb);
 		if (err)
-			fail_msg("'%s' parsed but its folded form '%s' did not: %s",
+			fail_msg("'%s' parsed but its folded form '%s' did "
+				 "not: %s",
 				 ta, tb, err->message);
 		if (sv_expr_type(ea) != sv_expr_type(eb))
 			fail_msg("'%s' is %s, folded '%s' is %s", ta,
@@ -1727,8 +1867,9 @@ static void test_fuzz_fold_vs_eval(void **state)
 		if (!same_value(&va, &vb)) {
 			char sa[300];
 			snprintf(sa, sizeof(sa), "%s", show(&va));
-			fail_msg("'%s' gave %s at run time but %s folded ('%s')",
-				 ta, sa, show(&vb), tb);
+			fail_msg(
+				"'%s' gave %s at run time but %s folded ('%s')",
+				ta, sa, show(&vb), tb);
 		}
 		parsed++;
 		sv_arena_release(&arena);
@@ -1736,7 +1877,8 @@ static void test_fuzz_fold_vs_eval(void **state)
 		sv_expr_destroy(eb);
 	}
 	if (parsed < 3000)
-		fail_msg("only %d of 6000 typed random expressions parsed", parsed);
+		fail_msg("only %d of 6000 typed random expressions parsed",
+			 parsed);
 	print_message("typed random expressions: %d compared, %d refused\n",
 		      parsed, errors);
 	free(ta);
@@ -1763,7 +1905,8 @@ int main(void)
 		cmocka_unit_test_setup(test_fn_conditional, setup),
 		cmocka_unit_test_setup(test_cast, setup),
 		cmocka_unit_test_setup(test_syntax_errors, setup),
-		cmocka_unit_test_setup(test_unknown_function_is_coverage, setup),
+		cmocka_unit_test_setup(test_unknown_function_is_coverage,
+				       setup),
 		cmocka_unit_test_setup(test_limits, setup),
 		cmocka_unit_test_setup(test_reuse, setup),
 		cmocka_unit_test_setup(test_fuzz_bytes, setup),

@@ -30,7 +30,19 @@
 #include "core/expr_int.h"
 
 /* the columns of the test schema */
-enum { C_I, C_F, C_S, C_B, C_T, C_N, C_U, C_TW, C_C, C_E, NCOLS };
+enum {
+	C_I,
+	C_F,
+	C_S,
+	C_B,
+	C_T,
+	C_N,
+	C_U,
+	C_TW,
+	C_C,
+	C_E,
+	NCOLS
+};
 
 /* 2024-03-01T00:00:00Z */
 #define TS_0301 INT64_C(1709251200000)
@@ -39,8 +51,8 @@ typedef struct fx {
 	sv_schema_t *schema;
 	sv_value_t row[NCOLS];
 	sv_arena_t arena;
-	sv_expr_t *expr;   /* the last expression parsed */
-	sv_error_t *err;   /* the last error */
+	sv_expr_t *expr; /* the last expression parsed */
+	sv_error_t *err; /* the last error */
 	char buf[512];
 } fx_t;
 
@@ -99,7 +111,8 @@ static int teardown(void **state)
 static const char *show(fx_t *f, const sv_value_t *v)
 {
 	switch (v->type) {
-	case SV_T_NULL: return "null";
+	case SV_T_NULL:
+		return "null";
 	case SV_T_BOOL:
 		snprintf(f->buf, sizeof(f->buf), "bool %s",
 			 v->v.b ? "true" : "false");
@@ -197,8 +210,8 @@ static void want_error(fx_t *f, const char *text, sv_errcat_t cat, int pos,
 		fail_msg("'%s' parsed, want error '%s'", text, reason);
 	assert_null(f->expr);
 	char want[1024];
-	snprintf(want, sizeof(want), "expression '%s' at position %d: %s",
-		 text, pos, reason);
+	snprintf(want, sizeof(want), "expression '%s' at position %d: %s", text,
+		 pos, reason);
 	if (strcmp(f->err->message, want))
 		fail_msg("'%s': message\n  got  %s\n  want %s", text,
 			 f->err->message, want);
@@ -208,8 +221,7 @@ static void want_error(fx_t *f, const char *text, sv_errcat_t cat, int pos,
 	assert_int_equal(f->err->position, pos);
 }
 
-static void want_syntax(fx_t *f, const char *text, int pos,
-			const char *reason)
+static void want_syntax(fx_t *f, const char *text, int pos, const char *reason)
 {
 	want_error(f, text, SV_ERR_SUBMISSION, pos, reason);
 }
@@ -324,21 +336,27 @@ static size_t rndn(size_t n)
 }
 
 static const char *const fnames[] = {
-	"lower", "upper", "length", "substr", "concat", "trim", "ltrim",
-	"rtrim", "abs", "round", "floor", "ceil", "coalesce", "if",
-	"nullif", "replace", "sqrt", "contains", "starts_with", "ends_with",
-	"nosuch",
+	"lower",       "upper",     "length", "substr",  "concat", "trim",
+	"ltrim",       "rtrim",     "abs",    "round",   "floor",  "ceil",
+	"coalesce",    "if",        "nullif", "replace", "sqrt",   "contains",
+	"starts_with", "ends_with", "nosuch",
 };
 
 static const char *const binops[] = {
-	"+", "-", "*", "/", "%", "=", "!=", "<", "<=", ">", ">=", "and",
-	"or", "&&", "||",
+	"+",  "-", "*",  "/",   "%",  "=",  "!=", "<",
+	"<=", ">", ">=", "and", "or", "&&", "||",
 };
 
 static const char *const atoms[] = {
-	"i", "f", "s", "b", "t", "n", "u", "c", "e", "`two words`", "0",
-	"1", "-3", "7", "2.5", "-0.5", "1e300", "9223372036854775807",
-	"'abc'", "''", "'2024-03-01'", "'7'", "null", "true", "false",
+	"i",           "f",     "s",
+	"b",           "t",     "n",
+	"u",           "c",     "e",
+	"`two words`", "0",     "1",
+	"-3",          "7",     "2.5",
+	"-0.5",        "1e300", "9223372036854775807",
+	"'abc'",       "''",    "'2024-03-01'",
+	"'7'",         "null",  "true",
+	"false",
 };
 
 static const char *const types[] = {
@@ -426,22 +444,25 @@ static void gen(sbuf_t *b, int depth)
 }
 
 static const char *const str_pool[] = {
-	"", "abc", "Hello", "  x ", "7", "-12", "2024-03-01", "é日", "true",
-	"1e3",
+	"",    "abc",        "Hello", "  x ", "7",
+	"-12", "2024-03-01", "é日",   "true", "1e3",
 };
 
 static sv_value_t random_value(sv_type_t t, bool nullable)
 {
 	if (nullable && rndn(4) == 0)
 		return sv_null();
-	static const int64_t ints[] = {0, 1, -1, 3, 7, 10, INT64_MAX,
-				       INT64_MIN, TS_0301, -86400000};
-	static const double floats[] = {0.0, -0.0, 0.5, -2.5, 1e300,
-					-1e300, 3.0};
+	static const int64_t ints[] = {
+		0, 1, -1, 3, 7, 10, INT64_MAX, INT64_MIN, TS_0301, -86400000};
+	static const double floats[] = {0.0,   -0.0,   0.5, -2.5,
+					1e300, -1e300, 3.0};
 	switch (t) {
-	case SV_T_BOOL: return sv_bool(rndn(2));
-	case SV_T_INT64: return sv_int(ints[rndn(10)]);
-	case SV_T_TIMESTAMP: return sv_ts(ints[rndn(10)]);
+	case SV_T_BOOL:
+		return sv_bool(rndn(2));
+	case SV_T_INT64:
+		return sv_int(ints[rndn(10)]);
+	case SV_T_TIMESTAMP:
+		return sv_ts(ints[rndn(10)]);
 	case SV_T_FLOAT64:
 		if (rndn(10) == 0)
 			return sv_float(rndn(2) ? NAN : INFINITY);
@@ -450,7 +471,8 @@ static sv_value_t random_value(sv_type_t t, bool nullable)
 		const char *s = str_pool[rndn(10)];
 		return sv_str(*s ? s : NULL, (uint32_t)strlen(s));
 	}
-	default: return sv_null();
+	default:
+		return sv_null();
 	}
 }
 
@@ -465,8 +487,8 @@ static void fuzz_one(fx_t *f, const char *text, fuzz_stats_t *st)
 	sv_expr_t *e = (sv_expr_t *)0x1;
 	sv_error_t *err = sv_expr_parse(text, f->schema, &e);
 	if (!err == !e)
-		fail_msg("'%s': error %p and expression %p", text,
-			 (void *)err, (void *)e);
+		fail_msg("'%s': error %p and expression %p", text, (void *)err,
+			 (void *)e);
 	if (err) {
 		st->errors++;
 		char head[64];
@@ -478,8 +500,7 @@ static void fuzz_one(fx_t *f, const char *text, fuzz_stats_t *st)
 			fail_msg("'%s': position %d outside 1..%zu", text,
 				 err->position, tl + 1);
 		char at[32];
-		snprintf(at, sizeof(at), "' at position %d: ",
-			 err->position);
+		snprintf(at, sizeof(at), "' at position %d: ", err->position);
 		if (!strstr(err->message, at))
 			fail_msg("'%s': message '%s' lacks '%s'", text,
 				 err->message, at);
@@ -548,8 +569,8 @@ static void test_fuzz_grammar(void **state)
 	}
 	free(b.p);
 	print_message("fuzz: %zu parsed (%zu evaluations), %zu errors "
-		      "(%zu coverage)\n", st.parsed, st.evals, st.errors,
-		      st.coverage);
+		      "(%zu coverage)\n",
+		      st.parsed, st.evals, st.errors, st.coverage);
 	/* the loop exercised both outcomes in quantity */
 	assert_true(st.parsed > 3000);
 	assert_true(st.errors > 5000);

@@ -25,8 +25,8 @@
 #include "sinks/sink.h"
 
 typedef struct fx {
-	char root[64];      /* mkdtemp */
-	char dir[128];      /* root/out/nested: created by the sink */
+	char root[64]; /* mkdtemp */
+	char dir[128]; /* root/out/nested: created by the sink */
 	sv_schema_t *schema;
 	sv_batch_t b;
 	sv_sink_t *snk;
@@ -206,8 +206,9 @@ static void test_two_phase_commit(void **state)
 
 	sv_buf_init(&st);
 	ok(sv_sink_txn_prepare(f->snk, 5, &st));
-	assert_string_equal(st.data, "{\"ck\":5,\"staged\":\".staging/" STAGED5
-				     "\",\"final\":\"" FINAL5 "\"}\n");
+	assert_string_equal(st.data,
+			    "{\"ck\":5,\"staged\":\".staging/" STAGED5
+			    "\",\"final\":\"" FINAL5 "\"}\n");
 	/* prepared: durable in staging, no final file */
 	assert_listing(f->dir, ".staging");
 	assert_listing(staging, STAGED5);
@@ -513,20 +514,22 @@ static void test_sweep(void **state)
 	ok(sv_sink_txn_prepare(f->snk, 3, &st));
 	ok(sv_sink_txn_abort(f->snk)); /* prepared file kept */
 	char other[256];
-	snprintf(other, sizeof(other),
-		 "%s/job2-ck00000000000000000001.jsonl", staging);
+	snprintf(other, sizeof(other), "%s/job2-ck00000000000000000001.jsonl",
+		 staging);
 	FILE *fp = fopen(other, "w");
 	assert_non_null(fp);
 	fclose(fp);
-	assert_listing(staging, "job1-ck00000000000000000003.jsonl "
-				"job2-ck00000000000000000001.jsonl");
+	assert_listing(staging,
+		       "job1-ck00000000000000000003.jsonl "
+		       "job2-ck00000000000000000001.jsonl");
 	ok(sv_sink_txn_begin(f->snk));
 	ok(sv_sink_write(f->snk, &f->b));
 	sv_buf_reset(&st);
 	ok(sv_sink_txn_prepare(f->snk, 4, &st));
 	ok(sv_sink_txn_commit(f->snk));
 	assert_listing(staging, "job2-ck00000000000000000001.jsonl");
-	assert_listing(f->dir, ".staging part-job1-ck00000000000000000004.jsonl");
+	assert_listing(f->dir,
+		       ".staging part-job1-ck00000000000000000004.jsonl");
 	sv_buf_release(&st);
 }
 
@@ -597,8 +600,8 @@ static void test_bad_paths(void **state)
 	sv_error_destroy(err);
 
 	/* dead letters are refused at open */
-	sv_sink_conf_t c = {.kind = "file", .path = f->dir, .raw = true,
-			    .key_column = -1};
+	sv_sink_conf_t c = {
+		.kind = "file", .path = f->dir, .raw = true, .key_column = -1};
 	err = sv_sink_open(&c, &snk);
 	assert_non_null(err);
 	assert_non_null(strstr(err->message, "dead letters"));

@@ -37,10 +37,10 @@ static sv_schema_t *seq_schema(void)
 }
 
 static const char *nexmark_fields[] = {
-	"event_type", "id",       "name",     "email",       "credit_card",
-	"city",       "state",    "auction",  "bidder",      "price",
-	"channel",    "url",      "date_time", "seller",     "category",
-	"initial_bid", "reserve", "expires",  "item_name",   "description",
+	"event_type",  "id",      "name",      "email",     "credit_card",
+	"city",        "state",   "auction",   "bidder",    "price",
+	"channel",     "url",     "date_time", "seller",    "category",
+	"initial_bid", "reserve", "expires",   "item_name", "description",
 	"extra"};
 
 static sv_schema_t *nexmark_schema(void)
@@ -146,8 +146,8 @@ static bool rows_equal(const sv_batch_t *a, size_t ra, const sv_batch_t *b,
 		    sv_batch_row(a, ra)[c].type != sv_batch_row(b, rb)[c].type)
 			return false;
 	return a->meta[ra].partition == b->meta[rb].partition &&
-	       a->meta[ra].offset == b->meta[rb].offset &&
-	       a->meta[ra].event_ms == b->meta[rb].event_ms;
+		a->meta[ra].offset == b->meta[rb].offset &&
+		a->meta[ra].event_ms == b->meta[rb].event_ms;
 }
 
 /* ---- sequence ---- */
@@ -329,8 +329,8 @@ static void test_count_zero_and_unbounded(void **state)
 	f->conf.bounded = false;
 	open_src(f);
 	for (int i = 0; i < 50; i++) {
-		assert_null(sv_source_generator_ops.poll(f->src, &f->b, 1000,
-							 0, &eof));
+		assert_null(sv_source_generator_ops.poll(f->src, &f->b, 1000, 0,
+							 &eof));
 		assert_false(eof);
 	}
 	assert_int_equal(f->b.nrows, 50000);
@@ -505,22 +505,27 @@ static void test_nexmark_ids_and_values(void **state)
 		const sv_value_t *extra = cell(&f->b, r, "extra");
 		assert_int_equal(extra->type, SV_T_STRING);
 		if (type == SV_NEXMARK_PERSON) {
-			assert_int_equal(cell(&f->b, r, "id")->v.i, next_person++);
-			assert_int_equal(cell(&f->b, r, "name")->type, SV_T_STRING);
+			assert_int_equal(cell(&f->b, r, "id")->v.i,
+					 next_person++);
+			assert_int_equal(cell(&f->b, r, "name")->type,
+					 SV_T_STRING);
 			const sv_value_t *email = cell(&f->b, r, "email");
 			assert_non_null(memchr(email->v.s, '@', email->len));
-			assert_int_equal(cell(&f->b, r, "credit_card")->len, 19);
+			assert_int_equal(cell(&f->b, r, "credit_card")->len,
+					 19);
 			const sv_value_t *st = cell(&f->b, r, "state");
 			assert_int_equal(st->len, 2);
 			assert_true(sv_is_null(cell(&f->b, r, "auction")));
 			assert_true(sv_is_null(cell(&f->b, r, "price")));
 			assert_true(sv_is_null(cell(&f->b, r, "seller")));
 		} else if (type == SV_NEXMARK_AUCTION) {
-			assert_int_equal(cell(&f->b, r, "id")->v.i, next_auction++);
+			assert_int_equal(cell(&f->b, r, "id")->v.i,
+					 next_auction++);
 			int64_t seller = cell(&f->b, r, "seller")->v.i;
 			/* a created person, or one of the next few */
 			assert_true(seller >= 1000 &&
-				    seller < next_person + SV_NEXMARK_PERSON_ID_LEAD);
+				    seller < next_person +
+						    SV_NEXMARK_PERSON_ID_LEAD);
 			int64_t cat = cell(&f->b, r, "category")->v.i;
 			assert_true(cat >= 10 && cat <= 14);
 			int64_t ib = cell(&f->b, r, "initial_bid")->v.i;
@@ -537,17 +542,21 @@ static void test_nexmark_ids_and_values(void **state)
 			assert_true(sv_is_null(cell(&f->b, r, "seller")));
 			int64_t a = cell(&f->b, r, "auction")->v.i;
 			assert_true(a >= 1000 &&
-				    a < next_auction + SV_NEXMARK_AUCTION_ID_LEAD);
-			if (a == 1000 + (sv_nexmark_last_auction(n) / 100) * 100)
+				    a < next_auction +
+						    SV_NEXMARK_AUCTION_ID_LEAD);
+			if (a ==
+			    1000 + (sv_nexmark_last_auction(n) / 100) * 100)
 				hot_auction++;
 			int64_t bidder = cell(&f->b, r, "bidder")->v.i;
 			assert_true(bidder >= 1000 &&
-				    bidder < next_person + SV_NEXMARK_PERSON_ID_LEAD);
+				    bidder < next_person +
+						    SV_NEXMARK_PERSON_ID_LEAD);
 			int64_t p = cell(&f->b, r, "price")->v.i;
 			assert_true(p >= 100 && p <= 100000000);
 			const sv_value_t *url = cell(&f->b, r, "url");
 			assert_true(url->len > 24);
-			assert_memory_equal(url->v.s, "https://www.nexmark.com/", 24);
+			assert_memory_equal(url->v.s,
+					    "https://www.nexmark.com/", 24);
 			assert_int_equal(cell(&f->b, r, "channel")->type,
 					 SV_T_STRING);
 			/* bids average 100 bytes: 32 + extra in 54..81 */
@@ -708,7 +717,8 @@ static void test_rate_limit(void **state)
 	/* a zero timeout never sleeps and may return nothing */
 	sv_batch_reset(&f->b);
 	int64_t t1 = sv_mono_ns();
-	assert_null(sv_source_generator_ops.poll(f->src, &f->b, 100000, 0, &eof));
+	assert_null(
+		sv_source_generator_ops.poll(f->src, &f->b, 100000, 0, &eof));
 	assert_true(sv_mono_ns() - t1 < 50000000LL);
 }
 

@@ -38,15 +38,15 @@ struct sv_supervisor {
 
 static struct {
 	pthread_mutex_t mu;
-	int calls;           /* supervisor calls other than count_http */
-	char fn[32];         /* last call */
+	int calls; /* supervisor calls other than count_http */
+	char fn[32]; /* last call */
 	char id[160], what[32];
-	char *body;          /* copy of the last body (NUL added) */
+	char *body; /* copy of the last body (NUL added) */
 	size_t len;
 	int body_null;
 	int protobuf;
-	char *query;         /* NULL when the call got NULL */
-	int counted;         /* count_http calls */
+	char *query; /* NULL when the call got NULL */
+	int counted; /* count_http calls */
 	char last_count[64]; /* "GET 404" */
 } stub = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -135,8 +135,8 @@ sv_error_t *sv_supervisor_list(sv_supervisor_t *sv, char **json)
 
 static sv_error_t *unknown_job(const char *id)
 {
-	return sv_error_set_job(sv_error_new(SV_ERR_NOT_FOUND,
-					     "no job '%s'", id), id, 0);
+	return sv_error_set_job(
+		sv_error_new(SV_ERR_NOT_FOUND, "no job '%s'", id), id, 0);
 }
 
 sv_error_t *sv_supervisor_status(sv_supervisor_t *sv, const char *id,
@@ -158,8 +158,8 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 	record("action", id, action, body, len);
 	if (strcmp(id, "busy") == 0)
 		return sv_error_set_job(
-			sv_error_new(SV_ERR_CONFLICT, "job '%s' is failed",
-				     id), id, 3);
+			sv_error_new(SV_ERR_CONFLICT, "job '%s' is failed", id),
+			id, 3);
 	*json = json_printf("{\"id\":\"%s\",\"action\":\"%s\"}", id, action);
 	return NULL;
 }
@@ -214,9 +214,8 @@ void sv_supervisor_count_http(sv_supervisor_t *sv, const char *method,
 
 /* ---- routing (pure) ---- */
 
-static void expect_route(const char *method, const char *path,
-			 sv_http_op_t op, const char *id, const char *sub,
-			 unsigned allow)
+static void expect_route(const char *method, const char *path, sv_http_op_t op,
+			 const char *id, const char *sub, unsigned allow)
 {
 	sv_http_route_t r;
 	sv_http_op_t got = sv_http_route(method, path, &r);
@@ -260,8 +259,7 @@ static void test_route_known_paths(void **state)
 		expect_route("GET", path, SV_HTTP_OP_NOT_ALLOWED, "j1",
 			     posts[i], SV_HTTP_POST);
 	}
-	static const char *const gets[] = {"observations", "preview",
-					   "result"};
+	static const char *const gets[] = {"observations", "preview", "result"};
 	for (size_t i = 0; i < SV_ARRAY_LEN(gets); i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/v1/jobs/j1/%s", gets[i]);
@@ -270,8 +268,8 @@ static void test_route_known_paths(void **state)
 		expect_route("POST", path, SV_HTTP_OP_NOT_ALLOWED, "j1",
 			     gets[i], GH);
 	}
-	expect_route("GET", "/v1/jobs/j1/checkpoints", SV_HTTP_OP_GET_SUB,
-		     "j1", "checkpoints", GH | SV_HTTP_POST);
+	expect_route("GET", "/v1/jobs/j1/checkpoints", SV_HTTP_OP_GET_SUB, "j1",
+		     "checkpoints", GH | SV_HTTP_POST);
 	expect_route("POST", "/v1/jobs/j1/checkpoints/", SV_HTTP_OP_ACTION,
 		     "j1", "checkpoints", GH | SV_HTTP_POST);
 }
@@ -294,11 +292,26 @@ static void test_route_unknown_paths(void **state)
 {
 	SV_UNUSED(state);
 	static const char *const paths[] = {
-		"", "/", "healthz", "//healthz", "/healthz//", "/healthzz",
-		"/HEALTHZ", "/v1", "/v1/", "/v2/jobs", "/v1/info/x",
-		"/v1/jobs//cancel", "/v1/jobs/j1/bogus", "/v1/jobs/j1/cancel/x",
-		"/v1/jobs/j1/cancel/x/y", "/v1/jobs/a b", "/v1/jobs/a%2Fb",
-		"/v1/jobs/\xc3\xa9", "/v1/jobs/j1/Cancel", "/metrics/x",
+		"",
+		"/",
+		"healthz",
+		"//healthz",
+		"/healthz//",
+		"/healthzz",
+		"/HEALTHZ",
+		"/v1",
+		"/v1/",
+		"/v2/jobs",
+		"/v1/info/x",
+		"/v1/jobs//cancel",
+		"/v1/jobs/j1/bogus",
+		"/v1/jobs/j1/cancel/x",
+		"/v1/jobs/j1/cancel/x/y",
+		"/v1/jobs/a b",
+		"/v1/jobs/a%2Fb",
+		"/v1/jobs/\xc3\xa9",
+		"/v1/jobs/j1/Cancel",
+		"/metrics/x",
 	};
 	for (size_t i = 0; i < SV_ARRAY_LEN(paths); i++)
 		expect_route("GET", paths[i], SV_HTTP_OP_NOT_FOUND, "", NULL,
@@ -330,13 +343,14 @@ static void test_allow_and_media_type(void **state)
 	sv_http_allow_str(GH, buf, 6); /* truncation stops cleanly */
 	assert_string_equal(buf, "GET");
 
-	assert_true(sv_http_media_type_is("application/json", "application/json"));
+	assert_true(
+		sv_http_media_type_is("application/json", "application/json"));
 	assert_true(sv_http_media_type_is(" Application/JSON ; charset=utf-8",
 					  "application/json"));
 	assert_true(sv_http_media_type_is("application/x-protobuf",
 					  "application/x-protobuf"));
-	assert_false(sv_http_media_type_is("application/jsonx",
-					   "application/json"));
+	assert_false(
+		sv_http_media_type_is("application/jsonx", "application/json"));
 	assert_false(sv_http_media_type_is("text/plain", "application/json"));
 	assert_false(sv_http_media_type_is(NULL, "application/json"));
 	assert_int_equal(sv_http_method_bit("PATCH"), 0);
@@ -347,8 +361,9 @@ static void test_error_json(void **state)
 	SV_UNUSED(state);
 	sv_error_t *err = sv_error_new(SV_ERR_NOT_FOUND, "no job '%s'", "x");
 	char *j = sv_http_error_json(err);
-	assert_string_equal(j, "{\"error\": {\"category\": \"not_found\", "
-			       "\"message\": \"no job 'x'\"}}");
+	assert_string_equal(j,
+			    "{\"error\": {\"category\": \"not_found\", "
+			    "\"message\": \"no job 'x'\"}}");
 	free(j);
 
 	sv_error_set_job(err, "j\"1", 2);
@@ -358,25 +373,28 @@ static void test_error_json(void **state)
 	free(err->message);
 	err->message = sv_strdup("bad \"x\"\nline");
 	j = sv_http_error_json(err);
-	assert_string_equal(j, "{\"error\": {\"category\": \"submission\", "
-			       "\"message\": \"bad \\\"x\\\"\\nline\", "
-			       "\"job_id\": \"j\\\"1\", \"attempt\": 2, "
-			       "\"field\": \"pipeline[0].filter\", "
-			       "\"position\": 7}}");
+	assert_string_equal(j,
+			    "{\"error\": {\"category\": \"submission\", "
+			    "\"message\": \"bad \\\"x\\\"\\nline\", "
+			    "\"job_id\": \"j\\\"1\", \"attempt\": 2, "
+			    "\"field\": \"pipeline[0].filter\", "
+			    "\"position\": 7}}");
 	free(j);
 	/* details: a JSON value passed through; invalid text as a string */
 	sv_error_t *cov = sv_error_new(SV_ERR_COVERAGE, "not covered");
 	sv_error_set_details(cov, "[{\"capability\": \"x\"}]");
 	j = sv_http_error_json(cov);
-	assert_string_equal(j, "{\"error\": {\"category\": \"coverage\", "
-			       "\"message\": \"not covered\", \"details\": "
-			       "[{\"capability\": \"x\"}]}}");
+	assert_string_equal(j,
+			    "{\"error\": {\"category\": \"coverage\", "
+			    "\"message\": \"not covered\", \"details\": "
+			    "[{\"capability\": \"x\"}]}}");
 	free(j);
 	sv_error_set_details(cov, "[oops");
 	j = sv_http_error_json(cov);
-	assert_string_equal(j, "{\"error\": {\"category\": \"coverage\", "
-			       "\"message\": \"not covered\", \"details\": "
-			       "\"[oops\"}}");
+	assert_string_equal(j,
+			    "{\"error\": {\"category\": \"coverage\", "
+			    "\"message\": \"not covered\", \"details\": "
+			    "\"[oops\"}}");
 	free(j);
 	sv_error_destroy(cov);
 
@@ -398,7 +416,7 @@ typedef struct fixture {
 
 typedef struct resp {
 	int status;
-	char *head;   /* status line and headers */
+	char *head; /* status line and headers */
 	char *body;
 	size_t body_len;
 } resp_t;
@@ -474,9 +492,10 @@ static void request(const fixture_t *fx, const char *method, const char *target,
 {
 	sv_buf_t req;
 	sv_buf_init(&req);
-	sv_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-			    "Connection: close\r\n%s", method, target,
-		      extra_headers ? extra_headers : "");
+	sv_buf_printf(&req,
+		      "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		      "Connection: close\r\n%s",
+		      method, target, extra_headers ? extra_headers : "");
 	if (body)
 		sv_buf_printf(&req, "Content-Length: %zu\r\n", blen);
 	sv_buf_puts(&req, "\r\n");
@@ -543,8 +562,9 @@ static void test_daemon_not_found_and_method(void **state)
 	fixture_t *fx = *state;
 	resp_t r;
 	request(fx, "GET", "/nope?x=1", NULL, NULL, 0, &r);
-	expect_json(&r, 404, "{\"error\": {\"category\": \"not_found\", "
-			     "\"message\": \"no route for '/nope'\"}}");
+	expect_json(&r, 404,
+		    "{\"error\": {\"category\": \"not_found\", "
+		    "\"message\": \"no route for '/nope'\"}}");
 	assert_null(header(&r, "Allow"));
 	resp_free(&r);
 	assert_string_equal(stub.last_count, "GET 404");
@@ -552,7 +572,8 @@ static void test_daemon_not_found_and_method(void **state)
 	request(fx, "DELETE", "/healthz", NULL, NULL, 0, &r);
 	assert_int_equal(r.status, 405);
 	assert_string_equal(header(&r, "Allow"), "GET, HEAD");
-	assert_string_equal(r.body,
+	assert_string_equal(
+		r.body,
 		"{\"error\": {\"category\": \"submission\", \"message\": "
 		"\"method 'DELETE' not allowed on '/healthz' (allowed: GET, "
 		"HEAD)\"}}");
@@ -611,10 +632,11 @@ static void test_daemon_submit_errors(void **state)
 	fixture_t *fx = *state;
 	resp_t r;
 	request(fx, "POST", "/v1/jobs", NULL, "bad", 3, &r);
-	expect_json(&r, 400, "{\"error\": {\"category\": \"submission\", "
-			     "\"message\": \"unknown column 'x'\", "
-			     "\"field\": \"pipeline[0].filter\", "
-			     "\"position\": 5}}");
+	expect_json(&r, 400,
+		    "{\"error\": {\"category\": \"submission\", "
+		    "\"message\": \"unknown column 'x'\", "
+		    "\"field\": \"pipeline[0].filter\", "
+		    "\"position\": 5}}");
 	resp_free(&r);
 
 	request(fx, "POST", "/v1/jobs", NULL, "taken", 5, &r);
@@ -622,8 +644,9 @@ static void test_daemon_submit_errors(void **state)
 	resp_free(&r);
 
 	request(fx, "POST", "/v1/jobs", NULL, "", 0, &r);
-	expect_json(&r, 400, "{\"error\": {\"category\": \"submission\", "
-			     "\"message\": \"empty job spec\"}}");
+	expect_json(&r, 400,
+		    "{\"error\": {\"category\": \"submission\", "
+		    "\"message\": \"empty job spec\"}}");
 	resp_free(&r);
 	assert_int_equal(stub.calls, 2); /* the empty body never got there */
 
@@ -643,21 +666,24 @@ static void test_daemon_body_limit(void **state)
 	/* Declared too large: refused before the body is read. */
 	sv_buf_t req;
 	sv_buf_init(&req);
-	sv_buf_printf(&req, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\n"
-			    "Connection: close\r\nContent-Length: %d\r\n\r\n{",
+	sv_buf_printf(&req,
+		      "POST /v1/jobs HTTP/1.1\r\nHost: x\r\n"
+		      "Connection: close\r\nContent-Length: %d\r\n\r\n{",
 		      SV_HTTP_BODY_MAX + 1);
 	raw_request(fx->port, req.data, req.len, &r);
 	sv_buf_release(&req);
 	assert_int_equal(r.status, 413);
-	assert_non_null(strstr(r.body, "request body larger than 1048576 bytes"));
+	assert_non_null(
+		strstr(r.body, "request body larger than 1048576 bytes"));
 	resp_free(&r);
 
 	/* Chunked (no length up front): cut off while collecting. */
 	size_t big = SV_HTTP_BODY_MAX + 10;
 	sv_buf_init(&req);
-	sv_buf_puts(&req, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\n"
-			  "Connection: close\r\n"
-			  "Transfer-Encoding: chunked\r\n\r\n");
+	sv_buf_puts(&req,
+		    "POST /v1/jobs HTTP/1.1\r\nHost: x\r\n"
+		    "Connection: close\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n");
 	for (size_t sent = 0; sent < big;) {
 		size_t n = big - sent < 60000 ? big - sent : 60000;
 		sv_buf_printf(&req, "%zx\r\n", n);
@@ -703,9 +729,10 @@ static void test_daemon_job_routes(void **state)
 	assert_string_equal(stub.id, "j1");
 
 	request(fx, "GET", "/v1/jobs/missing", NULL, NULL, 0, &r);
-	expect_json(&r, 404, "{\"error\": {\"category\": \"not_found\", "
-			     "\"message\": \"no job 'missing'\", "
-			     "\"job_id\": \"missing\"}}");
+	expect_json(&r, 404,
+		    "{\"error\": {\"category\": \"not_found\", "
+		    "\"message\": \"no job 'missing'\", "
+		    "\"job_id\": \"missing\"}}");
 	resp_free(&r);
 
 	const char *drain = "{\"final_watermark\":true}";
@@ -731,13 +758,14 @@ static void test_daemon_job_routes(void **state)
 	assert_string_equal(stub.what, "checkpoints");
 
 	request(fx, "POST", "/v1/jobs/busy/resume", NULL, NULL, 0, &r);
-	expect_json(&r, 409, "{\"error\": {\"category\": \"conflict\", "
-			     "\"message\": \"job 'busy' is failed\", "
-			     "\"job_id\": \"busy\", \"attempt\": 3}}");
+	expect_json(&r, 409,
+		    "{\"error\": {\"category\": \"conflict\", "
+		    "\"message\": \"job 'busy' is failed\", "
+		    "\"job_id\": \"busy\", \"attempt\": 3}}");
 	resp_free(&r);
 
-	request(fx, "GET", "/v1/jobs/j1/preview?limit=5&x=a%20b", NULL, NULL,
-		0, &r);
+	request(fx, "GET", "/v1/jobs/j1/preview?limit=5&x=a%20b", NULL, NULL, 0,
+		&r);
 	expect_json(&r, 200, "{\"what\":\"preview\"}");
 	resp_free(&r);
 	assert_string_equal(stub.fn, "get");
@@ -793,8 +821,9 @@ static void test_http_start_errors(void **state)
 
 	err = sv_http_start(sv, "no-such-host.invalid", 0, &http);
 	assert_non_null(err);
-	assert_string_equal(err->message,
-			    "cannot resolve listen host 'no-such-host.invalid'");
+	assert_string_equal(
+		err->message,
+		"cannot resolve listen host 'no-such-host.invalid'");
 	sv_error_destroy(err);
 
 	/* a port in use */
@@ -806,7 +835,8 @@ static void test_http_start_errors(void **state)
 	assert_null(http);
 	char want[128];
 	snprintf(want, sizeof(want),
-		 "cannot listen on '127.0.0.1:%d': Address already in use", port);
+		 "cannot listen on '127.0.0.1:%d': Address already in use",
+		 port);
 	assert_string_equal(err->message, want);
 	sv_error_destroy(err);
 	sv_http_stop(first);
@@ -823,8 +853,9 @@ int main(void)
 		cmocka_unit_test(test_error_json),
 		cmocka_unit_test_setup_teardown(test_daemon_healthz,
 						daemon_setup, daemon_teardown),
-		cmocka_unit_test_setup_teardown(test_daemon_not_found_and_method,
-						daemon_setup, daemon_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_daemon_not_found_and_method, daemon_setup,
+			daemon_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_submit,
 						daemon_setup, daemon_teardown),
 		cmocka_unit_test_setup_teardown(test_daemon_submit_errors,

@@ -27,7 +27,12 @@
 #define DEADLINE_MS 8000
 #define NPARTS 4
 
-enum { F_ID, F_REGION, F_AMOUNT, F_TS };
+enum {
+	F_ID,
+	F_REGION,
+	F_AMOUNT,
+	F_TS
+};
 
 typedef struct fx {
 	sv_devcluster_t *dc;
@@ -117,7 +122,10 @@ static sv_source_conf_t source_conf(fx_t *fx, const char *topic,
 	return c;
 }
 
-static double amount_of(int64_t id) { return (double)id * 1.25 + 0.1; }
+static double amount_of(int64_t id)
+{
+	return (double)id * 1.25 + 0.1;
+}
 
 /* Produce rows with ids [first, first+n) through our sink, keyed by
  * region, and wait until all are acknowledged. */
@@ -135,7 +143,8 @@ static void produce(fx_t *fx, const char *topic, int64_t first, int64_t n)
 		const char *r = regions[id % 5];
 		row[F_ID] = sv_int(id);
 		row[F_REGION] = sv_str(r, (uint32_t)strlen(r));
-		row[F_AMOUNT] = id % 7 == 0 ? sv_null() : sv_float(amount_of(id));
+		row[F_AMOUNT] = id % 7 == 0 ? sv_null()
+					    : sv_float(amount_of(id));
 		row[F_TS] = sv_ts(1700000000000 + id);
 	}
 	ok(sv_sink_write(snk, &b));
@@ -194,9 +203,10 @@ static void poll_until(fx_t *fx, sv_source_t *src, got_t *g, int64_t want,
 			: (int64_t)(g->rows.nrows + g->nrejects) < want) {
 		size_t cap = max_rows;
 		if (want >= 0 &&
-		    (int64_t)cap > want - (int64_t)(g->rows.nrows + g->nrejects))
-			cap = (size_t)(want - (int64_t)(g->rows.nrows +
-							g->nrejects));
+		    (int64_t)cap >
+			    want - (int64_t)(g->rows.nrows + g->nrejects))
+			cap = (size_t)(want -
+				       (int64_t)(g->rows.nrows + g->nrejects));
 		sv_batch_reset(&b);
 		ok(sv_source_poll(src, &b, cap, 100, &g->eof));
 		assert_true(b.nrows + b.nrejects <= cap);
@@ -422,10 +432,12 @@ static void test_rejects(void **state)
 	sv_source_t *src;
 	got_t g;
 	static const char *const payloads[] = {
-		"{\"id\":1,\"region\":\"eu\",\"amount\":1.35,\"ts\":1700000000001}",
+		"{\"id\":1,\"region\":\"eu\",\"amount\":1.35,\"ts\":"
+		"1700000000001}",
 		"not json at all",
 		"{\"id\":\"two\"}",
-		"{\"id\":3,\"region\":\"apac\",\"amount\":3.85,\"ts\":1700000000003}",
+		"{\"id\":3,\"region\":\"apac\",\"amount\":3.85,\"ts\":"
+		"1700000000003}",
 	};
 
 	new_topic(fx, "t_rejects", 1);

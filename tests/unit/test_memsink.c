@@ -68,8 +68,8 @@ static void add_rows(sv_batch_t *b, int from, int to)
 static void want_line(char *buf, size_t len, int i)
 {
 	if (i % 5)
-		snprintf(buf, len, "{\"id\":%d,\"name\":\"n%d\",\"ok\":%s}", i, i,
-			 i % 2 == 0 ? "true" : "false");
+		snprintf(buf, len, "{\"id\":%d,\"name\":\"n%d\",\"ok\":%s}", i,
+			 i, i % 2 == 0 ? "true" : "false");
 	else
 		snprintf(buf, len, "{\"id\":%d,\"name\":null,\"ok\":%s}", i,
 			 i % 2 == 0 ? "true" : "false");
@@ -84,13 +84,15 @@ static void test_lines_exact(void **state)
 	assert_int_equal(sv_sink_memory_count(f->snk), 3);
 	assert_int_equal(f->snk->records_out, 3);
 	char *all = sv_sink_memory_lines(f->snk, 0);
-	assert_string_equal(all, "{\"id\":0,\"name\":null,\"ok\":true}\n"
-				 "{\"id\":1,\"name\":\"n1\",\"ok\":false}\n"
-				 "{\"id\":2,\"name\":\"n2\",\"ok\":true}");
+	assert_string_equal(all,
+			    "{\"id\":0,\"name\":null,\"ok\":true}\n"
+			    "{\"id\":1,\"name\":\"n1\",\"ok\":false}\n"
+			    "{\"id\":2,\"name\":\"n2\",\"ok\":true}");
 	free(all);
 	char *two = sv_sink_memory_lines(f->snk, 2);
-	assert_string_equal(two, "{\"id\":0,\"name\":null,\"ok\":true}\n"
-				 "{\"id\":1,\"name\":\"n1\",\"ok\":false}");
+	assert_string_equal(two,
+			    "{\"id\":0,\"name\":null,\"ok\":true}\n"
+			    "{\"id\":1,\"name\":\"n1\",\"ok\":false}");
 	free(two);
 }
 
@@ -253,8 +255,8 @@ static void test_threads(void **state)
 	writer_t w[4];
 	for (int i = 0; i < 4; i++) {
 		w[i] = (writer_t){f->snk, f->schema, i * 1000};
-		assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]),
-				 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
 	}
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
@@ -288,7 +290,8 @@ static void test_null_sink(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_lines_exact, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lines_exact, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_each_in_order_many_batches,
 						setup, teardown),
@@ -296,7 +299,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_raw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_null_sink, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_null_sink, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

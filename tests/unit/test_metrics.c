@@ -40,7 +40,8 @@ static void test_family_and_samples(void **state)
 	sv_prom_sample(b, "streamvisor_lag_records", labels.data, 42);
 	sv_prom_sample(b, "streamvisor_lag_records", NULL, 0);
 	sv_prom_sample(b, "streamvisor_lag_records", "", 1.5);
-	assert_string_equal(b->data,
+	assert_string_equal(
+		b->data,
 		"# HELP streamvisor_lag_records Records behind the end of the "
 		"partition.\n"
 		"# TYPE streamvisor_lag_records gauge\n"
@@ -55,8 +56,9 @@ static void test_help_escaping(void **state)
 	sv_buf_t *b = *state;
 	sv_prom_family(b, "m", "counter", "a \\ b\nc \"q\"");
 	/* HELP escapes backslash and newline, not quotes */
-	assert_string_equal(b->data, "# HELP m a \\\\ b\\nc \"q\"\n"
-				     "# TYPE m counter\n");
+	assert_string_equal(b->data,
+			    "# HELP m a \\\\ b\\nc \"q\"\n"
+			    "# TYPE m counter\n");
 }
 
 static void test_label_escaping(void **state)
@@ -65,8 +67,9 @@ static void test_label_escaping(void **state)
 	sv_prom_label(b, "path", "C:\\tmp\n\"x\"");
 	sv_prom_label(b, "empty", "");
 	sv_prom_label(b, "null", NULL);
-	assert_string_equal(b->data, "path=\"C:\\\\tmp\\n\\\"x\\\"\","
-				     "empty=\"\",null=\"\"");
+	assert_string_equal(b->data,
+			    "path=\"C:\\\\tmp\\n\\\"x\\\"\","
+			    "empty=\"\",null=\"\"");
 }
 
 static void test_values(void **state)

@@ -83,11 +83,11 @@ static void rec(fx_t *f, int64_t id, const char *region, double amount,
 static void fill(fx_t *f)
 {
 	rec(f, 1, "EU", 10.0, false, "completed");
-	rec(f, 2, "US", 0.0, false, "completed");  /* amount 0 */
+	rec(f, 2, "US", 0.0, false, "completed"); /* amount 0 */
 	rec(f, 3, "eu", 5.5, false, "pending");
-	rec(f, 4, NULL, 7.0, false, "completed");  /* region null */
+	rec(f, 4, NULL, 7.0, false, "completed"); /* region null */
 	rec(f, 5, "APAC", 0.0, true, "completed"); /* amount null */
-	rec(f, 6, "US", 3.0, false, NULL);         /* status null */
+	rec(f, 6, "US", 3.0, false, NULL); /* status null */
 	rec(f, 7, "Eu", 1.25, false, "completed");
 	rec(f, 8, "", -2.0, false, "completed");
 }
@@ -141,8 +141,8 @@ static void test_filter_keeps_true_rows(void **state)
 	fx_t *f = *state;
 	fill(f);
 	sv_op_t *op;
-	assert_null(sv_op_filter_new(f->in,
-				     "status == 'completed' && amount > 0", &op));
+	assert_null(sv_op_filter_new(
+		f->in, "status == 'completed' && amount > 0", &op));
 	assert_string_equal(op->ops->name, "filter");
 	assert_null(op->ops->advance);
 	assert_null(op->ops->finish);
@@ -167,7 +167,8 @@ static void test_filter_keeps_true_rows(void **state)
 	for (size_t c = 0; c < os->nfields; c++) {
 		assert_string_equal(os->fields[c].name, f->in->fields[c].name);
 		assert_int_equal(os->fields[c].type, f->in->fields[c].type);
-		assert_int_equal(os->fields[c].nullable, f->in->fields[c].nullable);
+		assert_int_equal(os->fields[c].nullable,
+				 f->in->fields[c].nullable);
 	}
 	sv_batch_release(&f->out);
 	sv_op_destroy(op);
@@ -194,7 +195,8 @@ static void test_filter_nulls(void **state)
 		{"amount > 1 OR true", "1,2,3,4,5,6,7,8"},
 		{"amount > 1 AND false", ""},
 		{"length(region) == 0", "8"},
-		{"null", ""}, /* the literal null is a boolean that is never true */
+		{"null",
+		 ""}, /* the literal null is a boolean that is never true */
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		sv_op_t *op;
@@ -218,7 +220,8 @@ static void test_filter_computed_strings(void **state)
 	/* the predicate allocates strings (scratch arena, reset per batch) */
 	assert_null(sv_op_filter_new(f->in,
 				     "lower(region) + '/' + upper(status) == "
-				     "'eu/COMPLETED'", &op));
+				     "'eu/COMPLETED'",
+				     &op));
 	run(f, op);
 	assert_string_equal(ids(&f->out, 0), "1,7");
 	/* the same operator on a second batch */
@@ -255,8 +258,8 @@ static void test_filter_errors(void **state)
 		 "boolean, got string"},
 		{"amount >", SV_ERR_SUBMISSION, 9,
 		 "expression 'amount >' at position 9: expected an operand"},
-		{"amont > 1", SV_ERR_SUBMISSION, 1,
-		 "expression 'amont > 1' at position 1: unknown column 'amont'"},
+		{"amont > 1", SV_ERR_SUBMISSION,
+		 1, "expression 'amont > 1' at position 1: unknown column 'amont'"},
 		{"status == 1", SV_ERR_SUBMISSION, 8,
 		 "expression 'status == 1' at position 8: operator '==' cannot "
 		 "apply to string and int64"},
@@ -283,11 +286,16 @@ static void test_select_columns(void **state)
 {
 	fx_t *f = *state;
 	fill(f);
-	static const char *const names[] = {"region", "big", "id", "label",
-					    "cents", "when", "note"};
+	static const char *const names[] = {"region", "big",  "id",  "label",
+					    "cents",  "when", "note"};
 	static const char *const exprs[] = {
-		"lower(region)", "amount > 5", "id", "concat(region, '#', id)",
-		"cast(round(amount * 100) as int64)", "ts + 1", "'const'"};
+		"lower(region)",
+		"amount > 5",
+		"id",
+		"concat(region, '#', id)",
+		"cast(round(amount * 100) as int64)",
+		"ts + 1",
+		"'const'"};
 	sv_op_t *op;
 	assert_null(sv_op_select_new(f->in, 7, names, exprs, &op));
 	assert_string_equal(op->ops->name, "select");
@@ -297,8 +305,9 @@ static void test_select_columns(void **state)
 		sv_type_t type;
 		bool nullable;
 	} want[] = {
-		{SV_T_STRING, true}, {SV_T_BOOL, true}, {SV_T_INT64, false},
-		{SV_T_STRING, true}, {SV_T_INT64, true}, {SV_T_TIMESTAMP, true},
+		{SV_T_STRING, true},  {SV_T_BOOL, true},
+		{SV_T_INT64, false},  {SV_T_STRING, true},
+		{SV_T_INT64, true},   {SV_T_TIMESTAMP, true},
 		{SV_T_STRING, false},
 	};
 	assert_int_equal(os->nfields, 7);
@@ -310,9 +319,9 @@ static void test_select_columns(void **state)
 	run(f, op);
 	assert_int_equal(f->out.nrows, 8);
 	assert_string_equal(ids(&f->out, 2), "1,2,3,4,5,6,7,8");
-	static const char *const lower[] = {"eu", "us", "eu", NULL, "apac",
-					    "us", "eu", ""};
-	static const char *const label[] = {"EU#1", "US#2", "eu#3", NULL,
+	static const char *const lower[] = {"eu",   "us", "eu", NULL,
+					    "apac", "us", "eu", ""};
+	static const char *const label[] = {"EU#1",   "US#2", "eu#3", NULL,
 					    "APAC#5", "US#6", "Eu#7", "#8"};
 	static const int64_t cents[] = {1000, 0, 550, 700, -1, 300, 125, -200};
 	for (size_t r = 0; r < 8; r++) {
@@ -320,7 +329,8 @@ static void test_select_columns(void **state)
 		expect_str(&o[0], lower[r]);
 		expect_str(&o[3], label[r]);
 		if (r == 4) {
-			assert_int_equal(o[1].type, SV_T_NULL); /* null amount */
+			assert_int_equal(o[1].type,
+					 SV_T_NULL); /* null amount */
 			assert_int_equal(o[4].type, SV_T_NULL);
 		} else {
 			assert_int_equal(o[1].type, SV_T_BOOL);
@@ -401,30 +411,49 @@ static void test_select_errors(void **state)
 		sv_errcat_t cat;
 		const char *message;
 	} cases[] = {
-		{0, {NULL}, {NULL}, SV_ERR_SUBMISSION,
+		{0,
+		 {NULL},
+		 {NULL},
+		 SV_ERR_SUBMISSION,
 		 "select needs at least one column"},
-		{2, {"a", "a"}, {"id", "region"}, SV_ERR_SUBMISSION,
+		{2,
+		 {"a", "a"},
+		 {"id", "region"},
+		 SV_ERR_SUBMISSION,
 		 "duplicate output column 'a' in select"},
-		{2, {"a", ""}, {"id", "region"}, SV_ERR_SUBMISSION,
+		{2,
+		 {"a", ""},
+		 {"id", "region"},
+		 SV_ERR_SUBMISSION,
 		 "select column 2 has an empty name"},
-		{1, {"x"}, {"null"}, SV_ERR_SUBMISSION,
+		{1,
+		 {"x"},
+		 {"null"},
+		 SV_ERR_SUBMISSION,
 		 "select column 'x' has no type: write cast(null as <type>)"},
-		{3, {"a", "b", "c"}, {"id", "region + 1", "status"},
+		{3,
+		 {"a", "b", "c"},
+		 {"id", "region + 1", "status"},
 		 SV_ERR_SUBMISSION,
 		 "expression 'region + 1' at position 8: operator '+' cannot "
 		 "apply to string and int64"},
-		{2, {"a", "b"}, {"id", "upper(regoin)"}, SV_ERR_SUBMISSION,
+		{2,
+		 {"a", "b"},
+		 {"id", "upper(regoin)"},
+		 SV_ERR_SUBMISSION,
 		 "expression 'upper(regoin)' at position 7: unknown column "
 		 "'regoin'"},
-		{2, {"a", "b"}, {"id", "soundex(region)"}, SV_ERR_COVERAGE,
+		{2,
+		 {"a", "b"},
+		 {"id", "soundex(region)"},
+		 SV_ERR_COVERAGE,
 		 "expression 'soundex(region)' at position 1: function "
 		 "'soundex' is not in the registry"},
 	};
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		sv_op_t *op = (sv_op_t *)1;
-		sv_error_t *err = sv_op_select_new(f->in, cases[k].n,
-						   cases[k].names,
-						   cases[k].exprs, &op);
+		sv_error_t *err = sv_op_select_new(
+			f->in, cases[k].n, cases[k].names, cases[k].exprs, &op);
 		if (!err)
 			fail_msg("case %zu accepted", k);
 		assert_null(op);
@@ -442,14 +471,14 @@ static sv_pipeline_t *build_chain(fx_t *f, bool second_filter)
 	assert_int_equal(sv_pipeline_len(pl), 0);
 	assert_ptr_equal(sv_pipeline_out_schema(pl), f->in);
 	sv_op_t *op;
-	assert_null(sv_op_filter_new(f->in, "status == 'completed' && amount > 0",
-				     &op));
+	assert_null(sv_op_filter_new(
+		f->in, "status == 'completed' && amount > 0", &op));
 	sv_pipeline_add(pl, op);
 	static const char *const names[] = {"region", "amount", "id"};
 	static const char *const exprs[] = {"upper(coalesce(region, '?'))",
 					    "amount * 2", "id"};
-	assert_null(sv_op_select_new(sv_pipeline_out_schema(pl), 3, names, exprs,
-				     &op));
+	assert_null(sv_op_select_new(sv_pipeline_out_schema(pl), 3, names,
+				     exprs, &op));
 	sv_pipeline_add(pl, op);
 	if (second_filter) {
 		/* a filter over the select's output columns */
@@ -526,16 +555,19 @@ static void test_pipeline_three_stages(void **state)
 		wantids[0] = '\0';
 		for (int k = 0; k < 100; k++) {
 			int64_t id = round * 1000 + k;
-			const char *region = k % 3 == 0 ? "eu" : k % 3 == 1 ? "us" : NULL;
+			const char *region = k % 3 == 0 ? "eu"
+				: k % 3 == 1            ? "us"
+							: NULL;
 			bool completed = k % 2 == 0;
 			double amount = (k % 5) - 1.0;
 			rec(f, id, region, amount, k % 7 == 0,
 			    completed ? "completed" : "open");
-			if (completed && amount > 0 && k % 7 != 0 && k % 3 != 0) {
+			if (completed && amount > 0 && k % 7 != 0 &&
+			    k % 3 != 0) {
 				want++;
-				w += (size_t)snprintf(wantids + w, sizeof(wantids) - w,
-						      "%s%lld", w ? "," : "",
-						      (long long)id);
+				w += (size_t)snprintf(
+					wantids + w, sizeof(wantids) - w,
+					"%s%lld", w ? "," : "", (long long)id);
 			}
 		}
 		sv_batch_t *out;
@@ -547,11 +579,12 @@ static void test_pipeline_three_stages(void **state)
 		got[0] = '\0';
 		for (size_t r = 0; r < out->nrows; r++) {
 			const sv_value_t *o = sv_batch_row(out, r);
-			w += (size_t)snprintf(got + w, sizeof(got) - w, "%s%lld",
-					      r ? "," : "", (long long)o[2].v.i);
+			w += (size_t)snprintf(got + w, sizeof(got) - w,
+					      "%s%lld", r ? "," : "",
+					      (long long)o[2].v.i);
 			check_meta(out, r, o[2].v.i);
-			assert_true(o[0].len == 1 ? o[0].v.s[0] == '?' :
-				    !memcmp(o[0].v.s, "US", 2));
+			assert_true(o[0].len == 1 ? o[0].v.s[0] == '?'
+						  : !memcmp(o[0].v.s, "US", 2));
 		}
 		assert_string_equal(got, wantids);
 	}
@@ -582,21 +615,24 @@ static void test_pipeline_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_filter_keeps_true_rows, setup,
+		cmocka_unit_test_setup_teardown(test_filter_keeps_true_rows,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_filter_nulls, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_filter_nulls, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_filter_computed_strings, setup,
+		cmocka_unit_test_setup_teardown(test_filter_computed_strings,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_filter_errors, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_filter_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_select_columns, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_select_passthrough_and_nulls,
+		cmocka_unit_test_setup_teardown(
+			test_select_passthrough_and_nulls, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_select_errors, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_filter_select,
 						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_select_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pipeline_filter_select, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_pipeline_three_stages, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_three_stages,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_empty, setup,
 						teardown),
 	};

@@ -21,7 +21,8 @@ static const char *good =
 	"   {\"name\": \"amount\", \"type\": \"float64\"},"
 	"   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
 	" \"pipeline\": [{\"filter\": \"amount > 0\"},"
-	"   {\"select\": {\"region\": \"region\", \"cents\": \"amount * 100\"}}],"
+	"   {\"select\": {\"region\": \"region\", \"cents\": \"amount * "
+	"100\"}}],"
 	" \"sink\": {\"topic\": \"out\", \"key\": \"region\"}}";
 
 static void test_good_spec_defaults(void **state)
@@ -60,16 +61,21 @@ static void test_plan_id_is_canonical(void **state)
 	(void)state;
 	/* same meaning, other spelling: explicit defaults, whitespace */
 	const char *same =
-		"{\"name\":\"orders\",\"mode\":\"stream\",\"delivery\":\"at_least_once\","
-		"\"source\":{\"kind\":\"kafka\",\"cluster\":\"default\",\"topic\":\"in\","
+		"{\"name\":\"orders\",\"mode\":\"stream\",\"delivery\":\"at_"
+		"least_once\","
+		"\"source\":{\"kind\":\"kafka\",\"cluster\":\"default\","
+		"\"topic\":\"in\","
 		"\"start\":\"earliest\",\"format\":\"json\"},"
-		"\"schema\":[{\"name\":\"id\",\"type\":\"int64\",\"nullable\":true},"
+		"\"schema\":[{\"name\":\"id\",\"type\":\"int64\",\"nullable\":"
+		"true},"
 		"{\"name\":\"region\",\"type\":\"string\",\"nullable\":false},"
 		"{\"name\":\"amount\",\"type\":\"float64\"},"
 		"{\"name\":\"ts\",\"type\":\"timestamp_ms\"}],"
 		"\"pipeline\":[{\"filter\":\"amount > 0\"},"
-		"{\"select\":{\"region\":\"region\",\"cents\":\"amount * 100\"}}],"
-		"\"sink\":{\"topic\":\"out\",\"key\":\"region\",\"kind\":\"kafka\"},"
+		"{\"select\":{\"region\":\"region\",\"cents\":\"amount * "
+		"100\"}}],"
+		"\"sink\":{\"topic\":\"out\",\"key\":\"region\",\"kind\":"
+		"\"kafka\"},"
 		"\"checkpoint\":{\"interval_ms\":5000}}";
 	sv_jobspec_t *a, *b, *c;
 	assert_null(sv_jobspec_parse_json(good, strlen(good), &a));
@@ -85,7 +91,8 @@ static void test_plan_id_is_canonical(void **state)
 	assert_string_equal(a->plan_id, d->plan_id);
 	free(json);
 	/* a different plan: different id */
-	const char *other = "{\"name\": \"orders\", \"source\": {\"topic\": \"in\"},"
+	const char *other =
+		"{\"name\": \"orders\", \"source\": {\"topic\": \"in\"},"
 		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
 		" \"sink\": {\"topic\": \"out2\"}}";
 	sv_jobspec_t *e;
@@ -98,9 +105,11 @@ static void test_plan_id_is_canonical(void **state)
 	sv_jobspec_destroy(e);
 }
 
-static const char *base_tail = ", \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}]";
+static const char *base_tail =
+	", \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}]";
 
-static void expect_error(const char *json, const char *field, const char *needle)
+static void expect_error(const char *json, const char *field,
+			 const char *needle)
 {
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = sv_jobspec_parse_json(json, strlen(json), &spec);
@@ -128,55 +137,82 @@ static void test_bad_specs(void **state)
 	expect_error("[1]", NULL, "must be a JSON object");
 	expect_error("{}", "name", "is required");
 	expect_error("{\"name\": 5}", "name", "expected a string, got integer");
-	expect_error("{\"name\": \"x\", \"colour\": 1}", "colour", "unknown field");
+	expect_error("{\"name\": \"x\", \"colour\": 1}", "colour",
+		     "unknown field");
 	expect_error("{\"name\": \"x\", \"source\": 3}", "source",
 		     "expected an object, got integer");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topik\": \"t\"}%s,"
-		 " \"sink\": {\"topic\": \"o\"}}", base_tail);
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topik\": \"t\"}%s,"
+		 " \"sink\": {\"topic\": \"o\"}}",
+		 base_tail);
 	expect_error(buf, "source.topik", "unknown field");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {}%s,"
-		 " \"sink\": {\"topic\": \"o\"}}", base_tail);
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {}%s,"
+		 " \"sink\": {\"topic\": \"o\"}}",
+		 base_tail);
 	expect_error(buf, "source.topic", "is required");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s}",
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s}",
 		 base_tail);
 	expect_error(buf, "sink", "is required");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
-		 " \"sink\": {}}", base_tail);
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
+		 " \"sink\": {}}",
+		 base_tail);
 	expect_error(buf, "sink.topic", "is required");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"mode\": \"batch\", "
-		 "\"source\": {\"topic\": \"t\"}%s, \"sink\": {\"topic\": \"o\"}}",
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"mode\": \"batch\", "
+		 "\"source\": {\"topic\": \"t\"}%s, \"sink\": {\"topic\": "
+		 "\"o\"}}",
 		 base_tail);
 	expect_error(buf, "mode", "unknown mode 'batch'");
-	expect_error("{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, \"schema\": "
-		     "[{\"name\": \"a\", \"type\": \"int\"}], \"sink\": {\"topic\": "
-		     "\"o\"}}", "schema[0].type", "unknown type 'int'");
-	expect_error("{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, \"schema\": "
-		     "[{\"name\": \"a\", \"type\": \"int64\"}, {\"name\": \"a\", "
-		     "\"type\": \"string\"}], \"sink\": {\"topic\": \"o\"}}",
-		     "schema[1].name", "duplicate column 'a'");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
-		 " \"pipeline\": [{\"map\": \"a\"}], \"sink\": {\"topic\": \"o\"}}",
+	expect_error(
+		"{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, \"schema\": "
+		"[{\"name\": \"a\", \"type\": \"int\"}], \"sink\": {\"topic\": "
+		"\"o\"}}",
+		"schema[0].type", "unknown type 'int'");
+	expect_error(
+		"{\"name\": \"x\", \"source\": {\"topic\": \"t\"}, \"schema\": "
+		"[{\"name\": \"a\", \"type\": \"int64\"}, {\"name\": \"a\", "
+		"\"type\": \"string\"}], \"sink\": {\"topic\": \"o\"}}",
+		"schema[1].name", "duplicate column 'a'");
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
+		 " \"pipeline\": [{\"map\": \"a\"}], \"sink\": {\"topic\": "
+		 "\"o\"}}",
 		 base_tail);
 	expect_error(buf, "pipeline[0].map", "unknown step");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
-		 " \"pipeline\": [{\"filter\": 3}], \"sink\": {\"topic\": \"o\"}}",
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
+		 " \"pipeline\": [{\"filter\": 3}], \"sink\": {\"topic\": "
+		 "\"o\"}}",
 		 base_tail);
-	expect_error(buf, "pipeline[0].filter", "expected an expression string");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
-		 " \"checkpoint\": {\"interval_ms\": \"5s\"}, \"sink\": {\"topic\": \"o\"}}",
+	expect_error(buf, "pipeline[0].filter",
+		     "expected an expression string");
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
+		 " \"checkpoint\": {\"interval_ms\": \"5s\"}, \"sink\": "
+		 "{\"topic\": \"o\"}}",
 		 base_tail);
 	expect_error(buf, "checkpoint.interval_ms", "expected an integer");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
-		 " \"pipeline\": [{\"window\": {\"type\": \"tumbling\", \"size_ms\": 10,"
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
+		 " \"pipeline\": [{\"window\": {\"type\": \"tumbling\", "
+		 "\"size_ms\": 10,"
 		 " \"key\": [\"a\"], \"aggregates\": {\"n\": \"count()\"}}}],"
-		 " \"sink\": {\"topic\": \"o\"}}", base_tail);
+		 " \"sink\": {\"topic\": \"o\"}}",
+		 base_tail);
 	expect_error(buf, "event_time", "is required by the event-time window");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
-		 " \"on_invalid\": \"dead_letter\", \"sink\": {\"topic\": \"o\"}}",
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
+		 " \"on_invalid\": \"dead_letter\", \"sink\": {\"topic\": "
+		 "\"o\"}}",
 		 base_tail);
 	expect_error(buf, "dead_letter", "is required when on_invalid");
-	snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
-		 " \"event_time\": {\"field\": \"zz\"}, \"sink\": {\"topic\": \"o\"}}",
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\"}%s,"
+		 " \"event_time\": {\"field\": \"zz\"}, \"sink\": {\"topic\": "
+		 "\"o\"}}",
 		 base_tail);
 	expect_error(buf, "event_time.field", "unknown column 'zz'");
 }
@@ -185,9 +221,9 @@ static void test_join_is_coverage(void **state)
 {
 	(void)state;
 	const char *j = "{\"name\": \"x\", \"source\": {\"topic\": \"t\"},"
-		" \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
-		" \"pipeline\": [{\"join\": {\"with\": \"u\"}}],"
-		" \"sink\": {\"topic\": \"o\"}}";
+			" \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
+			" \"pipeline\": [{\"join\": {\"with\": \"u\"}}],"
+			" \"sink\": {\"topic\": \"o\"}}";
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = sv_jobspec_parse_json(j, strlen(j), &spec);
 	assert_non_null(err);
@@ -207,19 +243,22 @@ static void test_plan_errors(void **state)
 		const char *field;
 		const char *needle;
 	} cases[] = {
-		{"{\"filter\": \"nope > 1\"}", SV_ERR_SUBMISSION, "pipeline[0].filter",
-		 "unknown column 'nope'"},
-		{"{\"filter\": \"a +\"}", SV_ERR_SUBMISSION, "pipeline[0].filter",
-		 "position"},
-		{"{\"filter\": \"zap(a)\"}", SV_ERR_COVERAGE, "pipeline[0].filter",
-		 "function 'zap' is not in the registry"},
-		{"{\"select\": {\"b\": \"a * 2\", \"c\": \"missing\"}}", SV_ERR_SUBMISSION,
-		 "pipeline[0].select", "unknown column 'missing'"},
+		{"{\"filter\": \"nope > 1\"}", SV_ERR_SUBMISSION,
+		 "pipeline[0].filter", "unknown column 'nope'"},
+		{"{\"filter\": \"a +\"}", SV_ERR_SUBMISSION,
+		 "pipeline[0].filter", "position"},
+		{"{\"filter\": \"zap(a)\"}", SV_ERR_COVERAGE,
+		 "pipeline[0].filter", "function 'zap' is not in the registry"},
+		{"{\"select\": {\"b\": \"a * 2\", \"c\": \"missing\"}}",
+		 SV_ERR_SUBMISSION, "pipeline[0].select",
+		 "unknown column 'missing'"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char buf[1024];
-		snprintf(buf, sizeof(buf), "{\"name\": \"x\", \"source\": {\"topic\": "
-			 "\"t\"}%s, \"pipeline\": [%s], \"sink\": {\"topic\": \"o\"}}",
+		snprintf(buf, sizeof(buf),
+			 "{\"name\": \"x\", \"source\": {\"topic\": "
+			 "\"t\"}%s, \"pipeline\": [%s], \"sink\": {\"topic\": "
+			 "\"o\"}}",
 			 base_tail, cases[i].step);
 		sv_jobspec_t *spec;
 		assert_null(sv_jobspec_parse_json(buf, strlen(buf), &spec));

@@ -182,8 +182,7 @@ static void test_extreme_values(void **state)
 	sv_watermarks_add_partition(wm, 2, INT64_MIN);
 	assert_true(sv_watermarks_idle(wm, 2, INT64_MAX));
 	assert_false(sv_watermarks_idle(wm, 2, INT64_MIN));
-	assert_int_equal(sv_watermarks_current(wm, INT64_MAX),
-			 INT64_MAX - 101);
+	assert_int_equal(sv_watermarks_current(wm, INT64_MAX), INT64_MAX - 101);
 	sv_watermarks_set(wm, 1, INT64_MAX, 0);
 	assert_int_equal(sv_watermarks_partition(wm, 1), NONE);
 }

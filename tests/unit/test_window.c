@@ -202,9 +202,11 @@ static uint64_t nbytes(fx_t *f)
 	return bytes;
 }
 
-#define TUMBLING(sz) ((sv_window_spec_t){.type = SV_WIN_TUMBLING, .size_ms = (sz)})
-#define SLIDING(sz, sl) \
-	((sv_window_spec_t){.type = SV_WIN_SLIDING, .size_ms = (sz), .slide_ms = (sl)})
+#define TUMBLING(sz) \
+	((sv_window_spec_t){.type = SV_WIN_TUMBLING, .size_ms = (sz)})
+#define SLIDING(sz, sl)      \
+	((sv_window_spec_t){ \
+		.type = SV_WIN_SLIDING, .size_ms = (sz), .slide_ms = (sl)})
 #define SESSION(g) ((sv_window_spec_t){.type = SV_WIN_SESSION, .gap_ms = (g)})
 
 /* ---- firing, out of order, empty windows ---- */
@@ -215,10 +217,10 @@ static void test_output_schema(void **state)
 	win(f, TUMBLING(10), "n:count();total:sum(v);m:min(s);a:avg(v)");
 	const sv_schema_t *os = f->op->out_schema;
 	assert_int_equal(os->nfields, 7);
-	const char *names[] = {"k", "window_start", "window_end", "n",
-			       "total", "m", "a"};
+	const char *names[] = {
+		"k", "window_start", "window_end", "n", "total", "m", "a"};
 	sv_type_t types[] = {SV_T_STRING, SV_T_TIMESTAMP, SV_T_TIMESTAMP,
-			     SV_T_INT64, SV_T_INT64, SV_T_STRING,
+			     SV_T_INT64,  SV_T_INT64,     SV_T_STRING,
 			     SV_T_FLOAT64};
 	bool nullable[] = {true, false, false, false, true, true, true};
 	for (size_t i = 0; i < 7; i++) {
@@ -294,8 +296,7 @@ static void test_negative_times_floor(void **state)
 	rec(f, "a", 1, -11);
 	rec(f, "a", 1, 0);
 	push(f);
-	assert_string_equal(adv(f, 0),
-			    "a|-20|-10|1;a|-10|0|2;");
+	assert_string_equal(adv(f, 0), "a|-20|-10|1;a|-10|0|2;");
 	assert_string_equal(fin(f), "a|0|10|1;");
 }
 
@@ -336,8 +337,8 @@ static void test_late_drop(void **state)
 	rec(f, "a", 1, 5);
 	push(f);
 	assert_string_equal(adv(f, 9), "a|0|10|1;");
-	rec(f, "a", 2, 9);  /* late: [0, 10) was emitted */
-	rec(f, "a", 3, 0);  /* late */
+	rec(f, "a", 2, 9); /* late: [0, 10) was emitted */
+	rec(f, "a", 3, 0); /* late */
 	rec(f, "a", 4, 10); /* on time: [10, 20) is open */
 	push(f);
 	assert_int_equal(f->st.records_late, 2);
@@ -417,7 +418,7 @@ static void test_nulls(void **state)
 	win(f, TUMBLING(10),
 	    "rows:count();n:count(v);sum:sum(v);min:min(v);max:max(v);"
 	    "avg:avg(x);first:first(s);last:last(s);d:count_distinct(v)");
-	rec(f, NULL, 3, 1);   /* null key: its own group */
+	rec(f, NULL, 3, 1); /* null key: its own group */
 	rec(f, NULL, NUL, 2); /* null argument: ignored, counted by count() */
 	rec(f, "a", NUL, 3);
 	rec(f, NULL, 5, 4);
@@ -444,8 +445,9 @@ static void test_null_and_empty_string_keys_differ(void **state)
 static void test_string_aggregates_survive_input_reuse(void **state)
 {
 	fx_t *f = *state;
-	win(f, TUMBLING(100), "min:min(s);max:max(s);first:first(s);"
-			      "last:last(s);u:first(upper(s))");
+	win(f, TUMBLING(100),
+	    "min:min(s);max:max(s);first:first(s);"
+	    "last:last(s);u:first(upper(s))");
 	rec(f, "a", 5, 50);
 	rec(f, "a", 12, 40);
 	push(f); /* the input batch is reset: the state must own its copies */
@@ -489,8 +491,8 @@ static void test_session_merging(void **state)
 	fx_t *f = *state;
 	win(f, SESSION(10), "n:count();s:sum(v);first:first(v);last:last(v)");
 	rec(f, "a", 1, 0);
-	rec(f, "a", 2, 5);   /* [0, 15) */
-	rec(f, "a", 3, 25);  /* [25, 35): separate */
+	rec(f, "a", 2, 5); /* [0, 15) */
+	rec(f, "a", 3, 25); /* [25, 35): separate */
 	rec(f, "b", 100, 7); /* another key */
 	push(f);
 	assert_int_equal(nkeys(f), 3); /* sessions held */
@@ -576,15 +578,17 @@ static void test_sliding_panes(void **state)
 	push(f);
 	assert_int_equal(nkeys(f), 4);
 	assert_string_equal(adv(f, 9), "a|-20|10|1|1|1|1;");
-	assert_string_equal(adv(f, 29), "a|-10|20|2|3|1|2;"
-					"b|-10|20|1|16|16|16;"
-					"a|0|30|4|15|1|8;"
-					"b|0|30|1|16|16|16;");
+	assert_string_equal(adv(f, 29),
+			    "a|-10|20|2|3|1|2;"
+			    "b|-10|20|1|16|16|16;"
+			    "a|0|30|4|15|1|8;"
+			    "b|0|30|1|16|16|16;");
 	/* pane [0, 10) is in no open window any more: freed */
 	assert_int_equal(nkeys(f), 3);
-	assert_string_equal(fin(f), "a|10|40|3|14|2|8;"
-				    "b|10|40|1|16|16|16;"
-				    "a|20|50|2|12|4|8;");
+	assert_string_equal(fin(f),
+			    "a|10|40|3|14|2|8;"
+			    "b|10|40|1|16|16|16;"
+			    "a|20|50|2|12|4|8;");
 	assert_int_equal(nkeys(f), 0);
 }
 
@@ -599,8 +603,9 @@ static void test_sliding_uneven_slide(void **state)
 	push(f);
 	assert_int_equal(nkeys(f), 3); /* panes 0, 5, 10 */
 	/* windows [-20, 5), [-10, 15), [0, 25), [10, 35) */
-	assert_string_equal(fin(f), "a|-20|5|1;a|-10|15|3;a|0|25|3;"
-				    "a|10|35|1;");
+	assert_string_equal(fin(f),
+			    "a|-20|5|1;a|-10|15|3;a|0|25|3;"
+			    "a|10|35|1;");
 }
 
 static void test_sliding_equal_size_is_tumbling(void **state)
@@ -906,7 +911,7 @@ static void test_bad_specs(void **state)
 	sv_window_spec_t spec = TUMBLING(10);
 	spec.allowed_lateness_ms = -1;
 	expect_err(bad(f, spec, "n:count()"), SV_ERR_SUBMISSION,
-		   "window 'allowed_lateness_ms' must be >= 0", 
+		   "window 'allowed_lateness_ms' must be >= 0",
 		   "allowed_lateness_ms");
 	spec = TUMBLING(10);
 	spec.type = (sv_wintype_t)7;

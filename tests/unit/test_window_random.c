@@ -40,19 +40,24 @@
 #define NKEYS 4
 static const char *const KEYS[NKEYS] = {"a", "b", "c", ""};
 
-#define AGGS                                                                  \
-	"n:count();c:count(v);s:sum(v);mn:min(v);mx:max(s);a:avg(x);"        \
+#define AGGS                                                          \
+	"n:count();c:count(v);s:sum(v);mn:min(v);mx:max(s);a:avg(x);" \
 	"f:first(s);l:last(v);d:count_distinct(v);sx:sum(x)"
 
-enum kind { K_TUMBLING, K_SLIDING, K_SESSION, K_DEDUP };
+enum kind {
+	K_TUMBLING,
+	K_SLIDING,
+	K_SESSION,
+	K_DEDUP
+};
 
 typedef struct rec {
-	int key;      /* -1: null, else index into KEYS */
-	int64_t v;    /* value */
+	int key; /* -1: null, else index into KEYS */
+	int64_t v; /* value */
 	bool vnull;
-	int64_t t;    /* event time */
+	int64_t t; /* event time */
 	uint64_t arr; /* arrival index */
-	int64_t wm;   /* operator watermark when it arrives (reference) */
+	int64_t wm; /* operator watermark when it arrives (reference) */
 } rec_t;
 
 typedef struct tcase {
@@ -60,12 +65,12 @@ typedef struct tcase {
 	int64_t size, slide, gap, lateness, within, disorder;
 	bool keyed;
 	size_t n;
-	rec_t r[MAXR];    /* in arrival order */
-	size_t nb;        /* batches */
+	rec_t r[MAXR]; /* in arrival order */
+	size_t nb; /* batches */
 	size_t bend[MAXR]; /* batch b is r[bend[b-1] .. bend[b]) */
-	bool adv[MAXR];    /* advance after batch b */
+	bool adv[MAXR]; /* advance after batch b */
 	int64_t bwm[MAXR]; /* the watermark after batch b */
-	size_t snap_at;    /* snapshot/restore after this batch */
+	size_t snap_at; /* snapshot/restore after this batch */
 } tcase_t;
 
 /* ---- output lines ---- */
@@ -307,7 +312,8 @@ static void add_row(sv_batch_t *b, const rec_t *r)
 		int n = snprintf(tmp, sizeof(tmp), "s%lld", (long long)r->v);
 		row[1] = sv_int(r->v);
 		row[2] = sv_float((double)r->v / 2);
-		row[3] = sv_str(sv_batch_strdup(b, tmp, (size_t)n), (uint32_t)n);
+		row[3] = sv_str(sv_batch_strdup(b, tmp, (size_t)n),
+				(uint32_t)n);
 	}
 }
 
@@ -327,8 +333,8 @@ static void run_case(const tcase_t *c, bool restore, run_t *R)
 			add_row(&R->b, &c->r[i]);
 			sv_watermarks_observe(wmk, 0, c->r[i].t, 0);
 		}
-		assert_null(R->op->ops->process(R->op, &R->ctx, &R->b,
-						&R->out));
+		assert_null(
+			R->op->ops->process(R->op, &R->ctx, &R->b, &R->out));
 		if (c->kind == K_DEDUP) /* it passes rows, windows never emit */
 			take_rows(&R->lines, &R->out);
 		assert_int_equal(R->out.nrows, 0);
@@ -337,8 +343,8 @@ static void run_case(const tcase_t *c, bool restore, run_t *R)
 		assert_int_equal(wm, c->bwm[b]);
 		if (c->adv[b]) {
 			R->ctx.watermark_ms = wm;
-			assert_null(R->op->ops->advance(R->op, &R->ctx,
-							&R->out));
+			assert_null(
+				R->op->ops->advance(R->op, &R->ctx, &R->out));
 			take_rows(&R->lines, &R->out);
 		}
 		R->op->ops->state_size(R->op, NULL, &R->keys_after[b]);
@@ -403,9 +409,9 @@ static void ref_emit(const tcase_t *c, ref_t *ref, int key, int64_t start,
 	sv_value_t row[16];
 	size_t k = 0;
 	if (c->keyed)
-		row[k++] = key >= 0 ? sv_str(KEYS[key],
-					     (uint32_t)strlen(KEYS[key]))
-				    : sv_null();
+		row[k++] = key >= 0
+			? sv_str(KEYS[key], (uint32_t)strlen(KEYS[key]))
+			: sv_null();
 	row[k++] = sv_ts(start);
 	row[k++] = sv_ts(end);
 	int64_t cnt = 0, sum = 0;
@@ -657,7 +663,7 @@ static void ref_dedup(const tcase_t *c, ref_t *ref)
 		uint64_t alive = 0;
 		for (int k = 0; k <= NKEYS; k++)
 			alive += have[k] &&
-				 !closed(c, first[k] + c->within, opwm);
+				!closed(c, first[k] + c->within, opwm);
 		ref->keys_after[b] = alive;
 	}
 	sv_batch_release(&one);
@@ -695,7 +701,7 @@ static void check_case(enum kind kind, uint64_t seed)
 		for (size_t i = 0; ok && i < ref.lines.n; i++)
 			ok = !strcmp(R->lines.v[i], ref.lines.v[i]);
 		ok = ok && R->st.records_late == ref.late &&
-		     R->st.records_dropped == ref.dropped;
+			R->st.records_dropped == ref.dropped;
 		size_t bad_b = SIZE_MAX;
 		for (size_t b = 0; ok && b < c->nb; b++)
 			if (R->keys_after[b] != ref.keys_after[b]) {
@@ -724,7 +730,8 @@ static void check_case(enum kind kind, uint64_t seed)
 					"reference %llu\n",
 					bad_b,
 					(unsigned long long)R->keys_after[bad_b],
-					(unsigned long long)ref.keys_after[bad_b]);
+					(unsigned long long)
+						ref.keys_after[bad_b]);
 			dump("operator", &R->lines);
 			dump("reference", &ref.lines);
 			fail_msg("mismatch");
