@@ -7,6 +7,11 @@
 #
 # Usage: deploy/install-deps.sh [--no-kafka]
 #   --no-kafka   skip resolving the Kafka broker jars (deploy/kafka/kafka.sh fetch)
+#                and the Python test venv
+#
+# Python tools the tests use (pinned in deploy/requirements-test.txt) go into
+# a venv of their own, $SV_VENV (default <repo>/build/venv), made here and
+# refreshed when the requirements file changes.
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
@@ -32,7 +37,8 @@ required=(
     prometheus               # only for promtool (metrics format checks)
     python3-confluent-kafka  # transactional check in broker smoke test
     openjdk-17-jdk-headless maven  # the real Kafka broker (deploy/kafka)
-    curl jq python3
+    curl jq python3 python3-venv
+    clang-format cppcheck    # make lint (STYLE.md)
 )
 # Optional: installed only when the distribution has them (libyyjson-dev is
 # not in bookworm; a newer Debian has it).
@@ -115,6 +121,18 @@ command -v kcat >/dev/null || { echo "install-deps: kcat not found after install
 if [ "$fetch_kafka" -eq 1 ]; then
     echo "install-deps: resolving the Kafka broker jars"
     "$here/kafka/kafka.sh" fetch
+
+    # The Python test venv: one pinned requirements file, a stamp of its hash.
+    venv=${SV_VENV:-$here/../build/venv}
+    req=$here/requirements-test.txt
+    stamp=$venv/.requirements.sha256
+    want=$(sha256sum "$req" | cut -d' ' -f1)
+    if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "install-deps: python test venv at $venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+        echo "$want" > "$stamp"
+    fi
 fi
 
 echo "install-deps: done"
