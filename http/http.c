@@ -59,6 +59,7 @@ static const struct {
 	{"observations", SV_HTTP_GET | SV_HTTP_HEAD},
 	{"preview", SV_HTTP_GET | SV_HTTP_HEAD},
 	{"result", SV_HTTP_GET | SV_HTTP_HEAD},
+	{"history", SV_HTTP_GET | SV_HTTP_HEAD},
 };
 
 unsigned sv_http_method_bit(const char *method)

@@ -82,6 +82,7 @@ typedef struct sv_job {
 	char *result;
 	size_t result_rows;
 	bool result_truncated;
+	struct sv_history *history; /* samples for the dashboard; owned */
 } sv_job_t;
 
 #endif

@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "supervisor/history.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
 #include "ingress/plan.h"
@@ -129,6 +130,7 @@ static void tick(sv_supervisor_t *sv)
 		    sv_worker_end(job->worker) != SV_WORKER_RUNNING)
 			sv_on_worker_end(sv, job);
 		sv_watch_progress(job, now);
+		sv_job_history_tick(job, now);
 		sv_check_drain(sv, job, now);
 		if (job->pending_start && !job->worker) {
 			job->pending_start = false;
@@ -279,6 +281,7 @@ void sv_job_free(sv_job_t *job)
 	sv_error_destroy(job->error);
 	free(job->result);
 	sv_obslog_destroy(job->obs);
+	sv_history_destroy(job->history);
 	free(job);
 }
 

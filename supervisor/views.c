@@ -9,6 +9,7 @@
 
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "supervisor/history.h"
 #include "supervisor/metrics.h"
 #include "supervisor/supervisor_int.h"
 
@@ -119,6 +120,7 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    json_pack("{s:I, s:I}", "bytes",
 				      (json_int_t)pr.state_bytes, "keys",
 				      (json_int_t)pr.state_keys));
+	sv_job_history_status(job, o);
 	return o;
 }
 
@@ -200,6 +202,10 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 					      sv_query_limit(c->query, 100));
 		json_object_set_new(page, "id", json_string(job->id));
 		c->json = sv_json_dump(page);
+		return NULL;
+	}
+	if (!strcmp(c->what, "history")) {
+		c->json = sv_json_dump(sv_job_history_json(job, c->query));
 		return NULL;
 	}
 	if (!strcmp(c->what, "result")) {
