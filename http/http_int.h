@@ -33,6 +33,7 @@ typedef enum sv_http_op {
 	SV_HTTP_OP_DELETE, /* DELETE /v1/jobs/{id} */
 	SV_HTTP_OP_ACTION, /* POST /v1/jobs/{id}/{sub} */
 	SV_HTTP_OP_GET_SUB, /* GET /v1/jobs/{id}/{sub} */
+	SV_HTTP_OP_STATIC, /* GET / and /ui/{file}: the dashboard (web.h) */
 } sv_http_op_t;
 
 typedef struct sv_http_route {
@@ -40,7 +41,7 @@ typedef struct sv_http_route {
 	unsigned allow; /* methods the path accepts (0 if none) */
 	char id[SV_HTTP_ID_MAX + 1]; /* job id, "" when the path has none */
 	const char *sub; /* static string: "cancel", "preview", ...
-					 * or NULL */
+					 * the asset name for STATIC, or NULL */
 } sv_http_route_t;
 
 /* The method bit of an HTTP method name, 0 for methods we never accept. */

@@ -241,6 +241,17 @@ static void test_route_known_paths(void **state)
 	expect_route("GET", "/healthz/", SV_HTTP_OP_HEALTHZ, "", NULL, GH);
 	expect_route("GET", "/metrics", SV_HTTP_OP_METRICS, "", NULL, GH);
 	expect_route("GET", "/v1/info", SV_HTTP_OP_INFO, "", NULL, GH);
+	/* the dashboard: / and the embedded files, nothing else under /ui */
+	expect_route("GET", "/", SV_HTTP_OP_STATIC, "", "index.html", GH);
+	expect_route("GET", "/ui/app.js", SV_HTTP_OP_STATIC, "", "app.js", GH);
+	expect_route("HEAD", "/ui/uPlot.iife.min.js", SV_HTTP_OP_STATIC, "",
+		     "uPlot.iife.min.js", GH);
+	expect_route("POST", "/", SV_HTTP_OP_NOT_ALLOWED, "", "index.html", GH);
+	expect_route("GET", "/ui/nope.js", SV_HTTP_OP_NOT_FOUND, "", NULL, 0);
+	expect_route("GET", "/ui", SV_HTTP_OP_NOT_FOUND, "", NULL, 0);
+	expect_route("GET", "/ui/app.js/x", SV_HTTP_OP_NOT_FOUND, "", NULL, 0);
+	expect_route("GET", "/v1/jobs/j1/history", SV_HTTP_OP_GET_SUB, "j1",
+		     "history", GH);
 	expect_route("GET", "/v1/jobs", SV_HTTP_OP_LIST, "", NULL,
 		     GH | SV_HTTP_POST);
 	expect_route("POST", "/v1/jobs/", SV_HTTP_OP_SUBMIT, "", NULL,
@@ -293,7 +304,6 @@ static void test_route_unknown_paths(void **state)
 	SV_UNUSED(state);
 	static const char *const paths[] = {
 		"",
-		"/",
 		"healthz",
 		"//healthz",
 		"/healthz//",
