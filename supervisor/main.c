@@ -62,6 +62,10 @@ static const command_t commands[] = {
 	 "list jobs: id, name, mode, state, attempt"},
 	{"status", NULL, cli_status, OPT_JSON, "ID", "ID",
 	 "a job's status document, summarized"},
+	{"wait", NULL, cli_wait, OPT_JSON | OPT_TIMEOUT, "ID",
+	 "ID [--timeout-ms N]",
+	 "follow a job (progress, ETA) until it ends; exits with its "
+	 "outcome"},
 	{"lag", NULL, cli_lag, OPT_JSON, "ID", "ID",
 	 "a job's lag per source partition, totals, watermark lag"},
 	{"cancel", NULL, cli_cancel, OPT_JSON, "ID", "ID",
