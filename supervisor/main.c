@@ -34,6 +34,7 @@
 #include "cli/cli.h"
 #include "supervisor/config_int.h"
 #include "http/http.h"
+#include "supervisor/notify.h"
 #include "supervisor/supervisor.h"
 
 #ifndef SV_VERSION_STRING
@@ -429,12 +430,17 @@ static int cmd_serve(int argc, char **argv)
 
 	if (example)
 		submit_example(sv, dc, example, base);
+	if (sv_notify("READY=1") < 0)
+		sv_log(NULL, SV_LOG_WARN, "main",
+		       "cannot notify the service manager: %s",
+		       strerror(errno));
 
 	int sig = 0;
 	while (sigwait(&sigs, &sig) != 0)
 		;
 	sv_log(NULL, SV_LOG_INFO, "main", "%s received, shutting down",
 	       sig == SIGINT ? "SIGINT" : "SIGTERM");
+	sv_notify("STOPPING=1");
 
 out:
 	sv_http_stop(http); /* no handler runs after this */
