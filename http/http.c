@@ -38,6 +38,8 @@
 
 #define JSON_TYPE "application/json"
 #define PROTOBUF_TYPE "application/x-protobuf"
+/* what curl -d sends: taken as JSON when the body is JSON */
+#define FORM_TYPE "application/x-www-form-urlencoded"
 #define PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct sv_http {
@@ -245,6 +247,14 @@ int sv_http_media_type_is(const char *content_type, const char *type)
 	       (content_type[n - 1] == ' ' || content_type[n - 1] == '\t'))
 		n--;
 	return n == strlen(type) && strncasecmp(content_type, type, n) == 0;
+}
+
+int sv_http_body_is_json(const char *body, size_t len)
+{
+	json_t *v = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+	int ok = json_is_object(v);
+	json_decref(v);
+	return ok;
 }
 
 /* ---- error bodies ---- */
@@ -512,6 +522,15 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 					     sv_error_new(SV_ERR_SUBMISSION,
 							  "empty job spec"),
 					     NULL);
+		if (sv_http_media_type_is(ct, FORM_TYPE) &&
+		    !sv_http_body_is_json(rq->body.data, rq->body.len))
+			return respond_error(
+				http, conn, method, url, 415,
+				sv_error_new(SV_ERR_SUBMISSION,
+					     "a form-encoded body that is not "
+					     "JSON: send the job spec as "
+					     "application/json"),
+				NULL);
 		err = sv_supervisor_submit(sv, rq->body.data, rq->body.len,
 					   protobuf, &json);
 		return respond_call(http, conn, method, url, 201, err, json);
@@ -573,7 +592,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				conn, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_CONTENT_TYPE);
 			if (ct && !sv_http_media_type_is(ct, JSON_TYPE) &&
-			    !sv_http_media_type_is(ct, PROTOBUF_TYPE))
+			    !sv_http_media_type_is(ct, PROTOBUF_TYPE) &&
+			    !sv_http_media_type_is(ct, FORM_TYPE))
 				return respond_error(
 					http, conn, method, url, 415,
 					sv_error_new(SV_ERR_SUBMISSION,

@@ -63,4 +63,9 @@ void sv_http_allow_str(unsigned allow, char *buf, size_t n);
  * charset=utf-8" matches "application/json"). NULL never matches. */
 int sv_http_media_type_is(const char *content_type, const char *type);
 
+/* Whether body[0..len) is a JSON object: a POST /v1/jobs sent as
+ * application/x-www-form-urlencoded (curl -d) is taken as a JSON job spec
+ * when it is one, and refused with 415 otherwise. */
+int sv_http_body_is_json(const char *body, size_t len);
+
 #endif
