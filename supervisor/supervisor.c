@@ -9,7 +9,7 @@
  * attempt. */
 #define _GNU_SOURCE
 #include "supervisor/supervisor_int.h"
-#include "sinks/kafka_admin.h"
+#include "kafka/admin.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -159,9 +159,8 @@ static sv_error_t *check_transactions(sv_supervisor_t *sv,
 		sv, js->sink->kind, js->sink->cluster, "sink.cluster", &cl);
 	if (!err)
 		err = sv_kafka_check_txn_timeout(
-			cl, sv_sink_txn_timeout_ms(js->sink));
-	if (err && err->category == SV_ERR_CONFIG)
-		sv_error_set_field(err, "sink.transaction_timeout_ms");
+			cl, sv_sink_txn_timeout_ms(js->sink),
+			"sink.transaction_timeout_ms");
 	return err;
 }
 
