@@ -262,14 +262,9 @@ void sv_job_history_tick(sv_job_t *job, int64_t now)
 	sv_history_observe(h, now, &in);
 }
 
-json_t *sv_job_history_json(sv_job_t *job, const char *query)
+json_t *sv_job_history_json(sv_job_t *job, int64_t since_ms, size_t limit)
 {
-	int64_t since = 0;
-	const char *s = query ? strstr(query, "since=") : NULL;
-	if (s && (s == query || s[-1] == '&'))
-		since = strtoll(s + 6, NULL, 10);
-	json_t *o = sv_history_json(job->history, since,
-				    sv_query_limit(query, SV_HISTORY_CAP));
+	json_t *o = sv_history_json(job->history, since_ms, limit);
 	json_object_set_new(o, "id", json_string(job->id));
 	return o;
 }

@@ -78,8 +78,8 @@ struct sv_job;
  * supervisor tick; a terminal job gets one last sample, then no more. */
 void sv_job_history_tick(struct sv_job *job, int64_t now);
 /* GET /v1/jobs/{id}/history[?since=epoch_ms&limit=n]: the job's samples
- * (see sv_history_json) with "id". */
-json_t *sv_job_history_json(struct sv_job *job, const char *query);
+ * after since_ms, at most limit (see sv_history_json), with "id". */
+json_t *sv_job_history_json(struct sv_job *job, int64_t since_ms, size_t limit);
 /* Add "rates" {records_in_per_s, records_out_per_s} and, for a bounded
  * job, "progress" {records, total, percent, rate_per_s, eta_s}, for a
  * stream "catch_up" {lag_records, rate_per_s, drain_per_s, eta_s} to the
