@@ -112,6 +112,16 @@ async function renderJobs() {
 
 /* ---- job page ---- */
 
+// axis labels: 3.6M rather than 3,600,000 (keeps the axes narrow)
+function compact(v) {
+  const a = Math.abs(v);
+  if (a >= 1e9) return +(v / 1e9).toFixed(2) + "G";
+  if (a >= 1e6) return +(v / 1e6).toFixed(2) + "M";
+  if (a >= 1e4) return +(v / 1e3).toFixed(1) + "k";
+  return +v.toFixed(3) + "";
+}
+const compactAxis = (u, splits) => splits.map((v) => (v === null ? "" : compact(v)));
+
 function plot(el, title, series, data, opts) {
   const width = Math.max(320, el.clientWidth - 10);
   const u = new uPlot(Object.assign({
@@ -119,7 +129,8 @@ function plot(el, title, series, data, opts) {
     // a lone point gets a minute either side instead of uPlot's years
     scales: { x: { time: true, range: (u, lo, hi) => lo === hi ? [lo - 60, hi + 60] : [lo, hi] } },
     series: [{}].concat(series),
-    axes: [{}, { scale: series[0].scale || "y", size: 60 }].concat(opts && opts.axes ? opts.axes : []),
+    axes: [{}, { scale: series[0].scale || "y", size: 60, values: compactAxis }]
+      .concat((opts && opts.axes ? opts.axes : []).map((a) => Object.assign({ values: compactAxis }, a))),
   }, opts && opts.extra), data, el);
   el.dataset.points = String(data[0].length);
   plots.push(u);
