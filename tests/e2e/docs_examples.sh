@@ -80,7 +80,7 @@ PY
 # the service `make run` starts
 port=$(th_free_port)
 serve_cmd=$(cd "$repo" && make -s -n run BUILD="$bindir" LISTEN="127.0.0.1:$port" \
-    | grep -E '/streamvisor serve ' | tail -1 | sed 's/\\$//')
+    | sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep -E '/streamvisor serve ' | tail -1)
 [ -n "$serve_cmd" ] || fail "no serve command in 'make -n run'"
 serve_cmd=${serve_cmd/build\/run-data/$work\/run-data}
 echo "  make run's service: $serve_cmd"
@@ -116,7 +116,7 @@ for meta in "$work"/blocks/*.json; do
         timeout 90 bash -c '
             set -euo pipefail
             curl() { command curl --fail-with-body "$@"; }
-            trap "kill \$(jobs -p) 2>/dev/null; wait 2>/dev/null" EXIT
+            trap "rc=\$?; set +e; kill \$(jobs -p) 2>/dev/null; wait 2>/dev/null; exit \$rc" EXIT
             . "$1"' _ "$work/run.sh") >"$work/out" 2>&1
     rc=$?
     set -e
