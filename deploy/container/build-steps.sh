@@ -22,23 +22,24 @@ runtime_packages=(
 
 step=${1:-}
 shift || true
+cd "$repo" # the presets are read from the working directory
 case "$step" in
     deps)
         "$repo/deploy/install-deps.sh" --no-kafka
         ;;
     build)
         preset=${1:-release}
-        cmake -S "$repo" --preset "$preset" >/dev/null
+        cmake --preset "$preset" >/dev/null
         cmake --build --preset "$preset" -j "$(nproc)" --target streamvisor
         ;;
     test-unit)
         preset=${1:-release}
         cmake --build --preset "$preset" -j "$(nproc)"
-        (cd "$repo" && ctest --preset "$preset" -L unit 2>/dev/null ||
-            ctest --test-dir "$repo/build/$preset" -L unit --output-on-failure)
+        ctest --test-dir "build/$preset" -L unit --output-on-failure
         ;;
     install)
         dir=${1:?install needs a directory}
+        case "$dir" in /*) ;; *) dir=$OLDPWD/$dir ;; esac
         preset=${2:-release}
         DESTDIR=$dir cmake --install "$repo/build/$preset" --prefix /usr/local
         ;;
