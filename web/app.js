@@ -27,8 +27,16 @@ function h(tag, attrs, ...kids) {
   return e;
 }
 
+// A supervisor with authentication (auth.tokens_file) answers 401 without
+// 'Authorization: Bearer <token>': the page then asks for a token and keeps
+// it for this tab only (sessionStorage), never in the URL.
+const TOKEN_KEY = "streamvisor-token";
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+
 async function api(path, opts) {
-  const r = await fetch(path, Object.assign({ cache: "no-store" }, opts));
+  const o = Object.assign({ cache: "no-store" }, opts);
+  if (token()) o.headers = Object.assign({}, o.headers, { Authorization: "Bearer " + token() });
+  const r = await fetch(path, o);
   const text = await r.text();
   let body = null;
   try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: { message: text } }; }
@@ -275,9 +283,25 @@ async function refresh() {
     else { view = null; await renderJobs(); }
     document.body.dataset.ready = "1";
   } catch (e) {
+    if (e.status === 401) {
+      askToken(e.message);
+      return; // no refresh until a token is given
+    }
     app.replaceChildren(h("div", { class: "error" }, "cannot reach the API: " + e.message));
   }
   timer = setTimeout(refresh, REFRESH_MS);
+}
+
+function askToken(why) {
+  const input = h("input", { type: "password", id: "token", size: 40, autocomplete: "off" });
+  const use = () => { sessionStorage.setItem(TOKEN_KEY, input.value.trim()); refresh(); };
+  input.addEventListener("keydown", (ev) => { if (ev.key === "Enter") use(); });
+  app.replaceChildren(h("div", { class: "card" },
+    h("h1", null, "This supervisor needs a token"),
+    h("p", { class: "muted" }, why),
+    h("p", null, "API token: ", input, " ", h("button", { onclick: use }, "use")),
+    h("p", { class: "muted" }, "Kept in this tab only; a viewer token shows the jobs, an operator token also drains, resumes, restarts and cancels.")));
+  input.focus();
 }
 
 window.addEventListener("hashchange", () => { plots.forEach((p) => p.destroy()); plots = []; refresh(); });

@@ -81,6 +81,30 @@ try {
   ok("the other job is still running");
   if (errors.length) fail("page errors: " + errors.join("; "));
   ok("no script errors");
+
+  // With authentication on (auth.tokens_file) the API answers 401 without
+  // a bearer token: played here by answering 401 to every /v1/ request
+  // that lacks "Authorization: Bearer t0k"; the page must ask for a token
+  // and then send it on every request.
+  const authed = await browser.newPage();
+  let unauth = 0, withToken = 0;
+  await authed.route("**/v1/**", (route) => {
+    if (route.request().headers()["authorization"] === "Bearer t0k") {
+      withToken++;
+      return route.continue();
+    }
+    unauth++;
+    return route.fulfill({ status: 401, contentType: "application/json",
+      body: JSON.stringify({ error: { category: "unauthenticated", message: "send 'Authorization: Bearer <token>'" } }) });
+  });
+  await authed.goto(base + "/");
+  await authed.locator("#token").waitFor({ timeout: 10000 });
+  await authed.locator("#token").fill("t0k");
+  await authed.keyboard.press("Enter");
+  await until("the jobs table after the token", 10000, async () =>
+    (await authed.locator(`tr[data-job-id="${jobB}"]`).count()) > 0);
+  if (!unauth || withToken < 3) fail(`requests: ${unauth} without, ${withToken} with the token`);
+  ok(`behind authentication: asked for a token, then sent it (${withToken} requests)`);
 } finally {
   await browser.close();
 }
