@@ -114,7 +114,12 @@ async function renderJobs() {
     ? h("table", { id: "jobs" }, h("thead", null, h("tr", null, head.map((c, i) =>
         h("th", { class: i >= 4 && i <= 9 ? "num" : null }, c)))), h("tbody", null, rows))
     : h("div", { class: "card empty" }, "no jobs yet: submit one with POST /v1/jobs (docs/api.md)");
-  app.replaceChildren(h("h1", null, "Jobs ", h("span", { class: "muted" }, "(" + jobs.length + ")")), table);
+  const byState = {};
+  for (const j of jobs) byState[j.state] = (byState[j.state] || 0) + 1;
+  const summary = h("p", { id: "summary" }, Object.keys(byState).sort().map((st) =>
+    h("span", { class: "count" }, stateBadge(st), " " + byState[st])));
+  app.replaceChildren(...[h("h1", null, "Jobs ", h("span", { class: "muted" }, "(" + jobs.length + ")")),
+    jobs.length ? summary : null, table].filter((e) => e !== null));
   stamp();
 }
 
