@@ -366,8 +366,8 @@ static void write_facts(sv_supervisor_t *sv, obs_t *o, sv_job_t *job,
 		 "committed; the open transaction was aborted and its records "
 		 "are replayed by the next attempt"},
 		{"failed", "error",
-		 "nothing the attempt wrote is committed: its transaction was "
-		 "aborted"},
+		 "nothing of the attempt's output is committed: no record "
+		 "reached the sink, or its transaction was aborted"},
 		{"unknown_outcome", "warning",
 		 "records written after the last commit point may or may not "
 		 "be in the sink; the next attempt replays them (duplicates "
