@@ -728,6 +728,114 @@ sv_error_t *sv_coverage_plan_error(sv_error_t *err, const json_t *plan_target)
 
 #define INFO_PLAN "streamvisor:capabilities"
 
+/* Rows named "<family>:<name>": the capability a family's row answers. */
+static const struct {
+	const char *prefix; /* "family:name" (exact) or "family:" (any) */
+	const char *cap, *kind;
+} families[] = {
+	{"substrait_rel:filter", "row_filter", "relation_output"},
+	{"operator:filter", "row_filter", "relation_output"},
+	{"substrait_rel:aggregate", "stateful_window_support",
+	 "relation_output"},
+	{"substrait_rel:aggregate_distinct", "stateful_window_support",
+	 "relation_output"},
+	{"substrait_rel:window", "stateful_window_support", "relation_output"},
+	{"operator:window", "stateful_window_support", "relation_output"},
+	{"operator:window:global", "stateful_window_support",
+	 "relation_output"},
+	{"operator:dedup", "stateful_window_support", "relation_output"},
+	{"substrait_rel:join", "stateful_join_support", "relation_output"},
+	{"substrait_rel:cross", "stateful_join_support", "relation_output"},
+	{"substrait_rel:set", "stateful_join_support", "relation_output"},
+	{"operator:join", "stateful_join_support", "relation_output"},
+	{"substrait_rel:sort", "ordered_execution", "relation_output"},
+	{"substrait_rel:fetch", "ordered_execution", "relation_output"},
+	{"operator:order", "ordered_execution", "relation_output"},
+	{"substrait_rel:read", "source_offset_tracking", "read_root"},
+	{"substrait_rel:write", "sink_commit_guarantee", "relation_output"},
+	{"substrait_expression:window_function", "ordered_execution",
+	 "window_expression"},
+	{"substrait_type:decimal", "decimal_semantics", "field"},
+	{"substrait_type:struct", "variant_semantics", "field"},
+	{"substrait_type:list", "variant_semantics", "field"},
+	{"substrait_type:map", "variant_semantics", "field"},
+	{"substrait_type:", "null_semantics", "field"},
+	{"substrait_expression:", "null_semantics", "scalar_expression"},
+	{"substrait_rel:", "extension_function", "relation_output"},
+	{"substrait_function:", "extension_function", "scalar_expression"},
+	{"function:", "extension_function", "scalar_expression"},
+	{"operator:", "null_semantics", "relation_output"},
+	{"plan_ingress:", "extension_function", "plan"},
+};
+
+static json_t *named_record(const char *plan, const char *name,
+			    const char *status, const char *reason)
+{
+	const char *cap = NULL, *kind = "plan";
+	if (sv_coverage_capability_known(name)) {
+		cap = name;
+	} else {
+		for (size_t i = 0; !cap && i < SV_ARRAY_LEN(families); i++) {
+			size_t n = strlen(families[i].prefix);
+			bool any = families[i].prefix[n - 1] == ':';
+			if (any ? !strncmp(name, families[i].prefix, n)
+				: !strcmp(name, families[i].prefix)) {
+				cap = families[i].cap;
+				kind = families[i].kind;
+			}
+		}
+	}
+	if (!cap)
+		return NULL;
+	const char *state = status && !strcmp(status, "partial")
+		? "partially_covered"
+		: status;
+	char *tid = NULL, *path = NULL;
+	if (!strcmp(kind, "plan")) {
+		tid = sv_strdup(plan);
+		path = sv_strdup("capabilities");
+	} else if (asprintf(&tid, "%s:target:%s", plan, name) < 0 ||
+		   asprintf(&path, "capabilities/%s", name) < 0) {
+		abort();
+	}
+	json_t *t = sv_target_new(kind, tid, plan, "adapter-capabilities", path,
+				  name, -1, -1);
+	json_t *rec = sv_coverage_record_new(
+		t, cap, "required", "a plan that contains it needs it", state,
+		state && strcmp(state, "covered") ? reason : NULL);
+	json_decref(t);
+	free(tid);
+	free(path);
+	return rec;
+}
+
+json_t *sv_coverage_record(const char *name, const char *status,
+			   const char *reason)
+{
+	return named_record(INFO_PLAN, name, status, reason);
+}
+
+sv_error_t *sv_coverage_refuse(const char *name, const char *reason,
+			       const char *field, const char *message)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	char plan[80];
+	snprintf(plan, sizeof(plan), "plan:unavailable:execute:%lld",
+		 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	json_t *a = json_array();
+	json_t *rec = named_record(plan, name, "uncovered", reason);
+	if (rec)
+		json_array_append_new(a, rec);
+	char *details = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	sv_error_t *err = sv_error_new(SV_ERR_COVERAGE, "%s", message);
+	sv_error_set_field(err, field);
+	sv_error_set_details(err, details);
+	free(details);
+	return err;
+}
+
 json_t *sv_coverage_info(const sv_coverage_env_t *env)
 {
 	json_t *recs = json_array();

@@ -93,6 +93,22 @@ sv_error_t *sv_coverage_check(const sv_jobspec_t *spec, const sv_plan_t *plan,
  * names, under plan_target (borrowed). Returns err. */
 sv_error_t *sv_coverage_plan_error(sv_error_t *err, const json_t *plan_target);
 
+/* For producers that name a row "<family>:<name>" (the Substrait ingress:
+ * "substrait_rel:join", "substrait_function:md5", ...; "operator:x",
+ * "function:x") or by a capability: the row as an RFC 033 record through
+ * sv_coverage_record_new(), its capability mapped from the family
+ * (docs/incql.md, "Rows named by family"), the name kept as the target's
+ * name; status "partial" reads partially_covered; reason becomes the
+ * adapter's message. Target: under the /v1/info placeholder plan. NULL for
+ * a name that maps to nothing. */
+json_t *sv_coverage_record(const char *name, const char *status,
+			   const char *reason);
+/* SV_ERR_COVERAGE with message and field, whose details are the one
+ * uncovered record of sv_coverage_record(name, "uncovered", reason) under
+ * IncQL's unavailable plan target (the plan does not exist yet). */
+sv_error_t *sv_coverage_refuse(const char *name, const char *reason,
+			       const char *field, const char *message);
+
 /* GET /v1/info's coverage: {"capabilities": [records], "vocabulary": {...},
  * "notes": {capability: how streamvisor covers it}}. New reference. */
 json_t *sv_coverage_info(const sv_coverage_env_t *env);

@@ -248,6 +248,64 @@ static void test_bad_evidence(void **state)
 	}
 }
 
+/* rows named by family (the Substrait ingress's) map onto the vocabulary */
+static void test_named_rows(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *name, *status, *cap, *state, *kind;
+	} cases[] = {
+		{"substrait_function:md5", "uncovered", "extension_function",
+		 "uncovered", "scalar_expression"},
+		{"substrait_rel:aggregate", "partial",
+		 "stateful_window_support", "partially_covered",
+		 "relation_output"},
+		{"substrait_rel:join", "uncovered", "stateful_join_support",
+		 "uncovered", "relation_output"},
+		{"substrait_type:decimal", "uncovered", "decimal_semantics",
+		 "uncovered", "field"},
+		{"operator:window:global", "covered", "stateful_window_support",
+		 "covered", "relation_output"},
+		{"watermark_support", "covered", "watermark_support", "covered",
+		 "plan"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *r = sv_coverage_record(cases[i].name, cases[i].status,
+					       "because");
+		assert_non_null(r);
+		json_t *req = json_object_get(r, "requirement");
+		assert_string_equal(
+			json_string_value(json_object_get(req, "capability")),
+			cases[i].cap);
+		assert_string_equal(
+			json_string_value(json_object_get(r, "state")),
+			cases[i].state);
+		json_t *t = json_object_get(req, "target");
+		assert_string_equal(
+			json_string_value(json_object_get(t, "kind")),
+			cases[i].kind);
+		if (strcmp(cases[i].kind, "plan"))
+			assert_string_equal(
+				json_string_value(json_object_get(t, "name")),
+				cases[i].name);
+		json_decref(r);
+	}
+	assert_null(sv_coverage_record("nonsense", "covered", "x"));
+	sv_error_t *err = sv_coverage_refuse(
+		"substrait_function:md5", "not in the registry",
+		"plan.substrait", "md5 is refused");
+	assert_int_equal(err->category, SV_ERR_COVERAGE);
+	assert_string_equal(err->field, "plan.substrait");
+	json_t *d = json_loads(err->details_json, 0, NULL);
+	assert_int_equal(json_array_size(d), 1);
+	assert_non_null(strstr(err->details_json,
+			       "\"plan_id\":\"plan:unavailable:execute:"));
+	assert_non_null(strstr(err->details_json,
+			       "as an adapter guarantee: not in the registry"));
+	json_decref(d);
+	sv_error_destroy(err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_plan_target),
 		cmocka_unit_test(test_bad_evidence),
+		cmocka_unit_test(test_named_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
