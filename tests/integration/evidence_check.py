@@ -13,6 +13,11 @@ free loopback port with its own data directory, then:
   ids       requirement_id, coverage_id, observation_id, attempt and
             session targets follow IncQL's rules exactly (NOTES-incql.md
             §2, §3), with a negative control that a broken id is caught;
+  writes    with a Kafka broker (KAFKA_BOOTSTRAP, as ctest's kafka fixture
+            gives): an exactly-once Kafka -> Kafka job claims exactly-once
+            with its evidence (replay, transactions, checkpoint commit);
+            an at-least-once one claims at-least-once; a stream cancelled
+            after a checkpoint reports partially_committed;
   policy    a required uncovered requirement -> 422; a partially_covered
             one -> 201 with the record in the answer; an unknown one is
             never reported as covered (required -> 422, preferred -> 201
@@ -200,15 +205,29 @@ def free_port():
     return p
 
 
+def broker():
+    """host:port of a reachable Kafka broker, or None."""
+    b = os.environ.get("KAFKA_BOOTSTRAP")
+    if not b:
+        return None
+    host, _, port = b.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+        return b
+    except OSError:
+        return None
+
+
 class Server:
-    def __init__(self):
+    def __init__(self, bootstrap=None):
         self.work = tempfile.mkdtemp(prefix="sv-evidence.")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.log = open(os.path.join(self.work, "log"), "w")
         self.proc = subprocess.Popen(
             [BIN, "serve", "--listen", "127.0.0.1:%d" % self.port,
-             "--data-dir", os.path.join(self.work, "data")],
+             "--data-dir", os.path.join(self.work, "data")]
+            + (["--bootstrap-servers", bootstrap] if bootstrap else []),
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -454,13 +473,90 @@ def test_runs(sv):
           % sorted(errs))
 
 
+def write_codes(o):
+    return {d["code"] for d in o["diagnostics"]}
+
+
+def test_kafka_writes(sv, bootstrap):
+    env = dict(os.environ)
+    if os.environ.get("SV_BUILD_DIR"):
+        env.setdefault("KAFKA_STATE_DIR", os.path.join(os.environ["SV_BUILD_DIR"], "kafka"))
+    tag = "%d-%d" % (os.getpid(), time.monotonic_ns() % 1000000)
+    t_in, t_out = "evidence-in-" + tag, "evidence-out-" + tag
+    for t in (t_in, t_out):
+        subprocess.run([os.path.join(REPO, "deploy/kafka/kafka.sh"), "topic-create", t, "2"],
+                       env=env, check=True, timeout=120, stdout=subprocess.DEVNULL)
+    schema = [{"name": "id", "type": "int64"}]
+    st, ans = sv.request("POST", "/v1/jobs", {
+        "name": "fill", "mode": "bounded", "schema": schema,
+        "source": {"kind": "generator", "generator": "sequence", "count": 30},
+        "sink": {"kind": "kafka", "topic": t_in}})
+    jid = ans["id"]
+    sv.wait(jid, lambda s: s["state"] == "completed", "fill completed")
+    w = [o for o in observations(sv, jid)["observations"] if o["operation"] == "write"]
+    check_observations(w, ans["plan_target"], jid, "kafka at-least-once write")
+    check(w and {"streamvisor.write.delivery.at_least_once",
+                 "streamvisor.write.commit_guarantee.best_effort",
+                 "streamvisor.write.commit_outcome.committed"} <= write_codes(w[0])
+          and not any("exactly_once_evidence" in r for r in w[0]["evidence_refs"]),
+          "an at-least-once Kafka write claims at-least-once, best effort, no exactly-once evidence")
+
+    st, ans = sv.request("POST", "/v1/jobs", {
+        "name": "eo", "mode": "bounded", "schema": schema, "plan_id": "prism:store-3:tip-1",
+        "source": {"kind": "kafka", "topic": t_in}, "delivery": "exactly_once",
+        "sink": {"kind": "kafka", "topic": t_out}})
+    scg = by_cap(ans.get("coverage", []), "sink_commit_guarantee")
+    check(st == 201 and scg and scg[0]["state"] == "covered",
+          "exactly-once Kafka -> Kafka: sink_commit_guarantee covered on a real broker")
+    jid = ans["id"]
+    sv.wait(jid, lambda s: s["state"] == "completed", "eo completed")
+    obs = observations(sv, jid)["observations"]
+    check_observations(obs, ans["plan_target"], jid, "exactly-once job")
+    w = [o for o in obs if o["operation"] == "write"]
+    refs = w[0]["evidence_refs"] if w else []
+    check(w and w[0]["row_count"] == 30
+          and {"streamvisor.write.delivery.exactly_once",
+               "streamvisor.write.commit_guarantee.atomic_transaction",
+               "streamvisor.write.commit_outcome.committed"} <= write_codes(w[0])
+          and any(r.endswith(":exactly_once_evidence:replay:kafka_positions") for r in refs)
+          and any(r.endswith(":exactly_once_evidence:transactional_sink:kafka_transactions")
+                  for r in refs)
+          and any(":exactly_once_evidence:checkpoint_commit:" in r for r in refs),
+          "an exactly-once write claims exactly-once with RFC 054's evidence: %s"
+          % [r for r in refs if "exactly_once_evidence" in r])
+
+    st, ans = sv.request("POST", "/v1/jobs", {
+        "name": "eo-stream", "mode": "stream", "schema": schema,
+        "source": {"kind": "kafka", "topic": t_in}, "delivery": "exactly_once",
+        "checkpoint": {"interval_ms": 200},
+        "sink": {"kind": "kafka", "topic": t_out}})
+    jid = ans["id"]
+    sv.wait(jid, lambda s: s["records_out"] >= 30 and s["last_checkpoint"] is not None,
+            "eo stream checkpointed")
+    sv.request("POST", "/v1/jobs/%s/cancel" % jid)
+    sv.wait(jid, lambda s: s["state"] == "cancelled", "eo stream cancelled")
+    obs = observations(sv, jid)["observations"]
+    check_observations(obs, ans["plan_target"], jid, "exactly-once stream cancelled")
+    w = [o for o in obs if o["operation"] == "write"]
+    check(w and w[0]["status"] == "cancelled"
+          and "streamvisor.write.commit_outcome.partially_committed" in write_codes(w[0]),
+          "a cancelled exactly-once stream reports partially_committed (checkpoints "
+          "committed, the open transaction aborted)")
+
+
 def main():
-    sv = Server()
+    bootstrap = broker()
+    sv = Server(bootstrap)
     try:
         test_info(sv)
         test_policy(sv, [])
         test_dry_run(sv)
         test_runs(sv)
+        if bootstrap:
+            test_kafka_writes(sv, bootstrap)
+        else:
+            print("note: no Kafka broker (KAFKA_BOOTSTRAP): exactly-once writes not checked",
+                  flush=True)
     except Exception as e:  # a timeout or a broken answer: fail loudly
         fail("%s: %s" % (type(e).__name__, e))
     finally:
