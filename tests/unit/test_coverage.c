@@ -212,11 +212,10 @@ static void test_plan_target(void **state)
 			    "required");
 	sv_jobspec_destroy(back);
 	/* the protobuf form carries the same evidence */
-	assert_null(sv_jobspec_parse_proto(spec->packed, spec->packed_len,
-					   &back));
+	assert_null(
+		sv_jobspec_parse_proto(spec->packed, spec->packed_len, &back));
 	assert_string_equal(back->plan_id, plan_id);
-	assert_string_equal(back->msg->evidence->plan_target->scope_id,
-			    "plan");
+	assert_string_equal(back->msg->evidence->plan_target->scope_id, "plan");
 	assert_string_equal(back->msg->evidence->requirements[0]->capability,
 			    "region_binding");
 	sv_jobspec_destroy(back);
