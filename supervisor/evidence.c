@@ -323,7 +323,7 @@ static void obs_release(obs_t *o)
  * guarantee claimed (exactly-once only with RFC 054's evidence). */
 static void write_facts(sv_supervisor_t *sv, obs_t *o, sv_job_t *job,
 			const json_t *pt, sv_worker_end_t end,
-			const sv_error_t *err, uint64_t out, uint64_t cks,
+			const sv_error_t *err, uint64_t out, uint64_t committed,
 			int64_t last_ck)
 {
 	const Streamvisor__JobSpec *js = job->spec->msg;
@@ -337,22 +337,27 @@ static void write_facts(sv_supervisor_t *sv, obs_t *o, sv_job_t *job,
 	diag(o, pt, "info", "streamvisor.sink", "sink %s%s%s", sink,
 	     js->sink->topic && *js->sink->topic ? " topic " : "",
 	     js->sink->topic && *js->sink->topic ? js->sink->topic : "");
+	/* what the attempt wrote beyond its last commit point is aborted
+	 * (a transaction) or in the sink without a commit (at-least-once,
+	 * replayed by the next attempt) */
 	const char *outcome;
 	bool ok_end = end == SV_WORKER_COMPLETED || end == SV_WORKER_DRAINED;
 	bool indefinite = err &&
 		(err->category == SV_ERR_SINK_COMMIT ||
 		 err->category == SV_ERR_COMMIT);
-	if (ok_end || out == 0)
-		outcome = ok_end || end == SV_WORKER_STOPPED ? "committed"
-							     : "failed";
-	else if (transactional)
-		outcome = indefinite ? "unknown_outcome"
-			: cks > 0    ? "partially_committed"
-				     : "failed";
-	else if (end == SV_WORKER_STOPPED && !sv->store)
-		outcome = "committed"; /* stop flushes and commits positions */
-	else
+	uint64_t pending = out > committed ? out - committed : 0;
+	if (ok_end)
+		outcome = "committed";
+	else if (out == 0)
+		outcome = end == SV_WORKER_STOPPED ? "committed" : "failed";
+	else if (indefinite)
 		outcome = "unknown_outcome";
+	else if (pending == 0)
+		outcome = "committed";
+	else if (!transactional)
+		outcome = "unknown_outcome";
+	else
+		outcome = committed > 0 ? "partially_committed" : "failed";
 	char code[80];
 	snprintf(code, sizeof(code), "streamvisor.write.commit_outcome.%s",
 		 outcome);
@@ -362,15 +367,17 @@ static void write_facts(sv_supervisor_t *sv, obs_t *o, sv_job_t *job,
 		{"committed", "info",
 		 "every record the attempt wrote is committed"},
 		{"partially_committed", "warning",
-		 "output up to the last checkpoint of the attempt is "
-		 "committed; the open transaction was aborted and its records "
-		 "are replayed by the next attempt"},
+		 "output up to the attempt's last checkpoint is committed; "
+		 "what it wrote after that was in the open transaction, which "
+		 "was aborted: the next attempt replays it"},
 		{"failed", "error",
 		 "nothing of the attempt's output is committed: no record "
 		 "reached the sink, or its transaction was aborted"},
 		{"unknown_outcome", "warning",
-		 "records written after the last commit point may or may not "
-		 "be in the sink; the next attempt replays them (duplicates "
+		 "records written after the last commit point may be in the "
+		 "sink without a commit, or a commit's outcome is not known: "
+		 "the "
+		 "next attempt replays them (at-least-once: duplicates "
 		 "possible) or recovery decides"},
 	};
 	for (size_t i = 0; i < SV_ARRAY_LEN(texts); i++)
@@ -431,12 +438,12 @@ void sv_evidence_attempt_ended(sv_supervisor_t *sv, sv_job_t *job,
 	const char *status = end == SV_WORKER_FAILED && !cancelled ? "failure"
 		: cancelled                                        ? "cancelled"
 								   : "success";
-	uint64_t out = 0, cks = 0;
+	uint64_t out = 0, committed = 0;
 	int64_t last_ck = -1;
 	if (job->worker) {
 		const sv_worker_stats_t *st = sv_worker_stats(job->worker);
 		out = atomic_load(&st->records_out);
-		cks = atomic_load(&st->checkpoints);
+		committed = atomic_load(&st->records_out_committed);
 		last_ck = atomic_load(&st->last_checkpoint);
 	}
 	/* execute: the attempt itself (IncQL's execute has no row count) */
@@ -450,7 +457,7 @@ void sv_evidence_attempt_ended(sv_supervisor_t *sv, sv_job_t *job,
 	if (job->worker) {
 		o = obs_new();
 		attempt_facts(&o, job, pt);
-		write_facts(sv, &o, job, pt, end, err, out, cks, last_ck);
+		write_facts(sv, &o, job, pt, end, err, out, committed, last_ck);
 		if (err && end == SV_WORKER_FAILED)
 			failure_diags(&o, pt, err);
 		append(ev,

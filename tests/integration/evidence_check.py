@@ -16,8 +16,10 @@ free loopback port with its own data directory, then:
   writes    with a Kafka broker (KAFKA_BOOTSTRAP, as ctest's kafka fixture
             gives): an exactly-once Kafka -> Kafka job claims exactly-once
             with its evidence (replay, transactions, checkpoint commit);
-            an at-least-once one claims at-least-once; a stream cancelled
-            after a checkpoint reports partially_committed;
+            an at-least-once one claims at-least-once; cancelled exactly-
+            once streams report partially_committed (output after the last
+            checkpoint), failed (no checkpoint) and committed (all of it
+            checkpointed);
   policy    a required uncovered requirement -> 422; a partially_covered
             one -> 201 with the record in the answer; an unknown one is
             never reported as covered (required -> 422, preferred -> 201
@@ -525,23 +527,50 @@ def test_kafka_writes(sv, bootstrap):
           "an exactly-once write claims exactly-once with RFC 054's evidence: %s"
           % [r for r in refs if "exactly_once_evidence" in r])
 
-    st, ans = sv.request("POST", "/v1/jobs", {
-        "name": "eo-stream", "mode": "stream", "schema": schema,
-        "source": {"kind": "kafka", "topic": t_in}, "delivery": "exactly_once",
-        "checkpoint": {"interval_ms": 200},
-        "sink": {"kind": "kafka", "topic": t_out}})
-    jid = ans["id"]
-    sv.wait(jid, lambda s: s["records_out"] >= 30 and s["last_checkpoint"] is not None,
-            "eo stream checkpointed")
-    sv.request("POST", "/v1/jobs/%s/cancel" % jid)
-    sv.wait(jid, lambda s: s["state"] == "cancelled", "eo stream cancelled")
-    obs = observations(sv, jid)["observations"]
-    check_observations(obs, ans["plan_target"], jid, "exactly-once stream cancelled")
-    w = [o for o in obs if o["operation"] == "write"]
-    check(w and w[0]["status"] == "cancelled"
-          and "streamvisor.write.commit_outcome.partially_committed" in write_codes(w[0]),
-          "a cancelled exactly-once stream reports partially_committed (checkpoints "
-          "committed, the open transaction aborted)")
+    def eo_stream(name):
+        st, ans = sv.request("POST", "/v1/jobs", {
+            "name": name, "mode": "stream", "schema": schema,
+            "source": {"kind": "kafka", "topic": t_in}, "delivery": "exactly_once",
+            "checkpoint": {"interval_ms": 600000},
+            "sink": {"kind": "kafka", "topic": t_out}})
+        return ans
+
+    def cancelled_write(ans, what):
+        jid = ans["id"]
+        sv.request("POST", "/v1/jobs/%s/cancel" % jid)
+        sv.wait(jid, lambda s: s["state"] == "cancelled", what + " cancelled")
+        obs = observations(sv, jid)["observations"]
+        check_observations(obs, ans["plan_target"], jid, what)
+        w = [o for o in obs if o["operation"] == "write"]
+        return w[0] if w and w[0]["status"] == "cancelled" else None
+
+    # checkpointed, then more output, then cancel: part committed
+    a = eo_stream("eo-stream")
+    sv.wait(a["id"], lambda s: s["records_out"] >= 30, "eo stream read the topic")
+    st, ck = sv.request("POST", "/v1/jobs/%s/checkpoints" % a["id"])
+    st2, fill = sv.request("POST", "/v1/jobs", {
+        "name": "fill2", "mode": "bounded", "schema": schema,
+        "source": {"kind": "generator", "generator": "sequence", "count": 10},
+        "sink": {"kind": "kafka", "topic": t_in}})
+    sv.wait(fill["id"], lambda s: s["state"] == "completed", "fill2 completed")
+    sv.wait(a["id"], lambda s: s["records_out"] >= 40, "eo stream read fill2")
+    w = cancelled_write(a, "exactly-once stream cancelled after a checkpoint")
+    check(st == 200 and w and "streamvisor.write.commit_outcome.partially_committed"
+          in write_codes(w),
+          "output after the last checkpoint, then cancel: partially_committed")
+    # no checkpoint at all: the one open transaction is aborted
+    b = eo_stream("eo-nock")
+    sv.wait(b["id"], lambda s: s["records_out"] >= 40, "eo-nock read the topic")
+    w = cancelled_write(b, "exactly-once stream cancelled before a checkpoint")
+    check(w and "streamvisor.write.commit_outcome.failed" in write_codes(w),
+          "cancel before any checkpoint: failed (nothing of the attempt committed)")
+    # everything checkpointed, then cancel: committed
+    c = eo_stream("eo-all")
+    sv.wait(c["id"], lambda s: s["records_out"] >= 40, "eo-all read the topic")
+    st, ck = sv.request("POST", "/v1/jobs/%s/checkpoints" % c["id"])
+    w = cancelled_write(c, "exactly-once stream cancelled after checkpointing all")
+    check(st == 200 and w and "streamvisor.write.commit_outcome.committed" in write_codes(w),
+          "every output checkpointed, then cancel: committed")
 
 
 def main():
