@@ -35,7 +35,7 @@ void sv_observe_error(sv_job_t *job, const sv_error_t *err)
 	sv_obslog_add(
 		job->obs, job->attempt, "error",
 		json_pack("{s:s, s:s?, s:s, s:b, s:b}", "category",
-			  sv_errcat_name(err->category), "kind",
+			  sv_errcat_name(err->category), "backend_error_kind",
 			  sv_errcat_backend_kind(err->category, err->field),
 			  "message", err->message, "retriable", err->retriable,
 			  "fatal", err->fatal));
