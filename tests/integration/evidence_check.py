@@ -465,6 +465,12 @@ def test_runs(sv):
     check(fin["error"].get("kind") == "backend_execution_error"
           and fin["error"]["category"] == "retry_exhausted",
           "failed: the status error carries IncQL's kind beside the category")
+    st, log = sv.get("/v1/jobs/%s/observations" % jid)
+    errs = [o for o in log["observations"] if o["kind"] == "error"]
+    check(errs and errs[0]["category"] == "binding"
+          and errs[0]["backend_error_kind"] == "backend_sink_error",
+          "failed: the observation log's error entry keeps kind 'error' and names "
+          "backend_error_kind")
     obs = observations(sv, jid)["observations"]
     check_observations(obs, derived, jid, "failed job")
     ex = [o for o in obs if o["operation"] == "execute"]
