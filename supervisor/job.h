@@ -47,6 +47,8 @@ typedef struct sv_progress {
 	int64_t last_event_ms;
 } sv_progress_t;
 
+typedef struct sv_evidence sv_evidence_t; /* supervisor/evidence.c */
+
 typedef struct sv_job {
 	char id[40];
 	sv_jobspec_t *spec; /* owned */
@@ -83,6 +85,7 @@ typedef struct sv_job {
 	size_t result_rows;
 	bool result_truncated;
 	struct sv_history *history; /* samples for the dashboard; owned */
+	sv_evidence_t *ev; /* IncQL evidence; owned, NULL until needed */
 } sv_job_t;
 
 #endif
