@@ -470,13 +470,14 @@ static int cmd_serve(int argc, char **argv)
 		 sv_http_port(http));
 	snprintf(base, sizeof(base), "http://%s", hostport);
 	printf("streamvisor listening on %s\n"
+	       "  dashboard: %s/\n"
 	       "  curl -s %s/healthz\n"
 	       "  curl -s %s/v1/info\n"
 	       "  curl -s %s/v1/jobs\n"
 	       "  curl -s %s/metrics\n"
 	       "  curl -s -X POST -H 'Content-Type: application/json' "
 	       "--data-binary @examples/generated-orders.json %s/v1/jobs\n",
-	       base, base, base, base, base, base);
+	       base, base, base, base, base, base, base);
 	fflush(stdout);
 
 	if (example)
