@@ -146,8 +146,10 @@ static void fmt_row(char *buf, size_t cap, const sv_value_t *row, size_t n,
 
 static bool same_lines(lines_t *a, lines_t *b)
 {
-	qsort(a->v, a->n, sizeof(char *), str_cmp);
-	qsort(b->v, b->n, sizeof(char *), str_cmp);
+	if (a->n)
+		qsort(a->v, a->n, sizeof(char *), str_cmp);
+	if (b->n)
+		qsort(b->v, b->n, sizeof(char *), str_cmp);
 	if (a->n != b->n)
 		return false;
 	for (size_t i = 0; i < a->n; i++)
