@@ -51,8 +51,7 @@ sv_jrow_t *sv_jrow_new(const sv_value_t *row, size_t ncols)
 	for (size_t c = 0; c < ncols; c++)
 		if (row[c].type == SV_T_STRING)
 			strbytes += row[c].len;
-	size_t size = sizeof(sv_jrow_t) + ncols * sizeof(sv_value_t) +
-		strbytes;
+	size_t size = sizeof(sv_jrow_t) + ncols * sizeof(sv_value_t) + strbytes;
 	sv_jrow_t *r = sv_malloc(size);
 	memset(r, 0, sizeof(*r));
 	r->bytes = (uint32_t)size;
@@ -192,13 +191,12 @@ sv_error_t *sv_joinbase_init(sv_joinbase_t *jb, const sv_schema_t *left,
 		sv_type_t rt = right->fields[jb->rkeys[k]].type;
 		if (lt != rt) {
 			err = field_err(
-				sv_error_new(SV_ERR_SUBMISSION,
-					     "join key '%s' is %s on the left "
-					     "but '%s' is %s on the right",
-					     spec->left_keys[k],
-					     sv_type_name(lt),
-					     spec->right_keys[k],
-					     sv_type_name(rt)),
+				sv_error_new(
+					SV_ERR_SUBMISSION,
+					"join key '%s' is %s on the left "
+					"but '%s' is %s on the right",
+					spec->left_keys[k], sv_type_name(lt),
+					spec->right_keys[k], sv_type_name(rt)),
 				"on");
 			goto fail;
 		}
@@ -268,15 +266,14 @@ sv_error_t *sv_join_check_cap(const sv_joinbase_t *jb, uint64_t lrows,
 				   (unsigned long long)rrows,
 				   (unsigned long long)jb->max_rows);
 	else if (jb->max_bytes && bytes > jb->max_bytes)
-		err = sv_error_new(SV_ERR_RUNTIME,
-				   "%s join state cap exceeded: %llu bytes "
-				   "held (left %llu rows, right %llu rows), "
-				   "max_state_bytes is %llu",
-				   sv_jointype_name(jb->type),
-				   (unsigned long long)bytes,
-				   (unsigned long long)lrows,
-				   (unsigned long long)rrows,
-				   (unsigned long long)jb->max_bytes);
+		err = sv_error_new(
+			SV_ERR_RUNTIME,
+			"%s join state cap exceeded: %llu bytes "
+			"held (left %llu rows, right %llu rows), "
+			"max_state_bytes is %llu",
+			sv_jointype_name(jb->type), (unsigned long long)bytes,
+			(unsigned long long)lrows, (unsigned long long)rrows,
+			(unsigned long long)jb->max_bytes);
 	if (err) {
 		/* the same input would fill the same state again */
 		err->retriable = false;
@@ -459,8 +456,9 @@ static sv_error_t *sym_process_side(symjoin_t *op, int s, sv_op_ctx_t *ctx,
 	for (size_t r = 0; r < in->nrows; r++) {
 		const sv_value_t *row = sv_batch_row(in, r);
 		int64_t t = in->meta[r].event_ms;
-		if (interval && (t <= -SV_TIME_LIMIT || t >= SV_TIME_LIMIT ||
-				 (own->wm != SV_WATERMARK_NONE && t <= own->wm))) {
+		if (interval &&
+		    (t <= -SV_TIME_LIMIT || t >= SV_TIME_LIMIT ||
+		     (own->wm != SV_WATERMARK_NONE && t <= own->wm))) {
 			if (ctx->stats)
 				ctx->stats->records_late++;
 			continue;
@@ -507,8 +505,8 @@ static sv_error_t *sym_process_side(symjoin_t *op, int s, sv_op_ctx_t *ctx,
 	return sym_cap(op);
 }
 
-static sv_error_t *sym_process(sv_op_t *base, sv_op_ctx_t *ctx,
-			       sv_batch_t *in, sv_batch_t *out)
+static sv_error_t *sym_process(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *in,
+			       sv_batch_t *out)
 {
 	return sym_process_side((symjoin_t *)base, LEFT, ctx, in, out);
 }
@@ -540,8 +538,7 @@ static void move_wm(int64_t *wm, int64_t to)
 		*wm = to;
 }
 
-static sv_error_t *sym_advance(sv_op_t *base, sv_op_ctx_t *ctx,
-			       sv_batch_t *out)
+static sv_error_t *sym_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 {
 	symjoin_t *op = (symjoin_t *)base;
 	if (op->jb.type != SV_JOIN_INTERVAL)
@@ -572,8 +569,7 @@ static void sym_clear(symjoin_t *op)
 	}
 }
 
-static sv_error_t *sym_finish(sv_op_t *base, sv_op_ctx_t *ctx,
-			      sv_batch_t *out)
+static sv_error_t *sym_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 {
 	SV_UNUSED(ctx);
 	symjoin_t *op = (symjoin_t *)base;
@@ -601,8 +597,7 @@ static int64_t sym_out_watermark(sv_op_t *base)
 		return SV_WATERMARK_NONE;
 	/* an unmatched left row l leaves when wr reaches l + upper, with
 	 * event time l: hold the output back by upper */
-	if (op->jb.kind == SV_JOIN_LEFT && op->upper > 0 &&
-	    wr != INT64_MAX)
+	if (op->jb.kind == SV_JOIN_LEFT && op->upper > 0 && wr != INT64_MAX)
 		wr -= op->upper;
 	return wl < wr ? wl : wr;
 }

@@ -414,8 +414,7 @@ static void move_wm(int64_t *wm, int64_t to)
 		*wm = to;
 }
 
-static sv_error_t *lk_advance(sv_op_t *base, sv_op_ctx_t *ctx,
-			      sv_batch_t *out)
+static sv_error_t *lk_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 {
 	lookupjoin_t *op = (lookupjoin_t *)base;
 	move_wm(&op->wl, ctx->watermark_ms);

@@ -132,11 +132,9 @@ static sv_error_t *run_from(sv_pipeline_t *pl, sv_op_ctx_t *ctx, size_t from,
 	for (size_t i = from; i < pl->n; i++) {
 		sv_op_t *op = pl->ops[i];
 		stage_ctx(pl, i, &c);
-		sv_error_t *err =
-			right && i == from
-				? op->ops->process_right(op, &c, cur,
-							 pl->stages[i])
-				: op->ops->process(op, &c, cur, pl->stages[i]);
+		sv_error_t *err = right && i == from
+			? op->ops->process_right(op, &c, cur, pl->stages[i])
+			: op->ops->process(op, &c, cur, pl->stages[i]);
 		if (err) {
 			*out = pl->stages[i];
 			return err;

@@ -41,11 +41,9 @@ static sv_error_t *build_join(const Streamvisor__Join *j, size_t i,
 			      sv_op_t **op)
 {
 	plan->right_schema = schema_of(j->schema, j->n_schema);
-	plan->right_event_time_col =
-		j->event_time
-			? sv_schema_find(plan->right_schema,
-					 j->event_time->field)
-			: -1;
+	plan->right_event_time_col = j->event_time
+		? sv_schema_find(plan->right_schema, j->event_time->field)
+		: -1;
 	plan->join_step = (int)i;
 	sv_join_spec_t js = {0};
 	js.type = !strcmp(j->type, "interval") ? SV_JOIN_INTERVAL

@@ -357,11 +357,20 @@ static bool parse_event_time(pctx_t *c, json_t *obj,
 
 static bool parse_join(pctx_t *c, json_t *body, Streamvisor__Join *j)
 {
-	static const char *const keys[] = {
-		"type",	      "source",		"schema",	   "event_time",
-		"on",	      "kind",		"take",		   "lower_ms",
-		"upper_ms",   "time",		"retention_ms",	   "max_state_rows",
-		"max_state_bytes", NULL};
+	static const char *const keys[] = {"type",
+					   "source",
+					   "schema",
+					   "event_time",
+					   "on",
+					   "kind",
+					   "take",
+					   "lower_ms",
+					   "upper_ms",
+					   "time",
+					   "retention_ms",
+					   "max_state_rows",
+					   "max_state_bytes",
+					   NULL};
 	if (!json_is_object(body))
 		return failf(c, "join", "expected an object, got %s",
 			     json_kind(body));
@@ -877,8 +886,7 @@ static sv_error_t *check_join(Streamvisor__JobSpec *js, size_t i,
 	char f[96], g[160];
 	snprintf(f, sizeof(f), "pipeline[%zu].join", i);
 #define JF(name) (snprintf(g, sizeof(g), "%s." name, f), g)
-	static const char *const types[] = {"interval", "lookup", "hash",
-					    NULL};
+	static const char *const types[] = {"interval", "lookup", "hash", NULL};
 	if (empty(j->type) || !one_of(j->type, types))
 		return bad(JF("type"),
 			   "unknown join type '%s' (expected interval, "

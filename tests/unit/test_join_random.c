@@ -235,7 +235,9 @@ static void make_case(tcase_t *c, sv_jointype_t type, uint64_t seed)
 	/* interleave batches of the two inputs; track their watermarks */
 	int64_t maxt[2] = {INT64_MIN, INT64_MIN};
 	while (at[0] < n[0] || at[1] < n[1]) {
-		int sd = at[0] == n[0] ? 1 : at[1] == n[1] ? 0 : (int)rnd(&s, 0, 1);
+		int sd = at[0] == n[0]  ? 1
+			: at[1] == n[1] ? 0
+					: (int)rnd(&s, 0, 1);
 		size_t len = (size_t)rnd(&s, 1, 12);
 		if (len > n[sd] - at[sd])
 			len = n[sd] - at[sd];
@@ -255,8 +257,7 @@ static void make_case(tcase_t *c, sv_jointype_t type, uint64_t seed)
 		st->wr = maxt[1] == INT64_MIN ? NONE
 					      : maxt[1] - c->disorder[1] - 1;
 	}
-	c->snap_at = c->nsteps ? (size_t)rnd(&s, 0, (int64_t)c->nsteps - 1)
-			       : 0;
+	c->snap_at = c->nsteps ? (size_t)rnd(&s, 0, (int64_t)c->nsteps - 1) : 0;
 }
 
 /* ---- the operator under test ---- */
@@ -380,11 +381,9 @@ static void run_case(const tcase_t *c, bool restore, run_t *R)
 		sv_batch_reset(b);
 		for (size_t j = st->from; j < st->to; j++)
 			add_row(b, &c->r[j]);
-		sv_error_t *err =
-			st->side == 0
-				? sv_pipeline_push(R->pl, &R->ctx, b, &out)
-				: sv_pipeline_push_right(R->pl, &R->ctx, b,
-							 &out);
+		sv_error_t *err = st->side == 0
+			? sv_pipeline_push(R->pl, &R->ctx, b, &out)
+			: sv_pipeline_push_right(R->pl, &R->ctx, b, &out);
 		assert_null(err);
 		take(R, out);
 		if (st->adv) {
@@ -553,8 +552,8 @@ typedef struct tent { /* a table row that arrived */
 
 /* The table row of key current at t among the arrived ones (NULL: none
  * or a tombstone). */
-static const jrec_t *ref_lookup(const tcase_t *c, const tent_t *tab,
-				size_t nt, int key, int64_t t)
+static const jrec_t *ref_lookup(const tcase_t *c, const tent_t *tab, size_t nt,
+				int key, int64_t t)
 {
 	const tent_t *best = NULL;
 	for (size_t i = 0; i < nt; i++) {
@@ -661,7 +660,8 @@ static void ref_lookup_join(const tcase_t *c, ref_t *ref)
 				bool replaced = false;
 				for (size_t b2 = a + 1; b2 < nt; b2++)
 					if (c->r[tab[b2].idx].key == k &&
-					    (c->proc || tab[b2].te == tab[a].te))
+					    (c->proc ||
+					     tab[b2].te == tab[a].te))
 						replaced = true;
 				if (replaced)
 					continue;
@@ -716,8 +716,10 @@ static void check_case(sv_jointype_t type, uint64_t seed)
 		size_t bad_i = SIZE_MAX;
 		for (size_t i = 0; ok && i < c->nsteps; i++)
 			for (int s = 0; s < 2; s++)
-				if (R->after[i][s].rows != ref->after[i][s].rows ||
-				    R->after[i][s].keys != ref->after[i][s].keys) {
+				if (R->after[i][s].rows !=
+					    ref->after[i][s].rows ||
+				    R->after[i][s].keys !=
+					    ref->after[i][s].keys) {
 					ok = false;
 					bad_i = i;
 				}
@@ -743,14 +745,22 @@ static void check_case(sv_jointype_t type, uint64_t seed)
 					"%llu/%llu, reference %llu/%llu keys "
 					"%llu/%llu\n",
 					bad_i,
-					(unsigned long long)R->after[bad_i][0].rows,
-					(unsigned long long)R->after[bad_i][1].rows,
-					(unsigned long long)R->after[bad_i][0].keys,
-					(unsigned long long)R->after[bad_i][1].keys,
-					(unsigned long long)ref->after[bad_i][0].rows,
-					(unsigned long long)ref->after[bad_i][1].rows,
-					(unsigned long long)ref->after[bad_i][0].keys,
-					(unsigned long long)ref->after[bad_i][1].keys);
+					(unsigned long long)R->after[bad_i][0]
+						.rows,
+					(unsigned long long)R->after[bad_i][1]
+						.rows,
+					(unsigned long long)R->after[bad_i][0]
+						.keys,
+					(unsigned long long)R->after[bad_i][1]
+						.keys,
+					(unsigned long long)ref->after[bad_i][0]
+						.rows,
+					(unsigned long long)ref->after[bad_i][1]
+						.rows,
+					(unsigned long long)ref->after[bad_i][0]
+						.keys,
+					(unsigned long long)ref->after[bad_i][1]
+						.keys);
 			dump("operator", &R->lines);
 			dump("reference", &ref->lines);
 			fail_msg("mismatch");
@@ -843,7 +853,7 @@ static void test_cases_are_not_vacuous(void **state)
 				size_t mid = c->nsteps / 2;
 				uint64_t arrived = c->st[mid].to;
 				freed += ref->after[mid][0].rows +
-						 ref->after[mid][1].rows <
+						ref->after[mid][1].rows <
 					arrived / 2;
 			}
 			for (size_t i = 0; type == SV_JOIN_LOOKUP && i < c->n;
@@ -905,9 +915,8 @@ static void test_interval_state_bound(void **state)
 	sv_batch_init(&b[1], rs);
 	sv_batch_init(&out, op->out_schema);
 	sv_opstats_t st = {0};
-	sv_op_ctx_t ctx = {.watermark_ms = NONE,
-			   .right_watermark_ms = NONE,
-			   .stats = &st};
+	sv_op_ctx_t ctx = {
+		.watermark_ms = NONE, .right_watermark_ms = NONE, .stats = &st};
 	uint64_t s = 42;
 	int64_t maxt[2] = {INT64_MIN, INT64_MIN};
 	uint64_t max_rows = 0, max_bytes = 0, outputs = 0, records = 0;
@@ -928,10 +937,10 @@ static void test_interval_state_bound(void **state)
 				m->event_ms = t;
 				int kn = snprintf(kbuf, sizeof(kbuf), "k%d",
 						  (int)rnd(&s, 0, 999));
-				row[sd == 0 ? 0 : 1] =
-					sv_str(sv_batch_strdup(&b[sd], kbuf,
-							       (size_t)kn),
-					       (uint32_t)kn);
+				row[sd == 0 ? 0 : 1] = sv_str(
+					sv_batch_strdup(&b[sd], kbuf,
+							(size_t)kn),
+					(uint32_t)kn);
 				row[sd == 0 ? 1 : 0] = sv_int(t);
 				if (t > maxt[sd])
 					maxt[sd] = t;
@@ -941,11 +950,10 @@ static void test_interval_state_bound(void **state)
 		for (int sd = 0; sd < 2; sd++) {
 			if (b[sd].nrows < B && now < next_adv)
 				continue;
-			sv_error_t *err =
-				sd == 0 ? op->ops->process(op, &ctx, &b[sd],
-							   &out)
-					: op->ops->process_right(op, &ctx,
-								 &b[sd], &out);
+			sv_error_t *err = sd == 0
+				? op->ops->process(op, &ctx, &b[sd], &out)
+				: op->ops->process_right(op, &ctx, &b[sd],
+							 &out);
 			assert_null(err);
 			sv_batch_reset(&b[sd]);
 			outputs += out.nrows;

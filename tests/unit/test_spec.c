@@ -234,13 +234,13 @@ static void join_spec(char *buf, size_t cap, const char *mode,
 		 mode, join_body);
 }
 
-#define CUSTOMERS                                                      \
-	"\"source\": {\"topic\": \"customers\"},"                      \
-	" \"schema\": [{\"name\": \"cust\", \"type\": \"string\"},"    \
-	"   {\"name\": \"id\", \"type\": \"int64\"},"                  \
-	"   {\"name\": \"name\", \"type\": \"string\"},"               \
-	"   {\"name\": \"cts\", \"type\": \"timestamp_ms\"}],"         \
-	" \"event_time\": {\"field\": \"cts\"},"                       \
+#define CUSTOMERS                                                   \
+	"\"source\": {\"topic\": \"customers\"},"                   \
+	" \"schema\": [{\"name\": \"cust\", \"type\": \"string\"}," \
+	"   {\"name\": \"id\", \"type\": \"int64\"},"               \
+	"   {\"name\": \"name\", \"type\": \"string\"},"            \
+	"   {\"name\": \"cts\", \"type\": \"timestamp_ms\"}],"      \
+	" \"event_time\": {\"field\": \"cts\"},"                    \
 	" \"on\": {\"left\": [\"cust\"], \"right\": [\"cust\"]}"
 
 static void test_join_spec(void **state)
@@ -295,8 +295,9 @@ static void test_join_spec_errors(void **state)
 		const char *mode, *body, *field, *needle;
 	} cases[] = {
 		/* a clash is a 400 naming both columns */
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"take\": {\"id\": \"id\"}",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"id\": \"id\"}",
 		 "pipeline[0].join.take.id",
 		 "'id' (right column 'id') clashes with left column 'id'"},
 		/* without take every right column comes, cust excepted
@@ -304,44 +305,52 @@ static void test_join_spec_errors(void **state)
 		{"stream", "\"type\": \"lookup\", " CUSTOMERS,
 		 "pipeline[0].join.take",
 		 "right column 'id' clashes with left column 'id'"},
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"take\": {\"n\": \"nope\"}",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"nope\"}",
 		 "pipeline[0].join.take.n", "'nope' is not a column"},
-		{"stream", "\"type\": \"interval\", " CUSTOMERS
-			   ", \"take\": {\"n\": \"name\"}, \"lower_ms\": 0",
+		{"stream",
+		 "\"type\": \"interval\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"lower_ms\": 0",
 		 "pipeline[0].join.upper_ms", "is required"},
-		{"stream", "\"type\": \"interval\", " CUSTOMERS
-			   ", \"lower_ms\": 5, \"upper_ms\": 1",
+		{"stream",
+		 "\"type\": \"interval\", " CUSTOMERS
+		 ", \"lower_ms\": 5, \"upper_ms\": 1",
 		 "pipeline[0].join.lower_ms", "must not exceed"},
 		{"stream", "\"type\": \"hash\", " CUSTOMERS,
 		 "pipeline[0].join.type", "needs mode 'bounded'"},
 		{"stream", "\"type\": \"nested\", " CUSTOMERS,
 		 "pipeline[0].join.type", "unknown join type 'nested'"},
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"kind\": \"full\"",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS ", \"kind\": \"full\"",
 		 "pipeline[0].join.kind", "unknown join kind 'full'"},
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"time\": \"wall\"",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS ", \"time\": \"wall\"",
 		 "pipeline[0].join.time", "unknown time 'wall'"},
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"on\": {\"left\": [\"cust\", \"id\"], "
-			   "\"right\": [\"cust\"]}",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"on\": {\"left\": [\"cust\", \"id\"], "
+		 "\"right\": [\"cust\"]}",
 		 "pipeline[0].join.on", NULL},
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"take\": {\"n\": \"name\"}, \"lower_ms\": 1",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"lower_ms\": 1",
 		 "pipeline[0].join.lower_ms", "only an interval join"},
-		{"stream", "\"type\": \"lookup\", \"source\": {\"topic\": "
-			   "\"c\"}, \"schema\": [{\"name\": \"cust\", "
-			   "\"type\": \"string\"}], \"on\": {\"left\": "
-			   "[\"cust\"], \"right\": [\"cust\"]}",
+		{"stream",
+		 "\"type\": \"lookup\", \"source\": {\"topic\": "
+		 "\"c\"}, \"schema\": [{\"name\": \"cust\", "
+		 "\"type\": \"string\"}], \"on\": {\"left\": "
+		 "[\"cust\"], \"right\": [\"cust\"]}",
 		 "pipeline[0].join.event_time", "is required"},
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"take\": {\"n\": \"name\"}, \"on\": {\"left\": "
-			   "[\"ts\"], \"right\": [\"cust\"]}",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"on\": {\"left\": "
+		 "[\"ts\"], \"right\": [\"cust\"]}",
 		 "pipeline[0].join.on", "is timestamp_ms on the left"},
-		{"stream", "\"type\": \"lookup\", " CUSTOMERS
-			   ", \"take\": {\"n\": \"name\"}, \"on\": {\"left\": "
-			   "[\"zz\"], \"right\": [\"cust\"]}",
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"on\": {\"left\": "
+		 "[\"zz\"], \"right\": [\"cust\"]}",
 		 "pipeline[0].join.on.left", "'zz' is not a column"},
 	};
 	/* the 'on' of CUSTOMERS is replaced where a case has its own */
@@ -356,7 +365,8 @@ static void test_join_spec_errors(void **state)
 		}
 		join_spec(buf, sizeof(buf), cases[i].mode, body);
 		sv_jobspec_t *spec = NULL;
-		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf), &spec);
+		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf),
+							&spec);
 		if (!err)
 			err = sv_coverage_check(spec);
 		if (!err || err->category != SV_ERR_SUBMISSION)
