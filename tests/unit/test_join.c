@@ -126,9 +126,9 @@ static const char *drain(fix_t *f)
 	for (size_t r = 0; r < f->out.nrows; r++) {
 		const sv_value_t *v = sv_batch_row(&f->out, r);
 		const sv_value_t *x = &v[f->out.ncols - 1];
-		p += sprintf(p, "%s%.*s/%.*s@%lld", r ? " " : "",
-			     (int)v[0].len, v[0].v.s,
-			     x->type ? (int)x->len : 1, x->type ? x->v.s : "~",
+		p += sprintf(p, "%s%.*s/%.*s@%lld", r ? " " : "", (int)v[0].len,
+			     v[0].v.s, x->type ? (int)x->len : 1,
+			     x->type ? x->v.s : "~",
 			     (long long)f->out.meta[r].event_ms);
 	}
 	sv_batch_reset(&f->out);
@@ -214,8 +214,7 @@ static void test_example_lookup(void **state)
 static void test_lookup_processing_time(void **state)
 {
 	fix_t *f = *state;
-	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP,
-			       .processing_time = true};
+	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP, .processing_time = true};
 	assert_null(make(f, &spec));
 	assert_null(right(f, "c1", "Ada", 9000, false));
 	assert_null(left(f, "o1", "c1", 1)); /* the latest value, at once */
@@ -359,13 +358,13 @@ static void test_spec_errors(void **state)
 	static const char *const nk[] = {"nope"};
 	static const char *const ts[] = {"ts"};
 	static const char *const ck[] = {"cust"};
-	sv_join_spec_t bad_key = {.nkeys = 1, .left_keys = nk,
-				  .right_keys = ck};
+	sv_join_spec_t bad_key = {
+		.nkeys = 1, .left_keys = nk, .right_keys = ck};
 	sv_error_t *err = make(f, &bad_key);
 	assert_string_equal(err->field, "on.left");
 	sv_error_destroy(err);
-	sv_join_spec_t bad_type = {.nkeys = 1, .left_keys = ts,
-				   .right_keys = ck};
+	sv_join_spec_t bad_type = {
+		.nkeys = 1, .left_keys = ts, .right_keys = ck};
 	err = make(f, &bad_type);
 	assert_string_equal(err->message,
 			    "join key 'ts' is timestamp_ms on the left but "
