@@ -428,6 +428,27 @@ static void test_pipeline_window_after_join(void **state)
 	sv_pipeline_destroy(pl);
 }
 
+/* A row added to a reused batch is no tombstone (a stale flag once made
+ * the table lose keys at random). */
+static void test_reused_row_has_no_flags(void **state)
+{
+	fix_t *f = *state;
+	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP,
+			       .processing_time = true};
+	assert_null(make(f, &spec));
+	row3(&f->rb, "c1", NULL, 0, SV_ROW_DELETE);
+	sv_batch_reset(&f->rb);
+	sv_rowmeta_t *m;
+	sv_value_t *r = sv_batch_add_row(&f->rb, &m);
+	assert_int_equal(m->flags, 0);
+	r[0] = sv_str("c1", 2);
+	r[1] = sv_str("Ada", 3);
+	assert_null(
+		f->op->ops->process_right(f->op, &f->ctx, &f->rb, &f->out));
+	assert_null(left(f, "o1", "c1", 1));
+	assert_string_equal(drain(f), "o1/Ada@1");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +473,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spec_errors, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_window_after_join,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reused_row_has_no_flags,
 						setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
