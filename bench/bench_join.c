@@ -221,16 +221,15 @@ static result_t ref_lookup(const opts_t *o)
 	rperson_t *tab = calloc(cap, sizeof(*tab));
 	for (size_t i = 0; i < cap; i++)
 		tab[i].id = -1;
-	char *names = malloc((size_t)o->persons * 24);
+	char *names = malloc((size_t)o->persons * 32);
 	char *p = names;
 	for (int64_t i = 0; i < o->persons; i++) {
-		person_name(i, p, 24);
+		person_name(i, p, 32);
 		size_t h = mix64((uint64_t)i) & (cap - 1);
 		while (tab[h].id >= 0)
 			h = (h + 1) & (cap - 1);
-		tab[h] = (rperson_t){i, p, (uint32_t)strlen(p),
-				     STATES[i % 6]};
-		p += 24;
+		tab[h] = (rperson_t){i, p, (uint32_t)strlen(p), STATES[i % 6]};
+		p += 32;
 	}
 	/* output rows written the way the operator writes them */
 	sv_value_t *out = malloc(BATCH * 6 * sizeof(sv_value_t));
