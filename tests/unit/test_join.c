@@ -433,8 +433,7 @@ static void test_pipeline_window_after_join(void **state)
 static void test_reused_row_has_no_flags(void **state)
 {
 	fix_t *f = *state;
-	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP,
-			       .processing_time = true};
+	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP, .processing_time = true};
 	assert_null(make(f, &spec));
 	row3(&f->rb, "c1", NULL, 0, SV_ROW_DELETE);
 	sv_batch_reset(&f->rb);
@@ -443,8 +442,7 @@ static void test_reused_row_has_no_flags(void **state)
 	assert_int_equal(m->flags, 0);
 	r[0] = sv_str("c1", 2);
 	r[1] = sv_str("Ada", 3);
-	assert_null(
-		f->op->ops->process_right(f->op, &f->ctx, &f->rb, &f->out));
+	assert_null(f->op->ops->process_right(f->op, &f->ctx, &f->rb, &f->out));
 	assert_null(left(f, "o1", "c1", 1));
 	assert_string_equal(drain(f), "o1/Ada@1");
 }
