@@ -68,6 +68,7 @@ typedef struct lookupjoin {
 	uint64_t pending_bytes;
 	int64_t wl, wr; /* watermarks of the last advance */
 	uint64_t seq;
+	struct lrun *run; /* left rows being answered (scratch) */
 } lookupjoin_t;
 
 /* ---- heaps ---- */
@@ -275,10 +276,9 @@ static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
 	schedule(op, k);
 }
 
-/* The value of the key in keybuf at time t, or NULL. */
-static const sv_value_t *table_get(lookupjoin_t *op, int64_t t)
+/* The value of the key in keybuf (hash h) at time t, or NULL. */
+static const sv_value_t *table_get(lookupjoin_t *op, int64_t t, uint64_t h)
 {
-	uint64_t h = sv_statemap_hash(op->table, op->jb.keybuf);
 	tkey_t *k = sv_statemap_find(op->table, op->jb.keybuf, h);
 	if (!k || k->n == 0)
 		return NULL;
@@ -299,14 +299,80 @@ static const sv_value_t *table_get(lookupjoin_t *op, int64_t t)
 
 /* ---- the operator ---- */
 
-static void answer(lookupjoin_t *op, sv_batch_t *out, const sv_value_t *lrow,
-		   int64_t t)
+/* ---- answering left rows, a run at a time ----
+ *
+ * A large table misses the cache on every probe (its slot, then its
+ * entry), so a run of left rows is answered in two passes: hash every key
+ * first, then probe each while the slot of the row PF_SLOT ahead and the
+ * entry of the row PF_ENTRY ahead are being fetched. */
+
+#define PF_SLOT 16
+#define PF_ENTRY 8
+#define NO_KEY \
+	UINT64_MAX /* in hashes: a null key (a real hash of it is
+			   * only a wasted prefetch) */
+
+typedef struct lrun {
+	const sv_value_t **rows;
+	int64_t *t;
+	uint64_t *h;
+	sv_jrow_t **own; /* a waiting row to free once answered, or NULL */
+	size_t n, cap;
+} lrun_t;
+
+static void run_add(lrun_t *run, const sv_value_t *row, int64_t t,
+		    sv_jrow_t *own)
 {
-	const sv_value_t *r = NULL;
-	if (sv_join_key(&op->jb, lrow, op->jb.lkeys))
-		r = table_get(op, t);
-	if (r || op->jb.kind == SV_JOIN_LEFT)
-		sv_join_emit(&op->jb, out, lrow, r, t);
+	if (run->n == run->cap) {
+		run->cap = run->cap ? run->cap * 2 : 256;
+		run->rows = sv_realloc(run->rows,
+				       run->cap * sizeof(*run->rows));
+		run->t = sv_realloc(run->t, run->cap * sizeof(*run->t));
+		run->h = sv_realloc(run->h, run->cap * sizeof(*run->h));
+		run->own = sv_realloc(run->own, run->cap * sizeof(*run->own));
+	}
+	run->rows[run->n] = row;
+	run->t[run->n] = t;
+	run->own[run->n++] = own;
+}
+
+static void run_destroy(lrun_t *run)
+{
+	if (!run)
+		return;
+	free(run->rows);
+	free(run->t);
+	free(run->h);
+	free(run->own);
+	free(run);
+}
+
+static void answer_run(lookupjoin_t *op, lrun_t *run, sv_batch_t *out)
+{
+	sv_joinbase_t *jb = &op->jb;
+	for (size_t i = 0; i < run->n; i++)
+		run->h[i] = sv_join_key(jb, run->rows[i], jb->lkeys)
+			? sv_statemap_hash(op->table, jb->keybuf)
+			: NO_KEY;
+	for (size_t i = 0; i < run->n; i++) {
+		if (i + PF_SLOT < run->n && run->h[i + PF_SLOT] != NO_KEY)
+			sv_statemap_prefetch(op->table, run->h[i + PF_SLOT], 0);
+		if (i + PF_ENTRY < run->n && run->h[i + PF_ENTRY] != NO_KEY)
+			sv_statemap_prefetch(op->table, run->h[i + PF_ENTRY],
+					     1);
+		const sv_value_t *r = NULL;
+		if (run->h[i] != NO_KEY) {
+			sv_join_key(jb, run->rows[i], jb->lkeys);
+			r = table_get(op, run->t[i], run->h[i]);
+		}
+		if (r || jb->kind == SV_JOIN_LEFT)
+			sv_join_emit(jb, out, run->rows[i], r, run->t[i]);
+		if (run->own[i]) {
+			op->pending_bytes -= run->own[i]->bytes;
+			free(run->own[i]);
+		}
+	}
+	run->n = 0;
 }
 
 /* Left rows at or before this time can be answered now. */
@@ -346,7 +412,7 @@ static sv_error_t *lk_process(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *in,
 		const sv_value_t *row = sv_batch_row(in, r);
 		int64_t t = in->meta[r].event_ms;
 		if (op->proc) {
-			answer(op, out, row, t);
+			run_add(op->run, row, t, NULL);
 			continue;
 		}
 		if (t <= -SV_TIME_LIMIT || t >= SV_TIME_LIMIT ||
@@ -358,7 +424,7 @@ static sv_error_t *lk_process(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *in,
 		}
 		int64_t b = release_bound(op);
 		if (b != SV_WATERMARK_NONE && t <= b) {
-			answer(op, out, row, t);
+			run_add(op->run, row, t, NULL);
 			continue;
 		}
 		sv_jrow_t *jr = sv_jrow_new(row, in->ncols);
@@ -366,6 +432,7 @@ static sv_error_t *lk_process(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *in,
 		op->pending_bytes += jr->bytes;
 		pending_push(op, (pitem_t){t, op->seq++, jr});
 	}
+	answer_run(op, op->run, out);
 	return lk_cap(op);
 }
 
@@ -402,10 +469,11 @@ static void release(lookupjoin_t *op, int64_t b, sv_batch_t *out)
 	       (b == INT64_MAX ||
 		(b != SV_WATERMARK_NONE && op->pending[0].t <= b))) {
 		pitem_t it = pending_pop(op);
-		answer(op, out, it.row->vals, it.t);
-		op->pending_bytes -= it.row->bytes;
-		free(it.row);
+		run_add(op->run, it.row->vals, it.t, it.row);
+		if (op->run->n == 1024)
+			answer_run(op, op->run, out);
 	}
+	answer_run(op, op->run, out);
 }
 
 static void move_wm(int64_t *wm, int64_t to)
@@ -602,6 +670,7 @@ static void lk_destroy(sv_op_t *base)
 	sv_statemap_destroy(op->table);
 	free(op->prune);
 	free(op->pending);
+	run_destroy(op->run);
 	sv_joinbase_release(&op->jb);
 	free(op);
 }
@@ -642,6 +711,7 @@ sv_error_t *sv_op_lookup_join_new(const sv_schema_t *left,
 	op->proc = spec->processing_time;
 	op->retention = spec->retention_ms;
 	op->table = sv_statemap_new(op->jb.nkeys, sizeof(tkey_t));
+	op->run = sv_calloc(1, sizeof(*op->run));
 	op->wl = op->wr = SV_WATERMARK_NONE;
 	*out = &op->jb.base;
 	return NULL;
