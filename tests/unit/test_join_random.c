@@ -1030,6 +1030,50 @@ static void test_interval_state_bound(void **state)
 	sv_schema_destroy(rs);
 }
 
+/* Negative control of the bound: without watermarks nothing is freed. */
+static void test_interval_state_grows_without_watermarks(void **state)
+{
+	(void)state;
+	sv_schema_t *ls, *rs;
+	schemas(&ls, &rs);
+	static const char *const keys[] = {"k"};
+	static const char *const names[] = {"rv", "rs"};
+	sv_join_spec_t spec = {.type = SV_JOIN_INTERVAL,
+			       .nkeys = 1,
+			       .left_keys = keys,
+			       .right_keys = keys,
+			       .ntake = 2,
+			       .take_names = names,
+			       .take_cols = names,
+			       .lower_ms = -100,
+			       .upper_ms = 200};
+	sv_op_t *op = NULL;
+	assert_null(sv_op_join_new(ls, rs, &spec, &op));
+	sv_batch_t b, out;
+	sv_batch_init(&b, ls);
+	sv_batch_init(&out, op->out_schema);
+	sv_op_ctx_t ctx = {.watermark_ms = NONE, .right_watermark_ms = NONE};
+	for (int64_t t = 0; t < 10000; t++) {
+		sv_rowmeta_t *m;
+		sv_value_t *row = sv_batch_add_row(&b, &m);
+		m->event_ms = t;
+		row[0] = sv_str("a", 1);
+		if (b.nrows == 100) {
+			assert_null(op->ops->process(op, &ctx, &b, &out));
+			assert_null(op->ops->advance(op, &ctx, &out));
+			sv_batch_reset(&b);
+		}
+	}
+	sv_op_side_state_t sides[2];
+	op->ops->state_sides(op, sides);
+	assert_int_equal(sides[0].rows, 10000);
+	sv_batch_release(&b);
+	sv_batch_release(&out);
+	sv_op_destroy(op);
+	sv_schema_destroy(ls);
+	sv_schema_destroy(rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1039,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(test_random_lookup),
 		cmocka_unit_test(test_random_hash),
 		cmocka_unit_test(test_interval_state_bound),
+		cmocka_unit_test(test_interval_state_grows_without_watermarks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
