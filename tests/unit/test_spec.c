@@ -277,8 +277,8 @@ static void test_join_spec(void **state)
 	free(text);
 	sv_jobspec_destroy(again);
 	/* and so does the protobuf form */
-	assert_null(sv_jobspec_parse_proto(spec->packed, spec->packed_len,
-					   &again));
+	assert_null(
+		sv_jobspec_parse_proto(spec->packed, spec->packed_len, &again));
 	assert_string_equal(again->plan_id, spec->plan_id);
 	assert_string_equal(again->msg->pipeline[0]->join->take[0]->column,
 			    "name");
