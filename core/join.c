@@ -598,7 +598,8 @@ static int64_t sym_out_watermark(sv_op_t *base)
 	/* an unmatched left row l leaves when wr reaches l + upper, with
 	 * event time l: hold the output back by upper */
 	if (op->jb.kind == SV_JOIN_LEFT && op->upper > 0 && wr != INT64_MAX)
-		wr -= op->upper;
+		wr = wr > INT64_MIN + op->upper ? wr - op->upper
+						: INT64_MIN + 1;
 	return wl < wr ? wl : wr;
 }
 

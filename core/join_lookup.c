@@ -379,8 +379,9 @@ static void answer_run(lookupjoin_t *op, lrun_t *run, sv_batch_t *out)
 static int64_t release_bound(const lookupjoin_t *op)
 {
 	int64_t b = op->wr;
+	/* wl - retention, saturating (watermarks are any int64) */
 	if (op->retention && op->wl != SV_WATERMARK_NONE &&
-	    op->wl - op->retention > b)
+	    op->wl > INT64_MIN + op->retention && op->wl - op->retention > b)
 		b = op->wl - op->retention;
 	return b;
 }
@@ -451,9 +452,15 @@ static sv_error_t *lk_process_right(sv_op_t *base, sv_op_ctx_t *ctx,
 				continue;
 			}
 			/* a late table row takes effect where the table's
-			 * time stands */
-			if (op->wr != SV_WATERMARK_NONE && t <= op->wr)
+			 * time stands (none after the end of input) */
+			if (op->wr != SV_WATERMARK_NONE && t <= op->wr) {
+				if (op->wr >= SV_TIME_LIMIT) {
+					if (ctx->stats)
+						ctx->stats->records_late++;
+					continue;
+				}
 				t = op->wr + 1;
+			}
 		}
 		if (!sv_join_key(&op->jb, row, op->jb.rkeys))
 			continue; /* a null key is no table row */

@@ -241,6 +241,12 @@ static void test_lookup_retention(void **state)
 	assert_string_equal(drain(f), "");
 	advance(f, 1500, 10); /* 500 ms of left time: o1 goes anyway */
 	assert_string_equal(drain(f), "o1/Ada@1000");
+	/* after the end of input every row is late, table rows too */
+	assert_null(f->op->ops->finish(f->op, &f->ctx, &f->out));
+	assert_null(right(f, "c1", "Ada L.", 2000, false));
+	assert_null(left(f, "o2", "c1", 3000));
+	assert_int_equal(f->st.records_late, 2);
+	assert_string_equal(drain(f), "");
 }
 
 /* docs/joins.md, hash: a bounded inner join is the relational one. */
