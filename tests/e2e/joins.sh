@@ -2,8 +2,9 @@
 # End-to-end test of the join step at submit (docs/joins.md) — no Kafka
 # broker: starts `streamvisor serve` on 127.0.0.1 port 0 with the embedded
 # development cluster and checks, over HTTP:
-#   - GET /v1/info reports stateful_join_support and operator:join as
-#     partial, with the reason that the runtime second input is not wired;
+#   - GET /v1/info reports stateful_join_support and the join operator as
+#     partially_covered, with the reason that the runtime second input is
+#     not wired;
 #   - a valid join spec is refused with 422, category coverage, field
 #     pipeline[0].join and the stateful_join_support record in details —
 #     never accepted with the step silently dropped (no job is created);
@@ -65,13 +66,14 @@ post() {
 }
 
 curl -sf -o "$tmp/body" "$URL/v1/info" || fail "GET /v1/info"
-for cap in stateful_join_support operator:join; do
-    st=$(jq -r --arg c "$cap" '.. | objects | select(.capability? == $c) | .status' "$tmp/body" | head -1)
-    [ "$st" = partial ] || fail "/v1/info: $cap is '$st', expected partial"
-done
-jq -r '.. | objects | select(.capability? == "stateful_join_support") | .reason' "$tmp/body" |
-    grep -q 'does not read a second input' || fail "/v1/info: the reason does not say what is missing"
-ok "/v1/info: stateful_join_support and operator:join partial, with the reason"
+st=$(jq -r '.capabilities[] | select(.requirement.capability == "stateful_join_support"
+        and .requirement.target.kind == "plan") | .state' "$tmp/body")
+[ "$st" = partially_covered ] || fail "/v1/info: stateful_join_support is '$st', expected partially_covered"
+st=$(jq -r '.capabilities[] | select(.requirement.target.path == "capabilities/operator/join") | .state' "$tmp/body")
+[ "$st" = partially_covered ] || fail "/v1/info: the join operator is '$st', expected partially_covered"
+jq -r '.capability_notes.stateful_join_support' "$tmp/body" |
+    grep -q 'does not read a second input' || fail "/v1/info: the note does not say what is missing"
+ok "/v1/info: stateful_join_support and the join operator partially covered, with the reason"
 
 # orders (generator) with a second generator input as the right side
 spec() { # $1: join body
@@ -92,8 +94,9 @@ post "$(spec "\"type\": \"interval\", $RIGHT, \"lower_ms\": 0, \"upper_ms\": 10,
 [ "$code" = 422 ] || fail "valid interval join: HTTP $code, expected 422"
 [ "$(jq -r .error.category "$tmp/body")" = coverage ] || fail "422 category"
 [ "$(jq -r .error.field "$tmp/body")" = "pipeline[0].join" ] || fail "422 field"
-jq -e '.error.details[] | select(.capability == "stateful_join_support")' "$tmp/body" >/dev/null ||
-    fail "422 without the stateful_join_support record"
+jq -e '.error.details[] | select(.requirement.capability == "stateful_join_support"
+        and .state == "uncovered")' "$tmp/body" >/dev/null ||
+    fail "422 without the uncovered stateful_join_support record"
 jq -r .error.message "$tmp/body" | grep -q 'second input' || fail "422 message does not say why"
 ok "a valid interval join is refused with 422 coverage naming the step"
 
