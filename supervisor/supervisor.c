@@ -53,6 +53,7 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 	dst->listen_host = src->listen_host ? sv_strdup(src->listen_host)
 					    : NULL;
 	dst->listen_port = src->listen_port;
+	dst->shutdown_timeout_ms = src->shutdown_timeout_ms;
 	dst->data_dir = src->data_dir ? sv_strdup(src->data_dir) : NULL;
 	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path)
 					      : NULL;
@@ -122,6 +123,8 @@ static void new_job_id(char *out, size_t len)
 
 static void tick(sv_supervisor_t *sv)
 {
+	if (sv->shutting_down)
+		return; /* jobs stay as they are in the store */
 	int64_t now = sv_now_ms();
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *job = sv->jobs[i];
@@ -513,6 +516,19 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 		struct timespec ts = {0, 20 * 1000000};
 		nanosleep(&ts, NULL);
 	}
+}
+
+int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms)
+{
+	char q[32];
+	snprintf(q, sizeof(q), "%lld", (long long)timeout_ms);
+	cmd_t c = {.fn = sv_do_shutdown, .query = q};
+	char *left = NULL;
+	sv_error_t *err = call(sv, &c, &left);
+	int n = left ? atoi(left) : 0;
+	free(left);
+	sv_error_destroy(err);
+	return n;
 }
 
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,

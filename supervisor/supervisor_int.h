@@ -40,6 +40,8 @@ struct sv_supervisor {
 	pthread_cond_t reply; /* callers wait: their command is done */
 	cmd_t *head, *tail;
 	bool stop;
+	bool shutting_down; /* sv_do_shutdown ran: start nothing, apply
+			     * no lifecycle to attempts that end */
 	bool worker_event;
 	/* job table: supervisor thread only */
 	sv_job_t **jobs;
@@ -85,6 +87,9 @@ sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c);
 sv_error_t *sv_do_ck_poll(sv_supervisor_t *sv, cmd_t *c);
 sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c);
 void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now);
+
+/* shutdown.c */
+sv_error_t *sv_do_shutdown(sv_supervisor_t *sv, cmd_t *c);
 
 /* persist.c */
 void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job);
