@@ -304,9 +304,9 @@ void cr_start(crash_t *c, const char *kill_at)
 			NULL,
 			NULL,
 			NULL};
-	if (c->config) {
-		argv[8] = "--config";
-		argv[9] = c->config;
+	if (c->config) { /* holds the "default" profile itself */
+		argv[6] = "--config";
+		argv[7] = c->config;
 	}
 	size_t ne = 0;
 	while (environ[ne])

@@ -151,7 +151,8 @@ typedef struct crash {
 	size_t nseen, capseen;
 	size_t torn_seen; /* incomplete visible files found at kills */
 	char summary[65536]; /* SUMMARY lines, printed again at the end */
-	char *config; /* serve --config FILE, or NULL */
+	char *config; /* serve --config FILE (instead of --bootstrap-servers:
+		       * it defines the "default" profile), or NULL */
 } crash_t;
 
 typedef struct lines {
