@@ -51,9 +51,9 @@ struct sv_ckstore {
 	rocksdb_writeoptions_t *wopts;
 	rocksdb_readoptions_t *ropts;
 	pthread_mutex_t seq_lock;
-	/* Writes go one at a time (write_lock), each only with
-	 * SV_CKSTORE_RESERVE_BYTES free on the disk; after a write that failed
-	 * anyway the database is not written again by this process (broken):
+	/* Writes go only with SV_CKSTORE_RESERVE_BYTES free on the disk;
+	 * after a write that failed anyway the database is not written again
+	 * by this process (broken, under write_lock):
 	 * RocksDB 7.8 may write its WAL once more after a WAL write error, and
 	 * Debian's librocksdb, built with assertions, aborts on that
 	 * (AssertFalseAndGetStatusForPrevError; RocksDB PR 12448), closing
@@ -238,13 +238,15 @@ void sv_ckstore_close(sv_ckstore_t *st)
  * sets it, freed by db_error. */
 static void store_write(sv_ckstore_t *st, rocksdb_writebatch_t *wb, char **rerr)
 {
-	pthread_mutex_lock(&st->write_lock);
 	struct statvfs vfs;
 	size_t need = 0;
 	rocksdb_writebatch_data(wb, &need);
 	need += SV_CKSTORE_RESERVE_BYTES;
 	int r = -1;
-	if (st->broken)
+	pthread_mutex_lock(&st->write_lock);
+	bool broken = st->broken;
+	pthread_mutex_unlock(&st->write_lock);
+	if (broken)
 		r = asprintf(rerr,
 			     "IO error: not written: an earlier write failed "
 			     "(%s); restart the supervisor once the disk takes "
@@ -262,14 +264,18 @@ static void store_write(sv_ckstore_t *st, rocksdb_writebatch_t *wb, char **rerr)
 		r = 0;
 	if (r < 0)
 		abort();
-	if (!r) {
-		rocksdb_write(st->db, st->wopts, wb, rerr);
-		if (*rerr) {
+	if (r)
+		return;
+	/* concurrent writes stay concurrent (RocksDB groups their syncs) */
+	rocksdb_write(st->db, st->wopts, wb, rerr);
+	if (*rerr) {
+		pthread_mutex_lock(&st->write_lock);
+		if (!st->broken) {
 			st->broken = true;
 			st->broken_why = sv_strdup(*rerr);
 		}
+		pthread_mutex_unlock(&st->write_lock);
 	}
-	pthread_mutex_unlock(&st->write_lock);
 }
 
 /* ---- keys ---- */
