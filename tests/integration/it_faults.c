@@ -1284,8 +1284,9 @@ static void test_network_cuts(void **state)
 	       c->test, cr_secs(c), cr_describe_exit(est, d, sizeof(d)), took,
 	       left ? ", attempts left behind" : "");
 	if (!WIFEXITED(est) || WEXITSTATUS(est) || (!reported && !left))
-		cr_fail(c, "SIGTERM with the broker unreachable: %s, expected "
-			   "exit 0 after the shutdown report",
+		cr_fail(c,
+			"SIGTERM with the broker unreachable: %s, expected "
+			"exit 0 after the shutdown report",
 			d);
 	cr_start(c, NULL);
 	verify_all(c, &st);
