@@ -89,7 +89,7 @@ static void report(sv_job_t *job, int64_t ck_before)
 
 sv_error_t *sv_do_shutdown(sv_supervisor_t *sv, cmd_t *c)
 {
-	int64_t timeout = c->query ? atoll(c->query) : 0;
+	int64_t timeout = c->u.shutdown.timeout_ms;
 	int64_t t0 = sv_mono_ms();
 	pthread_mutex_lock(&sv->lock);
 	sv->shutting_down = true;
