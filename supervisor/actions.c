@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "supervisor/supervisor_int.h"
+#include "supervisor/transitions.h"
 
 #define DRAIN_DEFAULT_TIMEOUT_MS 60000
 
@@ -78,8 +79,9 @@ static json_t *parse_body(sv_job_t *job, cmd_t *c, const char *const *keys,
 
 static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (sv_jobstate_terminal(job->state))
-		return sv_conflict(job, "cancel");
+	sv_error_t *err = sv_jobaction_check(job, SV_JOBACTION_CANCEL);
+	if (err)
+		return err;
 	job->cancel_requested = true;
 	job->pending_start = false;
 	if (job->worker) {
@@ -87,7 +89,8 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		wait_worker_end(job);
 		sv_on_worker_end(sv, job);
 	}
-	if (job->state != SV_JOB_CANCELLED)
+	/* the attempt may have ended on its own first (completed) */
+	if (!sv_jobstate_terminal(job->state))
 		sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
 	sv_persist_job(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
@@ -98,14 +101,16 @@ static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
 	static const char *const keys[] = {"final_watermark", "timeout_ms",
 					   NULL};
-	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
-	    !job->worker || job->pending_start)
+	sv_error_t *err = sv_jobaction_check(job, SV_JOBACTION_DRAIN);
+	if (err)
+		return err;
+	/* running, but the attempt is ending (a drain that timed out) */
+	if (!job->worker || job->pending_start)
 		return sv_conflict(job, "drain");
 	if (!sv->store)
 		return no_store(job,
 				"drain needs checkpoints, and this "
 				"supervisor has no data directory");
-	sv_error_t *err;
 	json_t *o = parse_body(job, c, keys, &err);
 	if (!o)
 		return err;
@@ -165,7 +170,10 @@ void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now)
 
 static sv_error_t *do_resume(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (job->state != SV_JOB_CHECKPOINTED || job->worker)
+	sv_error_t *err = sv_jobaction_check(job, SV_JOBACTION_RESUME);
+	if (err)
+		return err;
+	if (job->worker)
 		return sv_conflict(job, "resume");
 	sv_start_attempt(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
@@ -176,14 +184,13 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
 	static const char *const keys[] = {"from_checkpoint", "ignore_state",
 					   NULL};
-	if (job->state == SV_JOB_PENDING || job->state == SV_JOB_DRAINING ||
-	    job->state == SV_JOB_CANCELLED || job->state == SV_JOB_COMPLETED)
-		return sv_conflict(job, "restart");
+	sv_error_t *err = sv_jobaction_check(job, SV_JOBACTION_RESTART);
+	if (err)
+		return err;
 	if (!sv->store)
 		return no_store(job,
 				"restart needs checkpoints, and this "
 				"supervisor has no data directory");
-	sv_error_t *err;
 	json_t *o = parse_body(job, c, keys, &err);
 	if (!o)
 		return err;
@@ -264,8 +271,10 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 static sv_error_t *do_checkpoint(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
 	(void)sv;
-	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
-	    !job->worker)
+	sv_error_t *err = sv_jobaction_check(job, SV_JOBACTION_CHECKPOINT);
+	if (err)
+		return err;
+	if (!job->worker)
 		return sv_conflict(job, "checkpoint");
 	if (!sv->store)
 		return no_store(job,

@@ -547,6 +547,7 @@ static void *worker_main(void *arg)
 	sv_log(&w->log, SV_LOG_INFO, "worker", "attempt ended: %s",
 	       end == SV_WORKER_COMPLETED         ? "completed"
 		       : end == SV_WORKER_STOPPED ? "stopped"
+		       : end == SV_WORKER_DRAINED ? "drained"
 						  : "failed");
 	atomic_store(&w->end, end);
 	if (w->conf.done)
