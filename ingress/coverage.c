@@ -4,6 +4,7 @@
 #include "ingress/coverage.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,27 +113,45 @@ static sv_error_t *refuse(const char *cap, const char *reason,
 	return err;
 }
 
-sv_error_t *sv_coverage_check(const sv_jobspec_t *spec)
+sv_error_t *sv_coverage_check(const sv_jobspec_t *spec,
+			      const sv_drivers_t *drivers)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
 	if (strcmp(js->delivery, "exactly_once"))
 		return NULL;
-	const char *sink = js->sink->kind;
-	if (strcmp(sink, "kafka") && strcmp(sink, "file"))
-		return refuse("sink_commit_guarantee",
-			      "only the kafka and file "
-			      "sinks commit transactionally",
-			      "sink.kind",
-			      "delivery 'exactly_once' needs a transactional "
-			      "sink (kafka or file)");
-	if (!strcmp(sink, "kafka") && strcmp(js->source->kind, "kafka"))
-		return refuse("sink_commit_guarantee",
-			      "exactly_once into Kafka "
-			      "carries the checkpoint id in the source's "
-			      "consumer-group offsets; a generator source has "
-			      "none",
-			      "source.kind",
-			      "delivery 'exactly_once' "
-			      "into a kafka sink needs a kafka source");
+	const sv_driver_t *snk = sv_drivers_find(drivers, SV_DRIVER_SINK,
+						 js->sink->kind);
+	const sv_driver_t *src = sv_drivers_find(drivers, SV_DRIVER_SOURCE,
+						 js->source->kind);
+	char kinds[160], reason[256], msg[256];
+	if (!sv_driver_has(snk, SV_DRIVER_TRANSACTIONAL)) {
+		sv_drivers_list(drivers, SV_DRIVER_SINK,
+				SV_DRIVER_TRANSACTIONAL, NULL, kinds,
+				sizeof(kinds));
+		snprintf(reason, sizeof(reason),
+			 "only the %s sinks commit transactionally", kinds);
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' needs a transactional "
+			 "sink (%s)",
+			 kinds);
+		return refuse("sink_commit_guarantee", reason, "sink.kind",
+			      msg);
+	}
+	if (sv_driver_has(snk, SV_DRIVER_TXN_OFFSETS) &&
+	    !sv_driver_has(src, SV_DRIVER_GROUP)) {
+		sv_drivers_list(drivers, SV_DRIVER_SOURCE, SV_DRIVER_GROUP,
+				NULL, kinds, sizeof(kinds));
+		snprintf(reason, sizeof(reason),
+			 "exactly_once into a %s sink carries the checkpoint "
+			 "id in the source's consumer-group offsets; a %s "
+			 "source has none",
+			 snk->kind, js->source->kind);
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' into a %s sink needs a "
+			 "source with a consumer group (%s)",
+			 snk->kind, kinds);
+		return refuse("sink_commit_guarantee", reason, "source.kind",
+			      msg);
+	}
 	return NULL;
 }

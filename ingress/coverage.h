@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "core/driver.h"
 #include "core/error.h"
 #include "ingress/spec.h"
 
@@ -15,7 +16,10 @@
 char *sv_coverage_json(bool dev_cluster);
 
 /* NULL when spec needs only covered capabilities; else a SV_ERR_COVERAGE
- * error whose details are the coverage records that refuse it. */
-sv_error_t *sv_coverage_check(const sv_jobspec_t *spec);
+ * error whose details are the coverage records that refuse it. What the
+ * source and sink can do is read from their descriptors in drivers
+ * (borrowed; core/driver.h). */
+sv_error_t *sv_coverage_check(const sv_jobspec_t *spec,
+			      const sv_drivers_t *drivers);
 
 #endif

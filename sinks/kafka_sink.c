@@ -47,6 +47,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "sinks/kafka_admin.h"
 #include "sinks/sink.h"
 
 #define KSNK_META_TIMEOUT_MS 10000
@@ -965,19 +966,33 @@ static void ksnk_close(sv_sink_t *snk)
 	free(ks);
 }
 
+static const sv_driver_t kafka_driver = {
+	.kind = "kafka",
+	.caps = SV_DRIVER_CLUSTER | SV_DRIVER_TRANSACTIONAL |
+		SV_DRIVER_TXN_OFFSETS,
+	.fields =
+		(const sv_driver_field_t[]){
+			{.name = "cluster", .def = "default"},
+			{.name = "topic", .flags = SV_DRIVER_FIELD_REQUIRED},
+			{.name = "transaction_timeout_ms"},
+			{NULL},
+		},
+};
+
 const sv_sink_ops_t sv_sink_kafka_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,
 	.flush = ksnk_flush,
 	.close = ksnk_close,
+	.check_txn = sv_kafka_check_txn_timeout,
 };
 
 /* A sink opened with conf->transactional gets this table (open() switches
  * to it), so sv_sink_transactional() tells the two apart. */
 const sv_sink_ops_t sv_sink_kafka_txn_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,

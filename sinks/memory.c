@@ -298,8 +298,10 @@ void sv_sink_memory_clear(sv_sink_t *snk)
 	pthread_mutex_unlock(&m->lock);
 }
 
+static const sv_driver_t memory_driver = {.kind = "memory"};
+
 const sv_sink_ops_t sv_sink_memory_ops = {
-	.name = "memory",
+	.driver = &memory_driver,
 	.open = mem_open,
 	.write = mem_write,
 	.write_raw = mem_write_raw,

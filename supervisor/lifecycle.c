@@ -16,6 +16,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/drivers.h"
 #include "supervisor/restart.h"
 #include "supervisor/supervisor_int.h"
 #include "supervisor/transitions.h"
@@ -60,12 +61,16 @@ static void done_cb(void *opaque, sv_worker_t *w)
 	pthread_mutex_unlock(&sv->lock);
 }
 
-sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
-			       const char *name, const char *field,
-			       const sv_cluster_t **out)
+/* The profile of one section whose driver reaches a cluster
+ * (SV_DRIVER_CLUSTER); NULL for the others. */
+static sv_error_t *resolve_one(sv_supervisor_t *sv, sv_driver_role_t role,
+			       const char *kind, const char *name,
+			       const char *field, const sv_cluster_t **out)
 {
 	*out = NULL;
-	if (strcmp(kind, "kafka"))
+	const sv_driver_t *drv = sv_drivers_find(sv_registry_drivers(), role,
+						 kind);
+	if (!sv_driver_has(drv, SV_DRIVER_CLUSTER))
 		return NULL;
 	*out = sv_svconf_cluster(&sv->conf, name);
 	if (!*out) {
@@ -73,6 +78,29 @@ sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
 			SV_ERR_BINDING, "unknown cluster profile '%s'", name);
 		return sv_error_set_field(err, field);
 	}
+	return NULL;
+}
+
+sv_error_t *sv_resolve_clusters(sv_supervisor_t *sv,
+				const Streamvisor__JobSpec *js,
+				sv_clusters_t *out)
+{
+	const Streamvisor__Sink *dl = js->dead_letter, *ls = js->late_sink;
+	sv_error_t *err;
+	*out = (sv_clusters_t){0};
+	if ((err = resolve_one(sv, SV_DRIVER_SOURCE, js->source->kind,
+			       js->source->cluster, "source.cluster",
+			       &out->source)) ||
+	    (err = resolve_one(sv, SV_DRIVER_SINK, js->sink->kind,
+			       js->sink->cluster, "sink.cluster",
+			       &out->sink)) ||
+	    (dl &&
+	     (err = resolve_one(sv, SV_DRIVER_SINK, dl->kind, dl->cluster,
+				"dead_letter.cluster", &out->dlq))) ||
+	    (ls &&
+	     (err = resolve_one(sv, SV_DRIVER_SINK, ls->kind, ls->cluster,
+				"late_sink.cluster", &out->late))))
+		return err;
 	return NULL;
 }
 
@@ -87,18 +115,12 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 		.opaque = sv,
 	};
 	/* Profiles were checked at submit; the config cannot change since. */
-	sv_resolve_cluster(sv, js->source->kind, js->source->cluster,
-			   "source.cluster", &wc.source_cluster);
-	sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster,
-			   "sink.cluster", &wc.sink_cluster);
-	if (js->dead_letter)
-		sv_resolve_cluster(sv, js->dead_letter->kind,
-				   js->dead_letter->cluster,
-				   "dead_letter.cluster", &wc.dlq_cluster);
-	if (js->late_sink)
-		sv_resolve_cluster(sv, js->late_sink->kind,
-				   js->late_sink->cluster, "late_sink.cluster",
-				   &wc.late_cluster);
+	sv_clusters_t cl;
+	sv_error_destroy(sv_resolve_clusters(sv, js, &cl));
+	wc.source_cluster = cl.source;
+	wc.sink_cluster = cl.sink;
+	wc.dlq_cluster = cl.dlq;
+	wc.late_cluster = cl.late;
 	job->attempt++;
 	job->attempt_started_ms = sv_now_ms();
 	wc.obs = job->obs;

@@ -9,7 +9,6 @@
  * attempt. */
 #define _GNU_SOURCE
 #include "supervisor/supervisor_int.h"
-#include "sinks/kafka_admin.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -24,6 +23,8 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "sinks/sink.h"
+#include "supervisor/drivers.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
 #include "ingress/plan.h"
@@ -146,20 +147,17 @@ static void tick(sv_supervisor_t *sv)
 
 /* ---- commands (run on the supervisor thread) ---- */
 
-/* exactly_once into Kafka: the broker must allow our transaction timeout
- * (asked now, not at the first init_transactions). */
-static sv_error_t *check_transactions(sv_supervisor_t *sv,
-				      const Streamvisor__JobSpec *js)
+/* exactly_once: the sink's target must allow our transactions (kafka: the
+ * broker's maximum transaction timeout), asked now rather than at the
+ * first transaction. */
+static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
+				      const sv_clusters_t *cl)
 {
-	if (strcmp(js->delivery, "exactly_once") ||
-	    strcmp(js->sink->kind, "kafka"))
+	const sv_sink_ops_t *ops = sv_sink_find(js->sink->kind);
+	if (strcmp(js->delivery, "exactly_once") || !ops || !ops->check_txn)
 		return NULL;
-	const sv_cluster_t *cl;
-	sv_error_t *err = sv_resolve_cluster(
-		sv, js->sink->kind, js->sink->cluster, "sink.cluster", &cl);
-	if (!err)
-		err = sv_kafka_check_txn_timeout(
-			cl, sv_sink_txn_timeout_ms(js->sink));
+	sv_error_t *err = ops->check_txn(cl->sink,
+					 sv_sink_txn_timeout_ms(js->sink));
 	if (err && err->category == SV_ERR_CONFIG)
 		sv_error_set_field(err, "sink.transaction_timeout_ms");
 	return err;
@@ -170,26 +168,16 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = c->protobuf
 		? sv_jobspec_parse_proto((const uint8_t *)c->body, c->len,
-					 &spec)
-		: sv_jobspec_parse_json(c->body, c->len, &spec);
+					 sv_registry_drivers(), &spec)
+		: sv_jobspec_parse_json(c->body, c->len, sv_registry_drivers(),
+					&spec);
 	if (err)
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
-	const sv_cluster_t *cl;
-	if ((err = sv_resolve_cluster(sv, js->source->kind, js->source->cluster,
-				      "source.cluster", &cl)) ||
-	    (err = sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster,
-				      "sink.cluster", &cl)) ||
-	    (js->dead_letter &&
-	     (err = sv_resolve_cluster(sv, js->dead_letter->kind,
-				       js->dead_letter->cluster,
-				       "dead_letter.cluster", &cl))) ||
-	    (js->late_sink &&
-	     (err = sv_resolve_cluster(sv, js->late_sink->kind,
-				       js->late_sink->cluster,
-				       "late_sink.cluster", &cl))) ||
-	    (err = sv_coverage_check(spec)) ||
-	    (err = check_transactions(sv, js))) {
+	sv_clusters_t cl;
+	if ((err = sv_resolve_clusters(sv, js, &cl)) ||
+	    (err = sv_coverage_check(spec, sv_registry_drivers())) ||
+	    (err = check_transactions(js, &cl))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}
