@@ -97,9 +97,11 @@ typedef struct sv_sink_ops {
 	/* At submit of an exactly_once job: whether the target allows
 	 * transactions of transaction_timeout_ms (kafka: the broker's
 	 * transaction.max.timeout.ms), so a job is refused now rather than
-	 * at its first transaction. NULL: nothing to check. */
+	 * at its first transaction; field (borrowed) is the spec field that
+	 * set the timeout, for the error. NULL: nothing to check. */
 	sv_error_t *(*check_txn)(const sv_cluster_t *cluster,
-				 int64_t transaction_timeout_ms);
+				 int64_t transaction_timeout_ms,
+				 const char *field);
 } sv_sink_ops_t;
 
 struct sv_sink {

@@ -156,11 +156,8 @@ static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
 	const sv_sink_ops_t *ops = sv_sink_find(js->sink->kind);
 	if (strcmp(js->delivery, "exactly_once") || !ops || !ops->check_txn)
 		return NULL;
-	sv_error_t *err = ops->check_txn(cl->sink,
-					 sv_sink_txn_timeout_ms(js->sink));
-	if (err && err->category == SV_ERR_CONFIG)
-		sv_error_set_field(err, "sink.transaction_timeout_ms");
-	return err;
+	return ops->check_txn(cl->sink, sv_sink_txn_timeout_ms(js->sink),
+			      "sink.transaction_timeout_ms");
 }
 
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
