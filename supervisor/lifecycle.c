@@ -1,10 +1,11 @@
 /* lifecycle.c — a job's attempts and states (DESIGN.md §3): starting an
- * attempt, what happens when it ends, the restart policy (exponential
- * backoff with jitter, bounded attempts within a window, reset after a
- * healthy period), running <-> lagging, and the actions (cancel, drain,
- * resume, restart, checkpoint). Every state change goes through
- * sv_transition(), which logs and observes old state, new state, reason and
- * attempt. thread: supervisor. */
+ * attempt (with the cluster profiles its drivers need), what happens when
+ * it ends, applying the restart policy (the decision is the pure
+ * sv_restart_decide of restart.c), and running <-> lagging. Every state
+ * change goes through sv_transition(), which refuses what the lifecycle
+ * table (transitions.c) does not allow, and logs and observes old state,
+ * new state, reason and attempt. The operator's actions are actions.c.
+ * thread: supervisor. */
 #define _GNU_SOURCE
 #include <assert.h>
 #include <math.h>

@@ -2,7 +2,11 @@
  * supervisor and command structs and the functions that run on the
  * supervisor thread.
  *   supervisor.c  the thread, the command queue, submit/list/status/delete
- *   lifecycle.c   attempts, the restart policy, transitions, actions
+ *   lifecycle.c   attempts, applying the restart policy, transitions
+ *   actions.c     cancel, drain, resume, restart, checkpoint
+ *   restart.c     the restart policy, a pure function (restart.h)
+ *   transitions.c the lifecycle table (transitions.h)
+ *   drivers.c     the driver registries as one catalog (drivers.h)
  *   views.c       JSON views (status, observations, results), metrics, info
  * thread: everything here runs on the supervisor thread unless noted. */
 #ifndef SV_SUPERVISOR_INT_H
