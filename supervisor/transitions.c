@@ -55,76 +55,75 @@ typedef struct action {
 	int to[SV_JOB__COUNT];
 } action_t;
 
-static const action_t actions[SV_JOBACTION__COUNT] = {
-	[SV_JOBACTION_CANCEL] = {"cancel",
-				 {
-					 [SV_JOB_PENDING] = SV_JOB_CANCELLED,
-					 [SV_JOB_RUNNING] = SV_JOB_CANCELLED,
-					 [SV_JOB_LAGGING] = SV_JOB_CANCELLED,
-					 [SV_JOB_DRAINING] = SV_JOB_CANCELLED,
-					 [SV_JOB_CHECKPOINTED] =
-						 SV_JOB_CANCELLED,
-					 [SV_JOB_RESTARTING] = SV_JOB_CANCELLED,
-					 [SV_JOB_FAILED] = NONE,
-					 [SV_JOB_CANCELLED] = NONE,
-					 [SV_JOB_COMPLETED] = NONE,
-				 }},
-	[SV_JOBACTION_DRAIN] = {"drain",
-				{
-					[SV_JOB_PENDING] = NONE,
-					[SV_JOB_RUNNING] = SV_JOB_DRAINING,
-					[SV_JOB_LAGGING] = SV_JOB_DRAINING,
-					[SV_JOB_DRAINING] = NONE,
-					[SV_JOB_CHECKPOINTED] = NONE,
-					[SV_JOB_RESTARTING] = NONE,
-					[SV_JOB_FAILED] = NONE,
-					[SV_JOB_CANCELLED] = NONE,
-					[SV_JOB_COMPLETED] = NONE,
-				}},
-	[SV_JOBACTION_RESUME] = {"resume",
-				 {
-					 [SV_JOB_PENDING] = NONE,
-					 [SV_JOB_RUNNING] = NONE,
-					 [SV_JOB_LAGGING] = NONE,
-					 [SV_JOB_DRAINING] = NONE,
-					 [SV_JOB_CHECKPOINTED] = SV_JOB_RUNNING,
-					 [SV_JOB_RESTARTING] = NONE,
-					 [SV_JOB_FAILED] = NONE,
-					 [SV_JOB_CANCELLED] = NONE,
-					 [SV_JOB_COMPLETED] = NONE,
-				 }},
+static const action_t actions[SV_ACTION__COUNT] = {
+	[SV_ACTION_CANCEL] = {"cancel",
+			      {
+				      [SV_JOB_PENDING] = SV_JOB_CANCELLED,
+				      [SV_JOB_RUNNING] = SV_JOB_CANCELLED,
+				      [SV_JOB_LAGGING] = SV_JOB_CANCELLED,
+				      [SV_JOB_DRAINING] = SV_JOB_CANCELLED,
+				      [SV_JOB_CHECKPOINTED] = SV_JOB_CANCELLED,
+				      [SV_JOB_RESTARTING] = SV_JOB_CANCELLED,
+				      [SV_JOB_FAILED] = NONE,
+				      [SV_JOB_CANCELLED] = NONE,
+				      [SV_JOB_COMPLETED] = NONE,
+			      }},
+	[SV_ACTION_DRAIN] = {"drain",
+			     {
+				     [SV_JOB_PENDING] = NONE,
+				     [SV_JOB_RUNNING] = SV_JOB_DRAINING,
+				     [SV_JOB_LAGGING] = SV_JOB_DRAINING,
+				     [SV_JOB_DRAINING] = NONE,
+				     [SV_JOB_CHECKPOINTED] = NONE,
+				     [SV_JOB_RESTARTING] = NONE,
+				     [SV_JOB_FAILED] = NONE,
+				     [SV_JOB_CANCELLED] = NONE,
+				     [SV_JOB_COMPLETED] = NONE,
+			     }},
+	[SV_ACTION_RESUME] = {"resume",
+			      {
+				      [SV_JOB_PENDING] = NONE,
+				      [SV_JOB_RUNNING] = NONE,
+				      [SV_JOB_LAGGING] = NONE,
+				      [SV_JOB_DRAINING] = NONE,
+				      [SV_JOB_CHECKPOINTED] = SV_JOB_RUNNING,
+				      [SV_JOB_RESTARTING] = NONE,
+				      [SV_JOB_FAILED] = NONE,
+				      [SV_JOB_CANCELLED] = NONE,
+				      [SV_JOB_COMPLETED] = NONE,
+			      }},
 	/* a new attempt from a committed checkpoint: also out of failed
 	 * (the operator's retry) and restarting (without the backoff); not
 	 * while pending (no attempt yet) or draining (the drain decides) */
-	[SV_JOBACTION_RESTART] = {"restart",
+	[SV_ACTION_RESTART] = {"restart",
+			       {
+				       [SV_JOB_PENDING] = NONE,
+				       [SV_JOB_RUNNING] = SV_JOB_RUNNING,
+				       [SV_JOB_LAGGING] = SV_JOB_RUNNING,
+				       [SV_JOB_DRAINING] = NONE,
+				       [SV_JOB_CHECKPOINTED] = SV_JOB_RUNNING,
+				       [SV_JOB_RESTARTING] = SV_JOB_RUNNING,
+				       [SV_JOB_FAILED] = SV_JOB_RUNNING,
+				       [SV_JOB_CANCELLED] = NONE,
+				       [SV_JOB_COMPLETED] = NONE,
+			       }},
+	[SV_ACTION_CHECKPOINT] = {"checkpoint",
 				  {
 					  [SV_JOB_PENDING] = NONE,
-					  [SV_JOB_RUNNING] = SV_JOB_RUNNING,
-					  [SV_JOB_LAGGING] = SV_JOB_RUNNING,
+					  [SV_JOB_RUNNING] = SAME,
+					  [SV_JOB_LAGGING] = SAME,
 					  [SV_JOB_DRAINING] = NONE,
-					  [SV_JOB_CHECKPOINTED] = SV_JOB_RUNNING,
-					  [SV_JOB_RESTARTING] = SV_JOB_RUNNING,
-					  [SV_JOB_FAILED] = SV_JOB_RUNNING,
+					  [SV_JOB_CHECKPOINTED] = NONE,
+					  [SV_JOB_RESTARTING] = NONE,
+					  [SV_JOB_FAILED] = NONE,
 					  [SV_JOB_CANCELLED] = NONE,
 					  [SV_JOB_COMPLETED] = NONE,
 				  }},
-	[SV_JOBACTION_CHECKPOINT] = {"checkpoint",
-				     {
-					     [SV_JOB_PENDING] = NONE,
-					     [SV_JOB_RUNNING] = SAME,
-					     [SV_JOB_LAGGING] = SAME,
-					     [SV_JOB_DRAINING] = NONE,
-					     [SV_JOB_CHECKPOINTED] = NONE,
-					     [SV_JOB_RESTARTING] = NONE,
-					     [SV_JOB_FAILED] = NONE,
-					     [SV_JOB_CANCELLED] = NONE,
-					     [SV_JOB_COMPLETED] = NONE,
-				     }},
 };
 
-const char *sv_jobaction_name(sv_jobaction_t a)
+const char *sv_action_verb(sv_action_t a)
 {
-	return (unsigned)a < SV_JOBACTION__COUNT ? actions[a].name : "unknown";
+	return (unsigned)a < SV_ACTION__COUNT ? actions[a].name : "unknown";
 }
 
 bool sv_transition_allowed(sv_jobstate_t from, sv_jobstate_t to)
@@ -133,9 +132,9 @@ bool sv_transition_allowed(sv_jobstate_t from, sv_jobstate_t to)
 		(edges[from] & TO(to));
 }
 
-bool sv_jobaction_allowed(sv_jobstate_t st, sv_jobaction_t a, sv_jobstate_t *to)
+bool sv_action_allowed(sv_jobstate_t st, sv_action_t a, sv_jobstate_t *to)
 {
-	if ((unsigned)st >= SV_JOB__COUNT || (unsigned)a >= SV_JOBACTION__COUNT)
+	if ((unsigned)st >= SV_JOB__COUNT || (unsigned)a >= SV_ACTION__COUNT)
 		return false;
 	int t = actions[a].to[st];
 	if (t == NONE)
@@ -145,12 +144,12 @@ bool sv_jobaction_allowed(sv_jobstate_t st, sv_jobaction_t a, sv_jobstate_t *to)
 	return true;
 }
 
-sv_error_t *sv_jobaction_check(const sv_job_t *job, sv_jobaction_t a)
+sv_error_t *sv_action_check(const sv_job_t *job, sv_action_t a)
 {
-	if (sv_jobaction_allowed(job->state, a, NULL))
+	if (sv_action_allowed(job->state, a, NULL))
 		return NULL;
 	sv_error_t *err = sv_error_new(
 		SV_ERR_CONFLICT, "cannot %s job '%s': it is %s",
-		sv_jobaction_name(a), job->id, sv_jobstate_name(job->state));
+		sv_action_verb(a), job->id, sv_jobstate_name(job->state));
 	return sv_error_set_job(err, job->id, job->attempt);
 }

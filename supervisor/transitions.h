@@ -13,20 +13,12 @@
 
 #include "core/error.h"
 #include "supervisor/job.h"
-
-/* What an operator asks of a job (POST /v1/jobs/{id}/<action>). */
-typedef enum sv_jobaction {
-	SV_JOBACTION_CANCEL = 0,
-	SV_JOBACTION_DRAIN,
-	SV_JOBACTION_RESUME,
-	SV_JOBACTION_RESTART,
-	SV_JOBACTION_CHECKPOINT,
-	SV_JOBACTION__COUNT
-} sv_jobaction_t;
+#include "supervisor/supervisor.h"
 
 /* "cancel", "drain", "resume", "restart", "checkpoint": the verb of the
- * 409 message ("cannot drain job 'x': it is checkpointed"). */
-const char *sv_jobaction_name(sv_jobaction_t a);
+ * 409 message ("cannot drain job 'x': it is checkpointed"); the path
+ * segment is sv_action_name's. */
+const char *sv_action_verb(sv_action_t a);
 
 /* Whether a job in state `from` may change to `to` (to == from included:
  * a new attempt of a running job is running -> running). */
@@ -36,12 +28,11 @@ bool sv_transition_allowed(sv_jobstate_t from, sv_jobstate_t to);
  * *to is the state it leads to (checkpoint: st itself). Beyond the state,
  * an action may still be refused by what the job is doing (drain and
  * checkpoint need a live attempt). */
-bool sv_jobaction_allowed(sv_jobstate_t st, sv_jobaction_t a,
-			  sv_jobstate_t *to);
+bool sv_action_allowed(sv_jobstate_t st, sv_action_t a, sv_jobstate_t *to);
 
 /* NULL when action a is valid in the job's state, else the 409
  * (SV_ERR_CONFLICT) naming both: "cannot resume job 'x': it is running".
  * thread: supervisor. */
-sv_error_t *sv_jobaction_check(const sv_job_t *job, sv_jobaction_t a);
+sv_error_t *sv_action_check(const sv_job_t *job, sv_action_t a);
 
 #endif

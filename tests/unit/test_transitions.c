@@ -31,12 +31,12 @@
 /* docs/api.md, "Actions by state": rows are actions, columns the states
  * in enum order (pending running lagging draining checkpointed restarting
  * failed cancelled completed); an entry is the state the action leads to. */
-static const int documented[SV_JOBACTION__COUNT][SV_JOB__COUNT] = {
-	[SV_JOBACTION_CANCEL] = {X, X, X, X, X, X, NO, NO, NO},
-	[SV_JOBACTION_DRAIN] = {NO, D, D, NO, NO, NO, NO, NO, NO},
-	[SV_JOBACTION_RESUME] = {NO, NO, NO, NO, R, NO, NO, NO, NO},
-	[SV_JOBACTION_RESTART] = {NO, R, R, NO, R, R, R, NO, NO},
-	[SV_JOBACTION_CHECKPOINT] = {NO, R, L, NO, NO, NO, NO, NO, NO},
+static const int documented[SV_ACTION__COUNT][SV_JOB__COUNT] = {
+	[SV_ACTION_CANCEL] = {X, X, X, X, X, X, NO, NO, NO},
+	[SV_ACTION_DRAIN] = {NO, D, D, NO, NO, NO, NO, NO, NO},
+	[SV_ACTION_RESUME] = {NO, NO, NO, NO, R, NO, NO, NO, NO},
+	[SV_ACTION_RESTART] = {NO, R, R, NO, R, R, R, NO, NO},
+	[SV_ACTION_CHECKPOINT] = {NO, R, L, NO, NO, NO, NO, NO, NO},
 };
 
 static void test_every_action_in_every_state(void **state)
@@ -44,18 +44,16 @@ static void test_every_action_in_every_state(void **state)
 	(void)state;
 	static const char *const verbs[] = {"cancel", "drain", "resume",
 					    "restart", "checkpoint"};
-	for (int a = 0; a < SV_JOBACTION__COUNT; a++) {
-		assert_string_equal(sv_jobaction_name((sv_jobaction_t)a),
-				    verbs[a]);
+	for (int a = 0; a < SV_ACTION__COUNT; a++) {
+		assert_string_equal(sv_action_verb((sv_action_t)a), verbs[a]);
 		for (int st = 0; st < SV_JOB__COUNT; st++) {
 			sv_job_t job = {.state = (sv_jobstate_t)st,
 					.attempt = 3};
 			snprintf(job.id, sizeof(job.id), "job-%d-%d", a, st);
 			sv_jobstate_t to = SV_JOB__COUNT;
-			bool ok = sv_jobaction_allowed(job.state,
-						       (sv_jobaction_t)a, &to);
-			sv_error_t *err = sv_jobaction_check(&job,
-							     (sv_jobaction_t)a);
+			bool ok = sv_action_allowed(job.state, (sv_action_t)a,
+						    &to);
+			sv_error_t *err = sv_action_check(&job, (sv_action_t)a);
 			if (documented[a][st] == NO) {
 				if (ok || !err)
 					fail_msg("%s in %s: allowed, want 409",
@@ -90,11 +88,9 @@ static void test_every_action_in_every_state(void **state)
 		}
 	}
 	/* out of range */
-	assert_false(
-		sv_jobaction_allowed(SV_JOB__COUNT, SV_JOBACTION_CANCEL, NULL));
-	assert_false(sv_jobaction_allowed(SV_JOB_RUNNING, SV_JOBACTION__COUNT,
-					  NULL));
-	assert_string_equal(sv_jobaction_name(SV_JOBACTION__COUNT), "unknown");
+	assert_false(sv_action_allowed(SV_JOB__COUNT, SV_ACTION_CANCEL, NULL));
+	assert_false(sv_action_allowed(SV_JOB_RUNNING, SV_ACTION__COUNT, NULL));
+	assert_string_equal(sv_action_verb(SV_ACTION__COUNT), "unknown");
 }
 
 /* DESIGN.md §3 and the code paths that take each edge
@@ -166,20 +162,21 @@ static int teardown_sv(void **state)
 	return 0;
 }
 
-/* Run action; NULL with its 409 message in msg, or the new state. */
-static void expect_action(local_sv_t *l, const char *id, const char *action,
+/* Run action: want_state NULL wants the 409 naming state_named; else the
+ * job must reach want_state. */
+static void expect_action(local_sv_t *l, const char *id, sv_action_t a,
 			  const char *want_state, const char *state_named)
 {
 	char *json = NULL;
-	sv_error_t *err = sv_supervisor_action(l->sv, id, action, NULL, 0,
-					       &json);
+	const char *action = sv_action_name(a);
+	sv_error_t *err = sv_supervisor_action(l->sv, id, a, NULL, 0, &json);
 	if (!want_state) {
 		if (!err)
 			fail_msg("%s answered %s, want a 409", action, json);
 		char want[160];
 		snprintf(want, sizeof(want), "cannot %s job '%s': it is %s",
-			 strcmp(action, "checkpoints") ? action : "checkpoint",
-			 id, state_named);
+			 a == SV_ACTION_CHECKPOINT ? "checkpoint" : action, id,
+			 state_named);
 		assert_string_equal(err->message, want);
 		assert_int_equal(sv_errcat_http_status(err->category), 409);
 		sv_error_destroy(err);
@@ -205,25 +202,23 @@ static void test_supervisor_walk(void **state)
 	if (!id)
 		fail_msg("submit: %s", err->message);
 	assert_true(local_sv_wait_state(l, id, "running", 20000));
-	expect_action(l, id, "resume", NULL, "running");
-	expect_action(l, id, "checkpoints", "running", NULL);
+	expect_action(l, id, SV_ACTION_RESUME, NULL, "running");
+	expect_action(l, id, SV_ACTION_CHECKPOINT, "running", NULL);
 	/* drain: draining, then checkpointed once the final checkpoint
 	 * committed */
 	char *json = NULL;
-	err = sv_supervisor_action(l->sv, id, "drain", NULL, 0, &json);
+	err = sv_supervisor_action(l->sv, id, SV_ACTION_DRAIN, NULL, 0, &json);
 	if (err)
 		fail_msg("drain: %s", err->message);
 	free(json);
 	assert_true(local_sv_wait_state(l, id, "checkpointed", 20000));
-	expect_action(l, id, "drain", NULL, "checkpointed");
-	expect_action(l, id, "checkpoints", NULL, "checkpointed");
-	expect_action(l, id, "resume", "running", NULL);
-	expect_action(l, id, "restart", "running", NULL);
-	expect_action(l, id, "cancel", "cancelled", NULL);
-	static const char *const all[] = {"cancel", "drain", "resume",
-					  "restart", "checkpoints"};
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		expect_action(l, id, all[i], NULL, "cancelled");
+	expect_action(l, id, SV_ACTION_DRAIN, NULL, "checkpointed");
+	expect_action(l, id, SV_ACTION_CHECKPOINT, NULL, "checkpointed");
+	expect_action(l, id, SV_ACTION_RESUME, "running", NULL);
+	expect_action(l, id, SV_ACTION_RESTART, "running", NULL);
+	expect_action(l, id, SV_ACTION_CANCEL, "cancelled", NULL);
+	for (int a = 0; a < SV_ACTION__COUNT; a++)
+		expect_action(l, id, (sv_action_t)a, NULL, "cancelled");
 	free(id);
 }
 
