@@ -1,10 +1,10 @@
 /* test_sink_driver.c — a sink kind that exists only in this file: adding a
  * driver touches its own file and the registry, nothing else.
  *
- * The "tally" sink counts rows into transactions it commits in memory. It
+ * The "ledger" sink counts rows into transactions it commits in memory. It
  * declares itself (core/driver.h: transactional, takes a required "topic")
  * and is added with sv_sink_register(), the registry's hook. Nothing else in
- * the tree names it (`git grep -l tally` lists this file only), yet the job
+ * the tree names it (`git grep -l ledger` lists this file only), yet the job
  * spec parser checks its fields from its descriptor, the coverage check
  * lets it take exactly_once, and a supervisor runs a bounded job into it:
  * exactly the generated rows are committed. */
@@ -27,28 +27,28 @@
 
 /* ---- the driver ---- */
 
-typedef struct tally {
+typedef struct ledger {
 	sv_sink_t base;
 	uint64_t open_rows; /* in the open transaction */
-} tally_t;
+} ledger_t;
 
 static atomic_uint_fast64_t committed_rows, commits, opened;
 
-extern const sv_sink_ops_t tally_ops, tally_txn_ops;
+extern const sv_sink_ops_t ledger_ops, ledger_txn_ops;
 
-static sv_error_t *tally_open(const sv_sink_conf_t *conf, sv_sink_t **out)
+static sv_error_t *ledger_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 {
-	tally_t *t = sv_calloc(1, sizeof(*t));
-	t->base.ops = conf->transactional ? &tally_txn_ops : &tally_ops;
+	ledger_t *t = sv_calloc(1, sizeof(*t));
+	t->base.ops = conf->transactional ? &ledger_txn_ops : &ledger_ops;
 	atomic_fetch_add(&opened, 1);
 	*out = &t->base;
 	return NULL;
 }
 
-static sv_error_t *tally_write(sv_sink_t *snk, const sv_batch_t *b)
+static sv_error_t *ledger_write(sv_sink_t *snk, const sv_batch_t *b)
 {
-	tally_t *t = (tally_t *)snk;
-	if (snk->ops == &tally_txn_ops) {
+	ledger_t *t = (ledger_t *)snk;
+	if (snk->ops == &ledger_txn_ops) {
 		t->open_rows += b->nrows;
 	} else {
 		atomic_fetch_add(&committed_rows, b->nrows);
@@ -57,33 +57,33 @@ static sv_error_t *tally_write(sv_sink_t *snk, const sv_batch_t *b)
 	return NULL;
 }
 
-static sv_error_t *tally_write_raw(sv_sink_t *snk, const char *p, size_t len,
-				   const char *reason)
+static sv_error_t *ledger_write_raw(sv_sink_t *snk, const char *p, size_t len,
+				    const char *reason)
 {
 	return sv_error_new(SV_ERR_BINDING,
-			    "the tally sink takes no raw "
+			    "the ledger sink takes no raw "
 			    "payloads");
 }
 
-static void tally_close(sv_sink_t *snk)
+static void ledger_close(sv_sink_t *snk)
 {
 	free(snk);
 }
 
-static sv_error_t *tally_begin(sv_sink_t *snk)
+static sv_error_t *ledger_begin(sv_sink_t *snk)
 {
-	((tally_t *)snk)->open_rows = 0;
+	((ledger_t *)snk)->open_rows = 0;
 	return NULL;
 }
 
-static sv_error_t *tally_prepare(sv_sink_t *snk, int64_t ck, sv_buf_t *st)
+static sv_error_t *ledger_prepare(sv_sink_t *snk, int64_t ck, sv_buf_t *st)
 {
 	return NULL;
 }
 
-static sv_error_t *tally_commit(sv_sink_t *snk)
+static sv_error_t *ledger_commit(sv_sink_t *snk)
 {
-	tally_t *t = (tally_t *)snk;
+	ledger_t *t = (ledger_t *)snk;
 	atomic_fetch_add(&committed_rows, t->open_rows);
 	atomic_fetch_add(&commits, 1);
 	snk->records_out += t->open_rows;
@@ -91,42 +91,42 @@ static sv_error_t *tally_commit(sv_sink_t *snk)
 	return NULL;
 }
 
-static sv_error_t *tally_abort(sv_sink_t *snk)
+static sv_error_t *ledger_abort(sv_sink_t *snk)
 {
-	((tally_t *)snk)->open_rows = 0;
+	((ledger_t *)snk)->open_rows = 0;
 	return NULL;
 }
 
-static const sv_driver_t tally_driver = {
-	.kind = "tally",
+static const sv_driver_t ledger_driver = {
+	.kind = "ledger",
 	.caps = SV_DRIVER_TRANSACTIONAL,
 	.fields =
 		(const sv_driver_field_t[]){
 			{.name = "topic",
 			 .flags = SV_DRIVER_FIELD_REQUIRED,
-			 .what = "what the tally is of"},
+			 .what = "what the ledger is of"},
 			{NULL},
 		},
 };
 
-const sv_sink_ops_t tally_ops = {
-	.driver = &tally_driver,
-	.open = tally_open,
-	.write = tally_write,
-	.write_raw = tally_write_raw,
-	.close = tally_close,
+const sv_sink_ops_t ledger_ops = {
+	.driver = &ledger_driver,
+	.open = ledger_open,
+	.write = ledger_write,
+	.write_raw = ledger_write_raw,
+	.close = ledger_close,
 };
 
-const sv_sink_ops_t tally_txn_ops = {
-	.driver = &tally_driver,
-	.open = tally_open,
-	.write = tally_write,
-	.write_raw = tally_write_raw,
-	.close = tally_close,
-	.txn_begin = tally_begin,
-	.txn_prepare = tally_prepare,
-	.txn_commit = tally_commit,
-	.txn_abort = tally_abort,
+const sv_sink_ops_t ledger_txn_ops = {
+	.driver = &ledger_driver,
+	.open = ledger_open,
+	.write = ledger_write,
+	.write_raw = ledger_write_raw,
+	.close = ledger_close,
+	.txn_begin = ledger_begin,
+	.txn_prepare = ledger_prepare,
+	.txn_commit = ledger_commit,
+	.txn_abort = ledger_abort,
 };
 
 /* ---- tests ---- */
@@ -159,18 +159,18 @@ static void expect_refused(const char *tail, const char *field,
 static void test_register(void **state)
 {
 	(void)state;
-	assert_null(sv_sink_find("tally"));
-	assert_int_equal(sv_sink_register(&tally_ops), 0);
-	assert_ptr_equal(sv_sink_find("tally"), &tally_ops);
-	assert_ptr_equal(sv_drivers_find(DRV, SV_DRIVER_SINK, "tally"),
-			 &tally_driver);
+	assert_null(sv_sink_find("ledger"));
+	assert_int_equal(sv_sink_register(&ledger_ops), 0);
+	assert_ptr_equal(sv_sink_find("ledger"), &ledger_ops);
+	assert_ptr_equal(sv_drivers_find(DRV, SV_DRIVER_SINK, "ledger"),
+			 &ledger_driver);
 	/* a kind is registered once; a built-in kind cannot be replaced */
-	assert_int_equal(sv_sink_register(&tally_ops), -1);
+	assert_int_equal(sv_sink_register(&ledger_ops), -1);
 	static const sv_driver_t fake_null = {.kind = "null"};
 	static const sv_sink_ops_t fake_null_ops = {.driver = &fake_null};
 	assert_int_equal(sv_sink_register(&fake_null_ops), -1);
 	/* the source registry did not learn it */
-	assert_null(sv_drivers_find(DRV, SV_DRIVER_SOURCE, "tally"));
+	assert_null(sv_drivers_find(DRV, SV_DRIVER_SOURCE, "ledger"));
 }
 
 /* The spec parser knows the new kind and its fields from its descriptor. */
@@ -178,31 +178,31 @@ static void test_spec_checks_its_fields(void **state)
 {
 	(void)state;
 	sv_jobspec_t *spec = NULL;
-	sv_error_t *err = parse("\"sink\": {\"kind\": \"tally\", \"topic\": "
+	sv_error_t *err = parse("\"sink\": {\"kind\": \"ledger\", \"topic\": "
 				"\"rows\"}",
 				&spec);
 	if (err)
 		fail_msg("%s", err->message);
-	assert_string_equal(spec->msg->sink->kind, "tally");
+	assert_string_equal(spec->msg->sink->kind, "ledger");
 	/* no cluster default: the driver takes none */
 	assert_string_equal(spec->msg->sink->cluster, "");
 	sv_jobspec_destroy(spec);
-	expect_refused("\"sink\": {\"kind\": \"tally\"}", "sink.topic",
-		       "field 'sink.topic': is required for a tally sink "
-		       "(what the tally is of)");
-	expect_refused("\"sink\": {\"kind\": \"tally\", \"topic\": \"x\", "
+	expect_refused("\"sink\": {\"kind\": \"ledger\"}", "sink.topic",
+		       "field 'sink.topic': is required for a ledger sink "
+		       "(what the ledger is of)");
+	expect_refused("\"sink\": {\"kind\": \"ledger\", \"topic\": \"x\", "
 		       "\"path\": \"/tmp\"}",
 		       "sink.path",
-		       "field 'sink.path': a tally sink has no path (file "
+		       "field 'sink.path': a ledger sink has no path (file "
 		       "sinks do)");
-	expect_refused("\"sink\": {\"kind\": \"tally\", \"topic\": \"x\", "
+	expect_refused("\"sink\": {\"kind\": \"ledger\", \"topic\": \"x\", "
 		       "\"cluster\": \"default\"}",
 		       "sink.cluster",
-		       "field 'sink.cluster': a tally sink has no cluster "
+		       "field 'sink.cluster': a ledger sink has no cluster "
 		       "(kafka sinks do)");
-	expect_refused("\"sink\": {\"kind\": \"talley\"}", "sink.kind",
-		       "field 'sink.kind': unknown sink kind 'talley' "
-		       "(expected kafka, file, null, memory or tally)");
+	expect_refused("\"sink\": {\"kind\": \"ledgre\"}", "sink.kind",
+		       "field 'sink.kind': unknown sink kind 'ledgre' "
+		       "(expected kafka, file, null, memory or ledger)");
 	/* the built-in kinds, from their own descriptors */
 	expect_refused("\"sink\": {\"kind\": \"null\", \"path\": \"/x\"}",
 		       "sink.path",
@@ -217,7 +217,7 @@ static void test_spec_checks_its_fields(void **state)
 		       "field 'sink.transaction_timeout_ms': a file sink has "
 		       "no transaction_timeout_ms (kafka sinks do)");
 	/* exactly_once: the coverage check reads the capabilities */
-	assert_null(parse("\"sink\": {\"kind\": \"tally\", \"topic\": \"x\"}, "
+	assert_null(parse("\"sink\": {\"kind\": \"ledger\", \"topic\": \"x\"}, "
 			  "\"delivery\": \"exactly_once\"",
 			  &spec));
 	assert_null(sv_coverage_check(spec, DRV));
@@ -230,7 +230,7 @@ static void test_spec_checks_its_fields(void **state)
 	assert_int_equal(err->category, SV_ERR_COVERAGE);
 	assert_string_equal(err->message,
 			    "delivery 'exactly_once' needs a transactional "
-			    "sink (kafka, file or tally)");
+			    "sink (kafka, file or ledger)");
 	sv_error_destroy(err);
 	sv_jobspec_destroy(spec);
 	/* kafka's transactions carry the offsets: a generator has none */
@@ -259,16 +259,16 @@ static int teardown_sv(void **state)
 	return 0;
 }
 
-/* A bounded exactly_once job into the tally sink completes with every
+/* A bounded exactly_once job into the ledger sink completes with every
  * generated row committed once. */
 static void test_job_runs(void **state)
 {
 	local_sv_t *l = *state;
 	const char *spec =
-		"{\"name\": \"tally-job\", \"mode\": \"bounded\", \"source\": "
+		"{\"name\": \"ledger-job\", \"mode\": \"bounded\", \"source\": "
 		"{\"kind\": \"generator\", \"count\": 5000}, \"schema\": "
 		"[{\"name\": \"id\", \"type\": \"int64\"}], \"pipeline\": "
-		"[{\"filter\": \"id >= 0\"}], \"sink\": {\"kind\": \"tally\", "
+		"[{\"filter\": \"id >= 0\"}], \"sink\": {\"kind\": \"ledger\", "
 		"\"topic\": \"rows\"}, \"delivery\": \"exactly_once\", "
 		"\"checkpoint\": {\"interval_ms\": 50}}";
 	atomic_store(&committed_rows, 0);
