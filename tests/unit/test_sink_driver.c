@@ -144,6 +144,17 @@ static sv_error_t *parse(const char *tail, sv_jobspec_t **spec)
 	return sv_jobspec_parse_json(buf, strlen(buf), DRV, spec);
 }
 
+/* The submit-time coverage check (plan not built: the plan target is
+ * IncQL's unavailable one). */
+static sv_error_t *coverage(const sv_jobspec_t *spec)
+{
+	sv_coverage_env_t env = {false, true, DRV};
+	json_t *pt = sv_coverage_plan_target(spec, NULL);
+	sv_error_t *err = sv_coverage_check(spec, NULL, pt, &env, NULL);
+	json_decref(pt);
+	return err;
+}
+
 static void expect_refused(const char *tail, const char *field,
 			   const char *message)
 {
@@ -220,29 +231,33 @@ static void test_spec_checks_its_fields(void **state)
 	assert_null(parse("\"sink\": {\"kind\": \"ledger\", \"topic\": \"x\"}, "
 			  "\"delivery\": \"exactly_once\"",
 			  &spec));
-	assert_null(sv_coverage_check(spec, DRV));
+	assert_null(coverage(spec));
 	sv_jobspec_destroy(spec);
 	assert_null(parse("\"sink\": {\"kind\": \"memory\"}, \"delivery\": "
 			  "\"exactly_once\"",
 			  &spec));
-	err = sv_coverage_check(spec, DRV);
+	err = coverage(spec);
 	assert_non_null(err);
 	assert_int_equal(err->category, SV_ERR_COVERAGE);
-	assert_string_equal(err->message,
-			    "delivery 'exactly_once' needs a transactional "
-			    "sink (kafka, file or ledger)");
+	assert_string_equal(err->field, "sink.kind");
+	if (!strstr(err->message,
+		    "delivery 'exactly_once' needs a "
+		    "transactional sink (kafka, file or ledger)"))
+		fail_msg("%s", err->message);
 	sv_error_destroy(err);
 	sv_jobspec_destroy(spec);
 	/* kafka's transactions carry the offsets: a generator has none */
 	assert_null(parse("\"sink\": {\"kind\": \"kafka\", \"topic\": \"x\"}, "
 			  "\"delivery\": \"exactly_once\"",
 			  &spec));
-	err = sv_coverage_check(spec, DRV);
+	err = coverage(spec);
 	assert_non_null(err);
 	assert_string_equal(err->field, "source.kind");
-	assert_string_equal(err->message,
-			    "delivery 'exactly_once' into a kafka sink needs a "
-			    "source with a consumer group (kafka)");
+	if (!strstr(err->message,
+		    "delivery 'exactly_once' into a kafka sink "
+		    "needs a source with a consumer group "
+		    "(kafka)"))
+		fail_msg("%s", err->message);
 	sv_error_destroy(err);
 	sv_jobspec_destroy(spec);
 }
