@@ -32,9 +32,9 @@ enum {
 	/* Sink: its transactions carry the source positions (txn_offsets),
 	 * so exactly_once needs an SV_DRIVER_GROUP source. */
 	SV_DRIVER_TXN_OFFSETS = 1u << 4,
-	/* Sink: its transactions have a timeout the target must allow,
-	 * checked at submit (sv_sink_ops_t.check_txn). */
-	SV_DRIVER_TXN_TIMEOUT = 1u << 5,
+	/* Sink: takes raw payloads (write_raw), so it can be a job's
+	 * dead_letter sink. */
+	SV_DRIVER_RAW = 1u << 5,
 };
 
 /* Field flags (sv_driver_field_t.flags). */

@@ -884,6 +884,16 @@ static sv_error_t *check_sink(const sv_drivers_t *cat, Streamvisor__Sink *s,
 	DEFAULT_STR(s->format, "json");
 	if ((err = find_driver(cat, SV_DRIVER_SINK, name, s->kind, &drv)))
 		return err;
+	if (!strcmp(name, "dead_letter") &&
+	    !sv_driver_has(drv, SV_DRIVER_RAW)) {
+		char list[160];
+		return bad("dead_letter.kind",
+			   "a %s sink takes no dead letters (raw payloads; "
+			   "%s sinks do)",
+			   s->kind,
+			   sv_drivers_list(cat, SV_DRIVER_SINK, SV_DRIVER_RAW,
+					   NULL, list, sizeof(list)));
+	}
 	snprintf(f, sizeof(f), "%s.format", name);
 	if (strcmp(s->format, "json"))
 		return bad(f, "unsupported output format '%s' (expected json)",

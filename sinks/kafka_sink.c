@@ -891,7 +891,7 @@ static void ksnk_close(sv_sink_t *snk)
 static const sv_driver_t kafka_driver = {
 	.kind = "kafka",
 	.caps = SV_DRIVER_CLUSTER | SV_DRIVER_TRANSACTIONAL |
-		SV_DRIVER_TXN_OFFSETS,
+		SV_DRIVER_TXN_OFFSETS | SV_DRIVER_RAW,
 	.fields =
 		(const sv_driver_field_t[]){
 			{.name = "cluster", .def = "default"},

@@ -41,7 +41,7 @@ static void null_close(sv_sink_t *snk)
 	free(snk);
 }
 
-static const sv_driver_t null_driver = {.kind = "null"};
+static const sv_driver_t null_driver = {.kind = "null", .caps = SV_DRIVER_RAW};
 
 const sv_sink_ops_t sv_sink_null_ops = {
 	.driver = &null_driver,

@@ -214,6 +214,24 @@ static void test_spec_checks_its_fields(void **state)
 	expect_refused("\"sink\": {\"kind\": \"ledgre\"}", "sink.kind",
 		       "field 'sink.kind': unknown sink kind 'ledgre' "
 		       "(expected kafka, file, null, memory or ledger)");
+	/* a dead_letter sink must take raw payloads (SV_DRIVER_RAW) */
+	expect_refused("\"sink\": {\"kind\": \"null\"}, \"dead_letter\": "
+		       "{\"kind\": \"ledger\", \"topic\": \"x\"}",
+		       "dead_letter.kind",
+		       "field 'dead_letter.kind': a ledger sink takes no dead "
+		       "letters (raw payloads; kafka, null or memory sinks "
+		       "do)");
+	expect_refused("\"sink\": {\"kind\": \"null\"}, \"dead_letter\": "
+		       "{\"kind\": \"file\", \"path\": \"/tmp/x\"}",
+		       "dead_letter.kind",
+		       "field 'dead_letter.kind': a file sink takes no dead "
+		       "letters (raw payloads; kafka, null or memory sinks "
+		       "do)");
+	assert_null(parse("\"sink\": {\"kind\": \"null\"}, \"dead_letter\": "
+			  "{\"kind\": \"memory\"}",
+			  &spec));
+	assert_string_equal(spec->msg->on_invalid, "dead_letter");
+	sv_jobspec_destroy(spec);
 	/* the built-in kinds, from their own descriptors */
 	expect_refused("\"sink\": {\"kind\": \"null\", \"path\": \"/x\"}",
 		       "sink.path",
