@@ -539,22 +539,36 @@ static void infer_sink(infer_t *in, const Streamvisor__JobSpec *js,
 	const char *reason = "delivery 'exactly_once' needs the sink to "
 			     "commit atomically with the source positions "
 			     "and the checkpoint";
-	const char *sink = js->sink->kind;
-	if (strcmp(sink, "kafka") && strcmp(sink, "file"))
+	const sv_driver_t *snk = sv_drivers_find(env->drivers, SV_DRIVER_SINK,
+						 js->sink->kind);
+	const sv_driver_t *src = sv_drivers_find(env->drivers, SV_DRIVER_SOURCE,
+						 js->source->kind);
+	char kinds[160], msg[400];
+	if (!sv_driver_has(snk, SV_DRIVER_TRANSACTIONAL)) {
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' needs a transactional sink "
+			 "(%s)",
+			 sv_drivers_list(env->drivers, SV_DRIVER_SINK,
+					 SV_DRIVER_TRANSACTIONAL, NULL, kinds,
+					 sizeof(kinds)));
 		add(in, pt, "sink_commit_guarantee", "required", reason,
-		    "uncovered",
-		    "delivery 'exactly_once' needs a transactional sink "
-		    "(kafka or file)",
-		    "sink.kind", NULL);
-	else if (!strcmp(sink, "kafka") && strcmp(js->source->kind, "kafka"))
+		    "uncovered", msg, "sink.kind", NULL);
+	} else if (sv_driver_has(snk, SV_DRIVER_TXN_OFFSETS) &&
+		   !sv_driver_has(src, SV_DRIVER_GROUP)) {
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' into a %s sink needs a "
+			 "source with a consumer group (%s): the checkpoint "
+			 "id travels in the source's consumer-group offsets, "
+			 "and a %s source has none",
+			 snk->kind,
+			 sv_drivers_list(env->drivers, SV_DRIVER_SOURCE,
+					 SV_DRIVER_GROUP, NULL, kinds,
+					 sizeof(kinds)),
+			 js->source->kind);
 		add(in, pt, "sink_commit_guarantee", "required", reason,
-		    "uncovered",
-		    "delivery 'exactly_once' into a kafka sink needs a kafka "
-		    "source: the checkpoint id travels in the source's "
-		    "consumer-group offsets, and a generator source has none",
-		    "source.kind", NULL);
-	else if (!strcmp(sink, "kafka") && env->dev_cluster &&
-		 !strcmp(js->sink->cluster, "default"))
+		    "uncovered", msg, "source.kind", NULL);
+	} else if (sv_driver_has(snk, SV_DRIVER_CLUSTER) && env->dev_cluster &&
+		   !strcmp(js->sink->cluster, "default"))
 		add(in, pt, "sink_commit_guarantee", "required", reason,
 		    "partially_covered",
 		    "the 'default' cluster is the embedded development "
@@ -587,7 +601,11 @@ static json_t *infer(const sv_jobspec_t *spec, const json_t *pt,
 	snprintf(path, sizeof(path), "read-root/%s", src);
 	json_t *rt = sub_target(&in, "read_root", "read-root", src, "read-root",
 				path, src, -1, -1);
-	if (stream || !strcmp(js->source->kind, "kafka"))
+	/* a bounded read of a log with offsets still tracks them */
+	if (stream ||
+	    sv_driver_has(sv_drivers_find(env->drivers, SV_DRIVER_SOURCE,
+					  js->source->kind),
+			  SV_DRIVER_GROUP))
 		add(&in, rt, "source_offset_tracking", "required",
 		    stream ? "a stream continues from its tracked source "
 			     "positions after a restart"

@@ -863,99 +863,185 @@ static sv_error_t *bad(const char *field, const char *fmt, ...)
 			field = (char *)(value); \
 	} while (0)
 
-static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
+/* A kind-specific field of a source or sink section, for checking it
+ * against the driver's descriptor (core/driver.h). */
+typedef struct kfield {
+	const char *name;
+	char **str; /* a string field, or NULL */
+	int64_t *num; /* an integer field (seed: its bits), or NULL */
+	int64_t unset; /* besides 0, the integer that means "not given" */
+} kfield_t;
+
+static bool kfield_given(const kfield_t *k)
+{
+	if (k->str)
+		return !empty(*k->str);
+	return *k->num != 0 && *k->num != k->unset;
+}
+
+/* "a, b or c" from a NULL-terminated list. */
+static const char *or_list(const char *const *v, char *buf, size_t len)
+{
+	size_t o = 0, n = 0;
+	buf[0] = '\0';
+	while (v[n])
+		n++;
+	for (size_t i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s",
+				      i == 0               ? ""
+					      : i + 1 == n ? " or "
+							   : ", ",
+				      v[i]);
+	return buf;
+}
+
+/* Check the kind-specific fields of a section against what the driver of
+ * its kind declares: a field it does not take is refused, its defaults are
+ * filled in, its required fields and allowed values checked. */
+static sv_error_t *check_kind_fields(const sv_drivers_t *cat,
+				     sv_driver_role_t role, const char *section,
+				     const sv_driver_t *drv, kfield_t *fields,
+				     size_t n, bool bounded)
+{
+	const char *rname = role == SV_DRIVER_SOURCE ? "source" : "sink";
+	char f[192], list[160];
+	for (size_t i = 0; i < n; i++) {
+		kfield_t *k = &fields[i];
+		const sv_driver_field_t *df = sv_driver_field(drv, k->name);
+		bool given = kfield_given(k);
+		snprintf(f, sizeof(f), "%s.%s", section, k->name);
+		if (!df) {
+			if (given)
+				return bad(f, "a %s %s has no %s (%s %ss do)",
+					   drv->kind, rname, k->name,
+					   sv_drivers_list(cat, role, 0,
+							   k->name, list,
+							   sizeof(list)),
+					   rname);
+			continue;
+		}
+		if (!given && k->str && df->def) {
+			*k->str = (char *)df->def;
+			given = true;
+		}
+		bool need = (df->flags & SV_DRIVER_FIELD_REQUIRED) ||
+			(bounded && (df->flags & SV_DRIVER_FIELD_BOUNDED));
+		if (!given && need)
+			return bad(f, "is required for a %s %s%s%s%s%s",
+				   drv->kind, rname,
+				   df->flags & SV_DRIVER_FIELD_REQUIRED
+					   ? ""
+					   : " in a bounded job",
+				   df->what ? " (" : "",
+				   df->what ? df->what : "",
+				   df->what ? ")" : "");
+		if (given && k->str && df->values &&
+		    !one_of(*k->str, df->values))
+			return bad(f, "unknown %s '%s' (expected %s)", k->name,
+				   *k->str,
+				   or_list(df->values, list, sizeof(list)));
+	}
+	return NULL;
+}
+
+/* The driver of a section's kind (the kind defaulted to kafka). */
+static sv_error_t *find_driver(const sv_drivers_t *cat, sv_driver_role_t role,
+			       const char *section, const char *kind,
+			       const sv_driver_t **out)
+{
+	char f[192], list[160];
+	const char *rname = role == SV_DRIVER_SOURCE ? "source" : "sink";
+	snprintf(f, sizeof(f), "%s.kind", section);
+	*out = sv_drivers_find(cat, role, kind);
+	if (!*out)
+		return bad(f, "unknown %s kind '%s' (expected %s)", rname, kind,
+			   sv_drivers_list(cat, role, 0, NULL, list,
+					   sizeof(list)));
+	return NULL;
+}
+
+static sv_error_t *check_sink(const sv_drivers_t *cat, Streamvisor__Sink *s,
+			      const char *name, bool bounded)
 {
 	char f[64];
+	const sv_driver_t *drv;
+	sv_error_t *err;
 	DEFAULT_STR(s->kind, "kafka");
 	DEFAULT_STR(s->format, "json");
-	static const char *const kinds[] = {"kafka", "file", "null", "memory",
-					    NULL};
-	snprintf(f, sizeof(f), "%s.kind", name);
-	if (!one_of(s->kind, kinds))
-		return bad(f,
-			   "unknown sink kind '%s' (expected kafka, file, null "
-			   "or memory)",
-			   s->kind);
+	if ((err = find_driver(cat, SV_DRIVER_SINK, name, s->kind, &drv)))
+		return err;
+	if (!strcmp(name, "dead_letter") &&
+	    !sv_driver_has(drv, SV_DRIVER_RAW)) {
+		char list[160];
+		return bad("dead_letter.kind",
+			   "a %s sink takes no dead letters (raw payloads; "
+			   "%s sinks do)",
+			   s->kind,
+			   sv_drivers_list(cat, SV_DRIVER_SINK, SV_DRIVER_RAW,
+					   NULL, list, sizeof(list)));
+	}
 	snprintf(f, sizeof(f), "%s.format", name);
 	if (strcmp(s->format, "json"))
 		return bad(f, "unsupported output format '%s' (expected json)",
 			   s->format);
-	if (!strcmp(s->kind, "kafka")) {
-		DEFAULT_STR(s->cluster, "default");
-		snprintf(f, sizeof(f), "%s.topic", name);
-		if (empty(s->topic))
-			return bad(f, "is required for a kafka sink");
-	}
 	snprintf(f, sizeof(f), "%s.transaction_timeout_ms", name);
-	if (s->transaction_timeout_ms < 0 ||
-	    (s->transaction_timeout_ms && strcmp(s->kind, "kafka")))
-		return bad(f,
-			   "must be a positive number of milliseconds, on a "
-			   "kafka sink");
-	snprintf(f, sizeof(f), "%s.path", name);
-	if (!strcmp(s->kind, "file") && empty(s->path))
-		return bad(f,
-			   "is required for a file sink (the output "
-			   "directory)");
-	if (strcmp(s->kind, "file") && !empty(s->path))
-		return bad(f, "only a file sink has a path");
-	return NULL;
+	if (s->transaction_timeout_ms < 0)
+		return bad(f, "must be a positive number of milliseconds");
+	kfield_t fields[] = {
+		{"cluster", &s->cluster, NULL, 0},
+		{"topic", &s->topic, NULL, 0},
+		{"path", &s->path, NULL, 0},
+		{"transaction_timeout_ms", NULL, &s->transaction_timeout_ms, 0},
+	};
+	return check_kind_fields(cat, SV_DRIVER_SINK, name, drv, fields,
+				 sizeof(fields) / sizeof(fields[0]), bounded);
 }
 
 /* Defaults and checks of a source; prefix names it ("source",
  * "pipeline[2].join.source"). */
-static sv_error_t *check_source(Streamvisor__Source *s, const char *prefix,
-				const char *mode)
+static sv_error_t *check_source(const sv_drivers_t *cat, Streamvisor__Source *s,
+				const char *prefix, bool bounded)
 {
-	char f[160];
-#define SF(name) (snprintf(f, sizeof(f), "%s." name, prefix), f)
+	char f[192];
+	const sv_driver_t *drv;
+	sv_error_t *err;
 	DEFAULT_STR(s->kind, "kafka");
 	DEFAULT_STR(s->format, "json");
-	static const char *const skinds[] = {"kafka", "generator", NULL};
-	if (!one_of(s->kind, skinds))
-		return bad(SF("kind"),
-			   "unknown source kind '%s' (expected kafka "
-			   "or generator)",
-			   s->kind);
+	if ((err = find_driver(cat, SV_DRIVER_SOURCE, prefix, s->kind, &drv)))
+		return err;
 	static const char *const formats[] = {"json", "csv", NULL};
+	snprintf(f, sizeof(f), "%s.format", prefix);
 	if (!one_of(s->format, formats))
-		return bad(SF("format"),
+		return bad(f,
 			   "unknown format '%s' (expected json or "
 			   "csv)",
 			   s->format);
-	if (!strcmp(s->kind, "kafka")) {
-		DEFAULT_STR(s->cluster, "default");
-		DEFAULT_STR(s->start, "earliest");
-		if (empty(s->topic))
-			return bad(SF("topic"),
-				   "is required for a kafka source");
-		static const char *const starts[] = {"earliest", "latest",
-						     NULL};
-		if (!one_of(s->start, starts))
-			return bad(SF("start"),
-				   "unknown start '%s' (expected "
-				   "earliest or latest)",
-				   s->start);
-		if (s->rate_per_s > 1000000000LL)
-			return bad(SF("rate_per_s"),
-				   "%lld is above the limit "
-				   "of 1,000,000,000 records per second",
-				   (long long)s->rate_per_s);
-	} else {
-		DEFAULT_STR(s->generator, "sequence");
-		static const char *const gens[] = {"sequence", "nexmark", NULL};
-		if (!one_of(s->generator, gens))
-			return bad(SF("generator"),
-				   "unknown generator '%s' "
-				   "(expected sequence or nexmark)",
-				   s->generator);
-		if (s->count == 0)
-			s->count = -1;
-		if (!strcmp(mode, "bounded") && s->count < 0)
-			return bad(SF("count"),
-				   "a bounded generator needs a count");
-	}
-#undef SF
+	if (bounded && !sv_driver_has(drv, SV_DRIVER_BOUNDED))
+		return bad("mode", "a %s source cannot run a bounded job",
+			   s->kind);
+	/* not given is -1 in either encoding (JSON's default, protobuf's 0),
+	 * so both spell the same plan */
+	if (s->count == 0)
+		s->count = -1;
+	kfield_t fields[] = {
+		{"cluster", &s->cluster, NULL, 0},
+		{"topic", &s->topic, NULL, 0},
+		{"start", &s->start, NULL, 0},
+		{"generator", &s->generator, NULL, 0},
+		{"count", NULL, &s->count, -1},
+		{"rate_per_s", NULL, &s->rate_per_s, 0},
+		{"seed", NULL, (int64_t *)&s->seed, 0},
+	};
+	if ((err = check_kind_fields(cat, SV_DRIVER_SOURCE, prefix, drv, fields,
+				     sizeof(fields) / sizeof(fields[0]),
+				     bounded)))
+		return err;
+	snprintf(f, sizeof(f), "%s.rate_per_s", prefix);
+	if (s->rate_per_s > 1000000000LL)
+		return bad(f,
+			   "%lld is above the limit "
+			   "of 1,000,000,000 records per second",
+			   (long long)s->rate_per_s);
 	return NULL;
 }
 
@@ -1016,8 +1102,8 @@ static sv_error_t *check_event_time(const Streamvisor__EventTime *et,
 }
 
 /* A join step: its own input, keys, kind and the type's parameters. */
-static sv_error_t *check_join(Streamvisor__JobSpec *js, size_t i,
-			      Streamvisor__Join *j)
+static sv_error_t *check_join(const sv_drivers_t *cat, Streamvisor__JobSpec *js,
+			      size_t i, Streamvisor__Join *j)
 {
 	char f[96], g[160];
 	snprintf(f, sizeof(f), "pipeline[%zu].join", i);
@@ -1063,9 +1149,11 @@ static sv_error_t *check_join(Streamvisor__JobSpec *js, size_t i,
 	if (!j->source)
 		return bad(JF("source"), "is required");
 	sv_error_t *err;
-	if ((err = check_source(j->source, JF("source"), js->mode)))
+	if ((err = check_source(cat, j->source, JF("source"),
+				!strcmp(js->mode, "bounded"))))
 		return err;
-	if (lookup && !strcmp(j->source->kind, "kafka") &&
+	/* a source that takes a start (its driver declares one) */
+	if (lookup && !empty(j->source->start) &&
 	    strcmp(j->source->start, "earliest"))
 		return bad(JF("source.start"),
 			   "a lookup join reads its table from the start "
@@ -1155,7 +1243,7 @@ static sv_error_t *normalize_evidence(Streamvisor__Evidence *ev)
 
 /* Fill defaults into msg (pointers to static strings are fine: the message
  * is packed and unpacked right after). */
-static sv_error_t *normalize(Streamvisor__JobSpec *js)
+static sv_error_t *normalize(Streamvisor__JobSpec *js, const sv_drivers_t *cat)
 {
 	if (empty(js->name))
 		return bad("name", "is required");
@@ -1189,21 +1277,23 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 		return bad("dead_letter",
 			   "is required when on_invalid is dead_letter");
 
+	bool bounded = !strcmp(js->mode, "bounded");
 	sv_error_t *err;
 	if (!js->source)
 		return bad("source", "is required");
-	if ((err = check_source(js->source, "source", js->mode)) ||
+	if ((err = check_source(cat, js->source, "source", bounded)) ||
 	    (err = check_fields(js->schema, js->n_schema, "schema")))
 		return err;
 
 	if (!js->sink)
 		return bad("sink", "is required");
-	if ((err = check_sink(js->sink, "sink")))
+	if ((err = check_sink(cat, js->sink, "sink", bounded)))
 		return err;
 	if (js->dead_letter &&
-	    (err = check_sink(js->dead_letter, "dead_letter")))
+	    (err = check_sink(cat, js->dead_letter, "dead_letter", bounded)))
 		return err;
-	if (js->late_sink && (err = check_sink(js->late_sink, "late_sink")))
+	if (js->late_sink &&
+	    (err = check_sink(cat, js->late_sink, "late_sink", bounded)))
 		return err;
 
 	int joins = 0;
@@ -1216,7 +1306,7 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 			snprintf(f, sizeof(f), "pipeline[%zu].join", i);
 			return bad(f, "a job has at most one join step");
 		}
-		if ((err = check_join(js, i, st->join)))
+		if ((err = check_join(cat, js, i, st->join)))
 			return err;
 	}
 	for (size_t i = 0; i < js->n_pipeline; i++) {
@@ -1303,7 +1393,8 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 }
 
 /* Pack msg, hash it, and unpack into an owned message. */
-static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
+static sv_error_t *finish(Streamvisor__JobSpec *msg, const sv_drivers_t *cat,
+			  sv_jobspec_t **out)
 {
 	Streamvisor__Checkpoint ck = STREAMVISOR__CHECKPOINT__INIT;
 	Streamvisor__Restart rs = STREAMVISOR__RESTART__INIT;
@@ -1314,7 +1405,7 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 		msg->restart = &rs;
 	if (!msg->lag)
 		msg->lag = &lag;
-	sv_error_t *err = normalize(msg);
+	sv_error_t *err = normalize(msg, cat);
 	if (err)
 		return err;
 	/* The plan id hashes the plan without the IncQL evidence: the client's
@@ -1348,6 +1439,7 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 }
 
 sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
+				  const sv_drivers_t *drivers,
 				  sv_jobspec_t **out)
 {
 	*out = NULL;
@@ -1371,7 +1463,7 @@ sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
 		err = c.err ? c.err
 			    : sv_error_new(SV_ERR_SUBMISSION, "invalid spec");
 	else
-		err = finish(&js, out);
+		err = finish(&js, drivers, out);
 	sv_arena_release(&c.arena);
 	json_decref(root);
 	return err;
@@ -1389,6 +1481,7 @@ static void arena_free(void *data, void *p)
 }
 
 sv_error_t *sv_jobspec_parse_proto(const uint8_t *data, size_t len,
+				   const sv_drivers_t *drivers,
 				   sv_jobspec_t **out)
 {
 	*out = NULL;
@@ -1405,7 +1498,7 @@ sv_error_t *sv_jobspec_parse_proto(const uint8_t *data, size_t len,
 				   "job spec is not a valid protobuf "
 				   "streamvisor.JobSpec message");
 	else
-		err = finish(msg, out);
+		err = finish(msg, drivers, out);
 	sv_arena_release(&arena);
 	return err;
 }
@@ -1460,13 +1553,15 @@ static json_t *source_json(const Streamvisor__Source *s)
 	put_str(src, "format", s->format);
 	put_str(src, "start", s->start);
 	put_str(src, "generator", s->generator);
-	if (!strcmp(s->kind, "generator")) {
+	/* the fields the source's driver took (normalize refused the rest) */
+	if (s->count > 0)
 		json_object_set_new(src, "count", json_integer(s->count));
+	if (s->rate_per_s)
 		json_object_set_new(src, "rate_per_s",
 				    json_integer(s->rate_per_s));
+	if (s->seed)
 		json_object_set_new(src, "seed",
 				    json_integer((json_int_t)s->seed));
-	}
 	return src;
 }
 

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/driver.h"
 #include "core/error.h"
 #include "proto/spec.pb-c.h"
 
@@ -23,11 +24,16 @@ typedef struct sv_jobspec {
 
 /* Parse a JSON job spec. Errors are SV_ERR_SUBMISSION with err->field set to
  * the path of the offending field ("source.topic", "pipeline[1].filter") and
- * a message naming it: unknown field, wrong type, missing, bad value. */
+ * a message naming it: unknown field, wrong type, missing, bad value.
+ * drivers (borrowed) says which source and sink kinds exist and what each
+ * takes (core/driver.h): the kind-specific fields (topic, path, start, ...)
+ * are checked and defaulted from the kind's descriptor. */
 sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
+				  const sv_drivers_t *drivers,
 				  sv_jobspec_t **out);
 /* Parse a protobuf-encoded Streamvisor.JobSpec; same validation. */
 sv_error_t *sv_jobspec_parse_proto(const uint8_t *data, size_t len,
+				   const sv_drivers_t *drivers,
 				   sv_jobspec_t **out);
 void sv_jobspec_destroy(sv_jobspec_t *spec);
 

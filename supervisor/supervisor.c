@@ -9,7 +9,6 @@
  * attempt. */
 #define _GNU_SOURCE
 #include "supervisor/supervisor_int.h"
-#include "kafka/admin.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -23,6 +22,8 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "sinks/sink.h"
+#include "supervisor/drivers.h"
 #include "supervisor/history.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
@@ -149,22 +150,17 @@ static void tick(sv_supervisor_t *sv)
 
 /* ---- commands (run on the supervisor thread) ---- */
 
-/* exactly_once into Kafka: the broker must allow our transaction timeout
- * (asked now, not at the first init_transactions). */
-static sv_error_t *check_transactions(sv_supervisor_t *sv,
-				      const Streamvisor__JobSpec *js)
+/* exactly_once: the sink's target must allow our transactions (kafka: the
+ * broker's maximum transaction timeout), asked now rather than at the
+ * first transaction. */
+static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
+				      const sv_clusters_t *cl)
 {
-	if (strcmp(js->delivery, "exactly_once") ||
-	    strcmp(js->sink->kind, "kafka"))
+	const sv_sink_ops_t *ops = sv_sink_find(js->sink->kind);
+	if (strcmp(js->delivery, "exactly_once") || !ops || !ops->check_txn)
 		return NULL;
-	const sv_cluster_t *cl;
-	sv_error_t *err = sv_resolve_cluster(
-		sv, js->sink->kind, js->sink->cluster, "sink.cluster", &cl);
-	if (!err)
-		err = sv_kafka_check_txn_timeout(
-			cl, sv_sink_txn_timeout_ms(js->sink),
-			"sink.transaction_timeout_ms");
-	return err;
+	return ops->check_txn(cl->sink, sv_sink_txn_timeout_ms(js->sink),
+			      "sink.transaction_timeout_ms");
 }
 
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
@@ -172,25 +168,15 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = c->u.submit.protobuf
 		? sv_jobspec_parse_proto((const uint8_t *)c->u.submit.body,
-					 c->u.submit.len, &spec)
+					 c->u.submit.len, sv_registry_drivers(),
+					 &spec)
 		: sv_jobspec_parse_json(c->u.submit.body, c->u.submit.len,
-					&spec);
+					sv_registry_drivers(), &spec);
 	if (err)
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
-	const sv_cluster_t *cl;
-	if ((err = sv_resolve_cluster(sv, js->source->kind, js->source->cluster,
-				      "source.cluster", &cl)) ||
-	    (err = sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster,
-				      "sink.cluster", &cl)) ||
-	    (js->dead_letter &&
-	     (err = sv_resolve_cluster(sv, js->dead_letter->kind,
-				       js->dead_letter->cluster,
-				       "dead_letter.cluster", &cl))) ||
-	    (js->late_sink &&
-	     (err = sv_resolve_cluster(sv, js->late_sink->kind,
-				       js->late_sink->cluster,
-				       "late_sink.cluster", &cl)))) {
+	sv_clusters_t cl;
+	if ((err = sv_resolve_clusters(sv, js, &cl))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}
@@ -198,7 +184,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_evidence_t *ev = NULL;
 	if ((err = sv_plan_build(spec, &plan)) ||
 	    (err = sv_evidence_check(sv, spec, plan, &ev)) ||
-	    (err = check_transactions(sv, js))) {
+	    (err = check_transactions(js, &cl))) {
 		sv_evidence_plan_error(err, spec);
 		sv_evidence_destroy(ev);
 		sv_plan_destroy(plan);

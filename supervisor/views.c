@@ -9,6 +9,7 @@
 
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "supervisor/drivers.h"
 #include "supervisor/history.h"
 #include "supervisor/metrics.h"
 #include "supervisor/supervisor_int.h"
@@ -477,7 +478,8 @@ bool sv_dev_default(sv_supervisor_t *sv)
 
 char *sv_supervisor_info(sv_supervisor_t *sv)
 {
-	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL};
+	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL,
+				 sv_registry_drivers()};
 	json_t *cov = sv_coverage_info(&env);
 	json_t *clusters = json_array();
 	for (size_t i = 0; i < sv->conf.nclusters; i++)
