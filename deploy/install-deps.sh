@@ -32,6 +32,7 @@ required=(
     build-essential cmake ninja-build pkg-config
     librdkafka-dev librocksdb-dev
     libprotobuf-c-dev protobuf-c-compiler
+    libprotobuf-dev          # google/protobuf/{any,empty}.proto for the Substrait protos
     libmicrohttpd-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
     kcat                     # produce/consume from shell tests
     prometheus               # only for promtool (metrics format checks)

@@ -55,7 +55,8 @@ static const cap_t operators[] = {
 	{"operator:join", "uncovered", "no join operator exists"},
 };
 
-static json_t *record(const char *name, const char *status, const char *reason)
+json_t *sv_coverage_record(const char *name, const char *status,
+			   const char *reason)
 {
 	return json_pack("{s:s, s:s, s:s}", "capability", name, "status",
 			 status, "reason", reason);
@@ -69,40 +70,44 @@ char *sv_coverage_json(bool dev_cluster)
 		if (dev_cluster && !strcmp(c->name, "sink_commit_guarantee"))
 			json_array_append_new(
 				a,
-				record(c->name, "partial",
-				       "the 'default' cluster is the embedded "
-				       "development "
-				       "cluster (librdkafka's mock), which "
-				       "does not filter "
-				       "aborted transactions: read_committed "
-				       "readers may "
-				       "see them"));
+				sv_coverage_record(
+					c->name, "partial",
+					"the 'default' cluster is the embedded "
+					"development "
+					"cluster (librdkafka's mock), which "
+					"does not filter "
+					"aborted transactions: read_committed "
+					"readers may "
+					"see them"));
 		else
-			json_array_append_new(
-				a, record(c->name, c->status, c->reason));
+			json_array_append_new(a,
+					      sv_coverage_record(c->name,
+								 c->status,
+								 c->reason));
 	}
 	for (size_t i = 0; i < sizeof(operators) / sizeof(operators[0]); i++)
 		json_array_append_new(a,
-				      record(operators[i].name,
-					     operators[i].status,
-					     operators[i].reason));
+				      sv_coverage_record(operators[i].name,
+							 operators[i].status,
+							 operators[i].reason));
 	for (size_t i = 0; i < sv_func_count(); i++) {
 		char name[96];
 		snprintf(name, sizeof(name), "function:%s", sv_func_name(i));
 		json_array_append_new(
 			a,
-			record(name, "covered", "in the expression registry"));
+			sv_coverage_record(name, "covered",
+					   "in the expression registry"));
 	}
 	char *s = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
 	return s;
 }
 
-static sv_error_t *refuse(const char *cap, const char *reason,
-			  const char *field, const char *message)
+sv_error_t *sv_coverage_refuse(const char *cap, const char *reason,
+			       const char *field, const char *message)
 {
 	json_t *a = json_array();
-	json_array_append_new(a, record(cap, "uncovered", reason));
+	json_array_append_new(a, sv_coverage_record(cap, "uncovered", reason));
 	char *details = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
 	sv_error_t *err = sv_error_new(SV_ERR_COVERAGE, "%s", message);
@@ -119,20 +124,22 @@ sv_error_t *sv_coverage_check(const sv_jobspec_t *spec)
 		return NULL;
 	const char *sink = js->sink->kind;
 	if (strcmp(sink, "kafka") && strcmp(sink, "file"))
-		return refuse("sink_commit_guarantee",
-			      "only the kafka and file "
-			      "sinks commit transactionally",
-			      "sink.kind",
-			      "delivery 'exactly_once' needs a transactional "
-			      "sink (kafka or file)");
+		return sv_coverage_refuse(
+			"sink_commit_guarantee",
+			"only the kafka and file "
+			"sinks commit transactionally",
+			"sink.kind",
+			"delivery 'exactly_once' needs a transactional "
+			"sink (kafka or file)");
 	if (!strcmp(sink, "kafka") && strcmp(js->source->kind, "kafka"))
-		return refuse("sink_commit_guarantee",
-			      "exactly_once into Kafka "
-			      "carries the checkpoint id in the source's "
-			      "consumer-group offsets; a generator source has "
-			      "none",
-			      "source.kind",
-			      "delivery 'exactly_once' "
-			      "into a kafka sink needs a kafka source");
+		return sv_coverage_refuse(
+			"sink_commit_guarantee",
+			"exactly_once into Kafka "
+			"carries the checkpoint id in the source's "
+			"consumer-group offsets; a generator source has "
+			"none",
+			"source.kind",
+			"delivery 'exactly_once' "
+			"into a kafka sink needs a kafka source");
 	return NULL;
 }

@@ -5,6 +5,7 @@
 #ifndef SV_COVERAGE_H
 #define SV_COVERAGE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "core/error.h"
@@ -17,5 +18,16 @@ char *sv_coverage_json(bool dev_cluster);
 /* NULL when spec needs only covered capabilities; else a SV_ERR_COVERAGE
  * error whose details are the coverage records that refuse it. */
 sv_error_t *sv_coverage_check(const sv_jobspec_t *spec);
+
+/* One coverage record, in the shape of every row of GET /v1/info: build
+ * rows through this (and sv_coverage_refuse), never by hand, so a change of
+ * the record shape applies everywhere. */
+json_t *sv_coverage_record(const char *capability, const char *status,
+			   const char *reason);
+
+/* A SV_ERR_COVERAGE error with message and field whose details are the one
+ * uncovered record (capability, reason). */
+sv_error_t *sv_coverage_refuse(const char *capability, const char *reason,
+			       const char *field, const char *message);
 
 #endif
