@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/expr.h"
+#include "ingress/substrait.h"
 
 typedef struct cap {
 	const char *name;
@@ -52,6 +53,12 @@ static const cap_t operators[] = {
 	{"operator:select", "covered", "projection with expressions"},
 	{"operator:window", "covered", "tumbling, sliding, session"},
 	{"operator:dedup", "covered", "first record per key within a bound"},
+	{"operator:order", "covered",
+	 "bounded jobs: sort the result at the end of input, offset and "
+	 "limit"},
+	{"operator:window:global", "covered",
+	 "bounded jobs: one keyed window over the whole input, fired at the "
+	 "end of input (a plain GROUP BY)"},
 	{"operator:join", "uncovered", "no join operator exists"},
 };
 
@@ -98,6 +105,7 @@ char *sv_coverage_json(bool dev_cluster)
 			sv_coverage_record(name, "covered",
 					   "in the expression registry"));
 	}
+	sv_substrait_coverage_rows(a);
 	char *s = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
 	return s;

@@ -483,7 +483,8 @@ static bool enc_value(jctx_t *c, const ProtobufCFieldDescriptor *f,
 		}
 		put_tag(out, f->id, 2);
 		put_varint(out, b.len);
-		sv_buf_append(out, b.data, b.len);
+		if (b.len)
+			sv_buf_append(out, b.data, b.len);
 		sv_buf_release(&b);
 		return true;
 	}
@@ -504,7 +505,8 @@ static bool enc_value(jctx_t *c, const ProtobufCFieldDescriptor *f,
 		if (ok) {
 			put_tag(out, f->id, 2);
 			put_varint(out, sub.len);
-			sv_buf_append(out, sub.data, sub.len);
+			if (sub.len)
+				sv_buf_append(out, sub.data, sub.len);
 		}
 		sv_buf_release(&sub);
 		return ok;
@@ -554,7 +556,9 @@ static bool enc_message(jctx_t *c, const ProtobufCMessageDescriptor *d,
 				if (ok) {
 					put_tag(out, f->id, 2);
 					put_varint(out, pk.len);
-					sv_buf_append(out, pk.data, pk.len);
+					if (pk.len)
+						sv_buf_append(out, pk.data,
+							      pk.len);
 				}
 				sv_buf_release(&pk);
 			} else {

@@ -165,7 +165,11 @@ static sv_error_t *check_transactions(sv_supervisor_t *sv,
 	return err;
 }
 
-static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
+/* Parse and check a submitted spec as far as a job could start: clusters,
+ * coverage, the plan built. On success *spec and *summary are the caller's.
+ * POST /v1/jobs and its dry run share it. */
+static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
+			      sv_jobspec_t **specp, json_t **summaryp)
 {
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = c->protobuf
@@ -199,10 +203,9 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 			json_t *a = json_array();
 			json_array_append_new(
 				a,
-				json_pack("{s:s, s:s, s:s}", "capability",
-					  err->field ? err->field : "plan",
-					  "status", "uncovered", "reason",
-					  err->message));
+				sv_coverage_record(err->field ? err->field
+							      : "plan",
+						   "uncovered", err->message));
 			char *d = sv_json_dump(a);
 			sv_error_set_details(err, d);
 			free(d);
@@ -210,8 +213,44 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 		sv_jobspec_destroy(spec);
 		return err;
 	}
-	json_t *summary = sv_plan_summary(spec, plan);
+	*summaryp = sv_plan_summary(spec, plan);
 	sv_plan_destroy(plan);
+	*specp = spec;
+	return NULL;
+}
+
+/* POST /v1/jobs?dry_run=true: the translated spec and its coverage. */
+static sv_error_t *do_dry_run(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_jobspec_t *spec = NULL;
+	json_t *summary = NULL;
+	sv_error_t *err = check_spec(sv, c, &spec, &summary);
+	if (err)
+		return err;
+	char *text = sv_jobspec_translated_json(spec);
+	json_t *o = json_pack(
+		"{s:o, s:s, s:o, s:o}", "spec", json_loads(text, 0, NULL),
+		"plan_id", spec->plan_id, "coverage",
+		spec->coverage_json ? json_loads(spec->coverage_json, 0, NULL)
+				    : json_array(),
+		"physical_plan", summary);
+	free(text);
+	json_t *sub = sv_jobspec_substrait_json(spec);
+	if (sub)
+		json_object_set_new(o, "substrait", sub);
+	c->json = sv_json_dump(o);
+	sv_jobspec_destroy(spec);
+	return NULL;
+}
+
+static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_jobspec_t *spec = NULL;
+	json_t *summary = NULL;
+	sv_error_t *err = check_spec(sv, c, &spec, &summary);
+	if (err)
+		return err;
+	const Streamvisor__JobSpec *js = spec->msg;
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *o = sv->jobs[i];
 		if (!sv_jobstate_terminal(o->state) &&
@@ -233,14 +272,15 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	job->state = SV_JOB_PENDING;
 	job->last_ck.id = -1;
 	job->obs = sv_obslog_new(job->id, SV_OBSLOG_DEFAULT_CAP);
-	sv_obslog_add(job->obs, 0, "job_submitted",
-		      json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}",
-				"backend_kind", "streamvisor",
-				"backend_version", SV_VERSION_STRING,
-				"supervisor_identity",
-				sv->conf.identity ? sv->conf.identity : "",
-				"name", js->name, "plan_id", spec->plan_id,
-				"physical_plan", summary));
+	json_t *facts = json_pack(
+		"{s:s, s:s, s:s, s:s, s:s, s:o}", "backend_kind", "streamvisor",
+		"backend_version", SV_VERSION_STRING, "supervisor_identity",
+		sv->conf.identity ? sv->conf.identity : "", "name", js->name,
+		"plan_id", spec->plan_id, "physical_plan", summary);
+	json_t *sub = sv_jobspec_substrait_json(spec);
+	if (sub) /* RFC 032's submitted logical plan identity */
+		json_object_set_new(facts, "substrait", sub);
+	sv_obslog_add(job->obs, 0, "job_submitted", facts);
 	sv->jobs = sv_realloc(sv->jobs, (sv->njobs + 1) * sizeof(*sv->jobs));
 	sv->jobs[sv->njobs++] = job;
 	sv_logctx_t lc = {job->id, 0};
@@ -448,6 +488,16 @@ sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 				 size_t len, bool protobuf, char **json)
 {
 	cmd_t c = {.fn = do_submit,
+		   .body = body,
+		   .len = len,
+		   .protobuf = protobuf};
+	return call(sv, &c, json);
+}
+
+sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
+				  size_t len, bool protobuf, char **json)
+{
+	cmd_t c = {.fn = do_dry_run,
 		   .body = body,
 		   .len = len,
 		   .protobuf = protobuf};

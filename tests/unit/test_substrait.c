@@ -614,6 +614,9 @@ static void test_mutations(void **state)
 			accepted++;
 		sv_error_destroy(err);
 	}
+	if (getenv("SV_TEST_VERBOSE"))
+		fprintf(stderr, "%ld mutations, %ld accepted\n", total,
+			accepted);
 	/* some mutations keep a valid plan (a changed literal, a name) */
 	assert_true(accepted > 0);
 	free(m);
