@@ -353,7 +353,8 @@ static bool read_extensions(tctx_t *c, const Substrait__Plan *p)
 		norm[j] = '\0';
 		if (urn && !known_urn(urn)) {
 			char cap[160];
-			snprintf(cap, sizeof(cap), "function:%s", norm);
+			snprintf(cap, sizeof(cap), "substrait_function:%s",
+				 norm);
 			char why[400];
 			snprintf(why, sizeof(why),
 				 "extension URN '%s' is not one this build "
@@ -620,7 +621,7 @@ static const fmap_t *lookup(const char *name, const fmap_t *t, size_t n)
 static char *unknown_fn(tctx_t *c, const char *name, const char *why)
 {
 	char cap[160];
-	snprintf(cap, sizeof(cap), "function:%s", name);
+	snprintf(cap, sizeof(cap), "substrait_function:%s", name);
 	refuse(c, cap, why);
 	return NULL;
 }
@@ -697,7 +698,7 @@ static char *scalar(tctx_t *c, const Substrait__Expression__ScalarFunction *f,
 	}
 	if (m->partial) {
 		char cap[160];
-		snprintf(cap, sizeof(cap), "function:%s", fn->name);
+		snprintf(cap, sizeof(cap), "substrait_function:%s", fn->name);
 		partial(c, cap, m->partial);
 	}
 	sv_buf_t b;
@@ -1115,7 +1116,9 @@ static int64_t window_key(tctx_t *c, const Substrait__Expression *e,
 					*ym = l->interval_compound
 						      ->interval_year_to_month;
 				if (ym && (ym->years || ym->months))
-					return refuse(c, "function:date_bin",
+					return refuse(c,
+						      "substrait_function:date_"
+						      "bin",
 						      "month and year bins "
 						      "have "
 						      "no fixed size"),
@@ -1128,7 +1131,7 @@ static int64_t window_key(tctx_t *c, const Substrait__Expression *e,
 			}
 		}
 		if (!ds)
-			return refuse(c, "function:date_bin",
+			return refuse(c, "substrait_function:date_bin",
 				      "the bin width must be a constant "
 				      "day-to-second interval"),
 			       -1;
@@ -1156,7 +1159,7 @@ static int64_t window_key(tctx_t *c, const Substrait__Expression *e,
 				    &oms))
 				return -1;
 			if (size <= 0 || oms % size)
-				return refuse(c, "function:date_bin",
+				return refuse(c, "substrait_function:date_bin",
 					      "windows are aligned to the "
 					      "epoch; the origin must be a "
 					      "multiple of the bin width"),
@@ -1176,7 +1179,7 @@ static int64_t window_key(tctx_t *c, const Substrait__Expression *e,
 			if (!strcasecmp(u, units[i].u))
 				size = units[i].ms;
 		if (!size)
-			return refuse(c, "function:date_trunc",
+			return refuse(c, "substrait_function:date_trunc",
 				      "units up to 'day' are covered (weeks, "
 				      "months and years are not fixed "
 				      "epoch-aligned sizes)"),
@@ -1574,7 +1577,7 @@ static bool row_number_dedup(tctx_t *c, const Substrait__FilterRel *f,
 		return refuse(c, "stateful_window_support",
 			      "row_number() = 1 in stream mode keeps unbounded "
 			      "state: set plan.dedup_within_ms");
-	partial(c, "function:row_number",
+	partial(c, "substrait_function:row_number",
 		"row_number() = 1 keeps the first record of each key to "
 		"arrive, which is the earliest event time only when records "
 		"arrive in event-time order");
@@ -1978,22 +1981,22 @@ void sv_substrait_coverage_rows(json_t *rows)
 		{"substrait_expression:if_then", "covered", "nested if()"},
 		{"substrait_expression:singular_or_list", "covered",
 		 "IN (1 to 64 items)"},
-		{"function:date_bin", "partial",
+		{"substrait_function:date_bin", "partial",
 		 "as a tumbling window key: constant day-to-second width, "
 		 "origin a multiple of it"},
-		{"function:date_trunc", "partial",
+		{"substrait_function:date_trunc", "partial",
 		 "as a tumbling window key: units millisecond to day"},
-		{"function:like", "partial",
+		{"substrait_function:like", "partial",
 		 "constant patterns 'lit', 'lit%', '%lit', '%lit%'"},
-		{"function:concat", "covered",
+		{"substrait_function:concat", "covered",
 		 "DataFusion's null-skipping concat, rewritten"},
-		{"function:count", "covered",
+		{"substrait_function:count", "covered",
 		 "count(), count(x), count(1), count(DISTINCT x)"},
-		{"function:sum", "covered", "aggregate"},
-		{"function:avg", "covered", "aggregate"},
-		{"function:min", "covered", "aggregate"},
-		{"function:max", "covered", "aggregate"},
-		{"function:row_number", "partial",
+		{"substrait_function:sum", "covered", "aggregate"},
+		{"substrait_function:avg", "covered", "aggregate"},
+		{"substrait_function:min", "covered", "aggregate"},
+		{"substrait_function:max", "covered", "aggregate"},
+		{"substrait_function:row_number", "partial",
 		 "row_number() = 1: the first record of each key to arrive"},
 		{"substrait_type:bool", "covered", "bool"},
 		{"substrait_type:i8/i16/i32/i64", "covered", "int64"},
@@ -2014,7 +2017,8 @@ void sv_substrait_coverage_rows(json_t *rows)
 							 fixed[i].reason));
 	for (size_t i = 0; i < SV_ARRAY_LEN(scalar_map); i++) {
 		char cap[96];
-		snprintf(cap, sizeof(cap), "function:%s", scalar_map[i].name);
+		snprintf(cap, sizeof(cap), "substrait_function:%s",
+			 scalar_map[i].name);
 		char why[256];
 		snprintf(why, sizeof(why), "as streamvisor '%s'%s%s",
 			 scalar_map[i].op, scalar_map[i].partial ? ": " : "",

@@ -193,7 +193,7 @@ static void test_refusals(void **state)
 {
 	(void)state;
 	sv_error_t *err = refused("df_md5", "bounded", NULL);
-	assert_record(err, "function:md5");
+	assert_record(err, "substrait_function:md5");
 	sv_error_destroy(err);
 	err = refused("df_join", "bounded", NULL);
 	assert_record(err, "stateful_join_support");
