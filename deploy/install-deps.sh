@@ -123,6 +123,11 @@ if [ "$fetch_kafka" -eq 1 ]; then
     echo "install-deps: resolving the Kafka broker jars"
     "$here/kafka/kafka.sh" fetch
 
+    # Isthmus (the second Substrait producer of tests/integration/
+    # substrait_diff.sh): its jars into the local Maven repository.
+    echo "install-deps: resolving Isthmus (tests/substrait/isthmus/pom.xml)"
+    mvn -q -B -f "$here/../tests/substrait/isthmus/pom.xml" dependency:resolve >/dev/null
+
     # The Python test venv: one pinned requirements file, a stamp of its hash.
     venv=${SV_VENV:-$here/../build/venv}
     req=$here/requirements-test.txt

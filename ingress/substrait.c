@@ -63,6 +63,7 @@ typedef struct tctx {
 	bool bounded;
 	const char *event_col; /* event_time.field, or NULL */
 	bool *used; /* per binding: a read root uses it */
+	bool ordered; /* an order step exists: only stateless steps after */
 	int nagg; /* aggregates translated (for unique names) */
 	int nsel;
 } tctx_t;
@@ -1257,6 +1258,10 @@ static bool aggregate_rel(tctx_t *c, const Substrait__AggregateRel *a,
 	cols_t in;
 	if (!check_adv(c, a->advanced_extension) || !rel(c, a->input, &in))
 		return false;
+	if (c->ordered)
+		return refuse(c, "substrait_rel:sort",
+			      "ORDER BY or LIMIT below an aggregate is not "
+			      "covered");
 	if (a->n_groupings > 1)
 		return refuse(c, "substrait_rel:aggregate_grouping_sets",
 			      "several grouping sets (ROLLUP, CUBE, GROUPING "
@@ -1572,6 +1577,10 @@ static bool row_number_dedup(tctx_t *c, const Substrait__FilterRel *f,
 	for (size_t i = 0; i < wf->n_partitions; i++)
 		if (!(pk[i] = rex(c, wf->partitions[i], &pin, 0)))
 			return false;
+	if (c->ordered)
+		return refuse(c, "substrait_rel:sort",
+			      "ORDER BY or LIMIT below row_number() is not "
+			      "covered");
 	int64_t within = c->js->plan->dedup_within_ms;
 	if (!within && !c->bounded)
 		return refuse(c, "stateful_window_support",
@@ -1645,34 +1654,29 @@ static bool const_int(tctx_t *c, const Substrait__Expression *e, int64_t *v)
 		      "only constant integer LIMIT and OFFSET are covered");
 }
 
-/* SortRel and FetchRel, at the root of a bounded job: one order step. */
+/* SortRel and FetchRel in a bounded job: an order step (a FetchRel over
+ * an order step is folded into it). Only stateless steps may follow. */
 static bool sort_fetch(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 {
-	const Substrait__FetchRel *f = NULL;
-	const Substrait__SortRel *s = NULL;
-	if (r->rel_type_case == SUBSTRAIT__REL__REL_TYPE_FETCH) {
-		f = r->fetch;
-		if (f->input &&
-		    f->input->rel_type_case == SUBSTRAIT__REL__REL_TYPE_SORT)
-			s = f->input->sort;
-	} else {
-		s = r->sort;
-	}
+	bool is_sort = r->rel_type_case == SUBSTRAIT__REL__REL_TYPE_SORT;
+	const char *cap = is_sort ? "substrait_rel:sort"
+				  : "substrait_rel:fetch";
 	if (!c->bounded)
-		return refuse(c,
-			      s ? "substrait_rel:sort" : "substrait_rel:fetch",
-			      "ORDER BY and LIMIT are covered at the root of "
-			      "a bounded job only (a stream has no end to "
-			      "sort at)");
+		return refuse(c, cap,
+			      "ORDER BY and LIMIT are covered in bounded jobs "
+			      "only (a stream has no end to sort at)");
+	const Substrait__FetchRel *f = is_sort ? NULL : r->fetch;
+	const Substrait__SortRel *s = is_sort ? r->sort : NULL;
 	cols_t in;
-	const Substrait__Rel *below = s ? s->input : f ? f->input : NULL;
-	if ((f && !check_adv(c, f->advanced_extension)) ||
-	    (s && !check_adv(c, s->advanced_extension)) || !rel(c, below, &in))
+	if (!check_adv(c,
+		       is_sort ? s->advanced_extension
+			       : f->advanced_extension) ||
+	    !rel(c, is_sort ? s->input : f->input, &in))
 		return false;
-	Streamvisor__Order *o = anew(c, sizeof(*o));
-	streamvisor__order__init(o);
-	o->limit = -1;
-	if (s) {
+	if (is_sort) {
+		Streamvisor__Order *o = anew(c, sizeof(*o));
+		streamvisor__order__init(o);
+		o->limit = -1;
 		o->n_keys = s->n_sorts;
 		o->keys = anew(c, (s->n_sorts + 1) * sizeof(*o->keys));
 		for (size_t i = 0; i < s->n_sorts; i++) {
@@ -1683,7 +1687,7 @@ static bool sort_fetch(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 				return false;
 			if (sf->sort_kind_case !=
 			    SUBSTRAIT__SORT_FIELD__SORT_KIND_DIRECTION)
-				return refuse(c, "substrait_rel:sort",
+				return refuse(c, cap,
 					      "custom comparison functions are "
 					      "not covered");
 			switch (sf->direction) {
@@ -1699,43 +1703,61 @@ static bool sort_fetch(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 				k->desc = true;
 				break;
 			default:
-				return refuse(c, "substrait_rel:sort",
+				return refuse(c, cap,
 					      "clustered sort directions are "
 					      "not covered");
 			}
 			o->keys[i] = k;
 		}
-		if (!apply_emit(c, s->common, &in))
-			return false;
+		Streamvisor__Step *st = add_step(c);
+		st->step_case = STREAMVISOR__STEP__STEP_ORDER;
+		st->order = o;
+		c->ordered = true;
+		*out = in;
+		return apply_emit(c, s->common, out);
 	}
-	if (f) {
+	int64_t limit = -1, offset = 0;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-		if (f->count_mode_case ==
-		    SUBSTRAIT__FETCH_REL__COUNT_MODE_COUNT)
-			o->limit = f->count;
-		else if (f->count_mode_case ==
-				 SUBSTRAIT__FETCH_REL__COUNT_MODE_COUNT_EXPR &&
-			 !const_int(c, f->count_expr, &o->limit))
-			return false;
-		if (f->offset_mode_case ==
-		    SUBSTRAIT__FETCH_REL__OFFSET_MODE_OFFSET)
-			o->offset = f->offset;
-		else if (f->offset_mode_case ==
-				 SUBSTRAIT__FETCH_REL__OFFSET_MODE_OFFSET_EXPR &&
-			 !const_int(c, f->offset_expr, &o->offset))
-			return false;
+	if (f->count_mode_case == SUBSTRAIT__FETCH_REL__COUNT_MODE_COUNT)
+		limit = f->count;
+	else if (f->count_mode_case ==
+			 SUBSTRAIT__FETCH_REL__COUNT_MODE_COUNT_EXPR &&
+		 !const_int(c, f->count_expr, &limit))
+		return false;
+	if (f->offset_mode_case == SUBSTRAIT__FETCH_REL__OFFSET_MODE_OFFSET)
+		offset = f->offset;
+	else if (f->offset_mode_case ==
+			 SUBSTRAIT__FETCH_REL__OFFSET_MODE_OFFSET_EXPR &&
+		 !const_int(c, f->offset_expr, &offset))
+		return false;
 #pragma GCC diagnostic pop
-		if (o->offset < 0)
-			o->offset = 0;
-		if (!apply_emit(c, f->common, &in))
-			return false;
+	if (limit < -1 || offset < 0)
+		return bad(c, "negative LIMIT or OFFSET");
+	Streamvisor__Order *o = NULL;
+	if (c->nsteps &&
+	    c->steps[c->nsteps - 1]->step_case == STREAMVISOR__STEP__STEP_ORDER)
+		o = c->steps[c->nsteps - 1]->order;
+	if (!o) { /* LIMIT without ORDER BY: in arrival order */
+		o = anew(c, sizeof(*o));
+		streamvisor__order__init(o);
+		o->limit = -1;
+		Streamvisor__Step *st = add_step(c);
+		st->step_case = STREAMVISOR__STEP__STEP_ORDER;
+		st->order = o;
+		partial(c, "substrait_rel:fetch",
+			"LIMIT without ORDER BY keeps the first rows to "
+			"arrive");
 	}
-	Streamvisor__Step *st = add_step(c);
-	st->step_case = STREAMVISOR__STEP__STEP_ORDER;
-	st->order = o;
+	/* fold: skip `offset` of what o passes, keep `limit` of the rest */
+	int64_t left = o->limit < 0 ? -1
+		: o->limit > offset ? o->limit - offset
+				    : 0;
+	o->offset += offset;
+	o->limit = limit < 0 ? left : left < 0 || limit < left ? limit : left;
+	c->ordered = true;
 	*out = in;
-	return true;
+	return apply_emit(c, f->common, out);
 }
 
 static bool rel(tctx_t *c, const Substrait__Rel *r, cols_t *out)
@@ -1755,12 +1777,7 @@ static bool rel(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 		return aggregate_rel(c, r->aggregate, out);
 	case SUBSTRAIT__REL__REL_TYPE_SORT:
 	case SUBSTRAIT__REL__REL_TYPE_FETCH:
-		return refuse(c,
-			      r->rel_type_case == SUBSTRAIT__REL__REL_TYPE_SORT
-				      ? "substrait_rel:sort"
-				      : "substrait_rel:fetch",
-			      "ORDER BY and LIMIT are covered at the root of a "
-			      "bounded job only");
+		return sort_fetch(c, r, out);
 	case SUBSTRAIT__REL__REL_TYPE_JOIN:
 	case SUBSTRAIT__REL__REL_TYPE_CROSS:
 	case SUBSTRAIT__REL__REL_TYPE_HASH_JOIN:

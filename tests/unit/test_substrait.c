@@ -203,7 +203,7 @@ static void test_refusals(void **state)
 	assert_non_null(strstr(err->message, "updating result"));
 	sv_error_destroy(err);
 	err = refused("df_order_limit", "stream", NULL);
-	assert_record(err, "substrait_rel:sort");
+	assert_record(err, "substrait_rel:fetch");
 	sv_error_destroy(err);
 	/* a window needs the bound event-time column */
 	err = refused("df_date_bin", "stream",

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The Substrait differential test (issue 11): streamvisor runs Substrait
+# plans written by DataFusion, Isthmus and in IncQL's shape, on the real
+# broker, and its answers equal DataFusion's for the same SQL.
+#
+# tests/substrait/diff.py does the work (see its docstring): >= 10,000 seeded
+# rows into a topic and into DataFusion, 24 SQL queries as bounded jobs
+# (filters, projections with every mapped function, casts, CASE/COALESCE,
+# IN, BETWEEN, LIKE, date_bin/date_trunc windows with every aggregate,
+# DISTINCT, global and GROUP BY aggregates, ORDER BY + LIMIT/OFFSET,
+# row_number() = 1), the windowed and stateless ones again as stream jobs
+# whose output is read back from Kafka after a sentinel record moves the
+# watermark past the end, Isthmus plans of the filter/project/aggregate
+# queries, and three IncQL-shaped plans. Multiset equality, floats to 1e-9
+# relative, order where the plan declares one.
+#
+# Needs the test venv (deploy/install-deps.sh: build/venv with datafusion
+# and substrait-protobuf), Maven for Isthmus' classpath, $KAFKA_BOOTSTRAP
+# (the ctest fixture's broker) and $STREAMVISOR_BIN.
+set -euo pipefail
+
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/harness.sh"
+th_init substrait_diff
+
+PY=${SV_BUILD_DIR:+$SV_BUILD_DIR/../venv/bin/python}
+[ -x "${PY:-}" ] || PY=$repo/build/venv/bin/python
+[ -x "$PY" ] || fail "test venv python not found (run deploy/install-deps.sh)"
+"$PY" -c 'import datafusion, substrait' 2>/dev/null ||
+    fail "datafusion/substrait-protobuf not in $PY (run deploy/install-deps.sh)"
+for tool in kcat curl java mvn; do
+    command -v "$tool" >/dev/null || fail "$tool not found (run deploy/install-deps.sh)"
+done
+[ -x "$BIN" ] || fail "streamvisor binary '$BIN' not found (STREAMVISOR_BIN)"
+
+# Isthmus' classpath, resolved once per pom (install-deps.sh fetched it).
+pom=$repo/tests/substrait/isthmus/pom.xml
+cpfile=${SV_BUILD_DIR:-$repo/build}/isthmus-$(sha256sum "$pom" | cut -c1-12).cp
+if [ ! -s "$cpfile" ]; then
+    mvn -q -B -f "$pom" dependency:build-classpath -Dmdep.outputFile="$cpfile" \
+        >"$work/mvn.log" 2>&1 || { cat "$work/mvn.log" >&2; fail "cannot resolve Isthmus"; }
+fi
+ok "Isthmus classpath $(tr ':' '\n' <"$cpfile" | wc -l) jars"
+sep=$(printf '\x1f')
+isthmus="java${sep}-cp${sep}$(cat "$cpfile")${sep}$repo/tests/substrait/isthmus/IsthmusPlan.java"
+
+port=$(th_free_port)
+url=http://127.0.0.1:$port
+"$BIN" serve --listen "127.0.0.1:$port" --data-dir "$work/data" \
+    --bootstrap-servers "$BOOTSTRAP" >"$work/log" 2>&1 &
+pid=$!
+th_wait_up "$url" || fail "supervisor did not start"
+ok "supervisor up at $url"
+
+"$PY" "$repo/tests/substrait/diff.py" --server "$url" --bootstrap "$BOOTSTRAP" \
+    --kafka-sh "$repo/deploy/kafka/kafka.sh" --work "$work" \
+    --isthmus "$isthmus" >"$work/diff.out" 2>&1 || {
+        cat "$work/diff.out" >&2
+        fail "streamvisor and DataFusion differ"
+    }
+cat "$work/diff.out"
+n=$(grep -c "rows equal DataFusion's" "$work/diff.out")
+[ "$n" -ge 39 ] || fail "only $n comparisons ran"
+ok "$n comparisons equal DataFusion's"
+curl -sf "$url/healthz" >/dev/null || fail "supervisor is down after the run"
+ok "supervisor still up"
+summary=1
+echo "$passed passed, $failed failed"
