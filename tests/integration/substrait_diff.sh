@@ -12,7 +12,12 @@
 # whose output is read back from Kafka after a sentinel record moves the
 # watermark past the end, Isthmus plans of the filter/project/aggregate
 # queries, and three IncQL-shaped plans. Multiset equality, floats to 1e-9
-# relative, order where the plan declares one.
+# relative, order where the plan declares one. First, over HTTP dry runs,
+# every refusal (unknown function, stream GROUP BY, stream DISTINCT without
+# a bound, a read root without a binding, an unused binding, decimal, a
+# join) and hostile plans (20,000 deep, random, truncated, 761 KB: the
+# largest a 1 MiB body holds as base64) answer 400/422 with the field or
+# the coverage record, and the supervisor stays up.
 #
 # Needs the test venv (deploy/install-deps.sh: build/venv with datafusion
 # and substrait-protobuf), Maven for Isthmus' classpath, $KAFKA_BOOTSTRAP

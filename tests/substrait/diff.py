@@ -426,6 +426,107 @@ def incql_plans():
             ("incql_global", p3, q3)]
 
 
+# ---- refusals and hostile plans over HTTP ----
+
+def deep_plan(depth):
+    """Plan{relations: PlanRel{root: RelRoot{input: Rel{filter: FilterRel{
+    input: ...}}}}} nested depth filters, as wire bytes."""
+    def varint(n):
+        out = bytearray()
+        while True:
+            b = n & 0x7f
+            n >>= 7
+            out.append(b | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    def msg(field, body):
+        return bytes([(field << 3) | 2]) + varint(len(body)) + body
+    rel = b""
+    for _ in range(depth):
+        rel = msg(2, msg(2, rel))  # Rel.filter{FilterRel.input}
+    return msg(3, msg(2, msg(1, rel)))
+
+
+def expect_refusal(server, what, spec, status, field=None, capability=None):
+    st, body = http(server, "POST", "/v1/jobs?dry_run=true", spec)
+    err = (body or {}).get("error", {})
+    if st != status:
+        fail("%s: expected %d, got %d: %s" % (what, status, st,
+                                              json.dumps(body)))
+    if field and err.get("field") != field:
+        fail("%s: expected field %s, got %s" % (what, field,
+                                                 json.dumps(err)))
+    if capability:
+        caps = [d.get("capability") for d in err.get("details") or []]
+        if capability not in caps:
+            fail("%s: expected coverage record %s, got %s" %
+                 (what, capability, json.dumps(err)))
+    log("ok: refused %s: %d %s" % (what, st, err.get("message", "")[:90]))
+
+
+def refusals(server, ctx, topic):
+    def spec_for(sql, mode="bounded", plan_extra=None, bindings=None,
+                 plan_bytes=None):
+        b = plan_bytes if plan_bytes is not None else \
+            Serde.serialize_bytes(sql, ctx)
+        s = job_spec("sbd-refusal", b, topic, mode, plan_bytes is None,
+                     {"kind": "memory"})
+        if bindings is not None:
+            s["plan"]["bindings"] = bindings
+        s["plan"].update(plan_extra or {})
+        return s
+    expect_refusal(server, "an unknown function (md5)",
+                   spec_for("SELECT md5(region) AS h FROM orders"), 422,
+                   capability="substrait_function:md5")
+    expect_refusal(server, "a non-windowed aggregate in stream mode",
+                   spec_for("SELECT region, count(*) AS n FROM orders "
+                            "GROUP BY region", "stream"), 422,
+                   capability="stateful_window_support")
+    expect_refusal(server, "DISTINCT without a state bound in stream mode",
+                   spec_for("SELECT DISTINCT region FROM orders", "stream"),
+                   422, capability="stateful_window_support")
+    expect_refusal(server, "a read root without a binding",
+                   spec_for("SELECT id FROM orders",
+                            bindings={"other": {"topic": topic}}), 400,
+                   field="plan.bindings")
+    expect_refusal(server, "a binding no read root uses",
+                   spec_for("SELECT id FROM orders",
+                            bindings={"orders": {"topic": topic},
+                                      "extra": {"topic": topic}}), 400,
+                   field="plan.bindings.extra")
+    dctx = SessionContext()
+    dctx.sql("CREATE TABLE orders (id BIGINT, price DECIMAL(10, 2))").collect()
+    expect_refusal(server, "an unsupported type (decimal)",
+                   spec_for(None, plan_bytes=Serde.serialize_bytes(
+                       "SELECT id, price FROM orders", dctx)), 422,
+                   capability="substrait_type:decimal")
+    jctx = datafusion_ctx(make_rows()[:10])
+    jctx.sql("CREATE TABLE regions (region VARCHAR, manager VARCHAR)").collect()
+    expect_refusal(server, "a join (JoinRel)",
+                   spec_for(None, plan_bytes=Serde.serialize_bytes(
+                       "SELECT o.id, r.manager FROM orders o JOIN regions r "
+                       "ON o.region = r.region", jctx)), 422,
+                   capability="stateful_join_support")
+    expect_refusal(server, "a plan nested 20,000 deep",
+                   spec_for(None, plan_bytes=deep_plan(20000)), 400,
+                   field="plan.substrait")
+    junk = random.Random(5).randbytes(4096)
+    expect_refusal(server, "random bytes", spec_for(None, plan_bytes=junk),
+                   400)
+    good = Serde.serialize_bytes("SELECT id FROM orders", ctx)
+    expect_refusal(server, "a truncated plan",
+                   spec_for(None, plan_bytes=good[:len(good) // 2]), 400)
+    # nearly 1 MiB of plan (the HTTP body limit is 1 MiB: base64 of 760 KB)
+    big = bytes([(3 << 3) | 2, 4, (1 << 3) | 2, 2, (1 << 3) | 2, 0]) * 130000
+    expect_refusal(server, "a %d KB plan" % (len(big) // 1024),
+                   spec_for(None, plan_bytes=big), 422)
+    st, _ = http(server, "GET", "/healthz")
+    if st != 200:
+        fail("the supervisor is not healthy after the hostile plans")
+    log("ok: the supervisor stays up after the hostile plans")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
@@ -454,6 +555,8 @@ def main():
     log("ok: rows loaded into topics %s, %s and into DataFusion" % (topic, stopic))
 
     only = set(args.only.split(",")) if args.only else None
+    if not only or "refusals" in only:
+        refusals(args.server, ctx, topic)
     jobs = []
     for i, (name, (sql, modes, ordered)) in enumerate(QUERIES.items()):
         if only and name not in only:
