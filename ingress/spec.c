@@ -1282,6 +1282,10 @@ json_t *sv_jobspec_substrait_json(const sv_jobspec_t *spec)
 			      pl->producer ? pl->producer : "", "version",
 			      pl->version ? pl->version : "", "encoding",
 			      pl->from_json ? "json" : "binary");
+	/* IncQL writes its crate version (0.63) for wire schema 0.85 */
+	if (pl->producer && !strcmp(pl->producer, "incql-rfc002") &&
+	    pl->version && !strncmp(pl->version, "0.63.", 5))
+		json_object_set_new(o, "wire_version", json_string("0.85.0"));
 	json_t *reg = empty(pl->registry_json)
 		? NULL
 		: json_loads(pl->registry_json, JSON_DECODE_ANY, NULL);

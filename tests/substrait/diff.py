@@ -586,7 +586,25 @@ def main():
                          "registry": {"urn": INCQL_URN,
                                       "anchors": INCQL_ANCHORS}},
                 "sink": {"kind": "memory"}, "event_time": {"field": "ts"}}
-        jobs.append((name, submit(args.server, spec), want, names, False))
+        jid = submit(args.server, spec)
+        # identity and registry kept with the job: status and observation
+        _, st = http(args.server, "GET", "/v1/jobs/" + jid)
+        sub = st.get("substrait") or {}
+        _, obs = http(args.server, "GET", "/v1/jobs/%s/observations" % jid)
+        first = (obs.get("observations") or [{}])[0]
+        if (sub.get("producer") != "incql-rfc002" or
+                sub.get("wire_version") != "0.85.0" or
+                (sub.get("registry") or {}).get("urn") != INCQL_URN or
+                len(sub.get("sha256", "")) != 64 or
+                first.get("kind") != "job_submitted" or
+                (first.get("substrait") or {}).get("sha256") != sub["sha256"]):
+            fail("%s: status/observation identity: %s / %s" %
+                 (name, json.dumps(sub), json.dumps(first)))
+        log("ok: %s: status and job_submitted carry sha256 %s..., producer "
+            "%s, version %s (wire %s), the registry" % (
+                name, sub["sha256"][:12], sub["producer"], sub["version"],
+                sub["wire_version"]))
+        jobs.append((name, jid, want, names, False))
     if args.isthmus:
         names_i = [n for n in ISTHMUS_QUERIES if not only or n in only]
         paths = {n: os.path.join(args.work, "isthmus-%s.bin" % n)
