@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "ingress/coverage.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
 #include "ingress/substrait.h"
@@ -386,6 +387,42 @@ static void test_identity_and_round_trip(void **state)
 	sv_jobspec_destroy(sc);
 }
 
+static void test_info_rows(void **state)
+{
+	(void)state;
+	char *text = sv_coverage_json(false);
+	json_t *rows = json_loads(text, 0, NULL);
+	free(text);
+	const char *want[][2] = {{"plan_ingress:substrait", "covered"},
+				 {"substrait_rel:read", "covered"},
+				 {"substrait_rel:aggregate", "partial"},
+				 {"substrait_rel:join", "uncovered"},
+				 {"substrait_function:lower", "partial"},
+				 {"substrait_function:equal", "covered"},
+				 {"substrait_type:decimal", "uncovered"}};
+	for (size_t i = 0; i < SV_ARRAY_LEN(want); i++) {
+		bool found = false;
+		size_t k;
+		json_t *r;
+		json_array_foreach (rows, k, r) {
+			const char *c = json_string_value(
+				json_object_get(r, "capability"));
+			if (c && !strcmp(c, want[i][0])) {
+				found = true;
+				assert_string_equal(
+					json_string_value(
+						json_object_get(r, "status")),
+					want[i][1]);
+				assert_non_null(json_string_value(
+					json_object_get(r, "reason")));
+			}
+		}
+		if (!found)
+			fail_msg("no row %s", want[i][0]);
+	}
+	json_decref(rows);
+}
+
 /* ---- hostile wire input ---- */
 
 static void put_varint(uint8_t **p, uint64_t v)
@@ -690,6 +727,7 @@ int main(void)
 		cmocka_unit_test(test_bindings),
 		cmocka_unit_test(test_malformed_plans),
 		cmocka_unit_test(test_identity_and_round_trip),
+		cmocka_unit_test(test_info_rows),
 		cmocka_unit_test(test_deep_plan),
 		cmocka_unit_test(test_json_is_canonical_binary),
 		cmocka_unit_test(test_truncated_and_random),
