@@ -87,6 +87,10 @@ QUERIES = {
         "SELECT id, CAST(amount AS BIGINT) AS ai, CAST(qty AS DOUBLE) AS qd, "
         "CAST(id AS VARCHAR) AS ids, TRY_CAST(status AS BIGINT) AS sn "
         "FROM orders", "b", False),
+    "predicates": (
+        "SELECT id, qty FROM orders WHERE qty < 0 OR NOT (region LIKE 'e%') "
+        "OR NOT (status IN ('pending', 'completed')) OR qty >= 990",
+        "bs", False),
     "not_or_null": (
         "SELECT id FROM orders WHERE NOT (amount > 1) OR region IS NULL "
         "OR status <> 'pending'", "b", False),
@@ -98,7 +102,8 @@ QUERIES = {
         "bs", False),
     "date_trunc": (
         "SELECT date_trunc('hour', ts) AS h, status, count(*) AS n, "
-        "sum(qty) AS sq, min(ts) AS first_ts, max(region) AS mr "
+        "sum(qty) AS sq, min(ts) AS first_ts, max(region) AS mr, "
+        "avg(qty) AS aq, count(qty) AS nq, count(DISTINCT region) AS dr "
         "FROM orders GROUP BY date_trunc('hour', ts), status", "bs", False),
     "date_bin_filtered": (
         "SELECT date_bin(INTERVAL '10 minutes', ts) AS w, sum(amount) AS s, "
