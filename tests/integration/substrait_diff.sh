@@ -9,6 +9,7 @@
 # IN, BETWEEN, LIKE, date_bin/date_trunc windows with every aggregate,
 # DISTINCT, global and GROUP BY aggregates, ORDER BY + LIMIT/OFFSET,
 # row_number() = 1), the windowed and stateless ones again as stream jobs
+# (DISTINCT and row_number() = 1 too, with plan.dedup_within_ms)
 # whose output is read back from Kafka after a sentinel record moves the
 # watermark past the end, Isthmus plans of the filter/project/aggregate
 # queries, and three IncQL-shaped plans. Multiset equality, floats to 1e-9
@@ -64,7 +65,7 @@ ok "supervisor up at $url"
     }
 cat "$work/diff.out"
 n=$(grep -c "rows equal DataFusion's" "$work/diff.out")
-[ "$n" -ge 41 ] || fail "only $n comparisons ran"
+[ "$n" -ge 43 ] || fail "only $n comparisons ran"
 ok "$n comparisons equal DataFusion's"
 curl -sf "$url/healthz" >/dev/null || fail "supervisor is down after the run"
 ok "supervisor still up"

@@ -49,7 +49,9 @@ SPAN_MS = 2 * 86400000
 REGIONS = ["eu", "us", "apac", "Zürich", "東京", "São Paulo", "Ελλάδα", None]
 STATUSES = ["completed", "pending", "cancelled", " pending ", None]
 
-# name -> (sql, modes, ordered). modes: "b" bounded, "s" also as a stream.
+# name -> (sql, modes, ordered). modes: "b" bounded, "s" also as a stream,
+# "d" also as a stream with plan.dedup_within_ms (a bound longer than the
+# data, so the dedup is exact).
 QUERIES = {
     "filter_project": (
         "SELECT id, lower(status) AS st, amount * 2 AS a2 FROM orders "
@@ -114,7 +116,7 @@ QUERIES = {
         "AS pos, sum(amount) FILTER (WHERE region = 'eu') AS eu "
         "FROM orders GROUP BY date_trunc('day', ts)", "bs", False),
     "distinct": (
-        "SELECT DISTINCT region, status FROM orders", "b", False),
+        "SELECT DISTINCT region, status FROM orders", "bd", False),
     "global": (
         "SELECT count(*) AS n, sum(amount) AS s, min(ts) AS first_ts, "
         "max(qty) AS mq, avg(qty) AS aq, count(region) AS nr FROM orders",
@@ -141,7 +143,7 @@ QUERIES = {
     "row_number": (
         "SELECT id, region, amount, ts FROM (SELECT id, region, amount, ts, "
         "row_number() OVER (PARTITION BY id ORDER BY ts) AS rn FROM orders) "
-        "WHERE rn = 1", "b", False),
+        "WHERE rn = 1", "bd", False),
 }
 
 ISTHMUS_QUERIES = ["filter_project", "in_between", "group_by"]
@@ -571,7 +573,7 @@ def main():
         spec = job_spec("sbd-%s-%s" % (name, tag), plan, topic, "bounded",
                         i % 2 == 0, {"kind": "memory"})
         jobs.append((name, submit(args.server, spec), want, names, ordered))
-        if "s" in modes:
+        if "s" in modes or "d" in modes:
             windowed = "GROUP BY" in sql
             swant = want if windowed else df_rows(sctx, sql)[0]
             out = "sbd-out-%s-%s" % (name.replace("_", "-"), tag)
@@ -579,6 +581,8 @@ def main():
             sspec = job_spec("sbd-s-%s-%s" % (name, tag), plan, stopic,
                              "stream", i % 2 == 1,
                              {"kind": "kafka", "topic": out})
+            if "d" in modes:
+                sspec["plan"]["dedup_within_ms"] = 4 * SPAN_MS
             jobs.append((name + " (stream)", submit(args.server, sspec), swant,
                          names, ("stream", out)))
     for name, p, sql in incql_plans():
