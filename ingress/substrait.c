@@ -1193,7 +1193,7 @@ static int64_t window_key(tctx_t *c, const Substrait__Expression *e,
 }
 
 static char *agg_text(tctx_t *c, const Substrait__AggregateRel__Measure *m,
-		      const cols_t *in, bool *count_rows)
+		      const cols_t *in)
 {
 	const Substrait__AggregateFunction *f = m->measure;
 	if (!f)
@@ -1242,7 +1242,6 @@ static char *agg_text(tctx_t *c, const Substrait__AggregateRel__Measure *m,
 	} else if (!is_count || distinct) {
 		return bad(c, "'%s' needs an argument", fn->raw), NULL;
 	}
-	*count_rows = is_count && !arg && !filter;
 	if (is_count && !arg) /* count() FILTER (c) */
 		arg = filter ? afmt(c, "if(%s, 1, null)", filter) : NULL;
 	else if (filter)
@@ -1297,7 +1296,6 @@ static bool aggregate_rel(tctx_t *c, const Substrait__AggregateRel *a,
 	int wpos = -1;
 	char **keys = anew(c, (ng + 1) * sizeof(char *));
 	size_t nk = 0;
-	int *keypos = anew(c, (ng + 1) * sizeof(int));
 	for (size_t i = 0; i < ng; i++) {
 		char *tt = NULL;
 		int64_t s = window_key(c, gx[i], &in, &tt);
@@ -1322,7 +1320,6 @@ static bool aggregate_rel(tctx_t *c, const Substrait__AggregateRel *a,
 			wpos = (int)i;
 			continue;
 		}
-		keypos[nk] = (int)i;
 		if (!(keys[nk++] = rex(c, gx[i], &in, 0)))
 			return false;
 	}
@@ -1372,8 +1369,7 @@ static bool aggregate_rel(tctx_t *c, const Substrait__AggregateRel *a,
 			      "of input)");
 	char **aggs = anew(c, (nm + 1) * sizeof(char *));
 	for (size_t j = 0; j < nm; j++) {
-		bool rows = false;
-		if (!(aggs[j] = agg_text(c, a->measures[j], &in, &rows)))
+		if (!(aggs[j] = agg_text(c, a->measures[j], &in)))
 			return false;
 	}
 	char **knames = keys;
@@ -1402,9 +1398,8 @@ static bool aggregate_rel(tctx_t *c, const Substrait__AggregateRel *a,
 			for (size_t i = 0; i < in.n; i++)
 				ni.v[i].text = quote_col(c, nn[nk + i]);
 			for (size_t j = 0; j < nm; j++) {
-				bool rows = false;
-				if (!(aggs[j] = agg_text(c, a->measures[j], &ni,
-							 &rows)))
+				if (!(aggs[j] = agg_text(c, a->measures[j],
+							 &ni)))
 					return false;
 			}
 		}
@@ -1454,7 +1449,6 @@ static bool aggregate_rel(tctx_t *c, const Substrait__AggregateRel *a,
 		else
 			o.v[i].text = quote_col(c, knames[ki++]);
 	}
-	(void)keypos;
 	for (size_t j = 0; j < nm; j++)
 		o.v[ng + j].text = quote_col(c, w->aggregates[j]->name);
 	*out = o;
@@ -1519,7 +1513,6 @@ static bool row_number_dedup(tctx_t *c, const Substrait__FilterRel *f,
 		    pin.n + p->n_expressions};
 	memcpy(o.v, pin.v, pin.n * sizeof(col_t));
 	const Substrait__Expression__WindowFunction *wf = NULL;
-	size_t wcol = 0;
 	for (size_t i = 0; i < p->n_expressions; i++) {
 		const Substrait__Expression *pe = p->expressions[i];
 		if (pe->rex_type_case ==
@@ -1530,7 +1523,6 @@ static bool row_number_dedup(tctx_t *c, const Substrait__FilterRel *f,
 					"substrait_expression:window_function",
 					"one row_number() per projection");
 			wf = pe->window_function;
-			wcol = pin.n + i;
 			o.v[pin.n + i].text = adup(c, "1");
 			continue;
 		}
@@ -1552,7 +1544,6 @@ static bool row_number_dedup(tctx_t *c, const Substrait__FilterRel *f,
 	const fn_t *rn = find_fn(c, wf->function_reference);
 	if (!rn)
 		return false;
-	(void)wcol;
 	if (!is_rn || strcmp(rn->name, "row_number") || wf->n_arguments ||
 	    wf->n_sorts != 1 || !wf->n_partitions)
 		return refuse(c, "substrait_expression:window_function",
