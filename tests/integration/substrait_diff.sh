@@ -69,5 +69,32 @@ n=$(grep -c "rows equal DataFusion's" "$work/diff.out")
 ok "$n comparisons equal DataFusion's"
 curl -sf "$url/healthz" >/dev/null || fail "supervisor is down after the run"
 ok "supervisor still up"
+
+# The CLI submits a plan file with its bindings; the job (plan, bindings,
+# identity) survives a supervisor restart with the same plan id.
+topic=$(sed -n 's/^ok: rows loaded into topics \([^,]*\),.*/\1/p' "$work/diff.out")
+[ -n "$topic" ] || fail "no topic name in the diff output"
+cat >"$work/envelope.json" <<JSON
+{"name": "cli-plan", "mode": "stream",
+ "plan": {"bindings": {"orders": {"topic": "$topic"}}},
+ "event_time": {"field": "ts"}, "sink": {"kind": "memory"}}
+JSON
+"$BIN" submit --server "$url" --plan "$repo/tests/substrait/plans/df_filter_project.json" \
+    --dry-run "$work/envelope.json" >"$work/dry.json" || fail "CLI dry run failed"
+jq -e '.spec.pipeline[0].filter == "((`status` == '"'completed'"') AND (`amount` > 0.0))"' \
+    "$work/dry.json" >/dev/null || fail "CLI dry run: $(cat "$work/dry.json")"
+ok "streamvisor submit --plan --dry-run shows the translated filter"
+id=$("$BIN" submit --server "$url" --plan "$repo/tests/substrait/plans/df_filter_project.json" \
+    "$work/envelope.json") || fail "CLI submit --plan failed"
+before=$(curl -sf "$url/v1/jobs/$id" | jq -c '{plan_id, s: .substrait.sha256, p: .substrait.producer}')
+kill "$pid"; wait "$pid" 2>/dev/null || true
+"$BIN" serve --listen "127.0.0.1:$port" --data-dir "$work/data" \
+    --bootstrap-servers "$BOOTSTRAP" >>"$work/log" 2>&1 &
+pid=$!
+th_wait_up "$url" || fail "supervisor did not restart"
+after=$(curl -sf "$url/v1/jobs/$id" | jq -c '{plan_id, s: .substrait.sha256, p: .substrait.producer}')
+[ "$before" = "$after" ] && [ "$(jq -r .p <<<"$after")" = datafusion ] ||
+    fail "plan job after restart: $before vs $after"
+ok "the CLI-submitted plan job keeps plan id and Substrait identity across a restart"
 summary=1
 echo "$passed passed, $failed failed"
