@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "ingress/coverage.h"
 #include "ingress/substrait.h"
 #include "substrait/plan.pb-c.h"
 
@@ -525,12 +526,17 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 			      "a join step needs capability "
 			      "'stateful_join_support', which is not covered");
 			c->err->category = SV_ERR_COVERAGE;
-			sv_error_set_details(
-				c->err,
-				"[{\"capability\":"
-				"\"stateful_join_support\",\"status\":"
-				"\"uncovered\","
-				"\"reason\":\"no join operator exists\"}]");
+			json_t *recs = json_array();
+			json_array_append_new(
+				recs,
+				sv_coverage_record("stateful_join_support",
+						   "uncovered",
+						   "no join operator "
+						   "exists"));
+			char *d = json_dumps(recs, JSON_COMPACT);
+			json_decref(recs);
+			sv_error_set_details(c->err, d);
+			free(d);
 			return false;
 		} else {
 			return failf(c, k,
