@@ -54,6 +54,7 @@ typedef struct tctx {
 	Streamvisor__JobSpec *js;
 	sv_arena_t *arena;
 	json_t *coverage;
+	json_t *partials; /* capabilities already in coverage */
 	sv_error_t *err;
 	fn_t *fns;
 	size_t nfns;
@@ -130,16 +131,9 @@ static bool refuse(tctx_t *c, const char *cap, const char *reason)
 
 static void partial(tctx_t *c, const char *cap, const char *reason)
 {
-	if (!c->coverage)
-		return;
-	size_t i;
-	json_t *r;
-	json_array_foreach (c->coverage, i, r) {
-		const char *k = json_string_value(
-			json_object_get(r, "capability"));
-		if (k && !strcmp(k, cap))
-			return;
-	}
+	if (!c->coverage || json_object_get(c->partials, cap))
+		return; /* one record per capability, whatever its shape */
+	json_object_set_new(c->partials, cap, json_true());
 	json_array_append_new(c->coverage,
 			      sv_coverage_record(cap, "partial", reason));
 }
@@ -1920,8 +1914,10 @@ sv_error_t *sv_substrait_translate(Streamvisor__JobSpec *js, sv_arena_t *arena,
 	js->source = NULL;
 	js->n_schema = 0;
 	js->n_pipeline = 0;
+	c.partials = json_object();
 	bool ok = translate(&c, p);
 	substrait__plan__free_unpacked(p, NULL);
+	json_decref(c.partials);
 	if (!ok) {
 		js->source = NULL;
 		return c.err ? c.err
