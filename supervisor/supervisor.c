@@ -23,7 +23,6 @@
 
 #include "core/log.h"
 #include "core/util.h"
-#include "ingress/coverage.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
 #include "ingress/plan.h"
@@ -164,10 +163,12 @@ static sv_error_t *check_transactions(sv_supervisor_t *sv,
 }
 
 /* Parse and check a submitted spec as far as a job could start: clusters,
- * coverage, the plan built. On success *spec and *summary are the caller's.
- * POST /v1/jobs and its dry run share it. */
+ * the plan built, coverage (the evidence), transactions. On success *specp,
+ * *evp and *summaryp are the caller's. POST /v1/jobs and its dry run share
+ * it. */
 static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
-			      sv_jobspec_t **specp, json_t **summaryp)
+			      sv_jobspec_t **specp, sv_evidence_t **evp,
+			      json_t **summaryp)
 {
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = c->u.submit.protobuf
@@ -190,31 +191,25 @@ static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
 	    (js->late_sink &&
 	     (err = sv_resolve_cluster(sv, js->late_sink->kind,
 				       js->late_sink->cluster,
-				       "late_sink.cluster", &cl))) ||
-	    (err = sv_coverage_check(spec)) ||
-	    (err = check_transactions(sv, js))) {
+				       "late_sink.cluster", &cl)))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}
 	sv_plan_t *plan = NULL;
-	if ((err = sv_plan_build(spec, &plan))) {
-		if (err->category == SV_ERR_COVERAGE && !err->details_json) {
-			json_t *a = json_array();
-			json_array_append_new(
-				a,
-				sv_coverage_record(err->field ? err->field
-							      : "plan",
-						   "uncovered", err->message));
-			char *d = sv_json_dump(a);
-			sv_error_set_details(err, d);
-			free(d);
-		}
+	sv_evidence_t *ev = NULL;
+	if ((err = sv_plan_build(spec, &plan)) ||
+	    (err = sv_evidence_check(sv, spec, plan, &ev)) ||
+	    (err = check_transactions(sv, js))) {
+		sv_evidence_plan_error(err, spec);
+		sv_evidence_destroy(ev);
+		sv_plan_destroy(plan);
 		sv_jobspec_destroy(spec);
 		return err;
 	}
 	*summaryp = sv_plan_summary(spec, plan);
 	sv_plan_destroy(plan);
 	*specp = spec;
+	*evp = ev;
 	return NULL;
 }
 
@@ -222,22 +217,32 @@ static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
 static sv_error_t *do_dry_run(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
+	sv_evidence_t *ev = NULL;
 	json_t *summary = NULL;
-	sv_error_t *err = check_spec(sv, c, &spec, &summary);
+	sv_error_t *err = check_spec(sv, c, &spec, &ev, &summary);
 	if (err)
 		return err;
 	char *text = sv_jobspec_translated_json(spec);
-	json_t *o = json_pack(
-		"{s:o, s:s, s:o, s:o}", "spec", json_loads(text, 0, NULL),
-		"plan_id", spec->plan_id, "coverage",
-		spec->coverage_json ? json_loads(spec->coverage_json, 0, NULL)
-				    : json_array(),
-		"physical_plan", summary);
+	json_t *o = json_pack("{s:o, s:s, s:o}", "spec",
+			      json_loads(text, 0, NULL), "plan_id",
+			      spec->plan_id, "physical_plan", summary);
 	free(text);
+	/* the job's coverage records (as a submit answers them), then the
+	 * Substrait translation's partial records */
+	sv_job_t tmp = {.spec = spec, .ev = ev};
+	sv_evidence_answer(sv, &tmp, o);
+	json_t *cov = json_object_get(o, "coverage");
+	json_t *part = spec->coverage_json
+		? json_loads(spec->coverage_json, 0, NULL)
+		: NULL;
+	if (json_is_array(cov) && part)
+		json_array_extend(cov, part);
+	json_decref(part);
 	json_t *sub = sv_jobspec_substrait_json(spec);
 	if (sub)
 		json_object_set_new(o, "substrait", sub);
 	c->json = sv_json_dump(o);
+	sv_evidence_destroy(tmp.ev);
 	sv_jobspec_destroy(spec);
 	return NULL;
 }
@@ -245,8 +250,9 @@ static sv_error_t *do_dry_run(sv_supervisor_t *sv, cmd_t *c)
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
+	sv_evidence_t *ev = NULL;
 	json_t *summary = NULL;
-	sv_error_t *err = check_spec(sv, c, &spec, &summary);
+	sv_error_t *err = check_spec(sv, c, &spec, &ev, &summary);
 	if (err)
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
@@ -260,6 +266,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 					   js->name, o->id,
 					   sv_jobstate_name(o->state));
 			sv_jobspec_destroy(spec);
+			sv_evidence_destroy(ev);
 			json_decref(summary);
 			return sv_error_set_field(err, "name");
 		}
@@ -267,6 +274,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_job_t *job = sv_calloc(1, sizeof(*job));
 	new_job_id(job->id, sizeof(job->id));
 	job->spec = spec;
+	job->ev = ev;
 	job->created_at_ms = job->state_since_ms = sv_now_ms();
 	job->state = SV_JOB_PENDING;
 	job->last_ck.id = -1;
@@ -285,7 +293,9 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_logctx_t lc = {job->id, 0};
 	sv_log(&lc, SV_LOG_INFO, "lifecycle", "job '%s' submitted, plan %s",
 	       js->name, spec->plan_id);
-	c->json = sv_json_dump(sv_job_json(sv, job, false));
+	json_t *answer = sv_job_json(sv, job, false);
+	sv_evidence_answer(sv, job, answer);
+	c->json = sv_json_dump(answer);
 	job->restart_from = -1;
 	sv_persist_job(sv, job);
 	sv_start_attempt(sv, job);
@@ -318,6 +328,7 @@ void sv_job_free(sv_job_t *job)
 	sv_error_destroy(job->error);
 	free(job->result);
 	sv_obslog_destroy(job->obs);
+	sv_evidence_destroy(job->ev);
 	free(job);
 }
 
@@ -558,6 +569,7 @@ static const char *const view_names[SV_VIEW__COUNT] = {
 	[SV_VIEW_OBSERVATIONS] = "observations",
 	[SV_VIEW_PREVIEW] = "preview",
 	[SV_VIEW_RESULT] = "result",
+	[SV_VIEW_EXECUTION_OBSERVATIONS] = "execution-observations",
 };
 
 const char *sv_action_name(sv_action_t action)

@@ -487,7 +487,9 @@ def expect_refusal(server, what, spec, status, field=None, capability=None):
         fail("%s: expected field %s, got %s" % (what, field,
                                                  json.dumps(err)))
     if capability:
-        caps = [d.get("capability") for d in err.get("details") or []]
+        # RFC 033 records: the row's name is its requirement's target
+        caps = [d.get("requirement", {}).get("target", {}).get("name")
+                for d in err.get("details") or []]
         if capability not in caps:
             fail("%s: expected coverage record %s, got %s" %
                  (what, capability, json.dumps(err)))
