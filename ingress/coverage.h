@@ -113,15 +113,4 @@ sv_error_t *sv_coverage_refuse(const char *name, const char *reason,
  * "notes": {capability: how streamvisor covers it}}. New reference. */
 json_t *sv_coverage_info(const sv_coverage_env_t *env);
 
-/* One coverage record, in the shape of every row of GET /v1/info: build
- * rows through this (and sv_coverage_refuse), never by hand, so a change of
- * the record shape applies everywhere. */
-json_t *sv_coverage_record(const char *capability, const char *status,
-			   const char *reason);
-
-/* A SV_ERR_COVERAGE error with message and field whose details are the one
- * uncovered record (capability, reason). */
-sv_error_t *sv_coverage_refuse(const char *capability, const char *reason,
-			       const char *field, const char *message);
-
 #endif
