@@ -54,9 +54,11 @@ static const cap_t caps[] = {
 	 "no minimum group size is enforced"},
 	{"region_binding", false, "unknown", NULL},
 	{"ordered_execution", false, "partially_covered",
-	 "no sort operator; rows keep their order within a source "
-	 "partition, and first/last order by event time with equal event "
-	 "times in arrival order, which differs across partitions"},
+	 "bounded jobs sort with the order step (ORDER BY/LIMIT, at the end "
+	 "of input); streams have no sort operator: rows keep their order "
+	 "within a source partition, and first/last order by event time "
+	 "with equal event times in arrival order, which differs across "
+	 "partitions"},
 	{"snapshot_capture", false, "unknown", NULL},
 	{"canonical_digest", false, "unknown", NULL},
 	{"cross_relation_reconciliation", false, "unknown", NULL},
@@ -430,6 +432,7 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		[STREAMVISOR__STEP__STEP_SELECT] = "select",
 		[STREAMVISOR__STEP__STEP_WINDOW] = "window",
 		[STREAMVISOR__STEP__STEP_DEDUP] = "dedup",
+		[STREAMVISOR__STEP__STEP_ORDER] = "order",
 	};
 	const Streamvisor__Step *st = js->pipeline[i];
 	if ((size_t)st->step_case >= SV_ARRAY_LEN(kinds) ||
@@ -461,7 +464,9 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		    "window steps keep keyed window state across records "
 		    "and checkpoints",
 		    NULL, NULL, field, ref);
-		if (strcmp(w->time, "processing"))
+		/* a global window fires at the end of input only: no
+		 * record is ever late for it */
+		if (strcmp(w->time, "processing") && strcmp(w->type, "global"))
 			add(in, t, "late_data_policy", "required",
 			    "an event-time window decides what happens to "
 			    "records behind the watermark (late: drop or "
@@ -500,6 +505,14 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		    "dedup keeps per-key state for within_ms (RFC 048 has "
 		    "no dedup name; bounded keyed state is reported here)",
 		    NULL, NULL, field, ref);
+		break;
+	case STREAMVISOR__STEP__STEP_ORDER:
+		add(in, t, "ordered_execution", "required",
+		    "an order step (ORDER BY/LIMIT) requires ordered adapter "
+		    "execution",
+		    "covered", NULL, field, ref);
+		for (size_t j = 0; j < st->order->n_keys; j++)
+			calls |= calls_function(st->order->keys[j]->expr);
 		break;
 	default:
 		break;
@@ -883,6 +896,8 @@ json_t *sv_coverage_info(const sv_coverage_env_t *env)
 		{"filter", "row_filter", "covered", NULL},
 		{"window", "stateful_window_support", "covered", NULL},
 		{"dedup", "stateful_window_support", "covered", NULL},
+		{"window:global", "stateful_window_support", "covered", NULL},
+		{"order", "ordered_execution", "covered", NULL},
 		{"join", "stateful_join_support", "uncovered",
 		 "no join operator exists"},
 	};
