@@ -1770,7 +1770,9 @@ static bool rel(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 	case SUBSTRAIT__REL__REL_TYPE_NESTED_LOOP_JOIN:
 		return refuse(
 			c, "stateful_join_support",
-			"no join operator exists yet (substrait_rel:join)");
+			"joins are not runnable in a job yet (the worker reads "
+			"one input; docs/joins.md), so JoinRel is not "
+			"translated (substrait_rel:join)");
 	case SUBSTRAIT__REL__REL_TYPE__NOT_SET:
 		return bad(c, "a relation has no kind");
 	default: {
@@ -1964,8 +1966,10 @@ void sv_substrait_coverage_rows(json_t *rows)
 		{"substrait_rel:fetch", "partial",
 		 "at the root of a bounded job, constant count and offset"},
 		{"substrait_rel:join", "uncovered",
-		 "no join operator exists (stateful_join_support)"},
-		{"substrait_rel:cross", "uncovered", "no join operator exists"},
+		 "not translated while joins are not runnable in a job "
+		 "(the worker reads one input; stateful_join_support)"},
+		{"substrait_rel:cross", "uncovered",
+		 "a cross product of two inputs has no operator"},
 		{"substrait_rel:set", "uncovered", "a job reads one source"},
 		{"substrait_rel:extension_single", "uncovered",
 		 "extension relations (IncQL generators) have no operator"},
