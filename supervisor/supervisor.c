@@ -23,6 +23,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/history.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
 #include "ingress/plan.h"
@@ -127,6 +128,7 @@ static void tick(sv_supervisor_t *sv)
 		    sv_worker_end(job->worker) != SV_WORKER_RUNNING)
 			sv_on_worker_end(sv, job);
 		sv_watch_progress(job, now);
+		sv_job_history_tick(job, now);
 		sv_check_drain(sv, job, now);
 		if (job->pending_start && !job->worker) {
 			job->pending_start = false;
@@ -328,6 +330,7 @@ void sv_job_free(sv_job_t *job)
 	sv_error_destroy(job->error);
 	free(job->result);
 	sv_obslog_destroy(job->obs);
+	sv_history_destroy(job->history);
 	sv_evidence_destroy(job->ev);
 	free(job);
 }
@@ -569,6 +572,7 @@ static const char *const view_names[SV_VIEW__COUNT] = {
 	[SV_VIEW_OBSERVATIONS] = "observations",
 	[SV_VIEW_PREVIEW] = "preview",
 	[SV_VIEW_RESULT] = "result",
+	[SV_VIEW_HISTORY] = "history",
 	[SV_VIEW_EXECUTION_OBSERVATIONS] = "execution-observations",
 };
 
@@ -606,7 +610,12 @@ sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 		   .id = id,
 		   .u.view = {.view = view,
 			      .limit = sv_query_uint(query, "limit", 0),
-			      .after = sv_query_uint(query, "after", 0)}};
+			      /* history: samples after this time (ms) */
+			      .after = sv_query_uint(query,
+						     view == SV_VIEW_HISTORY
+							     ? "since"
+							     : "after",
+						     0)}};
 	return call(sv, &c, json);
 }
 
