@@ -20,6 +20,8 @@
 
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "ingress/substrait.h"
+#include "substrait/plan.pb-c.h"
 
 typedef struct pctx {
 	sv_arena_t arena;
@@ -241,10 +243,12 @@ static const char *const sink_keys[] = {"kind",
 					"transaction_timeout_ms",
 					NULL};
 
-static Streamvisor__Source *parse_source(pctx_t *c, json_t *root)
+static Streamvisor__Source *parse_source(pctx_t *c, json_t *root,
+					 const char *key,
+					 const char *const *keys)
 {
 	size_t saved;
-	json_t *o = enter(c, root, "source", source_keys, true, &saved);
+	json_t *o = enter(c, root, key, keys, true, &saved);
 	if (!o)
 		return NULL;
 	Streamvisor__Source *s = anew(c, sizeof(*s));
@@ -401,7 +405,7 @@ static bool parse_join(pctx_t *c, json_t *body, Streamvisor__Join *j)
 					     "join (bounds of right.time - "
 					     "left.time, inclusive)");
 		}
-	if (!(j->source = parse_source(c, body)) ||
+	if (!(j->source = parse_source(c, body, "source", source_keys)) ||
 	    !parse_fields(c, body, &j->n_schema, &j->schema) ||
 	    !parse_event_time(c, body, &j->event_time))
 		return false;
@@ -502,6 +506,53 @@ static bool parse_window(pctx_t *c, json_t *w, Streamvisor__Window *win)
 	return true;
 }
 
+/* {"order": {"keys": [{"expr", "desc", "nulls_first"}], "limit", "offset"}} */
+static bool parse_order(pctx_t *c, json_t *body, Streamvisor__Step *s)
+{
+	static const char *const keys[] = {"keys", "limit", "offset", NULL};
+	static const char *const kkeys[] = {"expr", "desc", "nulls_first",
+					    NULL};
+	if (!json_is_object(body))
+		return failf(c, "order", "expected an object");
+	strncat(c->path, ".order", sizeof(c->path) - strlen(c->path) - 1);
+	if (!check_keys(c, body, keys))
+		return false;
+	Streamvisor__Order *o = anew(c, sizeof(*o));
+	streamvisor__order__init(o);
+	o->limit = -1;
+	if (!get_int(c, body, "limit", &o->limit, -1) ||
+	    !get_int(c, body, "offset", &o->offset, 0))
+		return false;
+	json_t *ks = json_object_get(body, "keys");
+	if (ks && !json_is_array(ks))
+		return failf(c, "keys", "expected an array of sort keys");
+	o->n_keys = ks ? json_array_size(ks) : 0;
+	o->keys = anew(c, (o->n_keys + 1) * sizeof(*o->keys));
+	size_t n = strlen(c->path);
+	for (size_t i = 0; i < o->n_keys; i++) {
+		json_t *kv = json_array_get(ks, i);
+		snprintf(c->path + n, sizeof(c->path) - n, ".keys[%zu]", i);
+		if (!json_is_object(kv))
+			return failf(c, NULL, "expected {\"expr\": ...}");
+		if (!check_keys(c, kv, kkeys))
+			return false;
+		Streamvisor__OrderKey *k = anew(c, sizeof(*k));
+		streamvisor__order_key__init(k);
+		bool desc = false, nf = false;
+		if (!get_str(c, kv, "expr", &k->expr, true) ||
+		    !get_bool(c, kv, "desc", &desc) ||
+		    !get_bool(c, kv, "nulls_first", &nf))
+			return false;
+		k->desc = desc;
+		k->nulls_first = nf;
+		o->keys[i] = k;
+	}
+	c->path[n] = '\0';
+	s->step_case = STREAMVISOR__STEP__STEP_ORDER;
+	s->order = o;
+	return true;
+}
+
 static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
 	json_t *v = json_object_get(root, "pipeline");
@@ -522,7 +573,7 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 			return failf(c, NULL,
 				     "a step is an object with exactly one "
 				     "of: filter, select, window, dedup, "
-				     "join");
+				     "join, order");
 		Streamvisor__Step *s = anew(c, sizeof(*s));
 		streamvisor__step__init(s);
 		js->pipeline[i] = s;
@@ -592,6 +643,9 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 				return false;
 			s->step_case = STREAMVISOR__STEP__STEP_DEDUP;
 			s->dedup = d;
+		} else if (!strcmp(k, "order")) {
+			if (!parse_order(c, body, s))
+				return false;
 		} else if (!strcmp(k, "join")) {
 			Streamvisor__Join *j = anew(c, sizeof(*j));
 			streamvisor__join__init(j);
@@ -602,7 +656,7 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		} else {
 			return failf(c, k,
 				     "unknown step (expected one of: filter, "
-				     "select, window, dedup, join)");
+				     "select, window, dedup, join, order)");
 		}
 	}
 	c->path[0] = '\0';
@@ -610,10 +664,133 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 }
 
 static const char *const top_keys[] = {
-	"name",     "mode",         "source",    "schema",     "event_time",
-	"pipeline", "sink",         "delivery",  "checkpoint", "restart",
-	"lag",      "dead_letter",  "late_sink", "on_invalid", "plan_target",
-	"plan_id",  "requirements", NULL};
+	"name",       "mode",         "source", "schema",
+	"event_time", "pipeline",     "sink",   "delivery",
+	"checkpoint", "restart",      "lag",    "dead_letter",
+	"late_sink",  "on_invalid",   "plan",   "plan_target",
+	"plan_id",    "requirements", NULL};
+
+/* "plan": a Substrait plan with its read-root bindings (ingress/substrait.c
+ * translates it in finish()). */
+static bool parse_plan(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
+{
+	static const char *const keys[] = {
+		"substrait", "substrait_base64", "bindings", "registry",
+		"windows",   "dedup_within_ms",  NULL};
+	static const char *const binding_keys[] = {
+		"kind",  "cluster",    "topic", "format",  "start", "generator",
+		"count", "rate_per_s", "seed",  "columns", NULL};
+	size_t saved;
+	json_t *o = enter(c, root, "plan", keys, true, &saved);
+	if (!o)
+		return false;
+	Streamvisor__SubstraitIngress *pl = anew(c, sizeof(*pl));
+	streamvisor__substrait_ingress__init(pl);
+	js->plan = pl;
+	json_t *sj = json_object_get(o, "substrait");
+	json_t *sb = json_object_get(o, "substrait_base64");
+	if (!!sj == !!sb)
+		return failf(c, NULL,
+			     "needs exactly one of 'substrait' (the plan in "
+			     "the proto3 JSON mapping) and 'substrait_base64' "
+			     "(the binary plan)");
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+	sv_error_t *err;
+	if (sj) {
+		err = sv_pb_from_json(&substrait__plan__descriptor, sj,
+				      SV_SUBSTRAIT_MAX_DEPTH, &bytes, &len);
+		pl->from_json = true;
+	} else if (!json_is_string(sb)) {
+		return failf(c, "substrait_base64",
+			     "expected a base64 string, got %s", json_kind(sb));
+	} else {
+		err = sv_b64_decode(json_string_value(sb), &bytes, &len);
+	}
+	if (err) {
+		failf(c, sj ? "substrait" : "substrait_base64", "%s",
+		      err->message);
+		sv_error_destroy(err);
+		return false;
+	}
+	pl->substrait.data = (uint8_t *)sv_arena_memdup(&c->arena, bytes,
+							len ? len : 1);
+	pl->substrait.len = len;
+	free(bytes);
+	json_t *reg = json_object_get(o, "registry");
+	if (reg && !json_is_null(reg)) {
+		char *t = json_dumps(
+			reg, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+		pl->registry_json = adup(c, t);
+		free(t);
+	}
+	if (!get_int(c, o, "dedup_within_ms", &pl->dedup_within_ms, 1))
+		return false;
+	static const char *const win_keys[] = {"allowed_lateness_ms", "late",
+					       NULL};
+	size_t ws;
+	json_t *w = enter(c, o, "windows", win_keys, false, &ws);
+	if (c->err)
+		return false;
+	if (w) {
+		if (!get_int(c, w, "allowed_lateness_ms",
+			     &pl->allowed_lateness_ms, 0) ||
+		    !get_str(c, w, "late", &pl->late, false))
+			return false;
+		leave(c, ws);
+	}
+	size_t bs;
+	json_t *b = json_object_get(o, "bindings");
+	if (!b || !json_is_object(b) || !json_object_size(b))
+		return failf(c, "bindings",
+			     "expected an object of read-root name -> source");
+	bs = strlen(c->path);
+	snprintf(c->path + bs, sizeof(c->path) - bs, ".bindings");
+	pl->n_bindings = json_object_size(b);
+	pl->bindings = anew(c, pl->n_bindings * sizeof(*pl->bindings));
+	const char *name;
+	json_t *bv;
+	size_t i = 0;
+	json_object_foreach (b, name, bv) {
+		Streamvisor__SubstraitBinding *sbd = anew(c, sizeof(*sbd));
+		streamvisor__substrait_binding__init(sbd);
+		sbd->name = adup(c, name);
+		if (!(sbd->source = parse_source(c, b, name, binding_keys)))
+			return false;
+		json_t *cols = json_object_get(bv, "columns");
+		if (cols && !json_is_object(cols)) {
+			char k[300];
+			snprintf(k, sizeof(k), "%s.columns", name);
+			return failf(c, k,
+				     "expected an object of plan column -> "
+				     "record field");
+		}
+		sbd->n_columns = cols ? json_object_size(cols) : 0;
+		sbd->columns = anew(
+			c, (sbd->n_columns + 1) * sizeof(*sbd->columns));
+		const char *pn;
+		json_t *fv;
+		size_t j = 0;
+		json_object_foreach (cols, pn, fv) {
+			if (!json_is_string(fv)) {
+				char k[300];
+				snprintf(k, sizeof(k), "%s.columns.%s", name,
+					 pn);
+				return failf(c, k, "expected a field name");
+			}
+			Streamvisor__SubstraitColumn *sc = anew(c, sizeof(*sc));
+			streamvisor__substrait_column__init(sc);
+			sc->plan_name = adup(c, pn);
+			sc->field = adup(c, json_string_value(fv));
+			sbd->columns[j++] = sc;
+		}
+		pl->bindings[i++] = sbd;
+	}
+	c->path[bs] = '\0';
+	leave(c, saved);
+	return true;
+}
+
 
 /* ---- IncQL evidence: plan_target | plan_id, requirements ---- */
 
@@ -755,10 +932,27 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	    !get_str(c, root, "delivery", &js->delivery, false) ||
 	    !get_str(c, root, "on_invalid", &js->on_invalid, false))
 		return false;
-	if (!(js->source = parse_source(c, root)) ||
-	    !parse_schema(c, root, js) || !parse_pipeline(c, root, js) ||
-	    !parse_evidence(c, root, js))
+	if (json_object_get(root, "plan")) {
+		static const char *const replaced[] = {"source", "schema",
+						       "pipeline", NULL};
+		for (const char *const *k = replaced; *k; k++)
+			if (json_object_get(root, *k))
+				return failf(c, *k,
+					     "a job spec with a 'plan' has no "
+					     "'%s': the plan and its bindings "
+					     "replace source, schema and "
+					     "pipeline",
+					     *k);
+		if (!parse_plan(c, root, js))
+			return false;
+	} else if (!(js->source = parse_source(c, root, "source",
+					       source_keys)) ||
+		   !parse_schema(c, root, js) || !parse_pipeline(c, root, js)) {
 		return false;
+	}
+	if (!parse_evidence(c, root, js)) {
+		return false;
+	}
 	if (!(js->sink = parse_sink(c, root, "sink", true)))
 		return false;
 	js->dead_letter = parse_sink(c, root, "dead_letter", false);
@@ -1311,19 +1505,47 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js, const sv_drivers_t *cat)
 	}
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		Streamvisor__Step *st = js->pipeline[i];
+		if (st->step_case == STREAMVISOR__STEP__STEP_ORDER) {
+			char f[64];
+			snprintf(f, sizeof(f), "pipeline[%zu].order", i);
+			if (!bounded)
+				return bad(f,
+					   "an order step needs mode "
+					   "'bounded' (it sorts at the end of "
+					   "input)");
+			for (size_t j = i + 1; j < js->n_pipeline; j++)
+				if (js->pipeline[j]->step_case !=
+					    STREAMVISOR__STEP__STEP_SELECT &&
+				    js->pipeline[j]->step_case !=
+					    STREAMVISOR__STEP__STEP_FILTER)
+					return bad(f,
+						   "only select and filter "
+						   "steps may follow an order "
+						   "step");
+		}
 		if (st->step_case != STREAMVISOR__STEP__STEP_WINDOW)
 			continue;
 		Streamvisor__Window *w = st->window;
 		char f[64];
 		snprintf(f, sizeof(f), "pipeline[%zu].window", i);
 		static const char *const wtypes[] = {"tumbling", "sliding",
-						     "session", NULL};
+						     "session", "global", NULL};
 		if (empty(w->type) || !one_of(w->type, wtypes))
 			return bad(
 				f,
 				"unknown window type '%s' (expected tumbling, "
-				"sliding or session)",
+				"sliding, session or global)",
 				w->type ? w->type : "");
+		if (!strcmp(w->type, "global")) {
+			if (!bounded)
+				return bad(f,
+					   "a global window needs mode "
+					   "'bounded' (it fires at the end of "
+					   "input)");
+			DEFAULT_STR(w->late, "drop");
+			DEFAULT_STR(w->time, "event");
+			continue;
+		}
 		DEFAULT_STR(w->late, "drop");
 		/* like Flink SQL: event time unless asked otherwise */
 		DEFAULT_STR(w->time, "event");
@@ -1394,7 +1616,7 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js, const sv_drivers_t *cat)
 
 /* Pack msg, hash it, and unpack into an owned message. */
 static sv_error_t *finish(Streamvisor__JobSpec *msg, const sv_drivers_t *cat,
-			  sv_jobspec_t **out)
+			  sv_arena_t *arena, sv_jobspec_t **out)
 {
 	Streamvisor__Checkpoint ck = STREAMVISOR__CHECKPOINT__INIT;
 	Streamvisor__Restart rs = STREAMVISOR__RESTART__INIT;
@@ -1405,18 +1627,44 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, const sv_drivers_t *cat,
 		msg->restart = &rs;
 	if (!msg->lag)
 		msg->lag = &lag;
-	sv_error_t *err = normalize(msg, cat);
-	if (err)
+	sv_error_t *err = NULL;
+	json_t *coverage = NULL;
+	if (msg->plan) {
+		if (msg->source || msg->n_schema || msg->n_pipeline)
+			return bad("plan",
+				   "a job spec with a plan has no source, "
+				   "schema or pipeline: the plan and its "
+				   "bindings replace them");
+		if (empty(msg->mode))
+			msg->mode = "stream";
+		coverage = json_array();
+		if ((err = sv_substrait_translate(msg, arena, coverage))) {
+			json_decref(coverage);
+			return err;
+		}
+	}
+	if ((err = normalize(msg, cat))) {
+		json_decref(coverage);
 		return err;
+	}
 	/* The plan id hashes the plan without the IncQL evidence: the client's
 	 * plan identity and requirements are not what the job computes. */
 	Streamvisor__Evidence *ev = msg->evidence;
 	msg->evidence = NULL;
+	/* nor the plan member: a Substrait plan's bytes differ between runs
+	 * of the same producer; the plan id names the translated job */
+	Streamvisor__SubstraitIngress *pl = msg->plan;
+	msg->plan = NULL;
 	size_t hlen = streamvisor__job_spec__get_packed_size(msg);
 	uint8_t *hbytes = sv_malloc(hlen ? hlen : 1);
 	streamvisor__job_spec__pack(msg, hbytes);
 	msg->evidence = ev;
+	msg->plan = pl;
 	sv_jobspec_t *spec = sv_calloc(1, sizeof(*spec));
+	if (coverage) {
+		spec->coverage_json = json_dumps(coverage, JSON_COMPACT);
+		json_decref(coverage);
+	}
 	spec->packed_len = streamvisor__job_spec__get_packed_size(msg);
 	spec->packed = sv_malloc(spec->packed_len);
 	streamvisor__job_spec__pack(msg, spec->packed);
@@ -1463,7 +1711,7 @@ sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
 		err = c.err ? c.err
 			    : sv_error_new(SV_ERR_SUBMISSION, "invalid spec");
 	else
-		err = finish(&js, drivers, out);
+		err = finish(&js, drivers, &c.arena, out);
 	sv_arena_release(&c.arena);
 	json_decref(root);
 	return err;
@@ -1498,7 +1746,7 @@ sv_error_t *sv_jobspec_parse_proto(const uint8_t *data, size_t len,
 				   "job spec is not a valid protobuf "
 				   "streamvisor.JobSpec message");
 	else
-		err = finish(msg, drivers, out);
+		err = finish(msg, drivers, &arena, out);
 	sv_arena_release(&arena);
 	return err;
 }
@@ -1510,6 +1758,7 @@ void sv_jobspec_destroy(sv_jobspec_t *spec)
 	if (spec->msg)
 		streamvisor__job_spec__free_unpacked(spec->msg, NULL);
 	free(spec->packed);
+	free(spec->coverage_json);
 	free(spec);
 }
 
@@ -1542,6 +1791,98 @@ static json_t *strlist(char **v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(a, json_string(v[i]));
 	return a;
+}
+
+json_t *sv_jobspec_substrait_json(const sv_jobspec_t *spec)
+{
+	const Streamvisor__SubstraitIngress *pl = spec->msg->plan;
+	if (!pl)
+		return NULL;
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "sha256",
+			      pl->sha256 ? pl->sha256 : "", "producer",
+			      pl->producer ? pl->producer : "", "version",
+			      pl->version ? pl->version : "", "encoding",
+			      pl->from_json ? "json" : "binary");
+	/* IncQL writes its crate version (0.63) for wire schema 0.85 */
+	if (pl->producer && !strcmp(pl->producer, "incql-rfc002") &&
+	    pl->version && !strncmp(pl->version, "0.63.", 5))
+		json_object_set_new(o, "wire_version", json_string("0.85.0"));
+	json_t *reg = empty(pl->registry_json)
+		? NULL
+		: json_loads(pl->registry_json, JSON_DECODE_ANY, NULL);
+	json_object_set_new(o, "registry", reg ? reg : json_null());
+	return o;
+}
+
+/* The plan member as submitted (binary as base64). */
+static json_t *plan_json(const Streamvisor__SubstraitIngress *pl)
+{
+	json_t *o = json_object();
+	char *b64 = sv_b64_encode(pl->substrait.data, pl->substrait.len);
+	json_object_set_new(o, "substrait_base64", json_string(b64));
+	free(b64);
+	json_t *bs = json_object();
+	for (size_t i = 0; i < pl->n_bindings; i++) {
+		const Streamvisor__SubstraitBinding *b = pl->bindings[i];
+		json_t *so = json_object();
+		const Streamvisor__Source *s = b->source;
+		put_str(so, "kind", s->kind);
+		put_str(so, "cluster", s->cluster);
+		put_str(so, "topic", s->topic);
+		put_str(so, "format", s->format);
+		put_str(so, "start", s->start);
+		put_str(so, "generator", s->generator);
+		if (s->count)
+			json_object_set_new(so, "count",
+					    json_integer(s->count));
+		if (s->rate_per_s)
+			json_object_set_new(so, "rate_per_s",
+					    json_integer(s->rate_per_s));
+		if (s->seed)
+			json_object_set_new(so, "seed",
+					    json_integer((json_int_t)s->seed));
+		if (b->n_columns) {
+			json_t *cm = json_object();
+			for (size_t j = 0; j < b->n_columns; j++)
+				json_object_set_new(
+					cm, b->columns[j]->plan_name,
+					json_string(b->columns[j]->field));
+			json_object_set_new(so, "columns", cm);
+		}
+		json_object_set_new(bs, b->name, so);
+	}
+	json_object_set_new(o, "bindings", bs);
+	if (!empty(pl->registry_json)) {
+		json_t *reg = json_loads(pl->registry_json, JSON_DECODE_ANY,
+					 NULL);
+		if (reg)
+			json_object_set_new(o, "registry", reg);
+	}
+	if (pl->dedup_within_ms)
+		json_object_set_new(o, "dedup_within_ms",
+				    json_integer(pl->dedup_within_ms));
+	if (pl->allowed_lateness_ms || !empty(pl->late)) {
+		json_t *w = json_object();
+		if (pl->allowed_lateness_ms)
+			json_object_set_new(
+				w, "allowed_lateness_ms",
+				json_integer(pl->allowed_lateness_ms));
+		put_str(w, "late", pl->late);
+		json_object_set_new(o, "windows", w);
+	}
+	return o;
+}
+
+static char *spec_text(const sv_jobspec_t *spec, bool translated);
+
+char *sv_jobspec_to_json(const sv_jobspec_t *spec)
+{
+	return spec_text(spec, false);
+}
+
+char *sv_jobspec_translated_json(const sv_jobspec_t *spec)
+{
+	return spec_text(spec, true);
 }
 
 static json_t *source_json(const Streamvisor__Source *s)
@@ -1624,14 +1965,23 @@ static json_t *join_json(const Streamvisor__Join *j)
 	return o;
 }
 
-char *sv_jobspec_to_json(const sv_jobspec_t *spec)
+static char *spec_text(const sv_jobspec_t *spec, bool translated)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
 	json_t *o = json_object();
 	put_str(o, "name", js->name);
 	put_str(o, "mode", js->mode);
-	json_object_set_new(o, "source", source_json(js->source));
-	json_object_set_new(o, "schema", fields_json(js->schema, js->n_schema));
+	bool submitted_plan = js->plan && !translated;
+	if (submitted_plan)
+		json_object_set_new(o, "plan", plan_json(js->plan));
+	else if (js->plan)
+		json_object_set_new(o, "substrait",
+				    sv_jobspec_substrait_json(spec));
+	if (!submitted_plan) {
+		json_object_set_new(o, "source", source_json(js->source));
+		json_object_set_new(o, "schema",
+				    fields_json(js->schema, js->n_schema));
+	}
 	if (js->event_time)
 		json_object_set_new(o, "event_time",
 				    event_time_json(js->event_time));
@@ -1683,6 +2033,24 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 			json_object_set_new(step, "window", wo);
 			break;
 		}
+		case STREAMVISOR__STEP__STEP_ORDER: {
+			const Streamvisor__Order *od = st->order;
+			json_t *keys = json_array();
+			for (size_t j = 0; j < od->n_keys; j++)
+				json_array_append_new(
+					keys,
+					json_pack("{s:s, s:b, s:b}", "expr",
+						  od->keys[j]->expr, "desc",
+						  od->keys[j]->desc,
+						  "nulls_first",
+						  od->keys[j]->nulls_first));
+			json_object_set_new(
+				step, "order",
+				json_pack("{s:o, s:I, s:I}", "keys", keys,
+					  "limit", (json_int_t)od->limit,
+					  "offset", (json_int_t)od->offset));
+			break;
+		}
 		case STREAMVISOR__STEP__STEP_JOIN:
 			json_object_set_new(step, "join", join_json(st->join));
 			break;
@@ -1700,7 +2068,10 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 		}
 		json_array_append_new(pl, step);
 	}
-	json_object_set_new(o, "pipeline", pl);
+	if (!submitted_plan)
+		json_object_set_new(o, "pipeline", pl);
+	else
+		json_decref(pl);
 	json_object_set_new(o, "sink", sink_json(js->sink));
 	if (js->dead_letter)
 		json_object_set_new(o, "dead_letter",

@@ -163,7 +163,13 @@ static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
 			      "sink.transaction_timeout_ms");
 }
 
-static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
+/* Parse and check a submitted spec as far as a job could start: clusters,
+ * the plan built, coverage (the evidence), transactions. On success *specp,
+ * *evp and *summaryp are the caller's. POST /v1/jobs and its dry run share
+ * it. */
+static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
+			      sv_jobspec_t **specp, sv_evidence_t **evp,
+			      json_t **summaryp)
 {
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = c->u.submit.protobuf
@@ -191,8 +197,56 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 		sv_jobspec_destroy(spec);
 		return err;
 	}
-	json_t *summary = sv_plan_summary(spec, plan);
+	*summaryp = sv_plan_summary(spec, plan);
 	sv_plan_destroy(plan);
+	*specp = spec;
+	*evp = ev;
+	return NULL;
+}
+
+/* POST /v1/jobs?dry_run=true: the translated spec and its coverage. */
+static sv_error_t *do_dry_run(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_jobspec_t *spec = NULL;
+	sv_evidence_t *ev = NULL;
+	json_t *summary = NULL;
+	sv_error_t *err = check_spec(sv, c, &spec, &ev, &summary);
+	if (err)
+		return err;
+	char *text = sv_jobspec_translated_json(spec);
+	json_t *o = json_pack("{s:o, s:s, s:o}", "spec",
+			      json_loads(text, 0, NULL), "plan_id",
+			      spec->plan_id, "physical_plan", summary);
+	free(text);
+	/* the job's coverage records (as a submit answers them), then the
+	 * Substrait translation's partial records */
+	sv_job_t tmp = {.spec = spec, .ev = ev};
+	sv_evidence_answer(sv, &tmp, o);
+	json_t *cov = json_object_get(o, "coverage");
+	json_t *part = spec->coverage_json
+		? json_loads(spec->coverage_json, 0, NULL)
+		: NULL;
+	if (json_is_array(cov) && part)
+		json_array_extend(cov, part);
+	json_decref(part);
+	json_t *sub = sv_jobspec_substrait_json(spec);
+	if (sub)
+		json_object_set_new(o, "substrait", sub);
+	c->json = sv_json_dump(o);
+	sv_evidence_destroy(tmp.ev);
+	sv_jobspec_destroy(spec);
+	return NULL;
+}
+
+static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_jobspec_t *spec = NULL;
+	sv_evidence_t *ev = NULL;
+	json_t *summary = NULL;
+	sv_error_t *err = check_spec(sv, c, &spec, &ev, &summary);
+	if (err)
+		return err;
+	const Streamvisor__JobSpec *js = spec->msg;
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *o = sv->jobs[i];
 		if (!sv_jobstate_terminal(o->state) &&
@@ -216,14 +270,15 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	job->state = SV_JOB_PENDING;
 	job->last_ck.id = -1;
 	job->obs = sv_obslog_new(job->id, SV_OBSLOG_DEFAULT_CAP);
-	sv_obslog_add(job->obs, 0, "job_submitted",
-		      json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}",
-				"backend_kind", "streamvisor",
-				"backend_version", SV_VERSION_STRING,
-				"supervisor_identity",
-				sv->conf.identity ? sv->conf.identity : "",
-				"name", js->name, "plan_id", spec->plan_id,
-				"physical_plan", summary));
+	json_t *facts = json_pack(
+		"{s:s, s:s, s:s, s:s, s:s, s:o}", "backend_kind", "streamvisor",
+		"backend_version", SV_VERSION_STRING, "supervisor_identity",
+		sv->conf.identity ? sv->conf.identity : "", "name", js->name,
+		"plan_id", spec->plan_id, "physical_plan", summary);
+	json_t *sub = sv_jobspec_substrait_json(spec);
+	if (sub) /* RFC 032's submitted logical plan identity */
+		json_object_set_new(facts, "substrait", sub);
+	sv_obslog_add(job->obs, 0, "job_submitted", facts);
 	sv->jobs = sv_realloc(sv->jobs, (sv->njobs + 1) * sizeof(*sv->jobs));
 	sv->jobs[sv->njobs++] = job;
 	sv_logctx_t lc = {job->id, 0};
@@ -293,10 +348,15 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 
 /* What runs each command type on the supervisor thread. */
 static cmd_fn *const handlers[SV_CMD__COUNT] = {
-	[SV_CMD_SUBMIT] = do_submit,      [SV_CMD_LIST] = do_list,
-	[SV_CMD_STATUS] = do_status,      [SV_CMD_DELETE] = do_delete,
-	[SV_CMD_ACTION] = sv_do_action,   [SV_CMD_VIEW] = sv_do_get,
-	[SV_CMD_METRICS] = sv_do_metrics, [SV_CMD_SHUTDOWN] = sv_do_shutdown,
+	[SV_CMD_SUBMIT] = do_submit,
+	[SV_CMD_DRY_RUN] = do_dry_run,
+	[SV_CMD_LIST] = do_list,
+	[SV_CMD_STATUS] = do_status,
+	[SV_CMD_DELETE] = do_delete,
+	[SV_CMD_ACTION] = sv_do_action,
+	[SV_CMD_VIEW] = sv_do_get,
+	[SV_CMD_METRICS] = sv_do_metrics,
+	[SV_CMD_SHUTDOWN] = sv_do_shutdown,
 };
 
 /* Complete the parked commands whose answer is ready; called with
@@ -469,6 +529,15 @@ sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 {
 	cmd_t c = {
 		.type = SV_CMD_SUBMIT,
+		.u.submit = {.body = body, .len = len, .protobuf = protobuf}};
+	return call(sv, &c, json);
+}
+
+sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
+				  size_t len, bool protobuf, char **json)
+{
+	cmd_t c = {
+		.type = SV_CMD_DRY_RUN,
 		.u.submit = {.body = body, .len = len, .protobuf = protobuf}};
 	return call(sv, &c, json);
 }

@@ -28,6 +28,7 @@ typedef sv_error_t *(cmd_fn)(sv_supervisor_t *sv, cmd_t *c);
 
 typedef enum sv_cmd_type {
 	SV_CMD_SUBMIT = 0,
+	SV_CMD_DRY_RUN, /* POST /v1/jobs?dry_run=true; arguments u.submit */
 	SV_CMD_LIST,
 	SV_CMD_STATUS,
 	SV_CMD_DELETE,

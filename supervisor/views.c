@@ -57,6 +57,9 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    json_string(sv_jobstate_name(job->state)));
 	json_object_set_new(o, "attempt", json_integer(job->attempt));
 	json_object_set_new(o, "plan_id", json_string(job->spec->plan_id));
+	json_t *sub = sv_jobspec_substrait_json(job->spec);
+	if (sub) /* the submitted Substrait plan's identity */
+		json_object_set_new(o, "substrait", sub);
 	if (!full)
 		return o;
 	json_object_set_new(o, "delivery", json_string(js->delivery));
