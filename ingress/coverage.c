@@ -39,6 +39,10 @@ static const cap_t caps[] = {
 	{"replay_support", "covered",
 	 "a new attempt replays from the restored checkpoint's offsets; "
 	 "restart can choose a checkpoint or keep positions only"},
+	{"parallel_execution", "covered",
+	 "parallelism N runs N worker threads, each with its own consumer, "
+	 "transactional producer and per-partition tasks; keyed steps must "
+	 "follow source.partitioned_by (checked per record)"},
 	{"late_data_policy", "covered",
 	 "late records are dropped and counted, or sent to the late_sink "
 	 "(side_output)"},
@@ -112,9 +116,75 @@ static sv_error_t *refuse(const char *cap, const char *reason,
 	return err;
 }
 
+/* Whether key names every column of partitioned_by (so records with the
+ * same key are in the same source partition). */
+static bool follows_partitioning(const Streamvisor__Source *s, char **key,
+				 size_t nkey)
+{
+	if (!s->n_partitioned_by)
+		return false;
+	for (size_t i = 0; i < s->n_partitioned_by; i++) {
+		bool found = false;
+		for (size_t j = 0; j < nkey; j++)
+			if (!strcmp(key[j], s->partitioned_by[i]))
+				found = true;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* At parallelism > 1 a task sees one partition: a keyed step is correct
+ * only when its key follows the source partitioning (SCALE-OUT.md §4);
+ * the repartition stage that would lift this does not exist yet. */
+static sv_error_t *check_copartitioned(const Streamvisor__JobSpec *js)
+{
+	if (js->parallelism <= 1)
+		return NULL;
+	for (size_t i = 0; i < js->n_pipeline; i++) {
+		const Streamvisor__Step *st = js->pipeline[i];
+		char **key = NULL;
+		size_t nkey = 0;
+		const char *what;
+		if (st->step_case == STREAMVISOR__STEP__STEP_WINDOW) {
+			key = st->window->key;
+			nkey = st->window->n_key;
+			what = "window";
+		} else if (st->step_case == STREAMVISOR__STEP__STEP_DEDUP) {
+			key = st->dedup->key;
+			nkey = st->dedup->n_key;
+			what = "dedup";
+		} else {
+			continue;
+		}
+		if (follows_partitioning(js->source, key, nkey))
+			continue;
+		char field[64], msg[512];
+		snprintf(field, sizeof(field), "pipeline[%zu].%s", i, what);
+		snprintf(msg, sizeof(msg),
+			 "the %s at pipeline[%zu] is keyed on columns that do "
+			 "not include source.partitioned_by%s; at parallelism "
+			 "%d each task sees one partition, so its groups would "
+			 "be split (declare source.partitioned_by, or use "
+			 "parallelism 1)",
+			 what, i,
+			 js->source->n_partitioned_by ? "" : " (none declared)",
+			 js->parallelism);
+		return refuse("parallel_keyed_steps",
+			      "a keyed step runs inside a task only when its "
+			      "key follows the source partitioning; there is "
+			      "no repartition stage yet",
+			      field, msg);
+	}
+	return NULL;
+}
+
 sv_error_t *sv_coverage_check(const sv_jobspec_t *spec)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
+	sv_error_t *err = check_copartitioned(js);
+	if (err)
+		return err;
 	if (strcmp(js->delivery, "exactly_once"))
 		return NULL;
 	const char *sink = js->sink->kind;

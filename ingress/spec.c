@@ -228,7 +228,8 @@ static bool get_strlist(pctx_t *c, json_t *obj, const char *key, size_t *n,
 
 static const char *const source_keys[] = {
 	"kind",      "cluster", "topic",      "format", "start",
-	"generator", "count",   "rate_per_s", "seed",   NULL};
+	"generator", "count",   "rate_per_s", "seed",   "partitioned_by",
+	NULL};
 static const char *const sink_keys[] = {"kind",
 					"cluster",
 					"topic",
@@ -255,7 +256,9 @@ static Streamvisor__Source *parse_source(pctx_t *c, json_t *root)
 	    !get_str(c, o, "generator", &s->generator, false) ||
 	    !get_int(c, o, "count", &s->count, -1) ||
 	    !get_int(c, o, "rate_per_s", &s->rate_per_s, 0) ||
-	    !get_int(c, o, "seed", &seed, 0))
+	    !get_int(c, o, "seed", &seed, 0) ||
+	    !get_strlist(c, o, "partitioned_by", &s->n_partitioned_by,
+			 &s->partitioned_by))
 		return NULL;
 	s->seed = (uint64_t)seed;
 	leave(c, saved);
@@ -490,7 +493,8 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 static const char *const top_keys[] = {
 	"name",     "mode",        "source",    "schema",     "event_time",
 	"pipeline", "sink",        "delivery",  "checkpoint", "restart",
-	"lag",      "dead_letter", "late_sink", "on_invalid", NULL};
+	"lag",      "dead_letter", "late_sink", "on_invalid", "parallelism",
+	NULL};
 
 static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
@@ -499,7 +503,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	    !get_str(c, root, "name", &js->name, true) ||
 	    !get_str(c, root, "mode", &js->mode, false) ||
 	    !get_str(c, root, "delivery", &js->delivery, false) ||
-	    !get_str(c, root, "on_invalid", &js->on_invalid, false))
+	    !get_str(c, root, "on_invalid", &js->on_invalid, false) ||
+	    !get_i32(c, root, "parallelism", &js->parallelism, 1))
 		return false;
 	if (!(js->source = parse_source(c, root)) ||
 	    !parse_schema(c, root, js) || !parse_pipeline(c, root, js))
@@ -512,7 +517,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		return false;
 
 	static const char *const et_keys[] = {
-		"field", "max_out_of_orderness_ms", "idle_timeout_ms", NULL};
+		"field", "max_out_of_orderness_ms", "idle_timeout_ms",
+		"watermark_scope", NULL};
 	json_t *o = enter(c, root, "event_time", et_keys, false, &saved);
 	if (c->err)
 		return false;
@@ -523,7 +529,9 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		    !get_int(c, o, "max_out_of_orderness_ms",
 			     &js->event_time->max_out_of_orderness_ms, 0) ||
 		    !get_int(c, o, "idle_timeout_ms",
-			     &js->event_time->idle_timeout_ms, 0))
+			     &js->event_time->idle_timeout_ms, 0) ||
+		    !get_str(c, o, "watermark_scope",
+			     &js->event_time->watermark_scope, false))
 			return false;
 		leave(c, saved);
 	}
@@ -657,6 +665,50 @@ static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
 			   "directory)");
 	if (strcmp(s->kind, "file") && !empty(s->path))
 		return bad(f, "only a file sink has a path");
+	return NULL;
+}
+
+#define SV_MAX_PARALLELISM 256
+
+/* parallelism and source.partitioned_by (docs/parallelism.md). Whether
+ * parallelism fits the topic's partition count is checked when the job
+ * starts, against the broker. */
+static sv_error_t *check_parallelism(Streamvisor__JobSpec *js)
+{
+	Streamvisor__Source *s = js->source;
+	if (js->parallelism == 0)
+		js->parallelism = 1;
+	if (js->parallelism < 0 || js->parallelism > SV_MAX_PARALLELISM)
+		return bad("parallelism", "must be between 1 and %d",
+			   SV_MAX_PARALLELISM);
+	if (s->n_partitioned_by > 1)
+		return bad("source.partitioned_by",
+			   "names %zu columns; the Kafka key is one column",
+			   s->n_partitioned_by);
+	for (size_t i = 0; i < s->n_partitioned_by; i++) {
+		bool found = false;
+		for (size_t j = 0; j < js->n_schema; j++)
+			if (!strcmp(js->schema[j]->name, s->partitioned_by[i]))
+				found = true;
+		if (!found)
+			return bad("source.partitioned_by",
+				   "unknown column '%s'", s->partitioned_by[i]);
+	}
+	if (s->n_partitioned_by && strcmp(s->kind, "kafka"))
+		return bad("source.partitioned_by",
+			   "is only for a kafka source");
+	if (js->parallelism == 1)
+		return NULL;
+	if (strcmp(s->kind, "kafka"))
+		return bad("parallelism",
+			   "%d needs a kafka source (tasks are its "
+			   "partitions)",
+			   js->parallelism);
+	if (strcmp(js->sink->kind, "kafka") && strcmp(js->sink->kind, "null"))
+		return bad("parallelism",
+			   "%d needs a kafka or null sink (sink kind '%s' "
+			   "has one writer per job)",
+			   js->parallelism, js->sink->kind);
 	return NULL;
 }
 
@@ -855,6 +907,21 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 				   js->event_time->field, t);
 	}
 
+	if (js->event_time) {
+		const char *sc = js->event_time->watermark_scope;
+		/* "job" is the default; kept empty so it does not change the
+		 * plan id of specs written before the field existed */
+		if (!empty(sc) && !strcmp(sc, "job"))
+			js->event_time->watermark_scope = (char *)"";
+		else if (!empty(sc) && strcmp(sc, "partition"))
+			return bad("event_time.watermark_scope",
+				   "unknown scope '%s' (expected job or "
+				   "partition)",
+				   sc);
+	}
+	if ((err = check_parallelism(js)))
+		return err;
+
 	if (js->checkpoint->interval_ms == 0)
 		js->checkpoint->interval_ms = 5000;
 	if (js->checkpoint->retain == 0)
@@ -907,8 +974,17 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 				    "job spec could not be "
 				    "encoded");
 	}
+	/* the plan id leaves parallelism out: it is how the plan runs, and
+	 * a change of it restores the same checkpoints regrouped */
 	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256(spec->packed, spec->packed_len, md);
+	int32_t par = msg->parallelism;
+	msg->parallelism = 0;
+	size_t hlen = streamvisor__job_spec__get_packed_size(msg);
+	uint8_t *hbuf = sv_malloc(hlen ? hlen : 1);
+	streamvisor__job_spec__pack(msg, hbuf);
+	msg->parallelism = par;
+	SHA256(hbuf, hlen, md);
+	free(hbuf);
 	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
 		sprintf(spec->plan_id + 2 * i, "%02x", md[i]);
 	*out = spec;
@@ -1033,6 +1109,10 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 	put_str(src, "format", s->format);
 	put_str(src, "start", s->start);
 	put_str(src, "generator", s->generator);
+	if (s->n_partitioned_by)
+		json_object_set_new(src, "partitioned_by",
+				    strlist(s->partitioned_by,
+					    s->n_partitioned_by));
 	if (!strcmp(s->kind, "generator")) {
 		json_object_set_new(src, "count", json_integer(s->count));
 		json_object_set_new(src, "rate_per_s",
@@ -1059,6 +1139,9 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 					  ->max_out_of_orderness_ms,
 				  "idle_timeout_ms",
 				  (json_int_t)js->event_time->idle_timeout_ms));
+	if (js->event_time && !empty(js->event_time->watermark_scope))
+		put_str(json_object_get(o, "event_time"), "watermark_scope",
+			js->event_time->watermark_scope);
 	json_t *pl = json_array();
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		const Streamvisor__Step *st = js->pipeline[i];
@@ -1130,6 +1213,7 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 		json_object_set_new(o, "late_sink", sink_json(js->late_sink));
 	put_str(o, "delivery", js->delivery);
 	put_str(o, "on_invalid", js->on_invalid);
+	json_object_set_new(o, "parallelism", json_integer(js->parallelism));
 	json_object_set_new(o, "checkpoint",
 			    json_pack("{s:I, s:i}", "interval_ms",
 				      (json_int_t)js->checkpoint->interval_ms,
