@@ -70,6 +70,7 @@ typedef struct member {
 	int32_t *task_of; /* partition id -> task index, or -1 */
 	int32_t ntask_of;
 	sv_ckpt_task_t *cktasks;
+	sv_plan_t *plan; /* the member's own: its schemas outlive the clients */
 	sv_batch_t in;
 	sv_batch_t late_rows;
 	sv_ckpt_conf_t ck;
@@ -785,12 +786,12 @@ static sv_error_t *open_member(member_t *m)
 {
 	sv_worker_t *w = m->w;
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
-	/* a plan of our own to find the columns and schemas; the tasks build
-	 * theirs once the partitions are known */
-	sv_plan_t *plan;
-	sv_error_t *err = sv_plan_build(w->conf.spec, &plan);
+	/* a plan of our own for the columns and the schemas the clients
+	 * borrow; the tasks build theirs once the partitions are known */
+	sv_error_t *err = sv_plan_build(w->conf.spec, &m->plan);
 	if (err)
 		return err;
+	const sv_plan_t *plan = m->plan;
 	m->ck = (sv_ckpt_conf_t){
 		.store = w->conf.store,
 		.job_id = w->job_id,
@@ -853,11 +854,9 @@ static sv_error_t *open_member(member_t *m)
 		m->topic_nparts = sv_source_topic_partitions(m->src);
 		err = make_tasks(m);
 	}
-	sv_plan_destroy(plan);
 	if (err)
 		return err;
-	/* schemas from the first task's plan, which outlives the sinks */
-	const sv_plan_t *p0 = m->tasks[0].plan;
+	const sv_plan_t *p0 = m->plan;
 	sv_batch_init(&m->in, p0->schema);
 	sv_batch_init(&m->late_rows,
 		      p0->late_schema ? p0->late_schema : p0->schema);
@@ -1089,6 +1088,7 @@ void sv_worker_destroy(sv_worker_t *w)
 		}
 		free(m->tasks);
 		free(m->cktasks);
+		sv_plan_destroy(m->plan);
 		free(m->task_of);
 		sv_batch_release(&m->in);
 		sv_batch_release(&m->late_rows);
