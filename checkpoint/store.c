@@ -811,8 +811,8 @@ sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 	return err;
 }
 
-sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id,
-				int32_t p, int64_t **ids, size_t *n)
+sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t **ids, size_t *n)
 {
 	char *prefix = ts_prefix(job_id, p);
 	size_t plen = strlen(prefix);
@@ -851,8 +851,8 @@ sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id,
 	return err;
 }
 
-sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id,
-				int32_t p, int64_t id, sv_ckrec_t **out)
+sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t id, sv_ckrec_t **out)
 {
 	*out = NULL;
 	char *k = ts_key(job_id, p, id);
@@ -910,8 +910,8 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 				free(tk);
 				if (ngone == gcap) {
 					gcap = gcap ? 2 * gcap : 16;
-					gone = sv_realloc(gone, gcap *
-								  sizeof(*gone));
+					gone = sv_realloc(gone,
+							  gcap * sizeof(*gone));
 				}
 				gone[ngone++] = ids[j];
 				continue;

@@ -83,11 +83,11 @@ sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 				 const sv_ckrec_t *const *tasks, size_t ntasks);
 /* Ids of the task records of partition p, newest first; *ids is the
  * caller's to free. */
-sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id,
-				int32_t p, int64_t **ids, size_t *n);
+sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t **ids, size_t *n);
 /* The task record of partition p at checkpoint id, or *out = NULL. */
-sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id,
-				int32_t p, int64_t id, sv_ckrec_t **out);
+sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t id, sv_ckrec_t **out);
 /* Per partition of parts: keep the task records of the newest `retain`
  * checkpoints whose member record is COMMITTED and every newer one; delete
  * the older ones, and a member record once no partition has a task record

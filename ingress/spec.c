@@ -227,9 +227,8 @@ static bool get_strlist(pctx_t *c, json_t *obj, const char *key, size_t *n,
 }
 
 static const char *const source_keys[] = {
-	"kind",      "cluster", "topic",      "format", "start",
-	"generator", "count",   "rate_per_s", "seed",   "partitioned_by",
-	NULL};
+	"kind",  "cluster",    "topic", "format",         "start", "generator",
+	"count", "rate_per_s", "seed",  "partitioned_by", NULL};
 static const char *const sink_keys[] = {"kind",
 					"cluster",
 					"topic",
@@ -491,10 +490,10 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 }
 
 static const char *const top_keys[] = {
-	"name",     "mode",        "source",    "schema",     "event_time",
-	"pipeline", "sink",        "delivery",  "checkpoint", "restart",
-	"lag",      "dead_letter", "late_sink", "on_invalid", "parallelism",
-	NULL};
+	"name",       "mode",       "source",      "schema",
+	"event_time", "pipeline",   "sink",        "delivery",
+	"checkpoint", "restart",    "lag",         "dead_letter",
+	"late_sink",  "on_invalid", "parallelism", NULL};
 
 static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
@@ -1110,9 +1109,9 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 	put_str(src, "start", s->start);
 	put_str(src, "generator", s->generator);
 	if (s->n_partitioned_by)
-		json_object_set_new(src, "partitioned_by",
-				    strlist(s->partitioned_by,
-					    s->n_partitioned_by));
+		json_object_set_new(
+			src, "partitioned_by",
+			strlist(s->partitioned_by, s->n_partitioned_by));
 	if (!strcmp(s->kind, "generator")) {
 		json_object_set_new(src, "count", json_integer(s->count));
 		json_object_set_new(src, "rate_per_s",

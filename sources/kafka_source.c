@@ -893,8 +893,7 @@ static int64_t ksrc_committed_checkpoint(sv_source_t *src)
 	return ((kafka_source_t *)src)->committed_ck;
 }
 
-static int64_t ksrc_committed_checkpoint_of(sv_source_t *src,
-					    int32_t partition)
+static int64_t ksrc_committed_checkpoint_of(sv_source_t *src, int32_t partition)
 {
 	kafka_source_t *ks = (kafka_source_t *)src;
 	ssize_t i = ksrc_index(ks, partition);

@@ -133,7 +133,7 @@ static inline int64_t sv_source_committed_checkpoint(sv_source_t *src)
 		: -1;
 }
 static inline int64_t sv_source_committed_checkpoint_of(sv_source_t *src,
-							 int32_t partition)
+							int32_t partition)
 {
 	return src->ops->committed_checkpoint_of
 		? src->ops->committed_checkpoint_of(src, partition)
@@ -141,8 +141,7 @@ static inline int64_t sv_source_committed_checkpoint_of(sv_source_t *src,
 }
 static inline int32_t sv_source_topic_partitions(sv_source_t *src)
 {
-	return src->ops->topic_partitions ? src->ops->topic_partitions(src)
-					  : 0;
+	return src->ops->topic_partitions ? src->ops->topic_partitions(src) : 0;
 }
 static inline void sv_source_close(sv_source_t *src)
 {

@@ -223,8 +223,8 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
  * operators' state, packed inline. The record points into *off, ops and
  * opbufs (sized for the pipeline), which the caller frees. */
 static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
-			      const sv_partpos_t *pos, int64_t id,
-			      ckrec_t *rec, Streamvisor__PartitionOffset *off,
+			      const sv_partpos_t *pos, int64_t id, ckrec_t *rec,
+			      Streamvisor__PartitionOffset *off,
 			      Streamvisor__PartitionOffset **offp,
 			      Streamvisor__OperatorState *ops,
 			      Streamvisor__OperatorState **opp,
@@ -409,16 +409,16 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		int32_t *tp = sv_calloc(nt, sizeof(*tp));
 		for (size_t i = 0; i < nt; i++)
 			tp[i] = p->tasks[i].partition;
-		err = sv_ckstore_retain_tasks(conf->store, conf->job_id, tp,
-					      nt, conf->retain);
+		err = sv_ckstore_retain_tasks(conf->store, conf->job_id, tp, nt,
+					      conf->retain);
 		free(tp);
 	}
 	info->duration_ms = sv_mono_ms() - m0;
 	if (err) {
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed",
-			      json_pack("{s:I, s:i, s:s, s:s}",
-					"checkpoint_id", (json_int_t)id,
-					"member", p->member, "category",
+			      json_pack("{s:I, s:i, s:s, s:s}", "checkpoint_id",
+					(json_int_t)id, "member", p->member,
+					"category",
 					sv_errcat_name(err->category),
 					"message", err->message));
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
@@ -432,8 +432,7 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
 		      json_pack("{s:I, s:i, s:s, s:s}", "checkpoint_id",
 				(json_int_t)id, "member", p->member, "kind",
-				conf->transactional ? "transaction"
-						    : "offsets",
+				conf->transactional ? "transaction" : "offsets",
 				"outcome", "committed"));
 	if (conf->transactional)
 		err = sv_sink_txn_begin(p->snk);
@@ -509,18 +508,15 @@ static sv_error_t *regroup_refused(const sv_ckpt_conf_t *conf,
  * partition's committed offset (its transaction carried it), so
  * partitions of one old member agree, and a regrouped partition is
  * decided the same way wherever it lands. */
-static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf,
-				 sv_ckpt_parts_t *p, int64_t *restored,
-				 int64_t *wm_out)
+static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+				 int64_t *restored, int64_t *wm_out)
 {
 	ckrec_t *latest = NULL;
-	sv_error_t *err = sv_ckstore_latest(conf->store, conf->job_id,
-					    &latest);
+	sv_error_t *err = sv_ckstore_latest(conf->store, conf->job_id, &latest);
 	if (err)
 		return err;
 	if (latest && latest->parallelism <= 1 &&
-	    latest->status !=
-		    STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
+	    latest->status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
 		err = regroup_refused(conf, latest, p->parallelism,
 				      p->ntasks && stateful(p->tasks[0].pl));
 		sv_ckstore_free_record(latest);
@@ -616,10 +612,10 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf,
 		if (chosen > *restored)
 			*restored = chosen;
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
-			      json_pack("{s:I, s:i, s:i, s:s}",
-					"checkpoint_id", (json_int_t)chosen,
-					"partition", t->partition, "member",
-					p->member, "decision", decision));
+			      json_pack("{s:I, s:i, s:i, s:s}", "checkpoint_id",
+					(json_int_t)chosen, "partition",
+					t->partition, "member", p->member,
+					"decision", decision));
 	}
 	if (!err && nseek && (err = sv_source_seek(p->src, seek, nseek)))
 		err = ck_error(conf, err,

@@ -50,12 +50,12 @@ static json_t *members_json(sv_job_t *job, int par)
 				m, "records_in",
 				json_integer((json_int_t)atomic_load(
 					&ms->records_in)));
-			json_object_set_new(m, "busy_ms",
-					    json_integer((json_int_t)(busy /
-								      1000)));
-			json_object_set_new(m, "idle_ms",
-					    json_integer((json_int_t)(idle /
-								      1000)));
+			json_object_set_new(
+				m, "busy_ms",
+				json_integer((json_int_t)(busy / 1000)));
+			json_object_set_new(
+				m, "idle_ms",
+				json_integer((json_int_t)(idle / 1000)));
 			json_object_set_new(
 				m, "busy_ratio",
 				busy + idle ? json_real((double)busy /
@@ -72,8 +72,9 @@ static json_t *members_json(sv_job_t *job, int par)
 					(json_int_t)atomic_load(
 						&ms->last_checkpoint_duration_ms),
 					"avg_duration_ms",
-					(json_int_t)(cks ? atomic_load(&ms->ck_sum_us) /
-								   1000 / cks
+					(json_int_t)(cks ? atomic_load(
+								   &ms->ck_sum_us) /
+								     1000 / cks
 							 : 0)));
 		}
 		json_array_append_new(a, m);
@@ -201,13 +202,13 @@ json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan)
 	json_array_append_new(ops,
 			      json_pack("{s:s, s:s}", "operator", "sink",
 					"kind", js->sink->kind));
-	return json_pack(
-		"{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
-		"source_kind", js->source->kind, "source_topic",
-		js->source->topic && *js->source->topic ? js->source->topic
-							: NULL,
-		"parallelism", sv_jobspec_parallelism(spec), "delivery",
-		js->delivery, "operators", ops);
+	return json_pack("{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
+			 "source_kind", js->source->kind, "source_topic",
+			 js->source->topic && *js->source->topic
+				 ? js->source->topic
+				 : NULL,
+			 "parallelism", sv_jobspec_parallelism(spec),
+			 "delivery", js->delivery, "operators", ops);
 }
 
 size_t sv_query_limit(const char *query, size_t def)
@@ -354,7 +355,8 @@ static void member_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
 						&ms->checkpoints);
 					break;
 				case 3:
-					v = (double)atomic_load(&ms->ck_sum_us) /
+					v = (double)atomic_load(
+						    &ms->ck_sum_us) /
 						1e6;
 					break;
 				default:

@@ -255,8 +255,9 @@ static sv_error_t *check_partitioning(member_t *m)
 	for (size_t r = 0; r < m->in.nrows; r++) {
 		const sv_rowmeta_t *meta = &m->in.meta[r];
 		size_t len;
-		const char *key = sv_key_text(&sv_batch_row(&m->in, r)[m->key_col],
-					      tmp, sizeof(tmp), &len);
+		const char *key = sv_key_text(
+			&sv_batch_row(&m->in, r)[m->key_col], tmp, sizeof(tmp),
+			&len);
 		int32_t want = key ? sv_partition_of(key, len, m->topic_nparts)
 				   : -1;
 		if (want == meta->partition)
@@ -349,7 +350,8 @@ static void publish_served(sv_worker_t *w)
 {
 	uint64_t lo = UINT64_MAX;
 	for (int k = 0; k < w->nmembers; k++) {
-		uint64_t s = atomic_load(&w->members[k].stats.checkpoint_served);
+		uint64_t s = atomic_load(
+			&w->members[k].stats.checkpoint_served);
 		if (s < lo)
 			lo = s;
 	}
@@ -713,15 +715,15 @@ static void observe_bound(sv_worker_t *w)
 					      json_integer(pos[i].partition));
 		}
 		char txn_id[160];
-		snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d",
-			 w->job_id, k);
-		json_array_append_new(
-			members,
-			json_pack("{s:i, s:o, s:o}", "member", k,
-				  "transactional_id",
-				  w->transactional ? json_string(txn_id)
-						   : json_null(),
-				  "partitions", mine));
+		snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d", w->job_id,
+			 k);
+		json_array_append_new(members,
+				      json_pack("{s:i, s:o, s:o}", "member", k,
+						"transactional_id",
+						w->transactional
+							? json_string(txn_id)
+							: json_null(),
+						"partitions", mine));
 	}
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
 	sv_obslog_add(w->conf.obs, w->conf.attempt, "source_bound",
@@ -805,9 +807,8 @@ static sv_error_t *open_member(member_t *m)
 		.ignore_state = w->conf.ignore_state,
 	};
 	m->key_col = -1;
-	for (size_t i = 0; js->source->n_partitioned_by &&
-	     i < plan->schema->nfields;
-	     i++)
+	for (size_t i = 0;
+	     js->source->n_partitioned_by && i < plan->schema->nfields; i++)
 		if (!strcmp(plan->schema->fields[i].name,
 			    js->source->partitioned_by[0]))
 			m->key_col = (int)i;
@@ -953,8 +954,8 @@ static void close_member(member_t *m)
 static void *worker_main(void *arg)
 {
 	sv_worker_t *w = arg;
-	sv_log(&w->log, SV_LOG_INFO, "worker", "attempt started (parallelism %d)",
-	       w->nmembers);
+	sv_log(&w->log, SV_LOG_INFO, "worker",
+	       "attempt started (parallelism %d)", w->nmembers);
 	sv_error_t *err = NULL;
 	if (w->checkpointing)
 		err = abort_unused_ids(w);

@@ -153,8 +153,8 @@ static char *job_spec(const char *topic, const char *name, const char *mode,
 		     "   \"key\": \"k\"},"
 		     " \"delivery\": \"exactly_once\","
 		     " \"checkpoint\": {\"interval_ms\": 500}}",
-		     name, mode, parallelism, topic, OOO_MS,
-		     *steps ? ", " : "", steps, out) < 0)
+		     name, mode, parallelism, topic, OOO_MS, *steps ? ", " : "",
+		     steps, out) < 0)
 		abort();
 	return s;
 }
@@ -248,8 +248,9 @@ static void check_parallel_status(json_t *st, int parallelism)
 		json_t *p = json_array_get(parts, i);
 		int part = (int)json_integer_value(
 			json_object_get(p, "partition"));
-		assert_int_equal(json_integer_value(json_object_get(p, "member")),
-				 part % parallelism);
+		assert_int_equal(
+			json_integer_value(json_object_get(p, "member")),
+			part % parallelism);
 	}
 	json_t *members = json_object_get(st, "members");
 	assert_int_equal(json_array_size(members), parallelism);
@@ -262,8 +263,8 @@ static void check_parallel_status(json_t *st, int parallelism)
 					    m, "transactional_id")),
 				    txn);
 		assert_true(json_integer_value(json_object_get(
-				    json_object_get(m, "checkpoint"), "count")) >
-			    0);
+				    json_object_get(m, "checkpoint"),
+				    "count")) > 0);
 		assert_true(json_integer_value(json_object_get(m, "busy_ms")) >=
 			    0);
 		assert_non_null(json_object_get(m, "busy_ratio"));
@@ -410,8 +411,7 @@ static void test_wrong_partition(void **state)
 			     "{\"seq\":%d,\"k\":\"%s\",\"v\":1,\"ts\":%lld}", i,
 			     keys[i], BASE_MS) < 0)
 			abort();
-	tk_produce_keyed(topic, (const char *const *)payloads, keys, parts,
-			 3);
+	tk_produce_keyed(topic, (const char *const *)payloads, keys, parts, 3);
 	char *out = tk_unique("it-par-out");
 	tk_create_topic(out, 1);
 	char *spec = job_spec(topic, "it-par-wrong", "stream", 2, "", out);
@@ -460,8 +460,8 @@ static void test_coverage(void **state)
 	/* parallelism above the partition count: fails naming the field */
 	char *out = tk_unique("it-par-out");
 	tk_create_topic(out, 1);
-	spec = job_spec(f->in_topic, "it-par-toomany", "stream", PARTS + 1,
-			"", out);
+	spec = job_spec(f->in_topic, "it-par-toomany", "stream", PARTS + 1, "",
+			out);
 	char *id = tk_submit(f->svc.port, spec);
 	json_t *st = tk_wait_status(f->svc.port, id, is_failed, NULL, 60000,
 				    "failed");
