@@ -475,7 +475,7 @@ static sv_error_t *advance(member_t *m, int64_t mono)
 	max64(&w->stats.watermark_ms, wm);
 	for (size_t i = 0; i < m->ntasks; i++) {
 		task_t *t = &m->tasks[i];
-		int64_t twm = w->wm_per_partition && m->ntasks > 1
+		int64_t twm = w->wm_per_partition && w->nmembers > 1
 			? sv_watermarks_current(t->wm, mono)
 			: wm;
 		bool moved = twm != t->ctx.watermark_ms;
@@ -762,7 +762,7 @@ static sv_error_t *make_tasks(member_t *m)
 		sv_error_t *err = sv_plan_build(w->conf.spec, &t->plan);
 		if (err)
 			return err;
-		t->partition = m->ntasks > 1 ? pos[i].partition : -1;
+		t->partition = w->nmembers > 1 ? pos[i].partition : -1;
 		t->wm = sv_watermarks_new(evt ? evt->max_out_of_orderness_ms
 					      : 0,
 					  evt ? evt->idle_timeout_ms : 0);
@@ -770,7 +770,7 @@ static sv_error_t *make_tasks(member_t *m)
 				       .stats = &t->opstats,
 				       .late = NULL};
 		sv_batch_init(&t->in, t->plan->schema);
-		if (m->ntasks > 1) {
+		if (w->nmembers > 1) {
 			sv_watermarks_add_partition(t->wm, t->partition, mono);
 			m->task_of[t->partition] = (int32_t)i;
 		} else {

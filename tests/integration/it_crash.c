@@ -64,6 +64,8 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "checkpoint/store.h"
+#include "core/partition.h"
 #include "core/util.h"
 #include "tests/integration/testkit.h"
 
@@ -94,9 +96,23 @@ static int key_of(int64_t seq)
 {
 	return (int)(mix64((uint64_t)seq) % N_KEYS);
 }
+/* Parallel mode (the *_parallel tests): jobs run at parallelism g_par,
+ * and the input is keyed: each record carries k as its message key and
+ * sits in the partition Kafka's default partitioner gives k, so
+ * source.partitioned_by ["k"] holds. Otherwise record seq goes to
+ * partition seq % PARTS without a key. */
+static int g_par = 1;
+
+static int key_part(int k)
+{
+	char key[8];
+	snprintf(key, sizeof(key), "k%02d", k);
+	return sv_partition_of(key, strlen(key), PARTS);
+}
+
 static int part_of(int64_t seq)
 {
-	return (int)(seq % PARTS);
+	return g_par > 1 ? key_part(key_of(seq)) : (int)(seq % PARTS);
 }
 /* One millisecond of event time per record plus jitter: within a partition
  * (every 4th record) event time moves forward 4 ms per record with less
@@ -117,6 +133,12 @@ static int fmt_record(char *buf, size_t len, int64_t seq)
 
 static int64_t part_count(int64_t n, int p)
 {
+	if (g_par > 1) {
+		int64_t c = 0;
+		for (int64_t seq = 0; seq < n; seq++)
+			c += part_of(seq) == p;
+		return c;
+	}
 	return n > p ? (n - p + PARTS - 1) / PARTS : 0;
 }
 
@@ -189,9 +211,13 @@ static void *producer_main(void *arg)
 			allowed = p->target;
 		while (seq < allowed && !atomic_load(&p->stop)) {
 			int n = fmt_record(buf, sizeof(buf), seq);
+			char key[8];
+			snprintf(key, sizeof(key), "k%02d", key_of(seq));
 			rd_kafka_resp_err_t r = rd_kafka_producev(
 				rk, RD_KAFKA_V_TOPIC(p->topic),
 				RD_KAFKA_V_PARTITION(part_of(seq)),
+				RD_KAFKA_V_KEY(key,
+					       g_par > 1 ? strlen(key) : 0),
 				RD_KAFKA_V_VALUE(buf, (size_t)n),
 				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 				RD_KAFKA_V_END);
@@ -818,16 +844,22 @@ static char *job_spec(crash_t *c, cjob_t *j)
 {
 	char *sink, *s;
 	if (j->sink == S_KAFKA) {
-		if (asprintf(&sink, "{\"kind\": \"kafka\", \"topic\": \"%s\"}",
-			     j->out) < 0)
+		/* a bounded transaction timeout: the scale-in negative
+		 * control waits it out */
+		if (asprintf(&sink,
+			     "{\"kind\": \"kafka\", \"topic\": \"%s\"%s}",
+			     j->out,
+			     j->exactly_once && g_par > 1
+				     ? ", \"transaction_timeout_ms\": 15000"
+				     : "") < 0)
 			abort();
 	} else if (asprintf(&sink, "{\"kind\": \"file\", \"path\": \"%s\"}",
 			    j->out) < 0) {
 		abort();
 	}
 	if (asprintf(&s,
-		     "{\"name\": \"%s-%s\","
-		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     "{\"name\": \"%s-%s\", \"parallelism\": %d,"
+		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"%s},"
 		     " \"schema\": [{\"name\": \"seq\", \"type\": \"int64\"},"
 		     "   {\"name\": \"k\", \"type\": \"string\"},"
 		     "   {\"name\": \"ts\", \"type\": \"int64\"}],"
@@ -840,7 +872,8 @@ static char *job_spec(crash_t *c, cjob_t *j)
 		     " \"restart\": {\"max_attempts\": 1000,"
 		     "   \"initial_backoff_ms\": 100, \"max_backoff_ms\": "
 		     "2000}}",
-		     c->test, j->label, c->in_topic, OOO_MS,
+		     c->test, j->label, g_par, c->in_topic,
+		     g_par > 1 ? ", \"partitioned_by\": [\"k\"]" : "", OOO_MS,
 		     j->kind == J_WINDOW ? ", " : "",
 		     j->kind == J_WINDOW ? window_step : "", sink,
 		     j->exactly_once ? "exactly_once" : "at_least_once",
@@ -1660,15 +1693,33 @@ static void final_incarnation(crash_t *c)
 /* Sentinels, then wait until every job has drained and committed. */
 static void drain_all(crash_t *c)
 {
-	char *sentinels[PARTS];
-	for (int p = 0; p < PARTS; p++)
+	char *sentinels[PARTS], *keys[PARTS];
+	int32_t sparts[PARTS];
+	for (int p = 0; p < PARTS; p++) {
+		/* keyed mode: a key of the partition, as partitioned_by
+		 * requires of every record */
+		char key[32] = "end";
+		for (int i = 0; g_par > 1; i++) {
+			snprintf(key, sizeof(key), "end-%d", i);
+			if (sv_partition_of(key, strlen(key), PARTS) == p)
+				break;
+		}
+		keys[p] = sv_strdup(key);
+		sparts[p] = p;
 		if (asprintf(&sentinels[p],
-			     "{\"seq\":-1,\"k\":\"end\",\"ts\":%lld}",
+			     "{\"seq\":-1,\"k\":\"%s\",\"ts\":%lld}", key,
 			     (long long)SENTINEL_TS) < 0)
 			abort();
-	tk_produce(c->in_topic, (const char *const *)sentinels, PARTS);
-	for (int p = 0; p < PARTS; p++)
+	}
+	if (g_par > 1)
+		tk_produce_keyed(c->in_topic, (const char *const *)sentinels,
+				 (const char *const *)keys, sparts, PARTS);
+	else
+		tk_produce(c->in_topic, (const char *const *)sentinels, PARTS);
+	for (int p = 0; p < PARTS; p++) {
 		free(sentinels[p]);
+		free(keys[p]);
+	}
 	int64_t ends[PARTS];
 	input_ends(c, ends);
 	for (int p = 0; p < PARTS; p++)
@@ -1787,6 +1838,7 @@ static void print_end(crash_t *c)
 
 static int crash_teardown(void **state)
 {
+	g_par = 1;
 	crash_t *c = *state;
 	if (!c)
 		return 0;
@@ -2034,6 +2086,236 @@ static void test_kill_points(void **state)
 	c->passed = true;
 }
 
+/* ---- parallelism (issue 12, docs/parallelism.md) ---- */
+
+typedef struct {
+	const char *id;
+	char *text;
+} found_job_t;
+
+static sv_error_t *find_job_cb(void *opaque, const char *job_id,
+			       const char *data, size_t len)
+{
+	found_job_t *f = opaque;
+	if (!strcmp(job_id, f->id))
+		f->text = sv_strndup(data, len);
+	return NULL;
+}
+
+/* The crash loop and every kill point at parallelism 4: an exactly_once
+ * passthrough and window and an at_least_once passthrough, each job four
+ * worker threads with their own transactions, over keyed input
+ * (partitioned_by k). Random kills while the input is written, then every
+ * kill point (default once each, SV_CRASH_LONG three times). The
+ * at_least_once job is the negative control: it must show duplicates. */
+static void test_crash_parallel(void **state)
+{
+	bool lng = env_on("SV_CRASH_LONG");
+	int64_t n = lng ? 200000 : 50000;
+	int kills = lng ? 12 : 5;
+	int rounds = lng ? 3 : 1;
+	g_par = 4;
+	crash_t *c = crash_new(state, "crash_parallel", 4);
+	cjob_t *pass = add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	cjob_t *win = add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	cjob_t *alo = add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
+	double rate = (double)n / (kills * 3.2 + rounds * N_POINTS * 1.5);
+	printf("[crash_parallel] parallelism %d, %" PRId64
+	       " records at %.0f/s, >= %d random SIGKILLs + %d x %zu kill "
+	       "points%s\n",
+	       g_par, n, rate, kills, rounds, N_POINTS,
+	       lng ? " (SV_CRASH_LONG)" : "");
+	producer_start(&c->prod, c->in_topic, n, rate);
+	first_incarnation(c);
+	random_kills(c, kills);
+	for (int r = 0; r < rounds; r++)
+		for (size_t p = 0; p < N_POINTS; p++) {
+			char ka[64];
+			int nth = r < 2 ? r + 1 : uniform(c, 3, 5);
+			snprintf(ka, sizeof(ka), "%s:%d", points[p], nth);
+			cycle_point(c, ka);
+		}
+	finish(c);
+
+	tally_t tp = check_output(c, pass, true);
+	summary(c, pass, "read_committed", &tp, "asserted");
+	tally_t tw = check_output(c, win, true);
+	summary(c, win, "read_committed", &tw, "asserted");
+	tally_t ta = check_output(c, alo, true);
+	summary(c, alo, "read_committed", &ta,
+		"negative control: duplicates asserted > 0, missing 0");
+	sv_stop(c);
+	print_end(c);
+	g_par = 1;
+	assert_int_equal(c->n, n);
+	assert_true(c->kills_random >= kills);
+	assert_true(c->kills_point >= rounds * (int)N_POINTS);
+	if (!exact(&tp) || !exact(&tw))
+		fail_c(c,
+		       "exactly_once output at parallelism 4 is not exact "
+		       "after %d kills (see SUMMARY lines above)",
+		       c->kills_random + c->kills_point);
+	if (ta.missing || ta.wrong || ta.unexpected)
+		fail_c(c, "at_least_once output lost or changed records");
+	if (!ta.dup)
+		fail_c(c,
+		       "the at_least_once negative control shows no "
+		       "duplicate: the kills did not land between commits, "
+		       "so the exactly_once result proves nothing");
+	c->passed = true;
+}
+
+/* Rewrite the stored definition of job j with another parallelism while
+ * the supervisor is down: what a restart with a new parallelism does. */
+static void set_parallelism(crash_t *c, cjob_t *j, int par)
+{
+	char *dir;
+	if (asprintf(&dir, "%s/checkpoints", c->data_dir) < 0)
+		abort();
+	sv_ckstore_t *st;
+	sv_error_t *err = sv_ckstore_open(dir, &st);
+	free(dir);
+	if (err)
+		fail_c(c, "open the store: %s", err->message);
+	found_job_t f = {j->id, NULL};
+	err = sv_ckstore_each_job(st, find_job_cb, &f);
+	if (err || !f.text)
+		fail_c(c, "job %s is not in the store", j->id);
+	json_error_t jerr;
+	json_t *o = json_loads(f.text, 0, &jerr);
+	json_object_set_new(json_object_get(o, "spec"), "parallelism",
+			    json_integer(par));
+	char *text = json_dumps(o, JSON_COMPACT);
+	err = sv_ckstore_put_job(st, j->id, text, strlen(text));
+	if (err)
+		fail_c(c, "rewrite job %s: %s", j->id, err->message);
+	free(text);
+	json_decref(o);
+	free(f.text);
+	sv_ckstore_close(st);
+}
+
+/* The output topic's last stable offsets (read_committed end). */
+static void output_lso(crash_t *c, const char *topic, int64_t lso[4])
+{
+	char err[512];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+				      sizeof(err));
+	if (!rk)
+		fail_c(c, "kafka client: %s", err);
+	for (int p = 0; p < 4; p++) {
+		int64_t lo, hi;
+		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+						     10000))
+			hi = -1;
+		lso[p] = hi;
+	}
+	rd_kafka_destroy(rk);
+}
+
+/* Kill mid-transaction at parallelism 4, restart at 2; the time until
+ * every output partition's read_committed end moved past where it stood
+ * (or stall_ms when it did not within that long). */
+static int64_t scale_in_cycle(crash_t *c, cjob_t *j, int stall_ms)
+{
+	cycle_point(c, "after_send_offsets:6");
+	set_parallelism(c, j, 2);
+	int64_t before[4], now[4];
+	output_lso(c, j->out, before);
+	sv_start(c, NULL);
+	int64_t t0 = sv_mono_ms();
+	for (;;) {
+		output_lso(c, j->out, now);
+		bool all = true;
+		for (int p = 0; p < 4; p++)
+			all = all && now[p] > before[p];
+		int64_t dt = sv_mono_ms() - t0;
+		if (all)
+			return dt;
+		if (dt >= stall_ms)
+			return stall_ms;
+		int st;
+		char d[96];
+		if (sv_reap(c, 0, &st))
+			fail_c(c,
+			       "the supervisor exited after the scale-in: %s",
+			       describe_exit(st, d, sizeof(d)));
+		usleep(50000);
+	}
+}
+
+/* Scale-in 4 -> 2 after a kill in the middle of a transaction: the ids of
+ * members 2 and 3 are initialised at start, so read_committed output moves
+ * within 2 s of the restart, and the output stays exact. */
+static void test_scale_in(void **state)
+{
+	g_par = 4;
+	crash_t *c = crash_new(state, "scale_in", 5);
+	cjob_t *pass = add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	producer_start(&c->prod, c->in_topic, 40000, 2500);
+	first_incarnation(c);
+	int64_t ms = scale_in_cycle(c, pass, 15000);
+	printf("[scale_in] read_committed output of every partition moved "
+	       "%" PRId64 " ms after the restart at parallelism 2\n",
+	       ms);
+	bool logged = log_contains(c, "initialised the unused");
+	finish(c);
+	tally_t tp = check_output(c, pass, true);
+	summary(c, pass, "read_committed", &tp, "asserted");
+	sv_stop(c);
+	print_end(c);
+	g_par = 1;
+	if (!logged)
+		fail_c(c,
+		       "the restart at parallelism 2 did not initialise "
+		       "the unused transactional ids");
+	if (ms > 2000)
+		fail_c(c,
+		       "read_committed output moved only %" PRId64
+		       " ms after the restart (expected within 2 s)",
+		       ms);
+	if (!exact(&tp))
+		fail_c(c,
+		       "exactly_once output is not exact after the "
+		       "scale-in");
+	c->passed = true;
+}
+
+/* The negative control: without the abort of unused ids
+ * (STREAMVISOR_TEST_NO_ABORT_UNUSED=1), the open transactions of members
+ * 2 and 3 hold read_committed output until transaction.timeout.ms
+ * (15 s here): no movement within 5 s. */
+static void test_scale_in_no_abort(void **state)
+{
+	g_par = 4;
+	crash_t *c = crash_new(state, "scale_in_no_abort", 6);
+	cjob_t *pass = add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	producer_start(&c->prod, c->in_topic, 40000, 2500);
+	first_incarnation(c);
+	setenv("STREAMVISOR_TEST_NO_ABORT_UNUSED", "1", 1);
+	int64_t ms = scale_in_cycle(c, pass, 5000);
+	unsetenv("STREAMVISOR_TEST_NO_ABORT_UNUSED");
+	printf("[scale_in_no_abort] read_committed output %s%" PRId64
+	       " ms after the restart (negative control: a stall)\n",
+	       ms >= 5000 ? "had not moved everywhere " : "moved ", ms);
+	sv_stop(c);
+	g_par = 1;
+	if (ms < 5000)
+		fail_c(c,
+		       "without the abort of unused ids the output moved "
+		       "after %" PRId64
+		       " ms: the scale-in test cannot fail, it proves "
+		       "nothing",
+		       ms);
+	c->passed = true;
+}
+
 /* exactly_once passthrough into a file sink: random kills, then one cycle
  * per kill point; whenever we look, every visible file is complete, and a
  * visible file never changes or disappears. */
@@ -2087,6 +2369,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_crash_loop, crash_teardown),
 		cmocka_unit_test_teardown(test_kill_points, crash_teardown),
 		cmocka_unit_test_teardown(test_file_sink, crash_teardown),
+		cmocka_unit_test_teardown(test_crash_parallel, crash_teardown),
+		cmocka_unit_test_teardown(test_scale_in, crash_teardown),
+		cmocka_unit_test_teardown(test_scale_in_no_abort,
+					  crash_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
