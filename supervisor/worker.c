@@ -1,18 +1,31 @@
 /* worker.c — the attempt loop (see worker.h).
  *
- *   loop: poll ≤ BATCH rows from the source (decoded into typed rows)
- *         assign each row its event time (event_time.field, else now)
- *         and feed it to the per-partition watermarks (core/watermark.h)
- *         count rejects; dead-letter or fail per the spec's on_invalid
- *         push the batch through the pipeline; write the output to the sink
- *         when the combined watermark moved (or, for processing-time
- *         windows, on every pass) advance the pipeline and write what fired
- *         every commit interval: flush the sink, then commit the source
- *         positions (at-least-once: nothing is committed before it is out)
- *   end:  bounded input done → finish the pipeline (all windows fire),
- *         write, flush, commit → COMPLETED.
+ * An attempt has `parallelism` N members (docs/parallelism.md): member k is
+ * a thread with its own consumer of the partitions p mod N == k, its own
+ * producer (transactional id streamvisor-<job>-<k>) and its tasks: one per
+ * partition at N > 1, each with its own pipeline instance and watermark
+ * tracker, or one over every partition at N = 1 (the job as it always ran).
+ * The attempt thread initialises the transactional ids of members the job
+ * no longer has (scale-in), opens the members, starts their threads and
+ * joins them; the first member error is the attempt's, and stops the rest.
  *
- * Counters are atomics read by the supervisor; positions and the preview
+ * A member loops:
+ *   poll ≤ BATCH rows from its source (decoded into typed rows)
+ *   check source.partitioned_by per record (Kafka's murmur2 of the key)
+ *   assign each row its event time (event_time.field, else now), feed it
+ *   to its task's watermarks and, at N > 1, copy it to the task's batch
+ *   count rejects; dead-letter or fail per the spec's on_invalid
+ *   push each task's rows through its pipeline; write the output
+ *   when a task's watermark moved (scope job: the minimum every member
+ *   published; scope partition: its own) or, for processing-time windows,
+ *   on every pass, advance the pipeline and write what fired
+ *   every checkpoint interval: checkpoint (ckpt.c) over its own tasks, or
+ *   without a store flush the sink and commit the positions
+ * end: bounded input done → finish the pipelines (all windows fire), write,
+ *   take a final checkpoint → COMPLETED once every member is done.
+ *
+ * Counters are atomics read by the supervisor (the job's, summed or
+ * maxed by the members, and each member's own); positions and the preview
  * ring are behind a mutex taken once per batch. */
 #define _GNU_SOURCE
 #include "supervisor/worker.h"

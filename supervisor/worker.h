@@ -1,7 +1,8 @@
-/* worker.h — one job attempt running on its own thread: poll a batch from
- * the source, run it through the plan's operators, hand output to the sink,
- * commit progress, until the input ends (bounded), it is told to stop, or it
- * fails.
+/* worker.h — one job attempt running on its own thread(s): poll a batch
+ * from the source, run it through the plan's operators, hand output to the
+ * sink, commit progress, until the input ends (bounded), it is told to stop,
+ * or it fails. With parallelism N the attempt runs N member threads, each
+ * over its own partitions (docs/parallelism.md).
  *
  * The supervisor thread starts and stops workers and reads their counters;
  * a worker never touches the job table. When it ends it calls the done
