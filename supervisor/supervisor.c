@@ -165,6 +165,30 @@ static sv_error_t *check_transactions(sv_supervisor_t *sv,
 	return err;
 }
 
+/* parallelism at most the source topic's partition count (when the topic
+ * exists already; otherwise the job's start checks it). */
+static sv_error_t *check_parallelism(sv_supervisor_t *sv,
+				     const Streamvisor__JobSpec *js)
+{
+	if (js->parallelism <= 1 || strcmp(js->source->kind, "kafka"))
+		return NULL;
+	const sv_cluster_t *cl;
+	sv_error_t *err = sv_resolve_cluster(sv, js->source->kind,
+					     js->source->cluster,
+					     "source.cluster", &cl);
+	if (err)
+		return err;
+	int n = sv_kafka_topic_partitions(cl, js->source->topic);
+	if (n > 0 && js->parallelism > n)
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "field 'parallelism': %d is more than "
+				     "the %d partitions of topic '%s'",
+				     js->parallelism, n, js->source->topic),
+			"parallelism");
+	return NULL;
+}
+
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
@@ -189,7 +213,8 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 				       js->late_sink->cluster,
 				       "late_sink.cluster", &cl))) ||
 	    (err = sv_coverage_check(spec)) ||
-	    (err = check_transactions(sv, js))) {
+	    (err = check_transactions(sv, js)) ||
+	    (err = check_parallelism(sv, js))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}

@@ -27,6 +27,16 @@
  *   file_sink       exactly_once passthrough into a file sink, random kills
  *                   and one cycle per kill point; every visible *.jsonl file
  *                   must be complete whenever we look, and never change.
+ *   crash_parallel  parallelism mode (docs/parallelism.md): the jobs of
+ *                   crash_loop at parallelism 4 over keyed input
+ *                   (source.partitioned_by k); every kill point once
+ *                   (long: three times) and >= 5 (long: 12) random kills
+ *                   over 50,000 (long: 200,000) records; the at_least_once
+ *                   job must show duplicates (negative control).
+ *   scale_in        parallelism 4, a kill mid-transaction, restart at 2:
+ *                   read_committed output moves within 2 s; exact output.
+ *   scale_in_no_abort  its negative control: without the abort of the
+ *                   unused transactional ids the output stalls (>= 5 s).
  *
  * Environment: KAFKA_BOOTSTRAP, STREAMVISOR_BIN (set by ctest), SV_BUILD_DIR
  * (temp dirs; /tmp without it), SV_CRASH_LONG=1, SV_CRASH_SEED=<n>,
@@ -2105,8 +2115,8 @@ static sv_error_t *find_job_cb(void *opaque, const char *job_id,
 /* The crash loop and every kill point at parallelism 4: an exactly_once
  * passthrough and window and an at_least_once passthrough, each job four
  * worker threads with their own transactions, over keyed input
- * (partitioned_by k). Random kills while the input is written, then every
- * kill point (default once each, SV_CRASH_LONG three times). The
+ * (partitioned_by k). Every kill point (default once each, SV_CRASH_LONG
+ * three times), then random kills, all while the input is written. The
  * at_least_once job is the negative control: it must show duplicates. */
 static void test_crash_parallel(void **state)
 {
@@ -2127,7 +2137,8 @@ static void test_crash_parallel(void **state)
 	       lng ? " (SV_CRASH_LONG)" : "");
 	producer_start(&c->prod, c->in_topic, n, rate);
 	first_incarnation(c);
-	random_kills(c, kills);
+	/* the kill points first, so they too land while input flows; the
+	 * random kills go on until the input is complete */
 	for (int r = 0; r < rounds; r++)
 		for (size_t p = 0; p < N_POINTS; p++) {
 			char ka[64];
@@ -2135,6 +2146,7 @@ static void test_crash_parallel(void **state)
 			snprintf(ka, sizeof(ka), "%s:%d", points[p], nth);
 			cycle_point(c, ka);
 		}
+	random_kills(c, kills);
 	finish(c);
 
 	tally_t tp = check_output(c, pass, true);

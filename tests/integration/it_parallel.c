@@ -457,22 +457,39 @@ static void test_coverage(void **state)
 	json_decref(r);
 	free(spec);
 
-	/* parallelism above the partition count: fails naming the field */
+	/* parallelism above the partition count: 400 naming the field */
 	char *out = tk_unique("it-par-out");
 	tk_create_topic(out, 1);
 	spec = job_spec(f->in_topic, "it-par-toomany", "stream", PARTS + 1, "",
 			out);
+	r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec, &status);
+	assert_int_equal(status, 400);
+	text = json_dumps(r, JSON_COMPACT);
+	printf("too many: %s\n", text);
+	assert_non_null(strstr(text, "\"field\":\"parallelism\""));
+	assert_non_null(strstr(text, "9 is more than the 8 partitions"));
+	free(text);
+	json_decref(r);
+	free(spec);
+
+	/* a topic created only after the submit (so not checked then) with
+	 * fewer partitions: the job fails at start, naming parallelism */
+	char *small = tk_unique("it-par-small");
+	spec = job_spec(small, "it-par-toomany2", "stream", 4, "", out);
 	char *id = tk_submit(f->svc.port, spec);
-	json_t *st = tk_wait_status(f->svc.port, id, is_failed, NULL, 60000,
+	tk_create_topic(small, 2);
+	json_t *st = tk_wait_status(f->svc.port, id, is_failed, NULL, 90000,
 				    "failed");
 	const char *msg = json_string_value(
 		json_object_get(json_object_get(st, "error"), "message"));
 	assert_non_null(msg);
-	assert_non_null(strstr(msg, "parallelism 9"));
+	printf("at start: %s\n", msg);
+	assert_non_null(strstr(msg, "parallelism 4"));
 	json_decref(st);
 	free(id);
 	free(spec);
 	free(out);
+	free(small);
 }
 
 int main(void)
