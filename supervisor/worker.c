@@ -117,6 +117,7 @@ struct sv_worker {
 	bool wm_per_partition;
 
 	pthread_mutex_t lock; /* guards members' pos, preview, result */
+	pthread_cond_t ended; /* signalled (under lock) when end is set */
 	char *preview[PREVIEW_ROWS];
 	size_t preview_next;
 	sv_buf_t result; /* bounded jobs: collected output, JSON lines */
@@ -132,11 +133,14 @@ static void max64(_Atomic int64_t *a, int64_t v)
 		;
 }
 
-static void maxu64(_Atomic uint64_t *a, uint64_t v)
+/* Raise *a to v; whether this call raised it. */
+static bool maxu64(_Atomic uint64_t *a, uint64_t v)
 {
 	uint64_t cur = atomic_load(a);
-	while (cur < v && !atomic_compare_exchange_weak(a, &cur, v))
-		;
+	while (cur < v)
+		if (atomic_compare_exchange_weak(a, &cur, v))
+			return true;
+	return false;
 }
 
 static int64_t mono_us(void)
@@ -358,8 +362,9 @@ static sv_ckpt_parts_t parts_of(member_t *m)
 	return parts;
 }
 
-/* The job's checkpoint requests are served once every member served them. */
-static void publish_served(sv_worker_t *w)
+/* The job's checkpoint requests are served once every member served them.
+ * Returns whether this call moved the job's count. */
+static bool publish_served(sv_worker_t *w)
 {
 	uint64_t lo = UINT64_MAX;
 	for (int k = 0; k < w->nmembers; k++) {
@@ -368,7 +373,7 @@ static void publish_served(sv_worker_t *w)
 		if (s < lo)
 			lo = s;
 	}
-	maxu64(&w->stats.checkpoint_served, lo);
+	return maxu64(&w->stats.checkpoint_served, lo);
 }
 
 /* Flush the side sinks (dead letters, late records: at-least-once), then
@@ -402,7 +407,10 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 	atomic_store(&w->stats.last_commit_ms, now);
 	atomic_fetch_add(&w->stats.checkpoints, 1);
 	atomic_store(&ms->checkpoint_served, asked);
-	publish_served(w);
+	/* the job's request is served once every member served it; then
+	 * the supervisor hears of it (its parked checkpoint command) */
+	if (publish_served(w) && w->conf.done)
+		w->conf.done(w->conf.opaque, w);
 	double secs = (double)info.duration_ms / 1000.0;
 	for (int b = 0; b < SV_CK_BUCKETS; b++)
 		if (secs <= sv_ck_buckets_s[b])
@@ -1024,7 +1032,10 @@ static void *worker_main(void *arg)
 	       end == SV_WORKER_COMPLETED         ? "completed"
 		       : end == SV_WORKER_STOPPED ? "stopped"
 						  : "failed");
+	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->end, end);
+	pthread_cond_broadcast(&w->ended);
+	pthread_mutex_unlock(&w->lock);
 	if (w->conf.done)
 		w->conf.done(w->conf.opaque, w);
 	return NULL;
@@ -1043,6 +1054,7 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	atomic_store(&w->stats.last_event_ms, INT64_MIN);
 	atomic_store(&w->stats.last_checkpoint, -1);
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->ended, NULL);
 	sv_buf_init(&w->result);
 	sv_buf_init(&w->enc);
 	w->checkpointing = conf->store != NULL;
@@ -1062,6 +1074,7 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	}
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->ended);
 		free(w->members);
 		free(w->job_id);
 		free(w);
@@ -1085,6 +1098,14 @@ void sv_worker_drain(sv_worker_t *w, bool final_watermark)
 void sv_worker_stop(sv_worker_t *w)
 {
 	atomic_store(&w->stop, true);
+}
+
+void sv_worker_wait(sv_worker_t *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (atomic_load(&w->end) == SV_WORKER_RUNNING)
+		pthread_cond_wait(&w->ended, &w->lock);
+	pthread_mutex_unlock(&w->lock);
 }
 
 void sv_worker_destroy(sv_worker_t *w)
@@ -1116,6 +1137,7 @@ void sv_worker_destroy(sv_worker_t *w)
 	sv_buf_release(&w->result);
 	sv_buf_release(&w->enc);
 	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->ended);
 	free(w->job_id);
 	free(w);
 }
