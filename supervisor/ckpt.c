@@ -611,6 +611,11 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_ckstore_free_record(tr);
 		if (chosen > *restored)
 			*restored = chosen;
+		sv_logctx_t plc = {conf->job_id, conf->attempt};
+		sv_log(&plc, SV_LOG_INFO, "checkpoint",
+		       "member %d, partition %d: restored checkpoint %lld "
+		       "(%s)",
+		       p->member, t->partition, (long long)chosen, decision);
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
 			      json_pack("{s:I, s:i, s:i, s:s}", "checkpoint_id",
 					(json_int_t)chosen, "partition",

@@ -13,7 +13,9 @@
  * first filter) closes every window.
  *
  * For each plan (passthrough, filter+select, keyed tumbling window, keyed
- * session window, dedup): a bounded job at parallelism 1 is the oracle;
+ * session window, dedup; the tumbling window once more with
+ * event_time.watermark_scope "partition" for the parallel runs): a bounded
+ * job at parallelism 1 is the oracle;
  * then a stream job at parallelism 1, a stream job at parallelism 4 and a
  * bounded job at parallelism 4 run side by side, and all four outputs must
  * be the same multiset. The status document of the parallel job must show
@@ -134,6 +136,10 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The parallel runs fire on each task's own watermark
+ * (event_time.watermark_scope "partition"). */
+static bool g_scope_partition;
+
 static char *job_spec(const char *topic, const char *name, const char *mode,
 		      int parallelism, const char *steps, const char *out)
 {
@@ -147,14 +153,17 @@ static char *job_spec(const char *topic, const char *name, const char *mode,
 		     "   {\"name\": \"v\", \"type\": \"int64\"},"
 		     "   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
 		     " \"event_time\": {\"field\": \"ts\","
-		     "   \"max_out_of_orderness_ms\": %d},"
+		     "   \"max_out_of_orderness_ms\": %d%s},"
 		     " \"pipeline\": [{\"filter\": \"seq >= 0\"}%s%s],"
 		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\","
 		     "   \"key\": \"k\"},"
 		     " \"delivery\": \"exactly_once\","
 		     " \"checkpoint\": {\"interval_ms\": 500}}",
-		     name, mode, parallelism, topic, OOO_MS, *steps ? ", " : "",
-		     steps, out) < 0)
+		     name, mode, parallelism, topic, OOO_MS,
+		     g_scope_partition && parallelism > 1
+			     ? ", \"watermark_scope\": \"partition\""
+			     : "",
+		     *steps ? ", " : "", steps, out) < 0)
 		abort();
 	return s;
 }
@@ -370,6 +379,18 @@ static void test_tumbling(void **state)
 		" \"hi\": \"max(seq)\"}}}");
 }
 
+/* The same windows on each task's own partition watermark: the same
+ * result (the input has no late records under either scope). */
+static void test_tumbling_partition_scope(void **state)
+{
+	g_scope_partition = true;
+	compare(*state, "tumbling-pscope",
+		"{\"window\": {\"type\": \"tumbling\", \"size_ms\": 1000,"
+		" \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\","
+		" \"total\": \"sum(v)\"}}}");
+	g_scope_partition = false;
+}
+
 static void test_session(void **state)
 {
 	compare(*state, "session",
@@ -498,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_passthrough),
 		cmocka_unit_test(test_filter_select),
 		cmocka_unit_test(test_tumbling),
+		cmocka_unit_test(test_tumbling_partition_scope),
 		cmocka_unit_test(test_session),
 		cmocka_unit_test(test_dedup),
 		cmocka_unit_test(test_wrong_partition),
