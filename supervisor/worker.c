@@ -854,7 +854,11 @@ static sv_error_t *open_member(member_t *m)
 		.members = w->nmembers,
 		.generator = js->source->generator,
 		.count = js->source->count,
-		.rate_per_s = js->source->rate_per_s,
+		/* source.rate_per_s is the job's: each member takes its share */
+		.rate_per_s = js->source->rate_per_s > 0
+			? (js->source->rate_per_s + w->nmembers - 1) /
+				w->nmembers
+			: 0,
 		.seed = js->source->seed,
 	};
 	/* The sink first: a transactional sink's init_transactions aborts a
