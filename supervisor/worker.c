@@ -6,8 +6,10 @@
  * partition at N > 1, each with its own pipeline instance and watermark
  * tracker, or one over every partition at N = 1 (the job as it always ran).
  * The attempt thread initialises the transactional ids of members the job
- * no longer has (scale-in), opens the members, starts their threads and
- * joins them; the first member error is the attempt's, and stops the rest.
+ * no longer has (scale-in), then starts the member threads, which open
+ * their clients at once; once all are open it reports the binding and lets
+ * them read, then joins them. The first member error is the attempt's, and
+ * stops the rest.
  *
  * A member loops:
  *   poll ≤ BATCH rows from its source (decoded into typed rows)
@@ -118,6 +120,11 @@ struct sv_worker {
 
 	pthread_mutex_t lock; /* guards members' pos, preview, result */
 	pthread_cond_t ended; /* signalled (under lock) when end is set */
+	/* the members open their clients on their own threads, at once;
+	 * they start reading when the attempt thread says go (under lock) */
+	pthread_cond_t opened;
+	int nopened;
+	bool go;
 	char *preview[PREVIEW_ROWS];
 	size_t preview_next;
 	sv_buf_t result; /* bounded jobs: collected output, JSON lines */
@@ -956,10 +963,21 @@ static sv_error_t *abort_unused_ids(sv_worker_t *w)
 static void *member_main(void *arg)
 {
 	member_t *m = arg;
-	sv_error_t *err = run(m);
+	sv_worker_t *w = m->w;
+	sv_error_t *err = open_member(m);
 	if (err) {
 		set_error(m, err);
-		atomic_store(&m->w->failing, true);
+		atomic_store(&w->failing, true);
+	}
+	pthread_mutex_lock(&w->lock);
+	w->nopened++;
+	pthread_cond_broadcast(&w->opened);
+	while (!w->go)
+		pthread_cond_wait(&w->opened, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	if (!m->error && !atomic_load(&w->failing) && (err = run(m))) {
+		set_error(m, err);
+		atomic_store(&w->failing, true);
 	}
 	/* done reading: the others' watermark no longer waits for ours */
 	atomic_store(&m->stats.idle, true);
@@ -984,10 +1002,7 @@ static void *worker_main(void *arg)
 	sv_error_t *err = NULL;
 	if (w->checkpointing)
 		err = abort_unused_ids(w);
-	for (int k = 0; k < w->nmembers && !err; k++)
-		err = open_member(&w->members[k]);
-	if (!err)
-		observe_bound(w);
+	int started = 0;
 	for (int k = 0; k < w->nmembers && !err; k++) {
 		member_t *m = &w->members[k];
 		if (pthread_create(&m->thread, NULL, member_main, m) != 0) {
@@ -998,8 +1013,20 @@ static void *worker_main(void *arg)
 			atomic_store(&w->failing, true);
 		} else {
 			m->thread_started = true;
+			started++;
 		}
 	}
+	/* every member opened (or failed to): bind, then go */
+	pthread_mutex_lock(&w->lock);
+	while (w->nopened < started)
+		pthread_cond_wait(&w->opened, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	if (!err && !atomic_load(&w->failing))
+		observe_bound(w);
+	pthread_mutex_lock(&w->lock);
+	w->go = true;
+	pthread_cond_broadcast(&w->opened);
+	pthread_mutex_unlock(&w->lock);
 	for (int k = 0; k < w->nmembers; k++)
 		if (w->members[k].thread_started)
 			pthread_join(w->members[k].thread, NULL);
@@ -1059,6 +1086,7 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	atomic_store(&w->stats.last_checkpoint, -1);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->ended, NULL);
+	pthread_cond_init(&w->opened, NULL);
 	sv_buf_init(&w->result);
 	sv_buf_init(&w->enc);
 	w->checkpointing = conf->store != NULL;
@@ -1079,6 +1107,7 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_mutex_destroy(&w->lock);
 		pthread_cond_destroy(&w->ended);
+		pthread_cond_destroy(&w->opened);
 		free(w->members);
 		free(w->job_id);
 		free(w);
@@ -1142,6 +1171,7 @@ void sv_worker_destroy(sv_worker_t *w)
 	sv_buf_release(&w->enc);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->ended);
+	pthread_cond_destroy(&w->opened);
 	free(w->job_id);
 	free(w);
 }
