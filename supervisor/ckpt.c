@@ -641,26 +641,9 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			   const ckrec_t *rec, int64_t *wm_out)
 {
-	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
-		const Streamvisor__OperatorState *os = rec->operators[i];
-		sv_op_t *op = os->index < sv_pipeline_len(p->pl)
-			? sv_pipeline_op(p->pl, os->index)
-			: NULL;
-		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
-			return sv_error_set_job(
-				sv_error_new(SV_ERR_CHECKPOINT,
-					     "checkpoint %lld holds state of "
-					     "operator %u (%s) that "
-					     "the plan does not have",
-					     (long long)rec->id, os->index,
-					     os->kind),
-				conf->job_id, conf->attempt);
-		sv_error_t *err = op->ops->restore(
-			op, (const char *)os->state.data, os->state.len);
-		if (err)
-			return ck_error(conf, err,
-					"cannot restore an operator");
-	}
+	sv_error_t *oerr = restore_ops(conf, p->pl, rec);
+	if (oerr)
+		return oerr;
 	int64_t now = sv_mono_ms();
 	sv_partpos_t *pos = sv_calloc(rec->n_offsets ? rec->n_offsets : 1,
 				      sizeof(*pos));
