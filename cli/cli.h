@@ -32,6 +32,7 @@ enum {
 	OPT_LIMIT = 1u << 5, /* -n, --limit N */
 	OPT_AFTER = 1u << 6, /* --after SEQ */
 	OPT_PURGE = 1u << 7, /* --purge */
+	OPT_PARALLELISM = 1u << 8, /* --parallelism N */
 };
 
 typedef struct command command_t;
@@ -48,6 +49,7 @@ typedef struct cli {
 	long long timeout_ms; /* -1: not given */
 	long long limit; /* -1: not given */
 	long long after; /* -1: not given */
+	long long parallelism; /* -1: not given */
 	const char *from_checkpoint; /* NULL: not given */
 	const char *arg; /* the ID or FILE argument */
 } cli_t;

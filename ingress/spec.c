@@ -1112,6 +1112,11 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 		json_object_set_new(
 			src, "partitioned_by",
 			strlist(s->partitioned_by, s->n_partitioned_by));
+	/* a kafka source's throttle is part of the spec too: without it the
+	 * stored definition came back with another plan id */
+	if (strcmp(s->kind, "generator") && s->rate_per_s)
+		json_object_set_new(src, "rate_per_s",
+				    json_integer(s->rate_per_s));
 	if (!strcmp(s->kind, "generator")) {
 		json_object_set_new(src, "count", json_integer(s->count));
 		json_object_set_new(src, "rate_per_s",

@@ -512,7 +512,12 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				 int64_t *restored, int64_t *wm_out)
 {
 	ckrec_t *latest = NULL;
-	sv_error_t *err = sv_ckstore_latest(conf->store, conf->job_id, &latest);
+	/* the record that decides the layout: the chosen one (restart from a
+	 * checkpoint), else the newest */
+	sv_error_t *err = conf->restore_from >= 0
+		? sv_ckstore_get(conf->store, conf->job_id, conf->restore_from,
+				 &latest)
+		: sv_ckstore_latest(conf->store, conf->job_id, &latest);
 	if (err)
 		return err;
 	if (latest && latest->parallelism <= 1 &&
@@ -681,6 +686,11 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		/* restart from a chosen checkpoint: it must have committed */
 		err = sv_ckstore_get(conf->store, conf->job_id,
 				     conf->restore_from, &rec);
+		if (!err && rec && rec->parallelism > 1) {
+			err = regroup_refused(conf, rec, 1, stateful(p->pl));
+			sv_ckstore_free_record(rec);
+			return err;
+		}
 		if (!err &&
 		    (!rec ||
 		     rec->status !=

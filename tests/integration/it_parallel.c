@@ -23,7 +23,8 @@
  * checkpoint and busy/idle figures.
  *
  * Also: drain (window state kept) and resume at parallelism 4 equals the
- * oracle; a record in the wrong partition for partitioned_by fails the job
+ * oracle; a rescale of the running window job 4 -> 2 (restart with
+ * parallelism) equals the oracle, and 2 -> 1 with state fails loudly; a record in the wrong partition for partitioned_by fails the job
  * with an error naming its partition and key; a keyed step off the declared
  * partitioning is refused with 422 at parallelism > 1; parallelism above the
  * topic's partition count fails the job naming the field. */
@@ -478,6 +479,75 @@ static void test_drain_resume(void **state)
 	run_free(&oracle);
 }
 
+static bool is_failed(json_t *st, void *arg);
+
+static bool is_parallelism(json_t *st, void *arg)
+{
+	return json_integer_value(json_object_get(st, "parallelism")) ==
+		(json_int_t)(size_t)arg &&
+		!strcmp(json_string_value(json_object_get(st, "state")),
+			"running");
+}
+
+/* Rescale a running stateful job: restart with parallelism 2 while the
+ * windows of parallelism 4 are open. Each new member restores the
+ * snapshots of its partitions that two old members wrote; the output equals
+ * the oracle's. Then parallelism 1, where one snapshot over all partitions
+ * cannot come from per-partition ones: the job fails loudly, naming both. */
+static void test_rescale(void **state)
+{
+	fixture_t *f = *state;
+	const char *steps =
+		"{\"window\": {\"type\": \"tumbling\", \"size_ms\": 1000,"
+		" \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\","
+		" \"lo\": \"min(seq)\", \"hi\": \"max(seq)\"}}}";
+	run_t oracle = {0};
+	run_submit(f, &oracle, "rescale", steps, true, 1);
+	json_t *st = tk_wait_state(f->svc.port, oracle.id, "completed",
+				   WAIT_MS);
+	size_t nout = (size_t)json_integer_value(
+		json_object_get(st, "records_out"));
+	json_decref(st);
+	collect(f, &oracle, nout);
+
+	run_t r = {0};
+	g_rate = 8000;
+	run_submit(f, &r, "rescale", steps, false, 4);
+	g_rate = 0;
+	json_decref(tk_wait_status(f->svc.port, r.id, in_at_least,
+				   (void *)(size_t)(f->n_total / 5), WAIT_MS,
+				   "a fifth of the input read"));
+	assert_int_equal(post(f, r.id, "restart", "{\"parallelism\": 2}"), 200);
+	json_decref(tk_wait_status(f->svc.port, r.id, is_parallelism,
+				   (void *)(size_t)2, WAIT_MS,
+				   "running at parallelism 2"));
+	want_t w = {f->n_total, nout};
+	st = tk_wait_status(f->svc.port, r.id, stream_done, &w, WAIT_MS,
+			    "rescaled output");
+	check_parallel_status(st, 2);
+	json_decref(st);
+	collect(f, &r, nout);
+	assert_same_multiset(r.rows, r.nrows, oracle.rows, oracle.nrows,
+			     "rescale 4 -> 2 vs bounded p1");
+	printf("SUMMARY it_parallel plan=rescale-4-to-2 rows=%zu "
+	       "identical=yes\n",
+	       r.nrows);
+
+	/* stateful, per-partition state -> parallelism 1: refused loudly */
+	assert_int_equal(post(f, r.id, "restart", "{\"parallelism\": 1}"), 200);
+	st = tk_wait_status(f->svc.port, r.id, is_failed, NULL, WAIT_MS,
+			    "failed");
+	const char *msg = json_string_value(
+		json_object_get(json_object_get(st, "error"), "message"));
+	printf("rescale to 1: %s\n", msg ? msg : "(none)");
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "parallelism 2"));
+	assert_non_null(strstr(msg, "ignore_state"));
+	json_decref(st);
+	run_free(&r);
+	run_free(&oracle);
+}
+
 static bool is_failed(json_t *st, void *arg)
 {
 	(void)arg;
@@ -594,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_session),
 		cmocka_unit_test(test_dedup),
 		cmocka_unit_test(test_drain_resume),
+		cmocka_unit_test(test_rescale),
 		cmocka_unit_test(test_wrong_partition),
 		cmocka_unit_test(test_coverage),
 	};
