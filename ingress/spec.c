@@ -15,8 +15,11 @@
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "core/util.h"
+#include "ingress/coverage.h"
 
 typedef struct pctx {
 	sv_arena_t arena;
@@ -376,6 +379,32 @@ static bool parse_window(pctx_t *c, json_t *w, Streamvisor__Window *win)
 	return true;
 }
 
+/* The coverage record of a join step: the spec did not parse, so the step
+ * sits under IncQL's unavailable plan target. */
+static void join_record(sv_error_t *err, size_t i)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	char plan[80], tid[160], path[40];
+	snprintf(plan, sizeof(plan), "plan:unavailable:execute:%lld",
+		 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+	snprintf(tid, sizeof(tid), "%s:target:pipeline-step:%zu", plan, i);
+	snprintf(path, sizeof(path), "pipeline/%zu", i);
+	json_t *t = sv_target_new("relation_output", tid, plan, "pipeline",
+				  path, "join", (int64_t)i, -1);
+	json_t *a = json_pack(
+		"[o]",
+		sv_coverage_record_new(t, "stateful_join_support", "required",
+				       "a join step keeps state of both "
+				       "inputs to match records",
+				       "uncovered", "no join operator exists"));
+	json_decref(t);
+	char *d = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	sv_error_set_details(err, d);
+	free(d);
+}
+
 static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
 	json_t *v = json_object_get(root, "pipeline");
@@ -472,12 +501,7 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 			      "a join step needs capability "
 			      "'stateful_join_support', which is not covered");
 			c->err->category = SV_ERR_COVERAGE;
-			sv_error_set_details(
-				c->err,
-				"[{\"capability\":"
-				"\"stateful_join_support\",\"status\":"
-				"\"uncovered\","
-				"\"reason\":\"no join operator exists\"}]");
+			join_record(c->err, i);
 			return false;
 		} else {
 			return failf(c, k,
@@ -490,10 +514,141 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 }
 
 static const char *const top_keys[] = {
-	"name",       "mode",       "source",      "schema",
-	"event_time", "pipeline",   "sink",        "delivery",
-	"checkpoint", "restart",    "lag",         "dead_letter",
-	"late_sink",  "on_invalid", "parallelism", NULL};
+	"name",     "mode",         "source",      "schema",     "event_time",
+	"pipeline", "sink",         "delivery",    "checkpoint", "restart",
+	"lag",      "dead_letter",  "late_sink",   "on_invalid", "plan_target",
+	"plan_id",  "requirements", "parallelism", NULL};
+
+/* ---- IncQL evidence: plan_target | plan_id, requirements ---- */
+
+static Streamvisor__Evidence *evidence_of(pctx_t *c, Streamvisor__JobSpec *js)
+{
+	if (!js->evidence) {
+		js->evidence = anew(c, sizeof(*js->evidence));
+		streamvisor__evidence__init(js->evidence);
+	}
+	return js->evidence;
+}
+
+static bool parse_target(pctx_t *c, json_t *root, const char *key,
+			 Streamvisor__SemanticTarget **out)
+{
+	static const char *const keys[] = {"kind",     "target_id", "plan_id",
+					   "scope_id", "path",      "name",
+					   "node_id",  "ordinal",   NULL};
+	size_t saved;
+	json_t *o = enter(c, root, key, keys, false, &saved);
+	if (!o)
+		return !c->err;
+	Streamvisor__SemanticTarget *t = anew(c, sizeof(*t));
+	streamvisor__semantic_target__init(t);
+	if (!get_str(c, o, "kind", &t->kind, true) ||
+	    !get_str(c, o, "target_id", &t->target_id, true) ||
+	    !get_str(c, o, "plan_id", &t->plan_id, false) ||
+	    !get_str(c, o, "scope_id", &t->scope_id, false) ||
+	    !get_str(c, o, "path", &t->path, false) ||
+	    !get_str(c, o, "name", &t->name, false))
+		return false;
+	json_t *v = json_object_get(o, "node_id");
+	if (v && !json_is_null(v)) {
+		if (!get_int(c, o, "node_id", &t->node_id, 0))
+			return false;
+		t->has_node_id = true;
+	}
+	v = json_object_get(o, "ordinal");
+	if (v && !json_is_null(v)) {
+		if (!get_int(c, o, "ordinal", &t->ordinal, 0))
+			return false;
+		t->has_ordinal = true;
+	}
+	leave(c, saved);
+	*out = t;
+	return true;
+}
+
+static bool parse_evidence(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
+{
+	json_t *pt = json_object_get(root, "plan_target");
+	json_t *pid = json_object_get(root, "plan_id");
+	if (pt && !json_is_null(pt) && pid && !json_is_null(pid))
+		return failf(c, "plan_id",
+			     "give either plan_target or plan_id, not both");
+	Streamvisor__SemanticTarget *t = NULL;
+	if (!parse_target(c, root, "plan_target", &t))
+		return false;
+	if (t)
+		evidence_of(c, js)->plan_target = t;
+	char *id = NULL;
+	if (!get_str(c, root, "plan_id", &id, false))
+		return false;
+	if (id) {
+		/* IncQL's plan target for a plan id (a Prism cursor's) */
+		t = anew(c, sizeof(*t));
+		streamvisor__semantic_target__init(t);
+		t->kind = (char *)"plan";
+		t->target_id = t->plan_id = t->path = id;
+		t->scope_id = (char *)"plan";
+		t->name = (char *)"plan";
+		evidence_of(c, js)->plan_target = t;
+	}
+	json_t *rq = json_object_get(root, "requirements");
+	if (!rq || json_is_null(rq))
+		return true;
+	if (!json_is_array(rq))
+		return failf(c, "requirements",
+			     "expected an array of adapter requirements, got "
+			     "%s",
+			     json_kind(rq));
+	Streamvisor__Evidence *ev = evidence_of(c, js);
+	ev->n_requirements = json_array_size(rq);
+	ev->requirements = anew(c,
+				(ev->n_requirements ? ev->n_requirements : 1) *
+					sizeof(*ev->requirements));
+	static const char *const keys[] = {
+		"requirement_id", "target",        "capability", "guarantee",
+		"reason",         "evidence_refs", NULL};
+	for (size_t i = 0; i < ev->n_requirements; i++) {
+		json_t *r = json_array_get(rq, i);
+		snprintf(c->path, sizeof(c->path), "requirements[%zu]", i);
+		if (!json_is_object(r))
+			return failf(c, NULL, "expected an object, got %s",
+				     json_kind(r));
+		if (!check_keys(c, r, keys))
+			return false;
+		Streamvisor__Requirement *q = anew(c, sizeof(*q));
+		streamvisor__requirement__init(q);
+		ev->requirements[i] = q;
+		if (!get_str(c, r, "requirement_id", &q->requirement_id,
+			     false) ||
+		    !parse_target(c, r, "target", &q->target) ||
+		    !get_str(c, r, "capability", &q->capability, true) ||
+		    !get_str(c, r, "guarantee", &q->guarantee, false) ||
+		    !get_str(c, r, "reason", &q->reason, false))
+			return false;
+		json_t *refs = json_object_get(r, "evidence_refs");
+		if (refs && !json_is_null(refs)) {
+			if (!json_is_array(refs))
+				return failf(c, "evidence_refs",
+					     "expected an array of strings");
+			q->n_evidence_refs = json_array_size(refs);
+			q->evidence_refs = anew(
+				c,
+				(q->n_evidence_refs ? q->n_evidence_refs : 1) *
+					sizeof(char *));
+			for (size_t k = 0; k < q->n_evidence_refs; k++) {
+				json_t *e = json_array_get(refs, k);
+				if (!json_is_string(e))
+					return failf(c, "evidence_refs",
+						     "expected an array of "
+						     "strings");
+				q->evidence_refs[k] = adup(
+					c, json_string_value(e));
+			}
+		}
+	}
+	c->path[0] = '\0';
+	return true;
+}
 
 static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
@@ -506,7 +661,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	    !get_i32(c, root, "parallelism", &js->parallelism, 1))
 		return false;
 	if (!(js->source = parse_source(c, root)) ||
-	    !parse_schema(c, root, js) || !parse_pipeline(c, root, js))
+	    !parse_schema(c, root, js) || !parse_pipeline(c, root, js) ||
+	    !parse_evidence(c, root, js))
 		return false;
 	if (!(js->sink = parse_sink(c, root, "sink", true)))
 		return false;
@@ -708,6 +864,63 @@ static sv_error_t *check_parallelism(Streamvisor__JobSpec *js)
 			   "%d needs a kafka or null sink (sink kind '%s' "
 			   "has one writer per job)",
 			   js->parallelism, js->sink->kind);
+	return NULL;
+}
+
+/* A SemanticTarget: a known kind and a target id; the other strings
+ * default as IncQL builds a plan target (plan_id = target_id, scope "plan",
+ * path = target_id, name "plan"). */
+static sv_error_t *normalize_target(Streamvisor__SemanticTarget *t,
+				    const char *field)
+{
+	char f[96];
+	snprintf(f, sizeof(f), "%s.kind", field);
+	if (empty(t->kind) || !sv_coverage_target_kind_known(t->kind))
+		return bad(f, "unknown semantic target kind '%s'",
+			   t->kind ? t->kind : "");
+	snprintf(f, sizeof(f), "%s.target_id", field);
+	if (empty(t->target_id))
+		return bad(f, "is required");
+	DEFAULT_STR(t->plan_id, t->target_id);
+	DEFAULT_STR(t->scope_id, "plan");
+	DEFAULT_STR(t->path, t->target_id);
+	DEFAULT_STR(t->name, "plan");
+	return NULL;
+}
+
+static sv_error_t *normalize_evidence(Streamvisor__Evidence *ev)
+{
+	if (!ev)
+		return NULL;
+	sv_error_t *err;
+	if (ev->plan_target &&
+	    (err = normalize_target(ev->plan_target, "plan_target")))
+		return err;
+	static const char *const guarantees[] = {"required", "preferred",
+						 "optional", NULL};
+	for (size_t i = 0; i < ev->n_requirements; i++) {
+		Streamvisor__Requirement *q = ev->requirements[i];
+		char f[96];
+		snprintf(f, sizeof(f), "requirements[%zu].capability", i);
+		if (empty(q->capability) ||
+		    !sv_coverage_capability_known(q->capability))
+			return bad(f,
+				   "unknown capability '%s' (IncQL's "
+				   "AdapterRequirementCapability names and "
+				   "RFC 048's streaming names, docs/incql.md)",
+				   q->capability ? q->capability : "");
+		DEFAULT_STR(q->guarantee, "required");
+		snprintf(f, sizeof(f), "requirements[%zu].guarantee", i);
+		if (!one_of(q->guarantee, guarantees))
+			return bad(f,
+				   "unknown guarantee '%s' (expected "
+				   "required, preferred or optional)",
+				   q->guarantee);
+		DEFAULT_STR(q->reason, "requested by the client");
+		snprintf(f, sizeof(f), "requirements[%zu].target", i);
+		if (q->target && (err = normalize_target(q->target, f)))
+			return err;
+	}
 	return NULL;
 }
 
@@ -943,7 +1156,7 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 			   "must be >= initial_backoff_ms");
 	if (js->lag->grace_ms == 0)
 		js->lag->grace_ms = 10000;
-	return NULL;
+	return normalize_evidence(js->evidence);
 }
 
 /* Pack msg, hash it, and unpack into an owned message. */
@@ -961,6 +1174,19 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 	sv_error_t *err = normalize(msg);
 	if (err)
 		return err;
+	/* The plan id hashes the plan without the IncQL evidence: the client's
+	 * plan identity and requirements are not what the job computes. */
+	Streamvisor__Evidence *ev = msg->evidence;
+	msg->evidence = NULL;
+	/* parallelism is left out too: it is how the plan runs, and a change
+	 * of it restores the same checkpoints regrouped */
+	int32_t par = msg->parallelism;
+	msg->parallelism = 0;
+	size_t hlen = streamvisor__job_spec__get_packed_size(msg);
+	uint8_t *hbytes = sv_malloc(hlen ? hlen : 1);
+	streamvisor__job_spec__pack(msg, hbytes);
+	msg->evidence = ev;
+	msg->parallelism = par;
 	sv_jobspec_t *spec = sv_calloc(1, sizeof(*spec));
 	spec->packed_len = streamvisor__job_spec__get_packed_size(msg);
 	spec->packed = sv_malloc(spec->packed_len);
@@ -968,22 +1194,15 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 	spec->msg = streamvisor__job_spec__unpack(NULL, spec->packed_len,
 						  spec->packed);
 	if (!spec->msg) {
+		free(hbytes);
 		sv_jobspec_destroy(spec);
 		return sv_error_new(SV_ERR_SUBMISSION,
 				    "job spec could not be "
 				    "encoded");
 	}
-	/* the plan id leaves parallelism out: it is how the plan runs, and
-	 * a change of it restores the same checkpoints regrouped */
 	unsigned char md[SHA256_DIGEST_LENGTH];
-	int32_t par = msg->parallelism;
-	msg->parallelism = 0;
-	size_t hlen = streamvisor__job_spec__get_packed_size(msg);
-	uint8_t *hbuf = sv_malloc(hlen ? hlen : 1);
-	streamvisor__job_spec__pack(msg, hbuf);
-	msg->parallelism = par;
-	SHA256(hbuf, hlen, md);
-	free(hbuf);
+	SHA256(hbytes, hlen, md);
+	free(hbytes);
 	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
 		sprintf(spec->plan_id + 2 * i, "%02x", md[i]);
 	*out = spec;
@@ -1240,6 +1459,32 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 				    json_integer(js->lag->max_seconds));
 	json_object_set_new(lag, "grace_ms", json_integer(js->lag->grace_ms));
 	json_object_set_new(o, "lag", lag);
+	const Streamvisor__Evidence *ev = js->evidence;
+	if (ev && ev->plan_target)
+		json_object_set_new(
+			o, "plan_target",
+			sv_coverage_target_from_proto(ev->plan_target));
+	if (ev && ev->n_requirements) {
+		json_t *rq = json_array();
+		for (size_t i = 0; i < ev->n_requirements; i++) {
+			const Streamvisor__Requirement *q = ev->requirements[i];
+			json_t *r = json_object();
+			put_str(r, "requirement_id", q->requirement_id);
+			if (q->target)
+				json_object_set_new(
+					r, "target",
+					sv_coverage_target_from_proto(
+						q->target));
+			put_str(r, "capability", q->capability);
+			put_str(r, "guarantee", q->guarantee);
+			put_str(r, "reason", q->reason);
+			json_object_set_new(
+				r, "evidence_refs",
+				strlist(q->evidence_refs, q->n_evidence_refs));
+			json_array_append_new(rq, r);
+		}
+		json_object_set_new(o, "requirements", rq);
+	}
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;

@@ -219,7 +219,7 @@ static sv_error_t *rescale_spec(const sv_job_t *job, int par,
 	sv_error_t *err = sv_jobspec_parse_json(text, strlen(text), out);
 	free(text);
 	if (!err)
-		err = sv_coverage_check(*out);
+		err = sv_coverage_parallel_check(*out);
 	if (!err && strcmp((*out)->plan_id, job->spec->plan_id))
 		err = sv_error_new(SV_ERR_RUNTIME,
 				   "the rescaled spec has another plan id");

@@ -219,6 +219,7 @@ static sv_error_t *emit(member_t *m, sv_batch_t *out)
 		if (err)
 			return err;
 		atomic_fetch_add(&w->stats.records_out, out->nrows);
+		atomic_fetch_add(&m->stats.records_out, out->nrows);
 		remember_output(w, out);
 	}
 	if (m->late_rows.nrows) {
@@ -316,6 +317,20 @@ static sv_error_t *flush_side_sinks(member_t *m)
 	return NULL;
 }
 
+/* The member's output so far is committed (checkpoint or offset commit):
+ * the job's committed count is the sum over members, since each commits
+ * only its own output. */
+static void publish_committed(member_t *m)
+{
+	sv_worker_t *w = m->w;
+	atomic_store(&m->stats.records_out_committed,
+		     atomic_load(&m->stats.records_out));
+	uint64_t sum = 0;
+	for (int k = 0; k < w->nmembers; k++)
+		sum += atomic_load(&w->members[k].stats.records_out_committed);
+	atomic_store(&w->stats.records_out_committed, sum);
+}
+
 /* No store: flush everything downstream, then commit the source
  * positions. */
 static sv_error_t *commit(member_t *m)
@@ -328,6 +343,7 @@ static sv_error_t *commit(member_t *m)
 	if ((err = sv_source_commit(m->src)))
 		return err;
 	atomic_store(&m->w->stats.last_commit_ms, sv_now_ms());
+	publish_committed(m);
 	return NULL;
 }
 
@@ -412,6 +428,7 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 	atomic_store(&w->stats.last_checkpoint_duration_ms, info.duration_ms);
 	atomic_store(&w->stats.last_checkpoint_bytes, info.bytes);
 	atomic_store(&w->stats.last_commit_ms, now);
+	publish_committed(m);
 	atomic_fetch_add(&w->stats.checkpoints, 1);
 	atomic_store(&ms->checkpoint_served, asked);
 	/* the job's request is served once every member served it; then

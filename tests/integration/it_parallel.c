@@ -603,18 +603,17 @@ static void test_wrong_partition(void **state)
 static void test_coverage(void **state)
 {
 	fixture_t *f = *state;
-	const char *steps = "{\"window\": {\"type\": \"tumbling\", "
-			    "\"size_ms\": 1000, \"key\": [\"v\"], "
-			    "\"aggregates\": {\"n\": \"count()\"}}}";
+	const char *steps = "{\"dedup\": {\"key\": [\"v\"], "
+			    "\"within_ms\": 1000}}";
 	char *spec = job_spec(f->in_topic, "it-par-cov", "stream", 2, steps,
 			      "unused");
 	int status;
 	json_t *r = tk_http_json(f->svc.port, "POST", "/v1/jobs", spec,
 				 &status);
-	assert_int_equal(status, 422);
 	char *text = json_dumps(r, JSON_COMPACT);
 	printf("coverage: %s\n", text);
-	assert_non_null(strstr(text, "pipeline[1].window"));
+	assert_int_equal(status, 422);
+	assert_non_null(strstr(text, "pipeline[1].dedup"));
 	free(text);
 	json_decref(r);
 	free(spec);
