@@ -13,10 +13,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -354,6 +356,82 @@ static long long int_of(json_t *o, const char *key, long long def)
 	return json_is_integer(v) ? (long long)json_integer_value(v) : def;
 }
 
+/* "[#####-----]  50.0%" into buf: width cells for percent (0..100). */
+static const char *bar_text(double pct, char *buf, size_t n)
+{
+	enum {
+		W = 30
+	};
+	char cells[W + 1];
+	int full = (int)(fmin(fmax(pct, 0), 100) * W / 100.0 + 0.5);
+	for (int i = 0; i < W; i++)
+		cells[i] = i < full ? '#' : '-';
+	cells[W] = '\0';
+	snprintf(buf, n, "[%s] %5.1f%%", cells, pct);
+	return buf;
+}
+
+static const char *eta_text(json_t *v, char *buf, size_t n)
+{
+	if (!json_is_number(v))
+		return "unknown";
+	double s = json_number_value(v);
+	if (s < 60)
+		snprintf(buf, n, "%.0f s", ceil(s));
+	else if (s < 3600)
+		snprintf(buf, n, "%d min %d s", (int)(s / 60),
+			 (int)fmod(s, 60));
+	else
+		snprintf(buf, n, "%d h %d min", (int)(s / 3600),
+			 (int)fmod(s / 60, 60));
+	return buf;
+}
+
+/* The rates, and a bounded job's progress bar or a stream's catch-up ETA
+ * (lines of `status` and `wait`). one_line: just the progress, no label
+ * column (wait). */
+static void print_progress(json_t *st, bool one_line)
+{
+	char b1[64], b2[64], b3[64], b4[64];
+	json_t *rates = json_object_get(st, "rates");
+	json_t *rin = json_object_get(rates, "records_in_per_s");
+	json_t *rout = json_object_get(rates, "records_out_per_s");
+	json_t *p = json_object_get(st, "progress");
+	json_t *cu = json_object_get(st, "catch_up");
+	if (!one_line && json_is_number(rin))
+		printf("%-11s in %.1f/s, out %.1f/s\n", "rates",
+		       json_number_value(rin),
+		       json_is_number(rout) ? json_number_value(rout) : 0.0);
+	if (json_is_object(p)) {
+		json_t *pct = json_object_get(p, "percent");
+		json_t *rate = json_object_get(p, "rate_per_s");
+		if (!one_line)
+			printf("%-11s ", "progress");
+		if (json_is_number(pct))
+			printf("%s",
+			       bar_text(json_number_value(pct), b1,
+					sizeof(b1)));
+		else
+			printf("(total not known yet)");
+		printf("  %s/%s records",
+		       json_text(json_object_get(p, "records"), b2, sizeof(b2)),
+		       json_text(json_object_get(p, "total"), b3, sizeof(b3)));
+		if (json_is_number(rate))
+			printf(", %.0f/s", json_number_value(rate));
+		printf(", ETA %s\n",
+		       eta_text(json_object_get(p, "eta_s"), b4, sizeof(b4)));
+	} else if (json_is_object(cu)) {
+		json_t *eta = json_object_get(cu, "eta_s");
+		if (one_line ||
+		    (json_is_number(eta) && json_number_value(eta) > 0))
+			printf("%s%s records behind, catch-up ETA %s\n",
+			       one_line ? "" : "catch-up    ",
+			       json_text(json_object_get(cu, "lag_records"), b1,
+					 sizeof(b1)),
+			       eta_text(eta, b2, sizeof(b2)));
+	}
+}
+
 int cli_status(cli_t *cli)
 {
 	json_t *st = NULL;
@@ -419,6 +497,7 @@ int cli_status(cli_t *cli)
 		printf("%-11s %s bytes, %s keys\n", "state",
 		       json_text(json_object_get(ss, "bytes"), b1, sizeof(b1)),
 		       json_text(json_object_get(ss, "keys"), b2, sizeof(b2)));
+	print_progress(st, false);
 	json_t *ck = json_object_get(st, "last_checkpoint");
 	if (json_is_object(ck))
 		printf("%-11s %s %s, completed %s, %s ms, %s bytes\n",
@@ -434,6 +513,94 @@ int cli_status(cli_t *cli)
 		printf("%-11s none\n", "checkpoint");
 	json_decref(st);
 	return 0;
+}
+
+/* Follow a job until it is completed, failed, cancelled or checkpointed:
+ * a progress line whenever the state or the whole percent changes (at most
+ * one per poll), then the outcome; the exit code says which. */
+int cli_wait(cli_t *cli)
+{
+	int64_t deadline = cli->timeout_ms >= 0 ? sv_mono_ms() + cli->timeout_ms
+						: INT64_MAX;
+	char *path = job_path(cli->arg, NULL);
+	char last_state[32] = "";
+	long long last_pct = -1;
+	int rc = 0;
+	for (;;) {
+		sv_client_resp_t resp;
+		if ((rc = cli_request(cli, "GET", path, NULL, &resp)))
+			break;
+		json_t *st = json_loadb(resp.body, resp.len, 0, NULL);
+		const char *state = json_string_value(
+			json_object_get(st, "state"));
+		if (!state) {
+			fprintf(stderr,
+				"streamvisor: the status of '%s' has no "
+				"state\n",
+				cli->arg);
+			json_decref(st);
+			sv_client_resp_release(&resp);
+			rc = EXIT_CLI_5XX;
+			break;
+		}
+		bool done = true;
+		if (!strcmp(state, "completed"))
+			rc = 0;
+		else if (!strcmp(state, "failed"))
+			rc = EXIT_CLI_FAILED;
+		else if (!strcmp(state, "cancelled"))
+			rc = EXIT_CLI_CANCELLED;
+		else if (!strcmp(state, "checkpointed"))
+			rc = EXIT_CLI_CHECKPOINTED;
+		else
+			done = false;
+		json_t *pct = json_object_get(json_object_get(st, "progress"),
+					      "percent");
+		long long p = json_is_number(pct)
+			? (long long)json_number_value(pct)
+			: -1;
+		if (!cli->json &&
+		    (strcmp(state, last_state) || p != last_pct || done)) {
+			printf("%-12s ", state);
+			print_progress(st, true);
+			if (!json_object_get(st, "progress") &&
+			    !json_object_get(st, "catch_up"))
+				printf("\n");
+			fflush(stdout);
+		}
+		snprintf(last_state, sizeof(last_state), "%s", state);
+		last_pct = p;
+		if (done) {
+			if (cli->json)
+				print_raw(&resp);
+			else if (rc == EXIT_CLI_FAILED) {
+				json_t *e = json_object_get(st, "error");
+				const char *m = json_string_value(
+					json_object_get(e, "message"));
+				fprintf(stderr,
+					"streamvisor: job '%s' failed: "
+					"%s\n",
+					cli->arg, m ? m : "(no message)");
+			}
+			json_decref(st);
+			sv_client_resp_release(&resp);
+			break;
+		}
+		json_decref(st);
+		sv_client_resp_release(&resp);
+		if (sv_mono_ms() >= deadline) {
+			fprintf(stderr,
+				"streamvisor: job '%s' is still %s after "
+				"%lld ms\n",
+				cli->arg, last_state, cli->timeout_ms);
+			rc = EXIT_CLI_WAIT_TIMEOUT;
+			break;
+		}
+		struct timespec ts = {0, 250 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	free(path);
+	return rc;
 }
 
 int cli_lag(cli_t *cli)

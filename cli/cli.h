@@ -16,6 +16,11 @@
 #define EXIT_CLI_5XX \
 	4 /* the server failed (HTTP 5xx, other status,
 			     * or a body the CLI cannot read) */
+/* `wait`: how the job ended (0: completed) */
+#define EXIT_CLI_FAILED 5 /* the job failed */
+#define EXIT_CLI_CANCELLED 6 /* the job was cancelled */
+#define EXIT_CLI_CHECKPOINTED 7 /* the job was drained (checkpointed) */
+#define EXIT_CLI_WAIT_TIMEOUT 8 /* --timeout-ms passed, job still going */
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
 #define SERVER_ENV "STREAMVISOR_URL"
@@ -81,6 +86,7 @@ int cli_result(cli_t *cli);
 int cli_delete(cli_t *cli);
 int cli_info(cli_t *cli);
 int cli_metrics(cli_t *cli);
+int cli_wait(cli_t *cli);
 
 /* Parse argv (after the command name) for cmd, send, print; returns the
  * process exit code (EXIT_CLI_*). server: a --server given before the

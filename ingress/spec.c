@@ -289,20 +289,28 @@ static Streamvisor__Sink *parse_sink(pctx_t *c, json_t *root, const char *key,
 	return s;
 }
 
-static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
+/* The "schema" array of obj (the job's or a join's input). */
+static bool parse_fields(pctx_t *c, json_t *obj, size_t *nout,
+			 Streamvisor__Field ***out)
 {
-	json_t *v = json_object_get(root, "schema");
+	size_t base = strlen(c->path);
+	char prefix[200];
+	snprintf(prefix, sizeof(prefix), "%.180s%sschema", c->path,
+		 base ? "." : "");
+	json_t *v = json_object_get(obj, "schema");
 	if (!v)
 		return failf(c, "schema", "is required");
 	if (!json_is_array(v) || json_array_size(v) == 0)
 		return failf(c, "schema",
 			     "expected a non-empty array of fields");
-	js->n_schema = json_array_size(v);
-	js->schema = anew(c, js->n_schema * sizeof(*js->schema));
+	size_t n = json_array_size(v);
+	Streamvisor__Field **fields = anew(c, n * sizeof(*fields));
+	*nout = n;
+	*out = fields;
 	static const char *const keys[] = {"name", "type", "nullable", NULL};
-	for (size_t i = 0; i < js->n_schema; i++) {
+	for (size_t i = 0; i < n; i++) {
 		json_t *f = json_array_get(v, i);
-		snprintf(c->path, sizeof(c->path), "schema[%zu]", i);
+		snprintf(c->path, sizeof(c->path), "%.200s[%zu]", prefix, i);
 		if (!json_is_object(f))
 			return failf(c, NULL,
 				     "expected an object {\"name\", \"type\"}");
@@ -316,9 +324,128 @@ static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		    !get_bool(c, f, "nullable", &nullable))
 			return false;
 		fl->not_null = !nullable;
-		js->schema[i] = fl;
+		fields[i] = fl;
 	}
-	c->path[0] = '\0';
+	c->path[base] = '\0';
+	return true;
+}
+
+static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
+{
+	return parse_fields(c, root, &js->n_schema, &js->schema);
+}
+
+/* The "event_time" object of obj, or NULL in *out when absent. */
+static bool parse_event_time(pctx_t *c, json_t *obj,
+			     Streamvisor__EventTime **out)
+{
+	static const char *const et_keys[] = {
+		"field", "max_out_of_orderness_ms", "idle_timeout_ms",
+		"watermark_scope", NULL};
+	size_t saved;
+	*out = NULL;
+	json_t *o = enter(c, obj, "event_time", et_keys, false, &saved);
+	if (c->err)
+		return false;
+	if (!o)
+		return true;
+	Streamvisor__EventTime *et = anew(c, sizeof(*et));
+	streamvisor__event_time__init(et);
+	if (!get_str(c, o, "field", &et->field, true) ||
+	    !get_int(c, o, "max_out_of_orderness_ms",
+		     &et->max_out_of_orderness_ms, 0) ||
+	    !get_int(c, o, "idle_timeout_ms", &et->idle_timeout_ms, 0) ||
+	    !get_str(c, o, "watermark_scope", &et->watermark_scope, false))
+		return false;
+	leave(c, saved);
+	*out = et;
+	return true;
+}
+
+static bool parse_join(pctx_t *c, json_t *body, Streamvisor__Join *j)
+{
+	static const char *const keys[] = {"type",
+					   "source",
+					   "schema",
+					   "event_time",
+					   "on",
+					   "kind",
+					   "take",
+					   "lower_ms",
+					   "upper_ms",
+					   "time",
+					   "retention_ms",
+					   "max_state_rows",
+					   "max_state_bytes",
+					   NULL};
+	if (!json_is_object(body))
+		return failf(c, "join", "expected an object, got %s",
+			     json_kind(body));
+	size_t n = strlen(c->path);
+	snprintf(c->path + n, sizeof(c->path) - n, ".join");
+	int64_t rows = 0, bytes = 0;
+	if (!check_keys(c, body, keys) ||
+	    !get_str(c, body, "type", &j->type, true) ||
+	    !get_str(c, body, "kind", &j->kind, false) ||
+	    !get_str(c, body, "time", &j->time, false) ||
+	    !get_int(c, body, "lower_ms", &j->lower_ms, INT64_MIN) ||
+	    !get_int(c, body, "upper_ms", &j->upper_ms, INT64_MIN) ||
+	    !get_int(c, body, "retention_ms", &j->retention_ms, 0) ||
+	    !get_int(c, body, "max_state_rows", &rows, 0) ||
+	    !get_int(c, body, "max_state_bytes", &bytes, 0))
+		return false;
+	j->max_state_rows = rows;
+	j->max_state_bytes = bytes;
+	if (!strcmp(j->type, "interval"))
+		for (int b = 0; b < 2; b++) {
+			const char *k = b ? "upper_ms" : "lower_ms";
+			if (!json_object_get(body, k))
+				return failf(c, k,
+					     "is required for an interval "
+					     "join (bounds of right.time - "
+					     "left.time, inclusive)");
+		}
+	if (!(j->source = parse_source(c, body)) ||
+	    !parse_fields(c, body, &j->n_schema, &j->schema) ||
+	    !parse_event_time(c, body, &j->event_time))
+		return false;
+	static const char *const on_keys[] = {"left", "right", NULL};
+	size_t saved;
+	json_t *on = enter(c, body, "on", on_keys, true, &saved);
+	if (!on)
+		return false;
+	if (!get_strlist(c, on, "left", &j->n_on_left, &j->on_left) ||
+	    !get_strlist(c, on, "right", &j->n_on_right, &j->on_right))
+		return false;
+	leave(c, saved);
+	json_t *take = json_object_get(body, "take");
+	if (take && !json_is_null(take)) {
+		if (!json_is_object(take) || json_object_size(take) == 0)
+			return failf(c, "take",
+				     "expected an object of \"output column\": "
+				     "\"right column\"");
+		j->n_take = json_object_size(take);
+		j->take = anew(c, j->n_take * sizeof(*j->take));
+		const char *name;
+		json_t *v;
+		size_t i = 0;
+		json_object_foreach (take, name, v) {
+			if (!json_is_string(v)) {
+				char f[160];
+				snprintf(f, sizeof(f), "take.%s", name);
+				return failf(c, f,
+					     "expected a right column name, "
+					     "got %s",
+					     json_kind(v));
+			}
+			Streamvisor__TakeItem *t = anew(c, sizeof(*t));
+			streamvisor__take_item__init(t);
+			t->name = adup(c, name);
+			t->column = adup(c, json_string_value(v));
+			j->take[i++] = t;
+		}
+	}
+	c->path[n] = '\0';
 	return true;
 }
 
@@ -379,32 +506,6 @@ static bool parse_window(pctx_t *c, json_t *w, Streamvisor__Window *win)
 	return true;
 }
 
-/* The coverage record of a join step: the spec did not parse, so the step
- * sits under IncQL's unavailable plan target. */
-static void join_record(sv_error_t *err, size_t i)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	char plan[80], tid[160], path[40];
-	snprintf(plan, sizeof(plan), "plan:unavailable:execute:%lld",
-		 (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
-	snprintf(tid, sizeof(tid), "%s:target:pipeline-step:%zu", plan, i);
-	snprintf(path, sizeof(path), "pipeline/%zu", i);
-	json_t *t = sv_target_new("relation_output", tid, plan, "pipeline",
-				  path, "join", (int64_t)i, -1);
-	json_t *a = json_pack(
-		"[o]",
-		sv_coverage_record_new(t, "stateful_join_support", "required",
-				       "a join step keeps state of both "
-				       "inputs to match records",
-				       "uncovered", "no join operator exists"));
-	json_decref(t);
-	char *d = json_dumps(a, JSON_COMPACT);
-	json_decref(a);
-	sv_error_set_details(err, d);
-	free(d);
-}
-
 static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
 	json_t *v = json_object_get(root, "pipeline");
@@ -424,7 +525,8 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		if (!json_is_object(st) || json_object_size(st) != 1)
 			return failf(c, NULL,
 				     "a step is an object with exactly one "
-				     "of: filter, select, window, dedup");
+				     "of: filter, select, window, dedup, "
+				     "join");
 		Streamvisor__Step *s = anew(c, sizeof(*s));
 		streamvisor__step__init(s);
 		js->pipeline[i] = s;
@@ -495,18 +597,16 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 			s->step_case = STREAMVISOR__STEP__STEP_DEDUP;
 			s->dedup = d;
 		} else if (!strcmp(k, "join")) {
-			/* a known stream-processing step this backend does not
-			 * run: a coverage error with its record, not a typo */
-			failf(c, k,
-			      "a join step needs capability "
-			      "'stateful_join_support', which is not covered");
-			c->err->category = SV_ERR_COVERAGE;
-			join_record(c->err, i);
-			return false;
+			Streamvisor__Join *j = anew(c, sizeof(*j));
+			streamvisor__join__init(j);
+			if (!parse_join(c, body, j))
+				return false;
+			s->step_case = STREAMVISOR__STEP__STEP_JOIN;
+			s->join = j;
 		} else {
 			return failf(c, k,
 				     "unknown step (expected one of: filter, "
-				     "select, window, dedup)");
+				     "select, window, dedup, join)");
 		}
 	}
 	c->path[0] = '\0';
@@ -671,26 +771,10 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	if (c->err)
 		return false;
 
-	static const char *const et_keys[] = {
-		"field", "max_out_of_orderness_ms", "idle_timeout_ms",
-		"watermark_scope", NULL};
-	json_t *o = enter(c, root, "event_time", et_keys, false, &saved);
-	if (c->err)
+	if (!parse_event_time(c, root, &js->event_time))
 		return false;
-	if (o) {
-		js->event_time = anew(c, sizeof(*js->event_time));
-		streamvisor__event_time__init(js->event_time);
-		if (!get_str(c, o, "field", &js->event_time->field, true) ||
-		    !get_int(c, o, "max_out_of_orderness_ms",
-			     &js->event_time->max_out_of_orderness_ms, 0) ||
-		    !get_int(c, o, "idle_timeout_ms",
-			     &js->event_time->idle_timeout_ms, 0) ||
-		    !get_str(c, o, "watermark_scope",
-			     &js->event_time->watermark_scope, false))
-			return false;
-		leave(c, saved);
-	}
 
+	json_t *o;
 	static const char *const ck_keys[] = {"interval_ms", "retain", NULL};
 	o = enter(c, root, "checkpoint", ck_keys, false, &saved);
 	if (c->err)
@@ -867,6 +951,200 @@ static sv_error_t *check_parallelism(Streamvisor__JobSpec *js)
 	return NULL;
 }
 
+/* Defaults and checks of a source; prefix names it ("source",
+ * "pipeline[2].join.source"). */
+static sv_error_t *check_source(Streamvisor__Source *s, const char *prefix,
+				const char *mode)
+{
+	char f[160];
+#define SF(name) (snprintf(f, sizeof(f), "%s." name, prefix), f)
+	DEFAULT_STR(s->kind, "kafka");
+	DEFAULT_STR(s->format, "json");
+	static const char *const skinds[] = {"kafka", "generator", NULL};
+	if (!one_of(s->kind, skinds))
+		return bad(SF("kind"),
+			   "unknown source kind '%s' (expected kafka "
+			   "or generator)",
+			   s->kind);
+	static const char *const formats[] = {"json", "csv", NULL};
+	if (!one_of(s->format, formats))
+		return bad(SF("format"),
+			   "unknown format '%s' (expected json or "
+			   "csv)",
+			   s->format);
+	if (!strcmp(s->kind, "kafka")) {
+		DEFAULT_STR(s->cluster, "default");
+		DEFAULT_STR(s->start, "earliest");
+		if (empty(s->topic))
+			return bad(SF("topic"),
+				   "is required for a kafka source");
+		static const char *const starts[] = {"earliest", "latest",
+						     NULL};
+		if (!one_of(s->start, starts))
+			return bad(SF("start"),
+				   "unknown start '%s' (expected "
+				   "earliest or latest)",
+				   s->start);
+		if (s->rate_per_s > 1000000000LL)
+			return bad(SF("rate_per_s"),
+				   "%lld is above the limit "
+				   "of 1,000,000,000 records per second",
+				   (long long)s->rate_per_s);
+	} else {
+		DEFAULT_STR(s->generator, "sequence");
+		static const char *const gens[] = {"sequence", "nexmark", NULL};
+		if (!one_of(s->generator, gens))
+			return bad(SF("generator"),
+				   "unknown generator '%s' "
+				   "(expected sequence or nexmark)",
+				   s->generator);
+		if (s->count == 0)
+			s->count = -1;
+		if (!strcmp(mode, "bounded") && s->count < 0)
+			return bad(SF("count"),
+				   "a bounded generator needs a count");
+	}
+#undef SF
+	return NULL;
+}
+
+/* Names and types of a schema; prefix "schema" or "pipeline[1].join.schema". */
+static sv_error_t *check_fields(Streamvisor__Field **fields, size_t n,
+				const char *prefix)
+{
+	for (size_t i = 0; i < n; i++) {
+		char f[192];
+		snprintf(f, sizeof(f), "%s[%zu].type", prefix, i);
+		static const char *const types[] = {"bool",         "int64",
+						    "float64",      "string",
+						    "timestamp_ms", NULL};
+		if (empty(fields[i]->name)) {
+			snprintf(f, sizeof(f), "%s[%zu].name", prefix, i);
+			return bad(f, "is required");
+		}
+		if (empty(fields[i]->type) || !one_of(fields[i]->type, types))
+			return bad(f,
+				   "unknown type '%s' (expected bool, int64, "
+				   "float64, string or timestamp_ms)",
+				   fields[i]->type ? fields[i]->type : "");
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(fields[j]->name, fields[i]->name)) {
+				snprintf(f, sizeof(f), "%s[%zu].name", prefix,
+					 i);
+				return bad(f, "duplicate column '%s'",
+					   fields[i]->name);
+			}
+	}
+	if (n == 0)
+		return bad(prefix, "is required");
+	return NULL;
+}
+
+/* An event_time's field must be a timestamp_ms or int64 column. */
+static sv_error_t *check_event_time(const Streamvisor__EventTime *et,
+				    Streamvisor__Field **fields, size_t n,
+				    const char *prefix)
+{
+	char f[160];
+	snprintf(f, sizeof(f), "%s.field", prefix);
+	if (empty(et->field))
+		return bad(f, "is required");
+	int idx = -1;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(fields[i]->name, et->field))
+			idx = (int)i;
+	if (idx < 0)
+		return bad(f, "unknown column '%s'", et->field);
+	const char *t = fields[idx]->type;
+	if (strcmp(t, "timestamp_ms") && strcmp(t, "int64"))
+		return bad(f,
+			   "column '%s' is %s; expected "
+			   "timestamp_ms or int64",
+			   et->field, t);
+	return NULL;
+}
+
+/* A join step: its own input, keys, kind and the type's parameters. */
+static sv_error_t *check_join(Streamvisor__JobSpec *js, size_t i,
+			      Streamvisor__Join *j)
+{
+	char f[96], g[160];
+	snprintf(f, sizeof(f), "pipeline[%zu].join", i);
+#define JF(name) (snprintf(g, sizeof(g), "%s." name, f), g)
+	static const char *const types[] = {"interval", "lookup", "hash", NULL};
+	if (empty(j->type) || !one_of(j->type, types))
+		return bad(JF("type"),
+			   "unknown join type '%s' (expected interval, "
+			   "lookup or hash)",
+			   j->type ? j->type : "");
+	DEFAULT_STR(j->kind, "inner");
+	static const char *const kinds[] = {"inner", "left", NULL};
+	if (!one_of(j->kind, kinds))
+		return bad(JF("kind"),
+			   "unknown join kind '%s' (expected inner or left)",
+			   j->kind);
+	bool lookup = !strcmp(j->type, "lookup");
+	bool interval = !strcmp(j->type, "interval");
+	if (lookup)
+		DEFAULT_STR(j->time, "event");
+	if (!empty(j->time) && !lookup)
+		return bad(JF("time"), "only a lookup join has a time");
+	static const char *const times[] = {"event", "processing", NULL};
+	if (lookup && !one_of(j->time, times))
+		return bad(JF("time"),
+			   "unknown time '%s' (expected event or processing)",
+			   j->time);
+	bool event = interval || (lookup && !strcmp(j->time, "event"));
+	if (!interval && (j->lower_ms || j->upper_ms))
+		return bad(JF("lower_ms"), "only an interval join has bounds");
+	if (interval && j->lower_ms > j->upper_ms)
+		return bad(JF("lower_ms"),
+			   "%lld must not exceed upper_ms (%lld)",
+			   (long long)j->lower_ms, (long long)j->upper_ms);
+	if (j->retention_ms && !(lookup && event))
+		return bad(JF("retention_ms"),
+			   "only an event-time lookup join has a retention");
+	if (!strcmp(j->type, "hash") && strcmp(js->mode, "bounded"))
+		return bad(JF("type"),
+			   "a hash join reads both inputs to their end: it "
+			   "needs mode 'bounded' (use interval or lookup for "
+			   "a stream)");
+	if (!j->source)
+		return bad(JF("source"), "is required");
+	sv_error_t *err;
+	if ((err = check_source(j->source, JF("source"), js->mode)))
+		return err;
+	if (lookup && !strcmp(j->source->kind, "kafka") &&
+	    strcmp(j->source->start, "earliest"))
+		return bad(JF("source.start"),
+			   "a lookup join reads its table from the start "
+			   "(earliest), not '%s'",
+			   j->source->start);
+	if ((err = check_fields(j->schema, j->n_schema, JF("schema"))))
+		return err;
+	if (j->n_on_left == 0 || j->n_on_left != j->n_on_right)
+		return bad(JF("on"),
+			   "expected as many left as right key columns, at "
+			   "least one (got %zu and %zu)",
+			   j->n_on_left, j->n_on_right);
+	if (event && !js->event_time)
+		return bad("event_time",
+			   "is required by the %s join at pipeline[%zu] (its "
+			   "left input's event time)",
+			   j->type, i);
+	if (event && !j->event_time)
+		return bad(JF("event_time"),
+			   "is required by an event-time %s join (its right "
+			   "input's event time)",
+			   j->type);
+	if (j->event_time &&
+	    (err = check_event_time(j->event_time, j->schema, j->n_schema,
+				    JF("event_time"))))
+		return err;
+#undef JF
+	return NULL;
+}
+
 /* A SemanticTarget: a known kind and a target id; the other strings
  * default as IncQL builds a plan target (plan_id = target_id, scope "plan",
  * path = target_id, name "plan"). */
@@ -960,84 +1238,13 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 		return bad("dead_letter",
 			   "is required when on_invalid is dead_letter");
 
-	Streamvisor__Source *s = js->source;
-	if (!s)
-		return bad("source", "is required");
-	DEFAULT_STR(s->kind, "kafka");
-	DEFAULT_STR(s->format, "json");
-	static const char *const skinds[] = {"kafka", "generator", NULL};
-	if (!one_of(s->kind, skinds))
-		return bad("source.kind",
-			   "unknown source kind '%s' (expected kafka "
-			   "or generator)",
-			   s->kind);
-	static const char *const formats[] = {"json", "csv", NULL};
-	if (!one_of(s->format, formats))
-		return bad("source.format",
-			   "unknown format '%s' (expected json or "
-			   "csv)",
-			   s->format);
-	if (!strcmp(s->kind, "kafka")) {
-		DEFAULT_STR(s->cluster, "default");
-		DEFAULT_STR(s->start, "earliest");
-		if (empty(s->topic))
-			return bad("source.topic",
-				   "is required for a kafka source");
-		static const char *const starts[] = {"earliest", "latest",
-						     NULL};
-		if (!one_of(s->start, starts))
-			return bad("source.start",
-				   "unknown start '%s' (expected "
-				   "earliest or latest)",
-				   s->start);
-		if (s->rate_per_s > 1000000000LL)
-			return bad("source.rate_per_s",
-				   "%lld is above the limit "
-				   "of 1,000,000,000 records per second",
-				   (long long)s->rate_per_s);
-	} else {
-		DEFAULT_STR(s->generator, "sequence");
-		static const char *const gens[] = {"sequence", "nexmark", NULL};
-		if (!one_of(s->generator, gens))
-			return bad("source.generator",
-				   "unknown generator '%s' "
-				   "(expected sequence or nexmark)",
-				   s->generator);
-		if (s->count == 0)
-			s->count = -1;
-		if (!strcmp(js->mode, "bounded") && s->count < 0)
-			return bad("source.count",
-				   "a bounded generator needs a count");
-	}
-
-	for (size_t i = 0; i < js->n_schema; i++) {
-		char f[64];
-		snprintf(f, sizeof(f), "schema[%zu].type", i);
-		static const char *const types[] = {"bool",         "int64",
-						    "float64",      "string",
-						    "timestamp_ms", NULL};
-		if (empty(js->schema[i]->name)) {
-			snprintf(f, sizeof(f), "schema[%zu].name", i);
-			return bad(f, "is required");
-		}
-		if (empty(js->schema[i]->type) ||
-		    !one_of(js->schema[i]->type, types))
-			return bad(f,
-				   "unknown type '%s' (expected bool, int64, "
-				   "float64, string or timestamp_ms)",
-				   js->schema[i]->type ? js->schema[i]->type
-						       : "");
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(js->schema[j]->name, js->schema[i]->name)) {
-				snprintf(f, sizeof(f), "schema[%zu].name", i);
-				return bad(f, "duplicate column '%s'",
-					   js->schema[i]->name);
-			}
-	}
-	if (js->n_schema == 0)
-		return bad("schema", "is required");
-
 	sv_error_t *err;
+	if (!js->source)
+		return bad("source", "is required");
+	if ((err = check_source(js->source, "source", js->mode)) ||
+	    (err = check_fields(js->schema, js->n_schema, "schema")))
+		return err;
+
 	if (!js->sink)
 		return bad("sink", "is required");
 	if ((err = check_sink(js->sink, "sink")))
@@ -1048,6 +1255,19 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 	if (js->late_sink && (err = check_sink(js->late_sink, "late_sink")))
 		return err;
 
+	int joins = 0;
+	for (size_t i = 0; i < js->n_pipeline; i++) {
+		Streamvisor__Step *st = js->pipeline[i];
+		if (st->step_case != STREAMVISOR__STEP__STEP_JOIN)
+			continue;
+		if (joins++) {
+			char f[64];
+			snprintf(f, sizeof(f), "pipeline[%zu].join", i);
+			return bad(f, "a job has at most one join step");
+		}
+		if ((err = check_join(js, i, st->join)))
+			return err;
+	}
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		Streamvisor__Step *st = js->pipeline[i];
 		if (st->step_case != STREAMVISOR__STEP__STEP_WINDOW)
@@ -1101,23 +1321,10 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 			return bad(f,
 				   "gap_ms is required for a session window");
 	}
-	if (js->event_time) {
-		if (empty(js->event_time->field))
-			return bad("event_time.field", "is required");
-		int idx = -1;
-		for (size_t i = 0; i < js->n_schema; i++)
-			if (!strcmp(js->schema[i]->name, js->event_time->field))
-				idx = (int)i;
-		if (idx < 0)
-			return bad("event_time.field", "unknown column '%s'",
-				   js->event_time->field);
-		const char *t = js->schema[idx]->type;
-		if (strcmp(t, "timestamp_ms") && strcmp(t, "int64"))
-			return bad("event_time.field",
-				   "column '%s' is %s; expected "
-				   "timestamp_ms or int64",
-				   js->event_time->field, t);
-	}
+	if (js->event_time &&
+	    (err = check_event_time(js->event_time, js->schema, js->n_schema,
+				    "event_time")))
+		return err;
 
 	if (js->event_time) {
 		const char *sc = js->event_time->watermark_scope;
@@ -1313,14 +1520,9 @@ static json_t *strlist(char **v, size_t n)
 	return a;
 }
 
-char *sv_jobspec_to_json(const sv_jobspec_t *spec)
+static json_t *source_json(const Streamvisor__Source *s)
 {
-	const Streamvisor__JobSpec *js = spec->msg;
-	json_t *o = json_object();
-	put_str(o, "name", js->name);
-	put_str(o, "mode", js->mode);
 	json_t *src = json_object();
-	const Streamvisor__Source *s = js->source;
 	put_str(src, "kind", s->kind);
 	put_str(src, "cluster", s->cluster);
 	put_str(src, "topic", s->topic);
@@ -1343,28 +1545,83 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 		json_object_set_new(src, "seed",
 				    json_integer((json_int_t)s->seed));
 	}
-	json_object_set_new(o, "source", src);
+	return src;
+}
+
+static json_t *fields_json(Streamvisor__Field *const *fields, size_t n)
+{
 	json_t *sch = json_array();
-	for (size_t i = 0; i < js->n_schema; i++)
+	for (size_t i = 0; i < n; i++)
 		json_array_append_new(sch,
 				      json_pack("{s:s, s:s, s:b}", "name",
-						js->schema[i]->name, "type",
-						js->schema[i]->type, "nullable",
-						!js->schema[i]->not_null));
-	json_object_set_new(o, "schema", sch);
+						fields[i]->name, "type",
+						fields[i]->type, "nullable",
+						!fields[i]->not_null));
+	return sch;
+}
+
+static json_t *event_time_json(const Streamvisor__EventTime *et)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I}", "field", et->field,
+			      "max_out_of_orderness_ms",
+			      (json_int_t)et->max_out_of_orderness_ms,
+			      "idle_timeout_ms",
+			      (json_int_t)et->idle_timeout_ms);
+	if (!empty(et->watermark_scope))
+		put_str(o, "watermark_scope", et->watermark_scope);
+	return o;
+}
+
+static json_t *join_json(const Streamvisor__Join *j)
+{
+	json_t *o = json_object();
+	put_str(o, "type", j->type);
+	json_object_set_new(o, "source", source_json(j->source));
+	json_object_set_new(o, "schema", fields_json(j->schema, j->n_schema));
+	if (j->event_time)
+		json_object_set_new(o, "event_time",
+				    event_time_json(j->event_time));
+	json_object_set_new(o, "on",
+			    json_pack("{s:o, s:o}", "left",
+				      strlist(j->on_left, j->n_on_left),
+				      "right",
+				      strlist(j->on_right, j->n_on_right)));
+	put_str(o, "kind", j->kind);
+	if (j->n_take) {
+		json_t *t = json_object();
+		for (size_t i = 0; i < j->n_take; i++)
+			json_object_set_new(t, j->take[i]->name,
+					    json_string(j->take[i]->column));
+		json_object_set_new(o, "take", t);
+	}
+	if (!strcmp(j->type, "interval")) {
+		json_object_set_new(o, "lower_ms", json_integer(j->lower_ms));
+		json_object_set_new(o, "upper_ms", json_integer(j->upper_ms));
+	}
+	put_str(o, "time", j->time);
+	if (j->retention_ms)
+		json_object_set_new(o, "retention_ms",
+				    json_integer(j->retention_ms));
+	if (j->max_state_rows)
+		json_object_set_new(o, "max_state_rows",
+				    json_integer(j->max_state_rows));
+	if (j->max_state_bytes)
+		json_object_set_new(o, "max_state_bytes",
+				    json_integer(j->max_state_bytes));
+	return o;
+}
+
+char *sv_jobspec_to_json(const sv_jobspec_t *spec)
+{
+	const Streamvisor__JobSpec *js = spec->msg;
+	json_t *o = json_object();
+	put_str(o, "name", js->name);
+	put_str(o, "mode", js->mode);
+	json_object_set_new(o, "source", source_json(js->source));
+	json_object_set_new(o, "schema", fields_json(js->schema, js->n_schema));
 	if (js->event_time)
-		json_object_set_new(
-			o, "event_time",
-			json_pack("{s:s, s:I, s:I}", "field",
-				  js->event_time->field,
-				  "max_out_of_orderness_ms",
-				  (json_int_t)js->event_time
-					  ->max_out_of_orderness_ms,
-				  "idle_timeout_ms",
-				  (json_int_t)js->event_time->idle_timeout_ms));
-	if (js->event_time && !empty(js->event_time->watermark_scope))
-		put_str(json_object_get(o, "event_time"), "watermark_scope",
-			js->event_time->watermark_scope);
+		json_object_set_new(o, "event_time",
+				    event_time_json(js->event_time));
 	json_t *pl = json_array();
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		const Streamvisor__Step *st = js->pipeline[i];
@@ -1413,6 +1670,9 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 			json_object_set_new(step, "window", wo);
 			break;
 		}
+		case STREAMVISOR__STEP__STEP_JOIN:
+			json_object_set_new(step, "join", join_json(st->join));
+			break;
 		case STREAMVISOR__STEP__STEP_DEDUP:
 			json_object_set_new(
 				step, "dedup",

@@ -23,6 +23,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/history.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
 #include "ingress/coverage.h"
@@ -52,6 +53,7 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 	dst->listen_host = src->listen_host ? sv_strdup(src->listen_host)
 					    : NULL;
 	dst->listen_port = src->listen_port;
+	dst->shutdown_timeout_ms = src->shutdown_timeout_ms;
 	dst->data_dir = src->data_dir ? sv_strdup(src->data_dir) : NULL;
 	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path)
 					      : NULL;
@@ -121,6 +123,8 @@ static void new_job_id(char *out, size_t len)
 
 static void tick(sv_supervisor_t *sv)
 {
+	if (sv->shutting_down)
+		return; /* jobs stay as they are in the store */
 	int64_t now = sv_now_ms();
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *job = sv->jobs[i];
@@ -128,6 +132,7 @@ static void tick(sv_supervisor_t *sv)
 		    sv_worker_end(job->worker) != SV_WORKER_RUNNING)
 			sv_on_worker_end(sv, job);
 		sv_watch_progress(job, now);
+		sv_job_history_tick(job, now);
 		sv_check_drain(sv, job, now);
 		if (job->pending_start && !job->worker) {
 			job->pending_start = false;
@@ -300,6 +305,7 @@ void sv_job_free(sv_job_t *job)
 	sv_error_destroy(job->error);
 	free(job->result);
 	sv_obslog_destroy(job->obs);
+	sv_history_destroy(job->history);
 	sv_evidence_destroy(job->ev);
 	free(job);
 }
@@ -331,7 +337,7 @@ static cmd_fn *const handlers[SV_CMD__COUNT] = {
 	[SV_CMD_SUBMIT] = do_submit,      [SV_CMD_LIST] = do_list,
 	[SV_CMD_STATUS] = do_status,      [SV_CMD_DELETE] = do_delete,
 	[SV_CMD_ACTION] = sv_do_action,   [SV_CMD_VIEW] = sv_do_get,
-	[SV_CMD_METRICS] = sv_do_metrics,
+	[SV_CMD_METRICS] = sv_do_metrics, [SV_CMD_SHUTDOWN] = sv_do_shutdown,
 };
 
 /* Complete the parked commands whose answer is ready; called with
@@ -532,6 +538,7 @@ static const char *const view_names[SV_VIEW__COUNT] = {
 	[SV_VIEW_OBSERVATIONS] = "observations",
 	[SV_VIEW_PREVIEW] = "preview",
 	[SV_VIEW_RESULT] = "result",
+	[SV_VIEW_HISTORY] = "history",
 	[SV_VIEW_EXECUTION_OBSERVATIONS] = "execution-observations",
 };
 
@@ -562,6 +569,18 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 	return call(sv, &c, json);
 }
 
+int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms)
+{
+	cmd_t c = {.type = SV_CMD_SHUTDOWN,
+		   .u.shutdown.timeout_ms = timeout_ms};
+	char *left = NULL;
+	sv_error_t *err = call(sv, &c, &left);
+	int n = left ? atoi(left) : 0;
+	free(left);
+	sv_error_destroy(err);
+	return n;
+}
+
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 			      sv_view_t view, const char *query, char **json)
 {
@@ -569,7 +588,12 @@ sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 		   .id = id,
 		   .u.view = {.view = view,
 			      .limit = sv_query_uint(query, "limit", 0),
-			      .after = sv_query_uint(query, "after", 0)}};
+			      /* history: samples after this time (ms) */
+			      .after = sv_query_uint(query,
+						     view == SV_VIEW_HISTORY
+							     ? "since"
+							     : "after",
+						     0)}};
 	return call(sv, &c, json);
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "supervisor/history.h"
 #include "supervisor/metrics.h"
 #include "supervisor/supervisor_int.h"
 
@@ -182,6 +183,7 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    json_pack("{s:I, s:I}", "bytes",
 				      (json_int_t)pr.state_bytes, "keys",
 				      (json_int_t)pr.state_keys));
+	sv_job_history_status(job, o);
 	return o;
 }
 
@@ -268,6 +270,10 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 		c->json = sv_json_dump(page);
 		return NULL;
 	}
+	case SV_VIEW_HISTORY:
+		c->json = sv_json_dump(sv_job_history_json(
+			job, (int64_t)c->u.view.after, lim ? lim : SIZE_MAX));
+		return NULL;
 	case SV_VIEW_EXECUTION_OBSERVATIONS:
 		return sv_do_execution_observations(sv, c);
 	case SV_VIEW_RESULT: {

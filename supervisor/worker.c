@@ -107,6 +107,7 @@ struct sv_worker {
 	atomic_bool stop;
 	atomic_bool failing; /* a member failed: the others stop */
 	atomic_int drain; /* 0 no, 1 drain, 2 drain with final watermark */
+	atomic_bool final_ck; /* shutdown: a final checkpoint, then stop */
 	bool drained;
 	_Atomic int end; /* sv_worker_end_t */
 	sv_error_t *error;
@@ -556,7 +557,7 @@ static void count_late(member_t *m)
 static bool keep_running(const sv_worker_t *w)
 {
 	return !atomic_load(&w->stop) && !atomic_load(&w->drain) &&
-		!atomic_load(&w->failing);
+		!atomic_load(&w->failing) && !atomic_load(&w->final_ck);
 }
 
 /* Event time and watermarks per record, then the rows to their tasks. */
@@ -690,9 +691,12 @@ static sv_error_t *run(member_t *m)
 		}
 		count_late(m);
 	}
-	if (w->checkpointing && !atomic_load(&w->failing) && (eof || drain)) {
-		/* bounded end or drain: a final checkpoint commits the last
-		 * output (and, drained, is where resume continues) */
+	bool final_ck = atomic_load(&w->final_ck) && !atomic_load(&w->stop);
+	if (w->checkpointing && !atomic_load(&w->failing) &&
+	    (eof || drain || final_ck)) {
+		/* bounded end, drain or shutdown: a final checkpoint commits
+		 * the last output (and, drained or shut down, is where the
+		 * job continues) */
 		if ((err = checkpoint(m, m->wm)))
 			return err;
 		m->drained = drain && !eof;
@@ -1067,7 +1071,7 @@ static void *worker_main(void *arg)
 	} else if (drained) {
 		w->drained = true;
 		end = SV_WORKER_DRAINED;
-	} else if (atomic_load(&w->stop)) {
+	} else if (atomic_load(&w->stop) || atomic_load(&w->final_ck)) {
 		end = SV_WORKER_STOPPED;
 	} else {
 		end = SV_WORKER_COMPLETED;
@@ -1143,6 +1147,11 @@ uint64_t sv_worker_request_checkpoint(sv_worker_t *w)
 void sv_worker_drain(sv_worker_t *w, bool final_watermark)
 {
 	atomic_store(&w->drain, final_watermark ? 2 : 1);
+}
+
+void sv_worker_stop_checkpoint(sv_worker_t *w)
+{
+	atomic_store(&w->final_ck, true);
 }
 
 void sv_worker_stop(sv_worker_t *w)
