@@ -6,6 +6,11 @@
  *   ck/<job id>/<id, 16 hex digits>  packed CheckpointRecord, operators'
  *                                    state bytes left out
  *   cs/<job id>/<id>/<op index, 4 hex digits>  one operator's state
+ *   ts/<job id>/<partition, 8 hex>/<id>  one task's snapshot at parallelism
+ *                                    > 1: a packed CheckpointRecord with
+ *                                    its one partition and its operators'
+ *                                    state inline
+ *   par/<job id>                     largest parallelism run (8 bytes BE)
  *   meta/marks                       commits marked so far (8 bytes BE)
  * State apart from the record: marking, listing and retention read and
  * rewrite only the small record (bench_checkpoint: marking a 91 MB state
@@ -329,6 +334,23 @@ static char *cs_key(const char *job, int64_t id, uint32_t op)
 	return k;
 }
 
+static char *ts_prefix(const char *job, int32_t p)
+{
+	char *k;
+	if (asprintf(&k, "ts/%s/%08x/", job, (unsigned)p) < 0)
+		abort();
+	return k;
+}
+
+static char *ts_key(const char *job, int32_t p, int64_t id)
+{
+	char *k;
+	if (asprintf(&k, "ts/%s/%08x/%016llx", job, (unsigned)p,
+		     (unsigned long long)id) < 0)
+		abort();
+	return k;
+}
+
 static sv_error_t *put_raw(sv_ckstore_t *st, const char *key, const char *v,
 			   size_t len)
 {
@@ -389,6 +411,16 @@ sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
 			abort();
 		err = delete_prefix(st, wb, csp);
 		free(csp);
+	}
+	if (!err && checkpoints) {
+		char *tsp, *pk;
+		if (asprintf(&tsp, "ts/%s/", job_id) < 0 ||
+		    asprintf(&pk, "par/%s", job_id) < 0)
+			abort();
+		err = delete_prefix(st, wb, tsp);
+		rocksdb_writebatch_delete(wb, pk, strlen(pk));
+		free(tsp);
+		free(pk);
 	}
 	if (!err) {
 		char *rerr = NULL;
@@ -819,6 +851,214 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 			err = db_error(st, rerr, "retention");
 	}
 	free(r.del);
+	return err;
+}
+
+/* ---- per-task snapshots ---- */
+
+sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
+				 const sv_ckrec_t *const *tasks, size_t ntasks)
+{
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	for (size_t i = 0; i < ntasks; i++) {
+		const sv_ckrec_t *t = tasks[i];
+		int32_t p = t->n_offsets ? t->offsets[0]->partition : -1;
+		char *tk = ts_key(rec->job_id, p, rec->id);
+		size_t len = streamvisor__checkpoint_record__get_packed_size(t);
+		uint8_t *buf = sv_malloc(len ? len : 1);
+		streamvisor__checkpoint_record__pack(t, buf);
+		rocksdb_writebatch_put(wb, tk, strlen(tk), (const char *)buf,
+				       len);
+		free(buf);
+		free(tk);
+	}
+	size_t len;
+	uint8_t *buf = pack_meta(rec, &len);
+	char *k = ck_key(rec->job_id, rec->id);
+	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
+	char *rerr = NULL;
+	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
+	free(k);
+	free(buf);
+	return err;
+}
+
+sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t **ids, size_t *n)
+{
+	char *prefix = ts_prefix(job_id, p);
+	size_t plen = strlen(prefix);
+	size_t cap = 16;
+	*n = 0;
+	*ids = sv_malloc(cap * sizeof(**ids));
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
+	for (rocksdb_iter_seek(it, prefix, plen); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		if (kl < plen || memcmp(k, prefix, plen))
+			break;
+		if (kl != plen + 16)
+			continue;
+		char hex[17];
+		memcpy(hex, k + plen, 16);
+		hex[16] = '\0';
+		if (*n == cap) {
+			cap *= 2;
+			*ids = sv_realloc(*ids, cap * sizeof(**ids));
+		}
+		(*ids)[(*n)++] = (int64_t)strtoull(hex, NULL, 16);
+	}
+	char *rerr = NULL;
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	sv_error_t *err = rerr ? db_error(st, rerr, prefix) : NULL;
+	free(prefix);
+	/* ascending from the iterator: newest first */
+	for (size_t i = 0; i < *n / 2; i++) {
+		int64_t t = (*ids)[i];
+		(*ids)[i] = (*ids)[*n - 1 - i];
+		(*ids)[*n - 1 - i] = t;
+	}
+	return err;
+}
+
+sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t id, sv_ckrec_t **out)
+{
+	*out = NULL;
+	char *k = ts_key(job_id, p, id);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = NULL;
+	if (rerr)
+		err = db_error(st, rerr, k);
+	else if (v)
+		err = unpack(st, k, strlen(k), v, vl, out);
+	rocksdb_free(v);
+	free(k);
+	return err;
+}
+
+/* Whether partition p still has a task record of checkpoint id. */
+static bool task_exists(sv_ckstore_t *st, const char *job_id, int32_t p,
+			int64_t id)
+{
+	char *k = ts_key(job_id, p, id);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	bool found = v != NULL || rerr != NULL; /* on error: keep */
+	rocksdb_free(v);
+	rocksdb_free(rerr);
+	free(k);
+	return found;
+}
+
+sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
+				    const int32_t *parts, size_t nparts,
+				    int retain)
+{
+	if (retain < 1)
+		retain = 1;
+	sv_error_t *err = NULL;
+	int64_t *gone = NULL; /* checkpoint ids that lost a task record */
+	size_t ngone = 0, gcap = 0;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	for (size_t i = 0; i < nparts && !err; i++) {
+		int64_t *ids;
+		size_t n;
+		if ((err = sv_ckstore_task_ids(st, job_id, parts[i], &ids,
+					       &n))) {
+			free(ids);
+			break;
+		}
+		int committed = 0;
+		for (size_t j = 0; j < n && !err; j++) {
+			if (committed >= retain) {
+				char *tk = ts_key(job_id, parts[i], ids[j]);
+				rocksdb_writebatch_delete(wb, tk, strlen(tk));
+				free(tk);
+				if (ngone == gcap) {
+					gcap = gcap ? 2 * gcap : 16;
+					gone = sv_realloc(gone,
+							  gcap * sizeof(*gone));
+				}
+				gone[ngone++] = ids[j];
+				continue;
+			}
+			sv_ckrec_t *rec;
+			if ((err = get_meta(st, job_id, ids[j], &rec)))
+				break;
+			if (rec &&
+			    rec->status ==
+				    STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED)
+				committed++;
+			sv_ckstore_free_record(rec);
+		}
+		free(ids);
+	}
+	char *rerr = NULL;
+	if (!err && ngone)
+		rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	if (rerr)
+		err = db_error(st, rerr, "retention");
+	/* member records none of whose partitions has a task record left */
+	wb = rocksdb_writebatch_create();
+	bool any = false;
+	for (size_t i = 0; i < ngone && !err; i++) {
+		sv_ckrec_t *rec;
+		if ((err = get_meta(st, job_id, gone[i], &rec)) || !rec)
+			continue;
+		bool left = false;
+		for (size_t j = 0; j < rec->n_offsets && !left; j++)
+			left = task_exists(st, job_id,
+					   rec->offsets[j]->partition, rec->id);
+		sv_ckstore_free_record(rec);
+		if (left)
+			continue;
+		char *k = ck_key(job_id, gone[i]);
+		rocksdb_writebatch_delete(wb, k, strlen(k));
+		free(k);
+		any = true;
+	}
+	if (!err && any)
+		rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	if (rerr)
+		err = db_error(st, rerr, "retention");
+	free(gone);
+	return err;
+}
+
+sv_error_t *sv_ckstore_max_parallelism(sv_ckstore_t *st, const char *job_id,
+				       int now, int *before)
+{
+	char *k;
+	if (asprintf(&k, "par/%s", job_id) < 0)
+		abort();
+	*before = 0;
+	pthread_mutex_lock(&st->seq_lock);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = NULL;
+	if (rerr)
+		err = db_error(st, rerr, k);
+	else if (v && vl == 8)
+		*before = (int)unbe64(v);
+	rocksdb_free(v);
+	if (!err && now > *before) {
+		char buf[8];
+		be64(buf, (uint64_t)now);
+		err = put_raw(st, k, buf, 8);
+	}
+	pthread_mutex_unlock(&st->seq_lock);
+	free(k);
 	return err;
 }
 

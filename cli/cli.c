@@ -807,6 +807,9 @@ int cli_restart(cli_t *cli)
 	else if (from)
 		json_object_set_new(b, "from_checkpoint",
 				    json_integer(strtoll(from, NULL, 10)));
+	if (cli->parallelism > 0)
+		json_object_set_new(b, "parallelism",
+				    json_integer(cli->parallelism));
 	char *body = json_dumps(b, JSON_COMPACT);
 	json_decref(b);
 	int rc = cli_action(cli, "restart", body);
@@ -1095,6 +1098,7 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		{"purge", no_argument, NULL, 'P'},
 		{"plan", required_argument, NULL, 'p'},
 		{"dry-run", no_argument, NULL, 'D'},
+		{"parallelism", required_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1105,13 +1109,14 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		{'j', OPT_JSON},    {'F', OPT_FINAL_WM},     {'T', OPT_TIMEOUT},
 		{'C', OPT_FROM_CK}, {'I', OPT_IGNORE_STATE}, {'n', OPT_LIMIT},
 		{'A', OPT_AFTER},   {'P', OPT_PURGE},        {'p', OPT_PLAN},
-		{'D', OPT_DRY_RUN},
+		{'D', OPT_DRY_RUN}, {'N', OPT_PARALLELISM},
 	};
 	cli_t cli = {.cmd = cmd,
 		     .server = server,
 		     .timeout_ms = -1,
 		     .limit = -1,
-		     .after = -1};
+		     .after = -1,
+		     .parallelism = -1};
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -1161,6 +1166,17 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 						       optarg);
 			cli.from_checkpoint = optarg;
 			break;
+		case 'N': {
+			long long v;
+			if (!parse_count(optarg, &v) || v < 1)
+				return cli_usage_error(cmd,
+						       "--parallelism takes "
+						       "a positive integer, "
+						       "not '%s'",
+						       optarg);
+			cli.parallelism = v;
+			break;
+		}
 		case 'T':
 		case 'n':
 		case 'A': {

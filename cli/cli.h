@@ -39,6 +39,7 @@ enum {
 	OPT_PURGE = 1u << 7, /* --purge */
 	OPT_PLAN = 1u << 8, /* --plan FILE (a Substrait plan) */
 	OPT_DRY_RUN = 1u << 9, /* --dry-run */
+	OPT_PARALLELISM = 1u << 10, /* --parallelism N */
 };
 
 typedef struct command command_t;
@@ -55,6 +56,7 @@ typedef struct cli {
 	long long timeout_ms; /* -1: not given */
 	long long limit; /* -1: not given */
 	long long after; /* -1: not given */
+	long long parallelism; /* -1: not given */
 	const char *from_checkpoint; /* NULL: not given */
 	const char *plan; /* --plan FILE, or NULL */
 	bool dry_run;

@@ -893,6 +893,70 @@ sv_error_t *sv_coverage_refuse(const char *name, const char *reason,
 	return err;
 }
 
+/* ---- parallelism (docs/parallelism.md) ---- */
+
+/* Whether key names every column of partitioned_by (so records with the
+ * same key are in the same source partition). */
+static bool follows_partitioning(const Streamvisor__Source *s, char **key,
+				 size_t nkey)
+{
+	if (!s->n_partitioned_by)
+		return false;
+	for (size_t i = 0; i < s->n_partitioned_by; i++) {
+		bool found = false;
+		for (size_t j = 0; j < nkey; j++)
+			if (!strcmp(key[j], s->partitioned_by[i]))
+				found = true;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec)
+{
+	const Streamvisor__JobSpec *js = spec->msg;
+	if (js->parallelism <= 1)
+		return NULL;
+	for (size_t i = 0; i < js->n_pipeline; i++) {
+		const Streamvisor__Step *st = js->pipeline[i];
+		char **key = NULL;
+		size_t nkey = 0;
+		const char *what;
+		if (st->step_case == STREAMVISOR__STEP__STEP_WINDOW) {
+			key = st->window->key;
+			nkey = st->window->n_key;
+			what = "window";
+		} else if (st->step_case == STREAMVISOR__STEP__STEP_DEDUP) {
+			key = st->dedup->key;
+			nkey = st->dedup->n_key;
+			what = "dedup";
+		} else {
+			continue;
+		}
+		if (follows_partitioning(js->source, key, nkey))
+			continue;
+		char field[64], msg[512];
+		snprintf(field, sizeof(field), "pipeline[%zu].%s", i, what);
+		snprintf(msg, sizeof(msg),
+			 "the %s at pipeline[%zu] is keyed on columns that do "
+			 "not include source.partitioned_by%s; at parallelism "
+			 "%d each task sees one partition, so its groups would "
+			 "be split (declare source.partitioned_by, or use "
+			 "parallelism 1)",
+			 what, i,
+			 js->source->n_partitioned_by ? "" : " (none declared)",
+			 js->parallelism);
+		return sv_coverage_refuse(
+			"stateful_window_support",
+			"at parallelism > 1 a keyed step runs inside a task "
+			"only when its key follows source.partitioned_by; "
+			"there is no repartition stage yet",
+			field, msg);
+	}
+	return NULL;
+}
+
 json_t *sv_coverage_info(const sv_coverage_env_t *env)
 {
 	json_t *recs = json_array();

@@ -113,6 +113,11 @@ json_t *sv_coverage_record(const char *name, const char *status,
 sv_error_t *sv_coverage_refuse(const char *name, const char *reason,
 			       const char *field, const char *message);
 
+/* Parallelism > 1 (docs/parallelism.md): NULL, or SV_ERR_COVERAGE (422)
+ * naming the first window or dedup step whose key does not include
+ * source.partitioned_by (each task sees one partition). */
+sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec);
+
 /* GET /v1/info's coverage: {"capabilities": [records], "vocabulary": {...},
  * "notes": {capability: how streamvisor covers it}}. New reference. */
 json_t *sv_coverage_info(const sv_coverage_env_t *env);

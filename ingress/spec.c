@@ -232,8 +232,8 @@ static bool get_strlist(pctx_t *c, json_t *obj, const char *key, size_t *n,
 }
 
 static const char *const source_keys[] = {
-	"kind",      "cluster", "topic",      "format", "start",
-	"generator", "count",   "rate_per_s", "seed",   NULL};
+	"kind",  "cluster",    "topic", "format",         "start", "generator",
+	"count", "rate_per_s", "seed",  "partitioned_by", NULL};
 static const char *const sink_keys[] = {"kind",
 					"cluster",
 					"topic",
@@ -262,7 +262,9 @@ static Streamvisor__Source *parse_source(pctx_t *c, json_t *root,
 	    !get_str(c, o, "generator", &s->generator, false) ||
 	    !get_int(c, o, "count", &s->count, -1) ||
 	    !get_int(c, o, "rate_per_s", &s->rate_per_s, 0) ||
-	    !get_int(c, o, "seed", &seed, 0))
+	    !get_int(c, o, "seed", &seed, 0) ||
+	    !get_strlist(c, o, "partitioned_by", &s->n_partitioned_by,
+			 &s->partitioned_by))
 		return NULL;
 	s->seed = (uint64_t)seed;
 	leave(c, saved);
@@ -342,7 +344,8 @@ static bool parse_event_time(pctx_t *c, json_t *obj,
 			     Streamvisor__EventTime **out)
 {
 	static const char *const et_keys[] = {
-		"field", "max_out_of_orderness_ms", "idle_timeout_ms", NULL};
+		"field", "max_out_of_orderness_ms", "idle_timeout_ms",
+		"watermark_scope", NULL};
 	size_t saved;
 	*out = NULL;
 	json_t *o = enter(c, obj, "event_time", et_keys, false, &saved);
@@ -355,7 +358,8 @@ static bool parse_event_time(pctx_t *c, json_t *obj,
 	if (!get_str(c, o, "field", &et->field, true) ||
 	    !get_int(c, o, "max_out_of_orderness_ms",
 		     &et->max_out_of_orderness_ms, 0) ||
-	    !get_int(c, o, "idle_timeout_ms", &et->idle_timeout_ms, 0))
+	    !get_int(c, o, "idle_timeout_ms", &et->idle_timeout_ms, 0) ||
+	    !get_str(c, o, "watermark_scope", &et->watermark_scope, false))
 		return false;
 	leave(c, saved);
 	*out = et;
@@ -664,11 +668,11 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 }
 
 static const char *const top_keys[] = {
-	"name",       "mode",         "source", "schema",
-	"event_time", "pipeline",     "sink",   "delivery",
-	"checkpoint", "restart",      "lag",    "dead_letter",
-	"late_sink",  "on_invalid",   "plan",   "plan_target",
-	"plan_id",    "requirements", NULL};
+	"name",       "mode",         "source",      "schema",
+	"event_time", "pipeline",     "sink",        "delivery",
+	"checkpoint", "restart",      "lag",         "dead_letter",
+	"late_sink",  "on_invalid",   "plan",        "plan_target",
+	"plan_id",    "requirements", "parallelism", NULL};
 
 /* "plan": a Substrait plan with its read-root bindings (ingress/substrait.c
  * translates it in finish()). */
@@ -930,7 +934,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	    !get_str(c, root, "name", &js->name, true) ||
 	    !get_str(c, root, "mode", &js->mode, false) ||
 	    !get_str(c, root, "delivery", &js->delivery, false) ||
-	    !get_str(c, root, "on_invalid", &js->on_invalid, false))
+	    !get_str(c, root, "on_invalid", &js->on_invalid, false) ||
+	    !get_i32(c, root, "parallelism", &js->parallelism, 1))
 		return false;
 	if (json_object_get(root, "plan")) {
 		static const char *const replaced[] = {"source", "schema",
@@ -1189,6 +1194,50 @@ static sv_error_t *check_sink(const sv_drivers_t *cat, Streamvisor__Sink *s,
 	};
 	return check_kind_fields(cat, SV_DRIVER_SINK, name, drv, fields,
 				 sizeof(fields) / sizeof(fields[0]), bounded);
+}
+
+#define SV_MAX_PARALLELISM 256
+
+/* parallelism and source.partitioned_by (docs/parallelism.md). Whether
+ * parallelism fits the topic's partition count is checked when the job
+ * starts, against the broker. */
+static sv_error_t *check_parallelism(Streamvisor__JobSpec *js)
+{
+	Streamvisor__Source *s = js->source;
+	if (js->parallelism == 0)
+		js->parallelism = 1;
+	if (js->parallelism < 0 || js->parallelism > SV_MAX_PARALLELISM)
+		return bad("parallelism", "must be between 1 and %d",
+			   SV_MAX_PARALLELISM);
+	if (s->n_partitioned_by > 1)
+		return bad("source.partitioned_by",
+			   "names %zu columns; the Kafka key is one column",
+			   s->n_partitioned_by);
+	for (size_t i = 0; i < s->n_partitioned_by; i++) {
+		bool found = false;
+		for (size_t j = 0; j < js->n_schema; j++)
+			if (!strcmp(js->schema[j]->name, s->partitioned_by[i]))
+				found = true;
+		if (!found)
+			return bad("source.partitioned_by",
+				   "unknown column '%s'", s->partitioned_by[i]);
+	}
+	if (s->n_partitioned_by && strcmp(s->kind, "kafka"))
+		return bad("source.partitioned_by",
+			   "is only for a kafka source");
+	if (js->parallelism == 1)
+		return NULL;
+	if (strcmp(s->kind, "kafka"))
+		return bad("parallelism",
+			   "%d needs a kafka source (tasks are its "
+			   "partitions)",
+			   js->parallelism);
+	if (strcmp(js->sink->kind, "kafka") && strcmp(js->sink->kind, "null"))
+		return bad("parallelism",
+			   "%d needs a kafka or null sink (sink kind '%s' "
+			   "has one writer per job)",
+			   js->parallelism, js->sink->kind);
+	return NULL;
 }
 
 /* Defaults and checks of a source; prefix names it ("source",
@@ -1589,6 +1638,21 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js, const sv_drivers_t *cat)
 				    "event_time")))
 		return err;
 
+	if (js->event_time) {
+		const char *sc = js->event_time->watermark_scope;
+		/* "job" is the default; kept empty so it does not change the
+		 * plan id of specs written before the field existed */
+		if (!empty(sc) && !strcmp(sc, "job"))
+			js->event_time->watermark_scope = (char *)"";
+		else if (!empty(sc) && strcmp(sc, "partition"))
+			return bad("event_time.watermark_scope",
+				   "unknown scope '%s' (expected job or "
+				   "partition)",
+				   sc);
+	}
+	if ((err = check_parallelism(js)))
+		return err;
+
 	if (js->checkpoint->interval_ms == 0)
 		js->checkpoint->interval_ms = 5000;
 	if (js->checkpoint->retain == 0)
@@ -1655,11 +1719,16 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, const sv_drivers_t *cat,
 	 * of the same producer; the plan id names the translated job */
 	Streamvisor__SubstraitIngress *pl = msg->plan;
 	msg->plan = NULL;
+	/* parallelism is left out too: it is how the plan runs, and a change
+	 * of it restores the same checkpoints regrouped */
+	int32_t par = msg->parallelism;
+	msg->parallelism = 0;
 	size_t hlen = streamvisor__job_spec__get_packed_size(msg);
 	uint8_t *hbytes = sv_malloc(hlen ? hlen : 1);
 	streamvisor__job_spec__pack(msg, hbytes);
 	msg->evidence = ev;
 	msg->plan = pl;
+	msg->parallelism = par;
 	sv_jobspec_t *spec = sv_calloc(1, sizeof(*spec));
 	if (coverage) {
 		spec->coverage_json = json_dumps(coverage, JSON_COMPACT);
@@ -1894,6 +1963,10 @@ static json_t *source_json(const Streamvisor__Source *s)
 	put_str(src, "format", s->format);
 	put_str(src, "start", s->start);
 	put_str(src, "generator", s->generator);
+	if (s->n_partitioned_by)
+		json_object_set_new(
+			src, "partitioned_by",
+			strlist(s->partitioned_by, s->n_partitioned_by));
 	/* the fields the source's driver took (normalize refused the rest) */
 	if (s->count > 0)
 		json_object_set_new(src, "count", json_integer(s->count));
@@ -1920,10 +1993,14 @@ static json_t *fields_json(Streamvisor__Field *const *fields, size_t n)
 
 static json_t *event_time_json(const Streamvisor__EventTime *et)
 {
-	return json_pack("{s:s, s:I, s:I}", "field", et->field,
-			 "max_out_of_orderness_ms",
-			 (json_int_t)et->max_out_of_orderness_ms,
-			 "idle_timeout_ms", (json_int_t)et->idle_timeout_ms);
+	json_t *o = json_pack("{s:s, s:I, s:I}", "field", et->field,
+			      "max_out_of_orderness_ms",
+			      (json_int_t)et->max_out_of_orderness_ms,
+			      "idle_timeout_ms",
+			      (json_int_t)et->idle_timeout_ms);
+	if (!empty(et->watermark_scope))
+		put_str(o, "watermark_scope", et->watermark_scope);
+	return o;
 }
 
 static json_t *join_json(const Streamvisor__Join *j)
@@ -2080,6 +2157,7 @@ static char *spec_text(const sv_jobspec_t *spec, bool translated)
 		json_object_set_new(o, "late_sink", sink_json(js->late_sink));
 	put_str(o, "delivery", js->delivery);
 	put_str(o, "on_invalid", js->on_invalid);
+	json_object_set_new(o, "parallelism", json_integer(js->parallelism));
 	json_object_set_new(o, "checkpoint",
 			    json_pack("{s:I, s:i}", "interval_ms",
 				      (json_int_t)js->checkpoint->interval_ms,

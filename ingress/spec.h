@@ -60,6 +60,20 @@ static inline bool sv_jobspec_bounded(const sv_jobspec_t *spec)
 	return spec->msg->mode[0] == 'b';
 }
 
+/* Worker threads (members) of the job: 1 unless the spec asks for more. */
+static inline int sv_jobspec_parallelism(const sv_jobspec_t *spec)
+{
+	return spec->msg->parallelism > 1 ? spec->msg->parallelism : 1;
+}
+
+/* event_time.watermark_scope is "partition": each task fires on its own
+ * partition's watermark instead of the job-wide minimum. */
+static inline bool sv_jobspec_wm_per_partition(const sv_jobspec_t *spec)
+{
+	const Streamvisor__EventTime *et = spec->msg->event_time;
+	return et && et->watermark_scope && et->watermark_scope[0] == 'p';
+}
+
 /* The transaction timeout of an exactly-once Kafka sink (default 60 s). */
 static inline int64_t sv_sink_txn_timeout_ms(const Streamvisor__Sink *s)
 {

@@ -46,6 +46,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "core/log.h"
+#include "core/partition.h"
 #include "core/util.h"
 #include "kafka/admin.h"
 #include "kafka/client.h"
@@ -470,50 +471,16 @@ fail:
 	return err;
 }
 
-/* Shortest %g form that reads back to the same double. */
-static int fmt_double(char *out, size_t n, double d)
-{
-	int len = 0;
-	for (int prec = 15; prec <= 17; prec++) {
-		len = snprintf(out, n, "%.*g", prec, d);
-		if (strtod(out, NULL) == d)
-			break;
-	}
-	return len;
-}
-
-/* The key column's value as text: string bytes, or the number. NULL when
- * the row has no key (no key column, or a null value). */
+/* The key column's value as text (core/partition.h: the same rendering
+ * the partitioned_by check hashes). NULL when the row has no key (no key
+ * column, or a null value). */
 static const char *ksnk_key(const kafka_sink_t *ks, const sv_value_t *row,
 			    char *tmp, size_t tmplen, size_t *len)
 {
-	const sv_value_t *v;
-	int n;
-
 	*len = 0;
 	if (ks->key_column < 0)
 		return NULL;
-	v = &row[ks->key_column];
-	switch ((sv_type_t)v->type) {
-	case SV_T_STRING:
-		*len = v->len;
-		return v->v.s;
-	case SV_T_INT64:
-	case SV_T_TIMESTAMP:
-		/* per record: no snprintf (bench/README.md, bench_hot) */
-		n = tmplen >= SV_FMT_I64_MAX ? (int)sv_fmt_i64(tmp, v->v.i) : 0;
-		break;
-	case SV_T_FLOAT64:
-		n = fmt_double(tmp, tmplen, v->v.f);
-		break;
-	case SV_T_BOOL:
-		*len = v->v.b ? 4 : 5;
-		return v->v.b ? "true" : "false";
-	default:
-		return NULL;
-	}
-	*len = n > 0 ? (size_t)n : 0;
-	return tmp;
+	return sv_key_text(&row[ks->key_column], tmp, tmplen, len);
 }
 
 /* Produce one message, serving delivery reports while the local queue is

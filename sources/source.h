@@ -35,6 +35,10 @@ typedef struct sv_source_conf {
 				   * taken at open, then report eof */
 	sv_format_t format;
 	const sv_schema_t *schema; /* borrowed; outlives the source */
+	/* kafka: read only the partitions p with p mod members == member
+	 * (a member of a job with parallelism members; members <= 1: all) */
+	int member;
+	int members;
 	/* generator */
 	const char *generator; /* "sequence" | "nexmark" */
 	int64_t count; /* rows to generate (bounded), or -1 */
@@ -85,6 +89,13 @@ typedef struct sv_source_ops {
 	 * txn_offsets), as read at open (read_committed, so require_stable);
 	 * -1 when none. NULL: the driver has no group (-1). */
 	int64_t (*committed_checkpoint)(sv_source_t *src);
+	/* The same, for one partition this source reads: the tag of its
+	 * own committed offset (-1: none or not a checkpoint). At parallelism
+	 * > 1 recovery decides per partition. NULL: -1. */
+	int64_t (*committed_checkpoint_of)(sv_source_t *src, int32_t partition);
+	/* The topic's partition count (all of them, not only the ones read),
+	 * or 0 when the driver has no partitions. NULL: 0. */
+	int32_t (*topic_partitions)(sv_source_t *src);
 } sv_source_ops_t;
 
 struct sv_source {
@@ -131,6 +142,17 @@ static inline int64_t sv_source_committed_checkpoint(sv_source_t *src)
 	return src->ops->committed_checkpoint
 		? src->ops->committed_checkpoint(src)
 		: -1;
+}
+static inline int64_t sv_source_committed_checkpoint_of(sv_source_t *src,
+							int32_t partition)
+{
+	return src->ops->committed_checkpoint_of
+		? src->ops->committed_checkpoint_of(src, partition)
+		: -1;
+}
+static inline int32_t sv_source_topic_partitions(sv_source_t *src)
+{
+	return src->ops->topic_partitions ? src->ops->topic_partitions(src) : 0;
 }
 static inline void sv_source_close(sv_source_t *src)
 {

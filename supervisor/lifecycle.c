@@ -133,8 +133,13 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	job->restart_from = -1;
 	job->restart_ignore_state = false;
 	job->drain_deadline_ms = 0;
+	int par = sv_jobspec_parallelism(job->spec);
+	json_t *members = json_array();
+	for (int k = 0; k < par; k++)
+		json_array_append_new(members, json_integer(k));
 	sv_obslog_add(job->obs, job->attempt, "attempt_started",
-		      json_pack("{s:i}", "restarts", job->restarts));
+		      json_pack("{s:i, s:i, s:o}", "restarts", job->restarts,
+				"parallelism", par, "members", members));
 	sv_evidence_attempt_started(sv, job);
 	sv_error_t *err = sv_worker_start(&wc, &job->worker);
 	if (err) {

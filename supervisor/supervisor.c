@@ -22,11 +22,13 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/admin.h"
 #include "sinks/sink.h"
 #include "supervisor/drivers.h"
 #include "supervisor/history.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
+#include "ingress/coverage.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
 
@@ -163,6 +165,24 @@ static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
 			      "sink.transaction_timeout_ms");
 }
 
+/* parallelism at most the source topic's partition count (when the topic
+ * exists already; otherwise the job's start checks it). */
+static sv_error_t *check_parallelism(const Streamvisor__JobSpec *js,
+				     const sv_clusters_t *cl)
+{
+	if (js->parallelism <= 1 || !cl->source)
+		return NULL;
+	int n = sv_kafka_topic_partitions(cl->source, js->source->topic);
+	if (n > 0 && js->parallelism > n)
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "field 'parallelism': %d is more than "
+				     "the %d partitions of topic '%s'",
+				     js->parallelism, n, js->source->topic),
+			"parallelism");
+	return NULL;
+}
+
 /* Parse and check a submitted spec as far as a job could start: clusters,
  * the plan built, coverage (the evidence), transactions. On success *specp,
  * *evp and *summaryp are the caller's. POST /v1/jobs and its dry run share
@@ -190,7 +210,9 @@ static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
 	sv_evidence_t *ev = NULL;
 	if ((err = sv_plan_build(spec, &plan)) ||
 	    (err = sv_evidence_check(sv, spec, plan, &ev)) ||
-	    (err = check_transactions(js, &cl))) {
+	    (err = sv_coverage_parallel_check(spec)) ||
+	    (err = check_transactions(js, &cl)) ||
+	    (err = check_parallelism(js, &cl))) {
 		sv_evidence_plan_error(err, spec);
 		sv_evidence_destroy(ev);
 		sv_plan_destroy(plan);

@@ -63,6 +63,7 @@ struct cmd {
 			int64_t timeout_ms; /* drain; 0: the default */
 			int64_t from_checkpoint; /* restart; -1: latest */
 			bool ignore_state; /* restart */
+			int parallelism; /* restart; 0: unchanged */
 		} act;
 		struct {
 			int64_t timeout_ms; /* final checkpoints' deadline */

@@ -81,9 +81,13 @@ static void *producer_main(void *arg)
 			allowed = p->target;
 		while (seq < allowed && !atomic_load(&p->stop)) {
 			int n = fmt_record(buf, sizeof(buf), seq);
+			char key[8];
+			snprintf(key, sizeof(key), "k%02d", key_of(seq));
 			rd_kafka_resp_err_t r = rd_kafka_producev(
 				rk, RD_KAFKA_V_TOPIC(p->topic),
 				RD_KAFKA_V_PARTITION(part_of(seq)),
+				RD_KAFKA_V_KEY(key,
+					       cr_par > 1 ? strlen(key) : 0),
 				RD_KAFKA_V_VALUE(buf, (size_t)n),
 				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 				RD_KAFKA_V_END);
@@ -676,8 +680,8 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		abort();
 	}
 	if (asprintf(&s,
-		     "{\"name\": \"%s-%s\","
-		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     "{\"name\": \"%s-%s\", \"parallelism\": %d,"
+		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"%s},"
 		     " \"schema\": [{\"name\": \"seq\", \"type\": \"int64\"},"
 		     "   {\"name\": \"k\", \"type\": \"string\"},"
 		     "   {\"name\": \"ts\", \"type\": \"int64\"}],"
@@ -688,7 +692,8 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		     " \"delivery\": \"%s\","
 		     " \"checkpoint\": {\"interval_ms\": %d, \"retain\": 3},"
 		     " \"restart\": %s}",
-		     c->test, j->label, c->in_topic, OOO_MS,
+		     c->test, j->label, cr_par, c->in_topic,
+		     cr_par > 1 ? ", \"partitioned_by\": [\"k\"]" : "", OOO_MS,
 		     j->kind == J_WINDOW ? ", " : "",
 		     j->kind == J_WINDOW ? window_step : "", sink,
 		     j->exactly_once ? "exactly_once" : "at_least_once", CK_MS,
@@ -1515,15 +1520,33 @@ void cr_final_incarnation(crash_t *c)
 /* Sentinels, then wait until every job has drained and committed. */
 void cr_drain_all(crash_t *c)
 {
-	char *sentinels[PARTS];
-	for (int p = 0; p < PARTS; p++)
+	char *sentinels[PARTS], *keys[PARTS];
+	int32_t sparts[PARTS];
+	for (int p = 0; p < PARTS; p++) {
+		/* keyed mode: a key of the partition, as partitioned_by
+		 * requires of every record */
+		char key[32] = "end";
+		for (int i = 0; cr_par > 1; i++) {
+			snprintf(key, sizeof(key), "end-%d", i);
+			if (sv_partition_of(key, strlen(key), PARTS) == p)
+				break;
+		}
+		keys[p] = sv_strdup(key);
+		sparts[p] = p;
 		if (asprintf(&sentinels[p],
-			     "{\"seq\":-1,\"k\":\"end\",\"ts\":%lld}",
+			     "{\"seq\":-1,\"k\":\"%s\",\"ts\":%lld}", key,
 			     (long long)SENTINEL_TS) < 0)
 			abort();
-	tk_produce(c->in_topic, (const char *const *)sentinels, PARTS);
-	for (int p = 0; p < PARTS; p++)
+	}
+	if (cr_par > 1)
+		tk_produce_keyed(c->in_topic, (const char *const *)sentinels,
+				 (const char *const *)keys, sparts, PARTS);
+	else
+		tk_produce(c->in_topic, (const char *const *)sentinels, PARTS);
+	for (int p = 0; p < PARTS; p++) {
 		free(sentinels[p]);
+		free(keys[p]);
+	}
 	int64_t ends[PARTS];
 	cr_input_ends(c, ends);
 	for (int p = 0; p < PARTS; p++)
@@ -1640,8 +1663,11 @@ void cr_print_end(crash_t *c)
 	fflush(stdout);
 }
 
+int cr_par = 1;
+
 int cr_teardown(void **state)
 {
+	cr_par = 1;
 	crash_t *c = *state;
 	if (!c)
 		return 0;

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include "core/partition.h"
+
 /* ---- the input: a pure function of the sequence number ---- */
 
 #define PARTS 4
@@ -47,9 +49,23 @@ static inline int key_of(int64_t seq)
 {
 	return (int)(mix64((uint64_t)seq) % N_KEYS);
 }
+/* Parallel mode (it_crash's *_parallel tests): jobs run at parallelism
+ * cr_par, and the input is keyed: each record carries k as its message key
+ * and sits in the partition Kafka's default partitioner gives k, so
+ * source.partitioned_by ["k"] holds. Otherwise record seq goes to
+ * partition seq % PARTS without a key. */
+extern int cr_par;
+
+static inline int key_part(int k)
+{
+	char key[8];
+	snprintf(key, sizeof(key), "k%02d", k);
+	return sv_partition_of(key, strlen(key), PARTS);
+}
+
 static inline int part_of(int64_t seq)
 {
-	return (int)(seq % PARTS);
+	return cr_par > 1 ? key_part(key_of(seq)) : (int)(seq % PARTS);
 }
 /* One millisecond of event time per record plus jitter: within a partition
  * (every 4th record) event time moves forward 4 ms per record with less
@@ -70,6 +86,12 @@ static inline int fmt_record(char *buf, size_t len, int64_t seq)
 
 static inline int64_t part_count(int64_t n, int p)
 {
+	if (cr_par > 1) {
+		int64_t c = 0;
+		for (int64_t seq = 0; seq < n; seq++)
+			c += part_of(seq) == p;
+		return c;
+	}
 	return n > p ? (n - p + PARTS - 1) / PARTS : 0;
 }
 

@@ -27,6 +27,16 @@
  *   file_sink       exactly_once passthrough into a file sink, random kills
  *                   and one cycle per kill point; every visible *.jsonl file
  *                   must be complete whenever we look, and never change.
+ *   crash_parallel  parallelism mode (docs/parallelism.md): the jobs of
+ *                   crash_loop at parallelism 4 over keyed input
+ *                   (source.partitioned_by k); every kill point once
+ *                   (long: three times) and >= 5 (long: 12) random kills
+ *                   over 50,000 (long: 200,000) records; the at_least_once
+ *                   job must show duplicates (negative control).
+ *   scale_in        parallelism 4, a kill mid-transaction, restart at 2:
+ *                   read_committed output moves within 2 s; exact output.
+ *   scale_in_no_abort  its negative control: without the abort of the
+ *                   unused transactional ids the output stalls (>= 5 s).
  *
  * crash_loop asserts that a negative control did show a duplicate: without
  * one, no kill is known to have landed mid-transaction and the exact
@@ -71,6 +81,7 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "checkpoint/store.h"
 #include "core/util.h"
 #include "tests/integration/testkit.h"
 #include "tests/integration/crashkit.h"
@@ -300,6 +311,242 @@ static void test_kill_points(void **state)
 	c->passed = true;
 }
 
+/* ---- parallelism (issue 12, docs/parallelism.md) ---- */
+
+typedef struct {
+	const char *id;
+	char *text;
+} found_job_t;
+
+static sv_error_t *find_job_cb(void *opaque, const char *job_id,
+			       const char *data, size_t len)
+{
+	found_job_t *f = opaque;
+	if (!strcmp(job_id, f->id))
+		f->text = sv_strndup(data, len);
+	return NULL;
+}
+
+/* The crash loop and every kill point at parallelism 4: an exactly_once
+ * passthrough and window and an at_least_once passthrough, each job four
+ * worker threads with their own transactions, over keyed input
+ * (partitioned_by k). Every kill point (default once each, SV_CRASH_LONG
+ * three times), then random kills, all while the input is written. The
+ * at_least_once job is the negative control: it must show duplicates. */
+static void test_crash_parallel(void **state)
+{
+	bool lng = env_on("SV_CRASH_LONG");
+	int64_t n = lng ? 200000 : 50000;
+	int kills = lng ? 12 : 5;
+	int rounds = lng ? 3 : 1;
+	cr_par = 4;
+	crash_t *c = cr_new(state, "crash_parallel", 4);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	cjob_t *alo = cr_add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
+	double rate = (double)n / (kills * 3.2 + rounds * N_POINTS * 1.5);
+	printf("[crash_parallel] parallelism %d, %" PRId64
+	       " records at %.0f/s, >= %d random SIGKILLs + %d x %zu kill "
+	       "points%s\n",
+	       cr_par, n, rate, kills, rounds, N_POINTS,
+	       lng ? " (SV_CRASH_LONG)" : "");
+	cr_producer_start(&c->prod, c->in_topic, n, rate);
+	cr_first_incarnation(c);
+	/* the kill points first, so they too land while input flows; the
+	 * random kills go on until the input is complete */
+	for (int r = 0; r < rounds; r++)
+		for (size_t p = 0; p < N_POINTS; p++) {
+			char ka[64];
+			int nth = r < 2 ? r + 1 : uniform(c, 3, 5);
+			snprintf(ka, sizeof(ka), "%s:%d", points[p], nth);
+			cr_cycle_point(c, ka);
+		}
+	random_kills(c, kills);
+	cr_finish(c);
+
+	tally_t tp = cr_check_output(c, pass, true);
+	cr_summary(c, pass, "read_committed", &tp, "asserted");
+	tally_t tw = cr_check_output(c, win, true);
+	cr_summary(c, win, "read_committed", &tw, "asserted");
+	tally_t ta = cr_check_output(c, alo, true);
+	cr_summary(c, alo, "read_committed", &ta,
+		   "negative control: duplicates asserted > 0, missing 0");
+	cr_stop(c);
+	cr_print_end(c);
+	cr_par = 1;
+	assert_int_equal(c->n, n);
+	assert_true(c->kills_random >= kills);
+	assert_true(c->kills_point >= rounds * (int)N_POINTS);
+	if (!cr_exact(&tp) || !cr_exact(&tw))
+		cr_fail(c,
+			"exactly_once output at parallelism 4 is not exact "
+			"after %d kills (see SUMMARY lines above)",
+			c->kills_random + c->kills_point);
+	if (ta.missing || ta.wrong || ta.unexpected)
+		cr_fail(c, "at_least_once output lost or changed records");
+	if (!ta.dup)
+		cr_fail(c,
+			"the at_least_once negative control shows no "
+			"duplicate: the kills did not land between commits, "
+			"so the exactly_once result proves nothing");
+	c->passed = true;
+}
+
+/* Rewrite the stored definition of job j with another parallelism while
+ * the supervisor is down: what a restart with a new parallelism does. */
+static void set_parallelism(crash_t *c, cjob_t *j, int par)
+{
+	char *dir;
+	if (asprintf(&dir, "%s/checkpoints", c->data_dir) < 0)
+		abort();
+	sv_ckstore_t *st;
+	sv_error_t *err = sv_ckstore_open(dir, &st);
+	free(dir);
+	if (err)
+		cr_fail(c, "open the store: %s", err->message);
+	found_job_t f = {j->id, NULL};
+	err = sv_ckstore_each_job(st, find_job_cb, &f);
+	if (err || !f.text)
+		cr_fail(c, "job %s is not in the store", j->id);
+	json_error_t jerr;
+	json_t *o = json_loads(f.text, 0, &jerr);
+	json_object_set_new(json_object_get(o, "spec"), "parallelism",
+			    json_integer(par));
+	char *text = json_dumps(o, JSON_COMPACT);
+	err = sv_ckstore_put_job(st, j->id, text, strlen(text));
+	if (err)
+		cr_fail(c, "rewrite job %s: %s", j->id, err->message);
+	free(text);
+	json_decref(o);
+	free(f.text);
+	sv_ckstore_close(st);
+}
+
+/* The output topic's last stable offsets (read_committed end). */
+static void output_lso(crash_t *c, const char *topic, int64_t lso[4])
+{
+	char err[512];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+				      sizeof(err));
+	if (!rk)
+		cr_fail(c, "kafka client: %s", err);
+	for (int p = 0; p < 4; p++) {
+		int64_t lo, hi;
+		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+						     10000))
+			hi = -1;
+		lso[p] = hi;
+	}
+	rd_kafka_destroy(rk);
+}
+
+/* Kill mid-transaction at parallelism 4, restart at 2; the time until
+ * every output partition's read_committed end moved past where it stood
+ * (or stall_ms when it did not within that long). */
+static int64_t scale_in_cycle(crash_t *c, cjob_t *j, int stall_ms)
+{
+	cr_cycle_point(c, "after_send_offsets:6");
+	set_parallelism(c, j, 2);
+	int64_t before[4], now[4];
+	output_lso(c, j->out, before);
+	cr_start(c, NULL);
+	int64_t t0 = sv_mono_ms();
+	for (;;) {
+		output_lso(c, j->out, now);
+		bool all = true;
+		for (int p = 0; p < 4; p++)
+			all = all && now[p] > before[p];
+		int64_t dt = sv_mono_ms() - t0;
+		if (all)
+			return dt;
+		if (dt >= stall_ms)
+			return stall_ms;
+		int st;
+		char d[96];
+		if (cr_reap(c, 0, &st))
+			cr_fail(c,
+				"the supervisor exited after the scale-in: %s",
+				cr_describe_exit(st, d, sizeof(d)));
+		usleep(50000);
+	}
+}
+
+/* Scale-in 4 -> 2 after a kill in the middle of a transaction: the ids of
+ * members 2 and 3 are initialised at start, so read_committed output moves
+ * within 2 s of the restart, and the output stays exact. */
+static void test_scale_in(void **state)
+{
+	cr_par = 4;
+	crash_t *c = cr_new(state, "scale_in", 5);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	/* a bounded transaction timeout: the negative control waits it out */
+	pass->sink_extra = "\"transaction_timeout_ms\": 15000";
+	cr_producer_start(&c->prod, c->in_topic, 40000, 2500);
+	cr_first_incarnation(c);
+	int64_t ms = scale_in_cycle(c, pass, 15000);
+	printf("[scale_in] read_committed output of every partition moved "
+	       "%" PRId64 " ms after the restart at parallelism 2\n",
+	       ms);
+	bool logged = cr_log_contains(c, "initialised the unused");
+	cr_finish(c);
+	tally_t tp = cr_check_output(c, pass, true);
+	cr_summary(c, pass, "read_committed", &tp, "asserted");
+	cr_stop(c);
+	cr_print_end(c);
+	cr_par = 1;
+	if (!logged)
+		cr_fail(c,
+			"the restart at parallelism 2 did not initialise "
+			"the unused transactional ids");
+	if (ms > 2000)
+		cr_fail(c,
+			"read_committed output moved only %" PRId64
+			" ms after the restart (expected within 2 s)",
+			ms);
+	if (!cr_exact(&tp))
+		cr_fail(c,
+			"exactly_once output is not exact after the "
+			"scale-in");
+	c->passed = true;
+}
+
+/* The negative control: without the abort of unused ids
+ * (STREAMVISOR_TEST_NO_ABORT_UNUSED=1), the open transactions of members
+ * 2 and 3 hold read_committed output until transaction.timeout.ms
+ * (15 s here): no movement within 5 s. */
+static void test_scale_in_no_abort(void **state)
+{
+	cr_par = 4;
+	crash_t *c = cr_new(state, "scale_in_no_abort", 6);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	/* a bounded transaction timeout: the negative control waits it out */
+	pass->sink_extra = "\"transaction_timeout_ms\": 15000";
+	cr_producer_start(&c->prod, c->in_topic, 40000, 2500);
+	cr_first_incarnation(c);
+	setenv("STREAMVISOR_TEST_NO_ABORT_UNUSED", "1", 1);
+	int64_t ms = scale_in_cycle(c, pass, 5000);
+	unsetenv("STREAMVISOR_TEST_NO_ABORT_UNUSED");
+	printf("[scale_in_no_abort] read_committed output %s%" PRId64
+	       " ms after the restart (negative control: a stall)\n",
+	       ms >= 5000 ? "had not moved everywhere " : "moved ", ms);
+	cr_stop(c);
+	cr_par = 1;
+	if (ms < 5000)
+		cr_fail(c,
+			"without the abort of unused ids the output moved "
+			"after %" PRId64
+			" ms: the scale-in test cannot fail, it proves "
+			"nothing",
+			ms);
+	c->passed = true;
+}
+
 /* exactly_once passthrough into a file sink: random kills, then one cycle
  * per kill point; whenever we look, every visible file is complete, and a
  * visible file never changes or disappears. */
@@ -354,6 +601,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_crash_loop, cr_teardown),
 		cmocka_unit_test_teardown(test_kill_points, cr_teardown),
 		cmocka_unit_test_teardown(test_file_sink, cr_teardown),
+		cmocka_unit_test_teardown(test_crash_parallel, cr_teardown),
+		cmocka_unit_test_teardown(test_scale_in, cr_teardown),
+		cmocka_unit_test_teardown(test_scale_in_no_abort, cr_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

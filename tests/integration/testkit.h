@@ -25,6 +25,12 @@ void tk_create_topic(const char *topic, int partitions);
 /* Produce n payloads (round-robin over partitions, key NULL); waits for
  * delivery of all. */
 void tk_produce(const char *topic, const char *const *payloads, size_t n);
+/* Produce n payloads with message keys: into partitions[i] when
+ * partitions is not NULL, else where Kafka's default partitioner
+ * (murmur2_random, as the Java client) puts the key. Waits for delivery. */
+void tk_produce_keyed(const char *topic, const char *const *payloads,
+		      const char *const *keys, const int32_t *partitions,
+		      size_t n);
 /* Read the topic from the beginning with isolation.level (read_committed
  * or read_uncommitted) until expect messages arrived (then one more idle
  * second to catch extras) or timeout_ms passed. Returns the payloads

@@ -130,6 +130,87 @@ static void test_plan_id_is_canonical(void **state)
 	sv_jobspec_destroy(e);
 }
 
+/* parallelism is not part of the plan id; partitioned_by, the watermark
+ * scope and a kafka source's rate_per_s are, and all of them survive the
+ * JSON round trip of a stored definition (same plan id back). */
+static void test_parallel_fields(void **state)
+{
+	(void)state;
+#define PAR_SPEC                                                        \
+	"{\"name\": \"p\", \"parallelism\": %d,"                        \
+	" \"source\": {\"topic\": \"in\", \"partitioned_by\": [\"k\"]," \
+	"   \"rate_per_s\": 500},"                                      \
+	" \"schema\": [{\"name\": \"k\", \"type\": \"string\"},"        \
+	"   {\"name\": \"ts\", \"type\": \"int64\"}],"                  \
+	" \"event_time\": {\"field\": \"ts\", \"watermark_scope\": "    \
+	"\"%s\"},"                                                      \
+	" \"sink\": {\"topic\": \"out\"}}"
+	char text[1024];
+	sv_jobspec_t *a, *b, *c, *d;
+	snprintf(text, sizeof(text), PAR_SPEC, 4, "partition");
+	assert_null(sv_jobspec_parse_json(text, strlen(text),
+					  sv_registry_drivers(), &a));
+	assert_int_equal(sv_jobspec_parallelism(a), 4);
+	assert_true(sv_jobspec_wm_per_partition(a));
+	snprintf(text, sizeof(text), PAR_SPEC, 2, "partition");
+	assert_null(sv_jobspec_parse_json(text, strlen(text),
+					  sv_registry_drivers(), &b));
+	assert_string_equal(a->plan_id, b->plan_id);
+	snprintf(text, sizeof(text), PAR_SPEC, 2, "job");
+	assert_null(sv_jobspec_parse_json(text, strlen(text),
+					  sv_registry_drivers(), &c));
+	assert_string_not_equal(b->plan_id, c->plan_id);
+	assert_false(sv_jobspec_wm_per_partition(c));
+	char *json = sv_jobspec_to_json(a);
+	assert_null(sv_jobspec_parse_json(json, strlen(json),
+					  sv_registry_drivers(), &d));
+	assert_string_equal(a->plan_id, d->plan_id);
+	assert_int_equal(sv_jobspec_parallelism(d), 4);
+	assert_int_equal(d->msg->source->rate_per_s, 500);
+	assert_int_equal(d->msg->source->n_partitioned_by, 1);
+	free(json);
+	sv_jobspec_destroy(a);
+	sv_jobspec_destroy(b);
+	sv_jobspec_destroy(c);
+	sv_jobspec_destroy(d);
+
+	/* refused: unknown partitioned_by column, two columns, parallelism
+	 * with a generator or a file sink, out of range */
+	static const char *const bad[][2] = {
+		{"{\"name\": \"p\", \"source\": {\"topic\": \"in\","
+		 " \"partitioned_by\": [\"x\"]}, \"schema\": [{\"name\": "
+		 "\"k\", \"type\": \"string\"}], \"sink\": {\"topic\": \"o\"}}",
+		 "source.partitioned_by"},
+		{"{\"name\": \"p\", \"source\": {\"topic\": \"in\","
+		 " \"partitioned_by\": [\"k\", \"k\"]}, \"schema\": "
+		 "[{\"name\": \"k\", \"type\": \"string\"}], \"sink\": "
+		 "{\"topic\": \"o\"}}",
+		 "source.partitioned_by"},
+		{"{\"name\": \"p\", \"parallelism\": 2, \"source\": "
+		 "{\"kind\": \"generator\"}, \"schema\": [{\"name\": \"k\", "
+		 "\"type\": \"string\"}], \"sink\": {\"kind\": \"null\"}}",
+		 "parallelism"},
+		{"{\"name\": \"p\", \"parallelism\": 2, \"source\": "
+		 "{\"topic\": \"in\"}, \"schema\": [{\"name\": \"k\", "
+		 "\"type\": \"string\"}], \"sink\": {\"kind\": \"file\", "
+		 "\"path\": \"/tmp/x\"}}",
+		 "parallelism"},
+		{"{\"name\": \"p\", \"parallelism\": 300, \"source\": "
+		 "{\"topic\": \"in\"}, \"schema\": [{\"name\": \"k\", "
+		 "\"type\": \"string\"}], \"sink\": {\"topic\": \"o\"}}",
+		 "parallelism"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sv_jobspec_t *x = NULL;
+		sv_error_t *err = sv_jobspec_parse_json(
+			bad[i][0], strlen(bad[i][0]), sv_registry_drivers(),
+			&x);
+		assert_non_null(err);
+		assert_string_equal(err->field, bad[i][1]);
+		sv_error_destroy(err);
+	}
+}
+
 static const char *base_tail =
 	", \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}]";
 
@@ -515,6 +596,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_spec_defaults),
 		cmocka_unit_test(test_plan_id_is_canonical),
+		cmocka_unit_test(test_parallel_fields),
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_plan_errors),
 		cmocka_unit_test(test_join_spec),
