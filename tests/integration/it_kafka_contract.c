@@ -13,10 +13,13 @@
  *  - B4: metadata made from the group id alone
  *    (rd_kafka_consumer_group_metadata_new, today's sink) is accepted into
  *    a live group: no fencing at all. This documents the hazard.
- *  - B5: a static member that stopped polling past max.poll.interval.ms is
- *    out of the group; offsets sent with its metadata (the current one and
- *    the one of its last generation) are refused with FENCED_INSTANCE_ID or
- *    UNKNOWN_MEMBER_ID, abortable.
+ *  - B5: a static member that stopped polling past max.poll.interval.ms
+ *    drops its member id; offsets sent with the metadata it then reports
+ *    are refused with FENCED_INSTANCE_ID (the broker still maps its
+ *    instance id: static members send no LeaveGroup). Once its session
+ *    expired and the other member owns every partition, both that metadata
+ *    and the one of its last generation (spike B6) are refused with
+ *    UNKNOWN_MEMBER_ID. Every refusal is abortable, not fatal.
  *  - C: a cooperative rebalance callback that defers incremental_unassign:
  *    the other member gets the revoked partitions only after the deferred
  *    unassign, never while the revoke is outstanding.
@@ -124,8 +127,8 @@ static rd_kafka_t *consumer(const char *group, const consumer_opts_t *o)
 		rd_kafka_conf_set_rebalance_cb(kc, o->rebalance_cb);
 		rd_kafka_conf_set_opaque(kc, o->opaque);
 	}
-	rd_kafka_t *c =
-		rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
+	rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr,
+				     sizeof(errstr));
 	if (!c)
 		fail_msg("consumer: %s", errstr);
 	rd_kafka_poll_set_consumer(c);
@@ -134,8 +137,8 @@ static rd_kafka_t *consumer(const char *group, const consumer_opts_t *o)
 
 static void subscribe(rd_kafka_t *c, const char *topic)
 {
-	rd_kafka_topic_partition_list_t *l =
-		rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+		1);
 	rd_kafka_topic_partition_list_add(l, topic, RD_KAFKA_PARTITION_UA);
 	assert_int_equal(rd_kafka_subscribe(c, l), RD_KAFKA_RESP_ERR_NO_ERROR);
 	rd_kafka_topic_partition_list_destroy(l);
@@ -187,11 +190,11 @@ static void wait_assigned(rd_kafka_t **cs, const int *want, int n,
 	}
 }
 
-static rd_kafka_topic_partition_list_t *offsets(const char *topic,
-						int64_t off, const char *md)
+static rd_kafka_topic_partition_list_t *offsets(const char *topic, int64_t off,
+						const char *md)
 {
-	rd_kafka_topic_partition_list_t *l =
-		rd_kafka_topic_partition_list_new(PARTS);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+		PARTS);
 	for (int i = 0; i < PARTS; i++) {
 		rd_kafka_topic_partition_t *tp =
 			rd_kafka_topic_partition_list_add(l, topic, i);
@@ -205,9 +208,9 @@ static rd_kafka_topic_partition_list_t *offsets(const char *topic,
 }
 
 /* begin; send offsets with cgmd. Returns the error (caller destroys). */
-static rd_kafka_error_t *send_offsets(rd_kafka_t *p, const char *topic,
-				      int64_t off,
-				      const rd_kafka_consumer_group_metadata_t *g)
+static rd_kafka_error_t *send_offsets(
+	rd_kafka_t *p, const char *topic, int64_t off,
+	const rd_kafka_consumer_group_metadata_t *g)
 {
 	rd_kafka_error_t *e = rd_kafka_begin_transaction(p);
 	if (e)
@@ -257,8 +260,8 @@ static void commit_ok(rd_kafka_t *p, rd_kafka_error_t *e, const char *what)
 /* The offset committed for the group on partition 0 of topic. */
 static int64_t committed0(rd_kafka_t *c, const char *topic)
 {
-	rd_kafka_topic_partition_list_t *l =
-		rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+		1);
 	rd_kafka_topic_partition_list_add(l, topic, 0);
 	assert_int_equal(rd_kafka_committed(c, l, 20000),
 			 RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -345,8 +348,37 @@ static void test_b5_static_member_past_max_poll(void **state)
 		rd_kafka_consumer_group_metadata(c[0]);
 	commit_ok(p, send_offsets(p, topic, 1, last), "B5 baseline");
 
-	/* c1 stops polling; only c2 is served until it owns everything */
+	/* c1 stops polling (its background thread still heartbeats); only
+	 * c2 is served. Once max.poll.interval.ms passed, librdkafka drops
+	 * c1's member id; a static member sends no LeaveGroup, so the broker
+	 * still maps its instance id until the session times out. */
+	const rd_kafka_resp_err_t fenced[] = {
+		RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID};
+	const rd_kafka_resp_err_t unknown[] = {
+		RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID};
 	int64_t t0 = sv_mono_ms();
+	for (;;) {
+		char *mid = rd_kafka_memberid(c[0]);
+		bool gone = !mid || !*mid;
+		if (mid)
+			rd_kafka_mem_free(c[0], mid);
+		if (gone)
+			break;
+		pump(c[1], 100);
+		if (sv_mono_ms() > t0 + JOIN_DEADLINE_MS)
+			fail_msg("B5: c1 kept its member id");
+	}
+	int64_t left = sv_mono_ms() - t0;
+	printf("[ contract ] B5 c1 dropped its member id %lld ms after it "
+	       "stopped polling\n",
+	       (long long)left);
+	assert_true(left >= MAX_POLL - 1000);
+	/* the metadata it reports now, never having polled again (B5) */
+	rd_kafka_consumer_group_metadata_t *now =
+		rd_kafka_consumer_group_metadata(c[0]);
+	expect_fenced(p, send_offsets(p, topic, 2, now), fenced, 1,
+		      "B5 zombie past max poll, current metadata");
+
 	rd_kafka_t *c2only[1] = {c[1]};
 	wait_assigned(c2only, (const int[]){PARTS}, 1,
 		      "c2 owns all after c1 stopped polling");
@@ -355,19 +387,12 @@ static void test_b5_static_member_past_max_poll(void **state)
 	       "stopped polling\n",
 	       (long long)took);
 	assert_true(took >= MAX_POLL - 1000);
-
-	const rd_kafka_resp_err_t b5[] = {
-		RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID,
-		RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID,
-	};
-	/* the metadata of its last generation (B6) */
-	expect_fenced(p, send_offsets(p, topic, 2, last), b5, 2,
-		      "B5 zombie, last-generation metadata");
-	/* the metadata it reports now, never having polled again (B5) */
-	rd_kafka_consumer_group_metadata_t *now =
-		rd_kafka_consumer_group_metadata(c[0]);
-	expect_fenced(p, send_offsets(p, topic, 3, now), b5, 2,
-		      "B5 zombie, current metadata");
+	/* after the session expired: the metadata of its last generation
+	 * (B6) and the current one */
+	expect_fenced(p, send_offsets(p, topic, 3, last), unknown, 1,
+		      "B5 zombie out of the group, last-generation metadata");
+	expect_fenced(p, send_offsets(p, topic, 4, now), unknown, 1,
+		      "B5 zombie out of the group, current metadata");
 	assert_int_equal(committed0(c[1], topic), 1);
 
 	rd_kafka_consumer_group_metadata_destroy(now);
@@ -484,8 +509,8 @@ typedef struct fetch {
 static void *fetch_committed(void *arg)
 {
 	fetch_t *f = arg;
-	rd_kafka_topic_partition_list_t *l =
-		rd_kafka_topic_partition_list_new(1);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+		1);
 	rd_kafka_topic_partition_list_add(l, f->topic, 0);
 	rd_kafka_resp_err_t err = rd_kafka_committed(f->c, l, 20000);
 	pthread_mutex_lock(&f->mu);
@@ -532,8 +557,8 @@ static void test_d_committed_waits_for_pending_txn(void **state)
 	/* a pending transaction holds the group's offsets 77 */
 	rd_kafka_error_t *e = rd_kafka_begin_transaction(p);
 	assert_null(e);
-	rd_kafka_topic_partition_list_t *l =
-		offsets(topic, 77, "streamvisor:ck=tagD");
+	rd_kafka_topic_partition_list_t *l = offsets(topic, 77,
+						     "streamvisor:ck=tagD");
 	rd_kafka_consumer_group_metadata_t *g =
 		rd_kafka_consumer_group_metadata_new(group);
 	e = rd_kafka_send_offsets_to_transaction(p, l, g, 30000);
