@@ -22,7 +22,9 @@
  *    UNKNOWN_MEMBER_ID. Every refusal is abortable, not fatal.
  *  - C: a cooperative rebalance callback that defers incremental_unassign:
  *    the other member gets the revoked partitions only after the deferred
- *    unassign, never while the revoke is outstanding.
+ *    unassign, never while the revoke is outstanding, and meanwhile
+ *    neither member consumes a record (the rebalance pauses the partitions
+ *    the revoking member keeps as well).
  *  - D: rd_kafka_committed() of a read_committed consumer blocks while a
  *    pending transaction holds the group's offsets, then returns them with
  *    their metadata intact; a read_uncommitted consumer (negative control)
@@ -150,12 +152,15 @@ static void close_consumer(rd_kafka_t *c)
 	rd_kafka_destroy(c);
 }
 
-/* Serve a consumer's queue once (messages are dropped: topics are empty). */
-static void pump(rd_kafka_t *c, int ms)
+/* Serve a consumer's queue once; returns 1 if a record arrived (it is
+ * dropped), else 0. */
+static int pump(rd_kafka_t *c, int ms)
 {
 	rd_kafka_message_t *m = rd_kafka_consumer_poll(c, ms);
+	int got = m && !m->err;
 	if (m)
 		rd_kafka_message_destroy(m);
+	return got;
 }
 
 static int assigned(rd_kafka_t *c)
@@ -453,6 +458,7 @@ static void test_c_deferred_unassign(void **state)
 	rd_kafka_t *c[2] = {consumer(group, &o1), NULL};
 	subscribe(c[0], topic);
 	wait_assigned(c, (const int[]){PARTS}, 1, "c1 alone");
+	assert_string_equal(rd_kafka_rebalance_protocol(c[0]), "COOPERATIVE");
 
 	c[1] = consumer(group, &o2);
 	subscribe(c[1], topic);
@@ -465,11 +471,18 @@ static void test_c_deferred_unassign(void **state)
 			fail_msg("C: c1 got no revoke");
 	}
 	assert_int_equal(m1.pending->cnt, PARTS / 2);
+	/* records on every partition while the revoke is outstanding */
+	const char *recs[2 * PARTS];
+	for (int i = 0; i < 2 * PARTS; i++)
+		recs[i] = "{}";
+	tk_produce(topic, recs, 2 * PARTS);
 	/* the revoke stays outstanding for DEFER_MS while both keep polling:
-	 * c2 must get nothing in that window */
+	 * c2 must get nothing in that window, and c1 no record either (the
+	 * rebalance pauses the partitions it keeps too) */
+	int during = 0, after = 0;
 	while (sv_mono_ms() < m1.revoked_at + DEFER_MS) {
-		pump(c[0], 100);
-		pump(c[1], 100);
+		during += pump(c[0], 100);
+		during += pump(c[1], 100);
 		assert_int_equal(assigned(c[1]), 0);
 		assert_int_equal(m2.first_assign_at, 0);
 	}
@@ -480,6 +493,17 @@ static void test_c_deferred_unassign(void **state)
 	m1.defer = false;
 	wait_assigned(c, (const int[]){PARTS / 2, PARTS / 2}, 2,
 		      "C: c2 after the deferred unassign");
+	/* then every record arrives, at one member or the other */
+	deadline = sv_mono_ms() + JOIN_DEADLINE_MS;
+	while (during + after < 2 * PARTS && sv_mono_ms() < deadline) {
+		after += pump(c[0], 100);
+		after += pump(c[1], 100);
+	}
+	printf("[ contract ] C records consumed while the revoke was "
+	       "outstanding: %d, after the unassign: %d\n",
+	       during, after);
+	assert_int_equal(during, 0);
+	assert_int_equal(after, 2 * PARTS);
 	printf("[ contract ] C revoke at +0 ms, deferred unassign at +%lld ms, "
 	       "c2 assigned at +%lld ms\n",
 	       (long long)(m1.unassigned_at - m1.revoked_at),
