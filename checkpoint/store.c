@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -50,6 +51,16 @@ struct sv_ckstore {
 	rocksdb_writeoptions_t *wopts;
 	rocksdb_readoptions_t *ropts;
 	pthread_mutex_t seq_lock;
+	/* Writes go only with SV_CKSTORE_RESERVE_BYTES free on the disk;
+	 * after a write that failed anyway the database is not written again
+	 * by this process (broken, under write_lock):
+	 * RocksDB 7.8 may write its WAL once more after a WAL write error, and
+	 * Debian's librocksdb, built with assertions, aborts on that
+	 * (AssertFalseAndGetStatusForPrevError; RocksDB PR 12448), closing
+	 * included. The next start replays the WAL as after a crash. */
+	pthread_mutex_t write_lock;
+	bool broken; /* under write_lock */
+	char *broken_why; /* the failed write's RocksDB error */
 	char *dir;
 	int marks_fd; /* COMMIT-MARKS */
 	uint64_t marks; /* commits marked (under seq_lock) */
@@ -117,6 +128,12 @@ static sv_error_t *db_error(sv_ckstore_t *st, char *rerr, const char *what)
 	sv_error_t *err = sv_error_new(SV_ERR_CHECKPOINT,
 				       "checkpoint store %s: %s: %s",
 				       st ? st->dir : "", what, rerr);
+	/* An I/O error (a full or read-only disk: ENOSPC, EROFS) may pass:
+	 * the attempt ends, nothing is acknowledged, and the restart policy
+	 * tries again with backoff. Corruption and everything else stay
+	 * non-retriable: the job fails loudly. */
+	if (!strncmp(rerr, "IO error", 8))
+		err->retriable = true;
 	rocksdb_free(rerr);
 	return err;
 }
@@ -162,6 +179,7 @@ sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
 	st->ropts = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_verify_checksums(st->ropts, 1);
 	pthread_mutex_init(&st->seq_lock, NULL);
+	pthread_mutex_init(&st->write_lock, NULL);
 	char *side;
 	if (asprintf(&side, "%s/COMMIT-MARKS", dir) < 0)
 		abort();
@@ -192,16 +210,72 @@ void sv_ckstore_close(sv_ckstore_t *st)
 {
 	if (!st)
 		return;
-	if (st->db)
-		rocksdb_close(st->db);
+	if (st->db && !st->broken)
+		rocksdb_close(st->db); /* broken: see struct sv_ckstore */
 	rocksdb_readoptions_destroy(st->ropts);
 	rocksdb_writeoptions_destroy(st->wopts);
 	rocksdb_options_destroy(st->opts);
 	pthread_mutex_destroy(&st->seq_lock);
+	pthread_mutex_destroy(&st->write_lock);
+	free(st->broken_why);
 	if (st->marks_fd > 0)
 		close(st->marks_fd);
 	free(st->dir);
 	free(st);
+}
+
+/* ---- writes ---- */
+
+/* Free space a write must leave on the store's file system. A WAL that runs
+ * out of space in the middle of a write is what the broken state above is
+ * about (the process must restart to write again), so a write that would
+ * leave less than this is refused up front with ENOSPC instead: the
+ * checkpoint fails, nothing is acknowledged, the job backs off and resumes
+ * once there is room again. */
+#define SV_CKSTORE_RESERVE_BYTES (16 << 20)
+
+/* Every write of the store (see struct sv_ckstore); *rerr as rocksdb_write
+ * sets it, freed by db_error. */
+static void store_write(sv_ckstore_t *st, rocksdb_writebatch_t *wb, char **rerr)
+{
+	struct statvfs vfs;
+	size_t need = 0;
+	rocksdb_writebatch_data(wb, &need);
+	need += SV_CKSTORE_RESERVE_BYTES;
+	int r = -1;
+	pthread_mutex_lock(&st->write_lock);
+	bool broken = st->broken;
+	pthread_mutex_unlock(&st->write_lock);
+	if (broken)
+		r = asprintf(rerr,
+			     "IO error: not written: an earlier write failed "
+			     "(%s); restart the supervisor once the disk takes "
+			     "writes again",
+			     st->broken_why);
+	else if (statvfs(st->dir, &vfs) == 0 &&
+		 (uint64_t)vfs.f_bavail * vfs.f_frsize < need)
+		r = asprintf(rerr,
+			     "IO error: No space left on device: %llu bytes "
+			     "free, a write needs %zu (itself and the %d MiB "
+			     "kept free)",
+			     (unsigned long long)vfs.f_bavail * vfs.f_frsize,
+			     need, SV_CKSTORE_RESERVE_BYTES >> 20);
+	else
+		r = 0;
+	if (r < 0)
+		abort();
+	if (r)
+		return;
+	/* concurrent writes stay concurrent (RocksDB groups their syncs) */
+	rocksdb_write(st->db, st->wopts, wb, rerr);
+	if (*rerr) {
+		pthread_mutex_lock(&st->write_lock);
+		if (!st->broken) {
+			st->broken = true;
+			st->broken_why = sv_strdup(*rerr);
+		}
+		pthread_mutex_unlock(&st->write_lock);
+	}
 }
 
 /* ---- keys ---- */
@@ -261,7 +335,7 @@ static sv_error_t *put_raw(sv_ckstore_t *st, const char *key, const char *v,
 	char *rerr = NULL;
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	rocksdb_writebatch_put(wb, key, strlen(key), v, len);
-	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	store_write(st, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	return rerr ? db_error(st, rerr, key) : NULL;
 }
@@ -318,7 +392,7 @@ sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
 	}
 	if (!err) {
 		char *rerr = NULL;
-		rocksdb_write(st->db, st->wopts, wb, &rerr);
+		store_write(st, wb, &rerr);
 		if (rerr)
 			err = db_error(st, rerr, jk);
 	}
@@ -432,7 +506,7 @@ sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 	}
 	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
 	char *rerr = NULL;
-	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	store_write(st, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
 	free(k);
@@ -548,7 +622,7 @@ sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 		rocksdb_writebatch_put(wb, MARKS_KEY, strlen(MARKS_KEY), mb, 8);
 	}
 	char *rerr = NULL;
-	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	store_write(st, wb, &rerr);
 	if (rerr) {
 		err = db_error(st, rerr, k);
 	} else if (commit) {
@@ -739,7 +813,7 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 		}
 		char *rerr = NULL;
 		if (!err)
-			rocksdb_write(st->db, st->wopts, wb, &rerr);
+			store_write(st, wb, &rerr);
 		rocksdb_writebatch_destroy(wb);
 		if (rerr)
 			err = db_error(st, rerr, "retention");

@@ -680,8 +680,13 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 
 	sv_http_t *http = sv_calloc(1, sizeof(*http));
 	http->sv = sv;
+	/* poll(), not select(): every job holds a dozen descriptors (its
+	 * Kafka clients), so past ~60 jobs accepted sockets are numbered
+	 * above FD_SETSIZE (1024), which a select() loop refuses — the API
+	 * stopped answering at 64 jobs (it_faults test_many_jobs) */
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+		MHD_USE_ERROR_LOG;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	errno = 0;

@@ -52,6 +52,7 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 	dst->listen_host = src->listen_host ? sv_strdup(src->listen_host)
 					    : NULL;
 	dst->listen_port = src->listen_port;
+	dst->shutdown_timeout_ms = src->shutdown_timeout_ms;
 	dst->data_dir = src->data_dir ? sv_strdup(src->data_dir) : NULL;
 	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path)
 					      : NULL;
@@ -121,6 +122,8 @@ static void new_job_id(char *out, size_t len)
 
 static void tick(sv_supervisor_t *sv)
 {
+	if (sv->shutting_down)
+		return; /* jobs stay as they are in the store */
 	int64_t now = sv_now_ms();
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *job = sv->jobs[i];
@@ -307,7 +310,7 @@ static cmd_fn *const handlers[SV_CMD__COUNT] = {
 	[SV_CMD_SUBMIT] = do_submit,      [SV_CMD_LIST] = do_list,
 	[SV_CMD_STATUS] = do_status,      [SV_CMD_DELETE] = do_delete,
 	[SV_CMD_ACTION] = sv_do_action,   [SV_CMD_VIEW] = sv_do_get,
-	[SV_CMD_METRICS] = sv_do_metrics,
+	[SV_CMD_METRICS] = sv_do_metrics, [SV_CMD_SHUTDOWN] = sv_do_shutdown,
 };
 
 /* Complete the parked commands whose answer is ready; called with
@@ -537,6 +540,18 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 		return err;
 	}
 	return call(sv, &c, json);
+}
+
+int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms)
+{
+	cmd_t c = {.type = SV_CMD_SHUTDOWN,
+		   .u.shutdown.timeout_ms = timeout_ms};
+	char *left = NULL;
+	sv_error_t *err = call(sv, &c, &left);
+	int n = left ? atoi(left) : 0;
+	free(left);
+	sv_error_destroy(err);
+	return n;
 }
 
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,

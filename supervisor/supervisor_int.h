@@ -30,6 +30,7 @@ typedef enum sv_cmd_type {
 	SV_CMD_ACTION,
 	SV_CMD_VIEW,
 	SV_CMD_METRICS,
+	SV_CMD_SHUTDOWN,
 	SV_CMD__COUNT
 } sv_cmd_type_t;
 
@@ -59,6 +60,9 @@ struct cmd {
 			bool ignore_state; /* restart */
 		} act;
 		struct {
+			int64_t timeout_ms; /* final checkpoints' deadline */
+		} shutdown;
+		struct {
 			sv_view_t view;
 			size_t limit; /* 0: the view's default */
 			uint64_t after; /* observations: after this seq */
@@ -85,6 +89,8 @@ struct sv_supervisor {
 	cmd_t *head, *tail;
 	cmd_t *parked; /* supervisor thread only: waiting for a worker */
 	bool stop;
+	bool shutting_down; /* sv_do_shutdown ran: start nothing, apply
+			     * no lifecycle to attempts that end */
 	bool worker_event;
 	/* job table: supervisor thread only */
 	sv_job_t **jobs;
@@ -134,6 +140,9 @@ sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c);
 bool sv_ck_ready(sv_supervisor_t *sv, cmd_t *c, int64_t now);
 sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c);
 void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now);
+
+/* shutdown.c */
+sv_error_t *sv_do_shutdown(sv_supervisor_t *sv, cmd_t *c);
 
 /* persist.c */
 void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job);

@@ -45,6 +45,7 @@ struct sv_worker {
 	pthread_t thread;
 	atomic_bool stop;
 	atomic_int drain; /* 0 no, 1 drain, 2 drain with final watermark */
+	atomic_bool final_ck; /* shutdown: a final checkpoint, then stop */
 	bool drained;
 	_Atomic int end; /* sv_worker_end_t */
 	sv_error_t *error;
@@ -327,7 +328,8 @@ static sv_error_t *run(sv_worker_t *w)
 	int et = w->plan->event_time_col;
 	bool eof = false;
 
-	while (!atomic_load(&w->stop) && !atomic_load(&w->drain)) {
+	while (!atomic_load(&w->stop) && !atomic_load(&w->drain) &&
+	       !atomic_load(&w->final_ck)) {
 		sv_batch_reset(&w->in);
 		if ((err = sv_source_poll(w->src, &w->in, BATCH_ROWS,
 					  POLL_TIMEOUT_MS, &eof)))
@@ -386,9 +388,11 @@ static sv_error_t *run(sv_worker_t *w)
 			return err;
 		atomic_store(&w->stats.records_late, opstats.records_late);
 	}
-	if (w->checkpointing && (eof || drain)) {
-		/* bounded end or drain: a final checkpoint commits the last
-		 * output (and, drained, is where resume continues) */
+	bool final_ck = atomic_load(&w->final_ck) && !atomic_load(&w->stop);
+	if (w->checkpointing && (eof || drain || final_ck)) {
+		/* bounded end, drain or shutdown: a final checkpoint commits
+		 * the last output (and, drained or shut down, is where the
+		 * job continues) */
 		if ((err = checkpoint(w, ctx.watermark_ms)))
 			return err;
 		w->drained = drain && !eof;
@@ -539,7 +543,7 @@ static void *worker_main(void *arg)
 		end = SV_WORKER_FAILED;
 	} else if (w->drained) {
 		end = SV_WORKER_DRAINED;
-	} else if (atomic_load(&w->stop)) {
+	} else if (atomic_load(&w->stop) || atomic_load(&w->final_ck)) {
 		end = SV_WORKER_STOPPED;
 	} else {
 		end = SV_WORKER_COMPLETED;
@@ -601,6 +605,11 @@ uint64_t sv_worker_request_checkpoint(sv_worker_t *w)
 void sv_worker_drain(sv_worker_t *w, bool final_watermark)
 {
 	atomic_store(&w->drain, final_watermark ? 2 : 1);
+}
+
+void sv_worker_stop_checkpoint(sv_worker_t *w)
+{
+	atomic_store(&w->final_ck, true);
 }
 
 void sv_worker_stop(sv_worker_t *w)

@@ -101,6 +101,12 @@ uint64_t sv_worker_request_checkpoint(sv_worker_t *w);
  * for workers with a store (the supervisor refuses drain without one).
  * thread: any */
 void sv_worker_drain(sv_worker_t *w, bool final_watermark);
+/* Stop with a final checkpoint (shutdown): stop reading at the next batch
+ * boundary, take a checkpoint (window state kept, as a drain without final
+ * watermark) and end STOPPED, so the job resumes from it. A stop asked
+ * later wins (the open transaction is aborted instead). Without a store,
+ * the same as stop. thread: any */
+void sv_worker_stop_checkpoint(sv_worker_t *w);
 /* Ask the worker to stop at the next batch boundary. thread: any */
 void sv_worker_stop(sv_worker_t *w);
 /* Block until the worker ended (a condition variable, not polling).

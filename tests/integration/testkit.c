@@ -73,9 +73,16 @@ static rd_kafka_t *client_with_dr(void (*dr)(rd_kafka_t *,
 	return client_conf(RD_KAFKA_PRODUCER, NULL, false, conf);
 }
 
+static char *bs;
+
+void tk_use_bootstrap(const char *bootstrap)
+{
+	free(bs);
+	bs = bootstrap ? sv_strdup(bootstrap) : NULL;
+}
+
 const char *tk_bootstrap(void)
 {
-	static char *bs;
 	if (bs)
 		return bs;
 	const char *e = getenv("KAFKA_BOOTSTRAP");

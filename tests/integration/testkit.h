@@ -15,6 +15,9 @@
 
 /* The broker address from KAFKA_BOOTSTRAP; fails when unset or unreachable. */
 const char *tk_bootstrap(void);
+/* Point every helper at another broker (a test's own, e.g. behind a
+ * proxy), without the reachability check; NULL: back to KAFKA_BOOTSTRAP. */
+void tk_use_bootstrap(const char *bootstrap);
 /* A topic name unique to this process and call: "<prefix>-<pid>-<n>". */
 char *tk_unique(const char *prefix);
 /* Create a topic and wait until it has leaders. */

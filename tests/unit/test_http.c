@@ -592,6 +592,31 @@ static void test_daemon_healthz(void **state)
 	assert_string_equal(stub.last_count, "GET 200");
 }
 
+/* With more than FD_SETSIZE descriptors open (a supervisor with ~64 jobs
+ * holds that many for their Kafka clients) the API still answers: a
+ * select() loop refused every new connection there. */
+static void test_daemon_many_descriptors(void **state)
+{
+	fixture_t *fx = *state;
+	enum {
+		N = 1100
+	};
+	int *fds = calloc(N, sizeof(int));
+	int n = 0;
+	for (; n < N; n++)
+		if ((fds[n] = dup(0)) < 0)
+			break;
+	if (n < N)
+		fail_msg("cannot open %d descriptors (ulimit -n?)", N);
+	resp_t r;
+	request(fx, "GET", "/healthz", NULL, NULL, 0, &r);
+	expect_json(&r, 200, "{\"status\":\"ok\"}");
+	resp_free(&r);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
 static void test_daemon_not_found_and_method(void **state)
 {
 	fixture_t *fx = *state;
@@ -908,6 +933,8 @@ int main(void)
 		cmocka_unit_test(test_allow_and_media_type),
 		cmocka_unit_test(test_error_json),
 		cmocka_unit_test_setup_teardown(test_daemon_healthz,
+						daemon_setup, daemon_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_many_descriptors,
 						daemon_setup, daemon_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_not_found_and_method, daemon_setup,
