@@ -20,8 +20,9 @@
  *    expired and the other member owns every partition, both that metadata
  *    and the one of its last generation (spike B6) are refused with
  *    UNKNOWN_MEMBER_ID. Every refusal is abortable, not fatal.
- *  - C: a cooperative rebalance callback that defers incremental_unassign:
- *    the other member gets the revoked partitions only after the deferred
+ *  - C: a rebalance callback that defers the unassign (cooperative-sticky:
+ *    incremental_unassign; eager range, the design's assignor on 2.0.2:
+ *    assign(NULL)): the other member gets partitions only after the deferred
  *    unassign, never while the revoke is outstanding, and meanwhile
  *    neither member consumes a record (the rebalance pauses the partitions
  *    the revoking member keeps as well).
@@ -419,21 +420,46 @@ typedef struct member {
 	int64_t revoked_at, unassigned_at, first_assign_at;
 } member_t;
 
-static void coop_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-		    rd_kafka_topic_partition_list_t *parts, void *opaque)
+static bool cooperative(rd_kafka_t *rk)
+{
+	return strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+}
+
+/* Take assigned partitions, or give up revoked ones: incrementally under
+ * the cooperative protocol, the whole assignment under the eager one. */
+static rd_kafka_error_t *take(rd_kafka_t *rk,
+			      rd_kafka_topic_partition_list_t *parts)
+{
+	if (cooperative(rk))
+		return rd_kafka_incremental_assign(rk, parts);
+	rd_kafka_resp_err_t err = rd_kafka_assign(rk, parts);
+	return err ? rd_kafka_error_new(err, "assign") : NULL;
+}
+
+static rd_kafka_error_t *give_up(rd_kafka_t *rk,
+				 rd_kafka_topic_partition_list_t *parts)
+{
+	if (cooperative(rk))
+		return rd_kafka_incremental_unassign(rk, parts);
+	rd_kafka_resp_err_t err = rd_kafka_assign(rk, NULL);
+	return err ? rd_kafka_error_new(err, "unassign") : NULL;
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+			 rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
 	member_t *m = opaque;
 	rd_kafka_error_t *e = NULL;
 	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
 		if (parts->cnt > 0 && m->first_assign_at == 0)
 			m->first_assign_at = sv_mono_ms();
-		e = rd_kafka_incremental_assign(rk, parts);
+		e = take(rk, parts);
 	} else if (m->defer && !m->pending && parts->cnt > 0 &&
 		   !rd_kafka_assignment_lost(rk)) {
 		m->revoked_at = sv_mono_ms();
 		m->pending = rd_kafka_topic_partition_list_copy(parts);
 	} else {
-		e = rd_kafka_incremental_unassign(rk, parts);
+		e = give_up(rk, parts);
 	}
 	if (e) {
 		fprintf(stderr, "%s: rebalance: %s\n", m->name,
@@ -442,23 +468,25 @@ static void coop_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 	}
 }
 
-static void test_c_deferred_unassign(void **state)
+/* c1 owns every partition, c2 joins, c1 keeps the revoke (revoked
+ * partitions) outstanding for DEFER_MS. */
+static void deferred_unassign(const char *strategy, const char *protocol,
+			      int revoked)
 {
-	(void)state;
 	char *topic = tk_unique("it-contract-c");
 	char *group = tk_unique("streamvisor-it-contract-c");
 	tk_create_topic(topic, PARTS);
 	member_t m1 = {.name = "c1", .defer = true}, m2 = {.name = "c2"};
-	consumer_opts_t o1 = {.strategy = "cooperative-sticky",
-			      .rebalance_cb = coop_cb,
+	consumer_opts_t o1 = {.strategy = strategy,
+			      .rebalance_cb = rebalance_cb,
 			      .opaque = &m1};
-	consumer_opts_t o2 = {.strategy = "cooperative-sticky",
-			      .rebalance_cb = coop_cb,
+	consumer_opts_t o2 = {.strategy = strategy,
+			      .rebalance_cb = rebalance_cb,
 			      .opaque = &m2};
 	rd_kafka_t *c[2] = {consumer(group, &o1), NULL};
 	subscribe(c[0], topic);
 	wait_assigned(c, (const int[]){PARTS}, 1, "c1 alone");
-	assert_string_equal(rd_kafka_rebalance_protocol(c[0]), "COOPERATIVE");
+	assert_string_equal(rd_kafka_rebalance_protocol(c[0]), protocol);
 
 	c[1] = consumer(group, &o2);
 	subscribe(c[1], topic);
@@ -468,9 +496,9 @@ static void test_c_deferred_unassign(void **state)
 		pump(c[0], 100);
 		pump(c[1], 100);
 		if (sv_mono_ms() > deadline)
-			fail_msg("C: c1 got no revoke");
+			fail_msg("C %s: c1 got no revoke", strategy);
 	}
-	assert_int_equal(m1.pending->cnt, PARTS / 2);
+	assert_int_equal(m1.pending->cnt, revoked);
 	/* records on every partition while the revoke is outstanding */
 	const char *recs[2 * PARTS];
 	for (int i = 0; i < 2 * PARTS; i++)
@@ -478,7 +506,7 @@ static void test_c_deferred_unassign(void **state)
 	tk_produce(topic, recs, 2 * PARTS);
 	/* the revoke stays outstanding for DEFER_MS while both keep polling:
 	 * c2 must get nothing in that window, and c1 no record either (the
-	 * rebalance pauses the partitions it keeps too) */
+	 * rebalance pauses every partition it still has) */
 	int during = 0, after = 0;
 	while (sv_mono_ms() < m1.revoked_at + DEFER_MS) {
 		during += pump(c[0], 100);
@@ -486,9 +514,10 @@ static void test_c_deferred_unassign(void **state)
 		assert_int_equal(assigned(c[1]), 0);
 		assert_int_equal(m2.first_assign_at, 0);
 	}
-	rd_kafka_error_t *e = rd_kafka_incremental_unassign(c[0], m1.pending);
+	rd_kafka_error_t *e = give_up(c[0], m1.pending);
 	if (e)
-		fail_msg("C: deferred unassign: %s", rd_kafka_error_string(e));
+		fail_msg("C %s: deferred unassign: %s", strategy,
+			 rd_kafka_error_string(e));
 	m1.unassigned_at = sv_mono_ms();
 	m1.defer = false;
 	wait_assigned(c, (const int[]){PARTS / 2, PARTS / 2}, 2,
@@ -499,15 +528,13 @@ static void test_c_deferred_unassign(void **state)
 		after += pump(c[0], 100);
 		after += pump(c[1], 100);
 	}
-	printf("[ contract ] C records consumed while the revoke was "
-	       "outstanding: %d, after the unassign: %d\n",
-	       during, after);
+	printf("[ contract ] C %s: revoke of %d at +0 ms, deferred unassign "
+	       "at +%lld ms, c2 assigned at +%lld ms; records consumed "
+	       "while the revoke was outstanding: %d, after: %d\n",
+	       strategy, revoked, (long long)(m1.unassigned_at - m1.revoked_at),
+	       (long long)(m2.first_assign_at - m1.revoked_at), during, after);
 	assert_int_equal(during, 0);
 	assert_int_equal(after, 2 * PARTS);
-	printf("[ contract ] C revoke at +0 ms, deferred unassign at +%lld ms, "
-	       "c2 assigned at +%lld ms\n",
-	       (long long)(m1.unassigned_at - m1.revoked_at),
-	       (long long)(m2.first_assign_at - m1.revoked_at));
 	assert_true(m2.first_assign_at >= m1.unassigned_at);
 
 	rd_kafka_topic_partition_list_destroy(m1.pending);
@@ -515,6 +542,20 @@ static void test_c_deferred_unassign(void **state)
 	close_consumer(c[0]);
 	free(group);
 	free(topic);
+}
+
+static void test_c_deferred_unassign_cooperative(void **state)
+{
+	(void)state;
+	deferred_unassign("cooperative-sticky", "COOPERATIVE", PARTS / 2);
+}
+
+/* The assignor the design uses on 2.0.2: the whole assignment is revoked,
+ * and the deferred call is rd_kafka_assign(NULL). */
+static void test_c_deferred_unassign_eager(void **state)
+{
+	(void)state;
+	deferred_unassign("range", "EAGER", PARTS);
 }
 
 /* ---- D: committed() waits for a pending transaction's offsets ---- */
@@ -649,7 +690,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_b2_stale_generation_b4_groupid_only),
 		cmocka_unit_test(test_b5_static_member_past_max_poll),
-		cmocka_unit_test(test_c_deferred_unassign),
+		cmocka_unit_test(test_c_deferred_unassign_cooperative),
+		cmocka_unit_test(test_c_deferred_unassign_eager),
 		cmocka_unit_test(test_d_committed_waits_for_pending_txn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
