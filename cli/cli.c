@@ -280,31 +280,121 @@ static int cli_get_job(cli_t *cli, const char *sub, const char *query,
 	return rc;
 }
 
-int cli_submit(cli_t *cli)
+/* Read a whole file ("-" is stdin) into body; 0 or an exit code. */
+static int read_file(const char *path, const char *what, sv_buf_t *body)
 {
-	FILE *f = strcmp(cli->arg, "-") == 0 ? stdin : fopen(cli->arg, "rb");
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	if (!f) {
-		fprintf(stderr, "streamvisor: cannot read job spec '%s': %s\n",
-			cli->arg, strerror(errno));
+		fprintf(stderr, "streamvisor: cannot read %s '%s': %s\n", what,
+			path, strerror(errno));
 		return EXIT_CLI_USAGE;
 	}
-	sv_buf_t body;
-	sv_buf_init(&body);
 	char chunk[8192];
 	size_t n;
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		sv_buf_append(&body, chunk, n);
+		sv_buf_append(body, chunk, n);
 	bool bad = ferror(f);
 	if (f != stdin)
 		fclose(f);
-	if (bad || !body.len) {
-		fprintf(stderr, "streamvisor: %s job spec '%s'\n",
-			bad ? "cannot read" : "empty", cli->arg);
-		sv_buf_release(&body);
+	if (bad || !body->len) {
+		fprintf(stderr, "streamvisor: %s %s '%s'\n",
+			bad ? "cannot read" : "empty", what, path);
 		return EXIT_CLI_USAGE;
 	}
+	return 0;
+}
+
+static char *base64(const unsigned char *p, size_t n)
+{
+	static const char t[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		"0123456789+/";
+	char *s = sv_malloc(4 * ((n + 2) / 3) + 1), *o = s;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		*o++ = t[v >> 18];
+		*o++ = t[(v >> 12) & 63];
+		*o++ = i + 1 < n ? t[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < n ? t[v & 63] : '=';
+	}
+	*o = '\0';
+	return s;
+}
+
+/* --plan: put the Substrait plan into the spec's "plan" member (JSON as
+ * "substrait", anything else as "substrait_base64"). */
+static int add_plan(cli_t *cli, sv_buf_t *body)
+{
+	json_error_t jerr;
+	json_t *spec = json_loadb(body->data, body->len, 0, &jerr);
+	if (!json_is_object(spec)) {
+		fprintf(stderr,
+			"streamvisor: job spec '%s' is not a JSON object: "
+			"%s\n",
+			cli->arg, spec ? "other JSON" : jerr.text);
+		json_decref(spec);
+		return EXIT_CLI_USAGE;
+	}
+	sv_buf_t pb;
+	sv_buf_init(&pb);
+	int rc = read_file(cli->plan, "substrait plan", &pb);
+	if (rc) {
+		sv_buf_release(&pb);
+		json_decref(spec);
+		return rc;
+	}
+	json_t *plan = json_object_get(spec, "plan");
+	if (!json_is_object(plan)) {
+		plan = json_object();
+		json_object_set_new(spec, "plan", plan);
+	}
+	json_t *pj = json_loadb(pb.data, pb.len, 0, NULL);
+	if (json_is_object(pj)) {
+		json_object_set_new(plan, "substrait", pj);
+	} else {
+		json_decref(pj);
+		char *b64 = base64((const unsigned char *)pb.data, pb.len);
+		json_object_set_new(plan, "substrait_base64", json_string(b64));
+		free(b64);
+	}
+	sv_buf_release(&pb);
+	char *text = json_dumps(spec, JSON_COMPACT);
+	json_decref(spec);
+	sv_buf_reset(body);
+	sv_buf_puts(body, text);
+	free(text);
+	return 0;
+}
+
+int cli_submit(cli_t *cli)
+{
+	sv_buf_t body;
+	sv_buf_init(&body);
+	int rc = read_file(cli->arg, "job spec", &body);
+	if (!rc && cli->plan)
+		rc = add_plan(cli, &body);
+	if (rc) {
+		sv_buf_release(&body);
+		return rc;
+	}
 	json_t *r = NULL;
-	int rc = cli_fetch(cli, "POST", "/v1/jobs", body.data, &r);
+	if (cli->dry_run) {
+		/* the answer is the translated spec: print it as it came */
+		sv_client_resp_t resp;
+		rc = cli_request(cli, "POST", "/v1/jobs?dry_run=true",
+				 body.data, &resp);
+		sv_buf_release(&body);
+		if (rc)
+			return rc;
+		print_raw(&resp);
+		sv_client_resp_release(&resp);
+		return 0;
+	}
+	rc = cli_fetch(cli, "POST", "/v1/jobs", body.data, &r);
 	sv_buf_release(&body);
 	if (rc || !r)
 		return rc;
@@ -1003,6 +1093,8 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		{"limit", required_argument, NULL, 'n'},
 		{"after", required_argument, NULL, 'A'},
 		{"purge", no_argument, NULL, 'P'},
+		{"plan", required_argument, NULL, 'p'},
+		{"dry-run", no_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1012,7 +1104,8 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 	} bits[] = {
 		{'j', OPT_JSON},    {'F', OPT_FINAL_WM},     {'T', OPT_TIMEOUT},
 		{'C', OPT_FROM_CK}, {'I', OPT_IGNORE_STATE}, {'n', OPT_LIMIT},
-		{'A', OPT_AFTER},   {'P', OPT_PURGE},
+		{'A', OPT_AFTER},   {'P', OPT_PURGE},        {'p', OPT_PLAN},
+		{'D', OPT_DRY_RUN},
 	};
 	cli_t cli = {.cmd = cmd,
 		     .server = server,
@@ -1050,6 +1143,12 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 			break;
 		case 'P':
 			cli.purge = true;
+			break;
+		case 'p':
+			cli.plan = optarg;
+			break;
+		case 'D':
+			cli.dry_run = true;
 			break;
 		case 'C':
 			if (strcmp(optarg, "latest") != 0 &&

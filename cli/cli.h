@@ -37,6 +37,8 @@ enum {
 	OPT_LIMIT = 1u << 5, /* -n, --limit N */
 	OPT_AFTER = 1u << 6, /* --after SEQ */
 	OPT_PURGE = 1u << 7, /* --purge */
+	OPT_PLAN = 1u << 8, /* --plan FILE (a Substrait plan) */
+	OPT_DRY_RUN = 1u << 9, /* --dry-run */
 };
 
 typedef struct command command_t;
@@ -54,6 +56,8 @@ typedef struct cli {
 	long long limit; /* -1: not given */
 	long long after; /* -1: not given */
 	const char *from_checkpoint; /* NULL: not given */
+	const char *plan; /* --plan FILE, or NULL */
+	bool dry_run;
 	const char *arg; /* the ID or FILE argument */
 } cli_t;
 

@@ -107,6 +107,14 @@ sv_error_t *sv_op_select_new(const sv_schema_t *in, size_t n,
 			     const char *const *names, const char *const *exprs,
 			     sv_op_t **out);
 
+/* order: buffer every row, and at the end of input emit them sorted by the
+ * key expressions (desc[i], nulls_first[i]), skipping offset rows and
+ * keeping at most limit (-1: all). Bounded jobs only. */
+sv_error_t *sv_op_order_new(const sv_schema_t *in, size_t nkeys,
+			    const char *const *exprs, const bool *desc,
+			    const bool *nulls_first, int64_t limit,
+			    int64_t offset, sv_op_t **out);
+
 /* ---- pipeline ---- */
 
 typedef struct sv_pipeline sv_pipeline_t;

@@ -32,6 +32,7 @@ required=(
     build-essential cmake ninja-build pkg-config
     librdkafka-dev librocksdb-dev
     libprotobuf-c-dev protobuf-c-compiler
+    libprotobuf-dev          # google/protobuf/{any,empty}.proto for the Substrait protos
     libmicrohttpd-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
     kcat                     # produce/consume from shell tests
     prometheus               # only for promtool (metrics format checks)
@@ -130,6 +131,11 @@ command -v kcat >/dev/null || { echo "install-deps: kcat not found after install
 if [ "$fetch_kafka" -eq 1 ]; then
     echo "install-deps: resolving the Kafka broker jars"
     "$here/kafka/kafka.sh" fetch
+
+    # Isthmus (the second Substrait producer of tests/integration/
+    # substrait_diff.sh): its jars into the local Maven repository.
+    echo "install-deps: resolving Isthmus (tests/substrait/isthmus/pom.xml)"
+    mvn -q -B -f "$here/../tests/substrait/isthmus/pom.xml" dependency:resolve >/dev/null
 
     # The Python test venv: one pinned requirements file, a stamp of its hash.
     venv=${SV_VENV:-$here/../build/venv}

@@ -545,6 +545,15 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 					     "JSON: send the job spec as "
 					     "application/json"),
 				NULL);
+		const char *dry = MHD_lookup_connection_value(
+			conn, MHD_GET_ARGUMENT_KIND, "dry_run");
+		if (dry && !strcmp(dry, "true")) {
+			err = sv_supervisor_dry_run(sv, rq->body.data,
+						    rq->body.len, protobuf,
+						    &json);
+			return respond_call(http, conn, method, url, 200, err,
+					    json);
+		}
 		err = sv_supervisor_submit(sv, rq->body.data, rq->body.len,
 					   protobuf, &json);
 		return respond_call(http, conn, method, url, 201, err, json);

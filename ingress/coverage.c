@@ -20,6 +20,7 @@
 
 #include "core/expr.h"
 #include "core/util.h"
+#include "ingress/substrait.h"
 
 typedef struct cap {
 	const char *name;
@@ -53,9 +54,11 @@ static const cap_t caps[] = {
 	 "no minimum group size is enforced"},
 	{"region_binding", false, "unknown", NULL},
 	{"ordered_execution", false, "partially_covered",
-	 "no sort operator; rows keep their order within a source "
-	 "partition, and first/last order by event time with equal event "
-	 "times in arrival order, which differs across partitions"},
+	 "bounded jobs sort with the order step (ORDER BY/LIMIT, at the end "
+	 "of input); streams have no sort operator: rows keep their order "
+	 "within a source partition, and first/last order by event time "
+	 "with equal event times in arrival order, which differs across "
+	 "partitions"},
 	{"snapshot_capture", false, "unknown", NULL},
 	{"canonical_digest", false, "unknown", NULL},
 	{"cross_relation_reconciliation", false, "unknown", NULL},
@@ -436,6 +439,7 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		[STREAMVISOR__STEP__STEP_SELECT] = "select",
 		[STREAMVISOR__STEP__STEP_WINDOW] = "window",
 		[STREAMVISOR__STEP__STEP_DEDUP] = "dedup",
+		[STREAMVISOR__STEP__STEP_ORDER] = "order",
 		[STREAMVISOR__STEP__STEP_JOIN] = "join",
 	};
 	const Streamvisor__Step *st = js->pipeline[i];
@@ -468,7 +472,9 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		    "window steps keep keyed window state across records "
 		    "and checkpoints",
 		    NULL, NULL, field, ref);
-		if (strcmp(w->time, "processing"))
+		/* a global window fires at the end of input only: no
+		 * record is ever late for it */
+		if (strcmp(w->time, "processing") && strcmp(w->type, "global"))
 			add(in, t, "late_data_policy", "required",
 			    "an event-time window decides what happens to "
 			    "records behind the watermark (late: drop or "
@@ -519,6 +525,14 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		    "no dedup name; bounded keyed state is reported here)",
 		    NULL, NULL, field, ref);
 		break;
+	case STREAMVISOR__STEP__STEP_ORDER:
+		add(in, t, "ordered_execution", "required",
+		    "an order step (ORDER BY/LIMIT) requires ordered adapter "
+		    "execution",
+		    "covered", NULL, field, ref);
+		for (size_t j = 0; j < st->order->n_keys; j++)
+			calls |= calls_function(st->order->keys[j]->expr);
+		break;
 	default:
 		break;
 	}
@@ -539,22 +553,36 @@ static void infer_sink(infer_t *in, const Streamvisor__JobSpec *js,
 	const char *reason = "delivery 'exactly_once' needs the sink to "
 			     "commit atomically with the source positions "
 			     "and the checkpoint";
-	const char *sink = js->sink->kind;
-	if (strcmp(sink, "kafka") && strcmp(sink, "file"))
+	const sv_driver_t *snk = sv_drivers_find(env->drivers, SV_DRIVER_SINK,
+						 js->sink->kind);
+	const sv_driver_t *src = sv_drivers_find(env->drivers, SV_DRIVER_SOURCE,
+						 js->source->kind);
+	char kinds[160], msg[400];
+	if (!sv_driver_has(snk, SV_DRIVER_TRANSACTIONAL)) {
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' needs a transactional sink "
+			 "(%s)",
+			 sv_drivers_list(env->drivers, SV_DRIVER_SINK,
+					 SV_DRIVER_TRANSACTIONAL, NULL, kinds,
+					 sizeof(kinds)));
 		add(in, pt, "sink_commit_guarantee", "required", reason,
-		    "uncovered",
-		    "delivery 'exactly_once' needs a transactional sink "
-		    "(kafka or file)",
-		    "sink.kind", NULL);
-	else if (!strcmp(sink, "kafka") && strcmp(js->source->kind, "kafka"))
+		    "uncovered", msg, "sink.kind", NULL);
+	} else if (sv_driver_has(snk, SV_DRIVER_TXN_OFFSETS) &&
+		   !sv_driver_has(src, SV_DRIVER_GROUP)) {
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' into a %s sink needs a "
+			 "source with a consumer group (%s): the checkpoint "
+			 "id travels in the source's consumer-group offsets, "
+			 "and a %s source has none",
+			 snk->kind,
+			 sv_drivers_list(env->drivers, SV_DRIVER_SOURCE,
+					 SV_DRIVER_GROUP, NULL, kinds,
+					 sizeof(kinds)),
+			 js->source->kind);
 		add(in, pt, "sink_commit_guarantee", "required", reason,
-		    "uncovered",
-		    "delivery 'exactly_once' into a kafka sink needs a kafka "
-		    "source: the checkpoint id travels in the source's "
-		    "consumer-group offsets, and a generator source has none",
-		    "source.kind", NULL);
-	else if (!strcmp(sink, "kafka") && env->dev_cluster &&
-		 !strcmp(js->sink->cluster, "default"))
+		    "uncovered", msg, "source.kind", NULL);
+	} else if (sv_driver_has(snk, SV_DRIVER_CLUSTER) && env->dev_cluster &&
+		   !strcmp(js->sink->cluster, "default"))
 		add(in, pt, "sink_commit_guarantee", "required", reason,
 		    "partially_covered",
 		    "the 'default' cluster is the embedded development "
@@ -587,7 +615,11 @@ static json_t *infer(const sv_jobspec_t *spec, const json_t *pt,
 	snprintf(path, sizeof(path), "read-root/%s", src);
 	json_t *rt = sub_target(&in, "read_root", "read-root", src, "read-root",
 				path, src, -1, -1);
-	if (stream || !strcmp(js->source->kind, "kafka"))
+	/* a bounded read of a log with offsets still tracks them */
+	if (stream ||
+	    sv_driver_has(sv_drivers_find(env->drivers, SV_DRIVER_SOURCE,
+					  js->source->kind),
+			  SV_DRIVER_GROUP))
 		add(&in, rt, "source_offset_tracking", "required",
 		    stream ? "a stream continues from its tracked source "
 			     "positions after a restart"
@@ -785,6 +817,12 @@ static const struct {
 	{"function:", "extension_function", "scalar_expression"},
 	{"operator:", "null_semantics", "relation_output"},
 	{"plan_ingress:", "extension_function", "plan"},
+	{"substrait_literal:", "null_semantics", "scalar_expression"},
+	{"substrait_read:", "source_offset_tracking", "read_root"},
+	{"function_option:", "extension_function", "scalar_expression"},
+	{"substrait_field:", "extension_function", "plan"},
+	{"substrait_plan:", "extension_function", "plan"},
+	{"substrait_advanced_extension:", "extension_function", "plan"},
 };
 
 static json_t *named_record(const char *plan, const char *name,
@@ -895,6 +933,8 @@ json_t *sv_coverage_info(const sv_coverage_env_t *env)
 		{"filter", "row_filter", "covered", NULL},
 		{"window", "stateful_window_support", "covered", NULL},
 		{"dedup", "stateful_window_support", "covered", NULL},
+		{"window:global", "stateful_window_support", "covered", NULL},
+		{"order", "ordered_execution", "covered", NULL},
 		{"join", "stateful_join_support", "partially_covered",
 		 "interval, lookup and hash (bounded) equi-joins, inner and "
 		 "left; not runnable in a job until the worker reads a second "
@@ -935,6 +975,8 @@ json_t *sv_coverage_info(const sv_coverage_env_t *env)
 				"covered", NULL));
 		json_decref(t);
 	}
+	sv_substrait_coverage_rows(recs); /* plan_ingress:substrait and the
+					   * Substrait rel/function/type rows */
 	json_decref(pt);
 	return json_pack(
 		"{s:o, s:{s:o, s:o, s:s}, s:o}", "capabilities", recs,

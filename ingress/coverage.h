@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/driver.h"
 #include "core/error.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
@@ -63,6 +64,9 @@ const json_t *sv_coverage_refusal(const json_t *records);
 typedef struct sv_coverage_env {
 	bool dev_cluster; /* "default" is the embedded development cluster */
 	bool have_store; /* a data directory: checkpoints exist */
+	/* what each source and sink kind can do (core/driver.h; borrowed):
+	 * exactly_once and offset tracking are asked of the descriptors */
+	const sv_drivers_t *drivers;
 } sv_coverage_env_t;
 
 /* The job's IncQL plan target: the client's (plan_target or plan_id in the

@@ -114,13 +114,16 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 			ws.type = SV_WIN_TUMBLING;
 		else if (!strcmp(w->type, "sliding"))
 			ws.type = SV_WIN_SLIDING;
+		else if (!strcmp(w->type, "global"))
+			ws.type = SV_WIN_GLOBAL;
 		else
 			ws.type = SV_WIN_SESSION;
 		ws.size_ms = w->size_ms;
 		ws.slide_ms = w->slide_ms;
 		ws.gap_ms = w->gap_ms;
 		ws.allowed_lateness_ms = w->allowed_lateness_ms;
-		ws.processing_time = !strcmp(w->time, "processing");
+		ws.processing_time = !strcmp(w->time, "processing") &&
+			ws.type != SV_WIN_GLOBAL;
 		ws.late_side_output = !strcmp(w->late, "side_output");
 		ws.nkeys = w->n_key;
 		ws.keys = (const char *const *)w->key;
@@ -149,6 +152,26 @@ static sv_error_t *build_step(const Streamvisor__Step *st, size_t i,
 		if (err)
 			return tag(err, i, "dedup");
 		return NULL;
+	case STREAMVISOR__STEP__STEP_ORDER: {
+		const Streamvisor__Order *o = st->order;
+		size_t n = o->n_keys;
+		const char **exprs = sv_calloc(n + 1, sizeof(char *));
+		bool *desc = sv_calloc(n + 1, sizeof(bool));
+		bool *nf = sv_calloc(n + 1, sizeof(bool));
+		for (size_t j = 0; j < n; j++) {
+			exprs[j] = o->keys[j]->expr;
+			desc[j] = o->keys[j]->desc;
+			nf[j] = o->keys[j]->nulls_first;
+		}
+		err = sv_op_order_new(in, n, exprs, desc, nf, o->limit,
+				      o->offset, op);
+		free(exprs);
+		free(desc);
+		free(nf);
+		if (err)
+			return tag(err, i, "order");
+		return NULL;
+	}
 	default:
 		(void)js;
 		return tag(

@@ -47,6 +47,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/admin.h"
 #include "kafka/client.h"
 #include "sinks/sink.h"
 
@@ -499,14 +500,15 @@ static const char *ksnk_key(const kafka_sink_t *ks, const sv_value_t *row,
 		return v->v.s;
 	case SV_T_INT64:
 	case SV_T_TIMESTAMP:
-		n = snprintf(tmp, tmplen, "%lld", (long long)v->v.i);
+		/* per record: no snprintf (bench/README.md, bench_hot) */
+		n = tmplen >= SV_FMT_I64_MAX ? (int)sv_fmt_i64(tmp, v->v.i) : 0;
 		break;
 	case SV_T_FLOAT64:
 		n = fmt_double(tmp, tmplen, v->v.f);
 		break;
 	case SV_T_BOOL:
-		n = snprintf(tmp, tmplen, "%s", v->v.b ? "true" : "false");
-		break;
+		*len = v->v.b ? 4 : 5;
+		return v->v.b ? "true" : "false";
 	default:
 		return NULL;
 	}
@@ -886,19 +888,33 @@ static void ksnk_close(sv_sink_t *snk)
 	free(ks);
 }
 
+static const sv_driver_t kafka_driver = {
+	.kind = "kafka",
+	.caps = SV_DRIVER_CLUSTER | SV_DRIVER_TRANSACTIONAL |
+		SV_DRIVER_TXN_OFFSETS | SV_DRIVER_RAW,
+	.fields =
+		(const sv_driver_field_t[]){
+			{.name = "cluster", .def = "default"},
+			{.name = "topic", .flags = SV_DRIVER_FIELD_REQUIRED},
+			{.name = "transaction_timeout_ms"},
+			{NULL},
+		},
+};
+
 const sv_sink_ops_t sv_sink_kafka_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,
 	.flush = ksnk_flush,
 	.close = ksnk_close,
+	.check_txn = sv_kafka_check_txn_timeout,
 };
 
 /* A sink opened with conf->transactional gets this table (open() switches
  * to it), so sv_sink_transactional() tells the two apart. */
 const sv_sink_ops_t sv_sink_kafka_txn_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,

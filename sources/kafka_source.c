@@ -795,8 +795,22 @@ static void ksrc_close(sv_source_t *src)
 	free(ks);
 }
 
+static const char *const starts[] = {"earliest", "latest", NULL};
+static const sv_driver_t kafka_driver = {
+	.kind = "kafka",
+	.caps = SV_DRIVER_CLUSTER | SV_DRIVER_GROUP | SV_DRIVER_BOUNDED,
+	.fields =
+		(const sv_driver_field_t[]){
+			{.name = "cluster", .def = "default"},
+			{.name = "topic", .flags = SV_DRIVER_FIELD_REQUIRED},
+			{.name = "start", .def = "earliest", .values = starts},
+			{.name = "rate_per_s"},
+			{NULL},
+		},
+};
+
 const sv_source_ops_t sv_source_kafka_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksrc_open,
 	.poll = ksrc_poll,
 	.seek = ksrc_seek,

@@ -14,6 +14,7 @@
 
 #include "core/cluster.h"
 #include "core/codec.h"
+#include "core/driver.h"
 #include "core/error.h"
 #include "core/record.h"
 
@@ -23,7 +24,7 @@ typedef enum sv_start {
 } sv_start_t;
 
 typedef struct sv_source_conf {
-	const char *kind; /* "kafka", "generator" */
+	const char *kind; /* a registered driver's kind */
 	const char *job_id;
 	int attempt;
 	const sv_cluster_t *cluster; /* kafka: resolved profile (borrowed) */
@@ -60,7 +61,9 @@ static inline int64_t sv_partpos_lag(const sv_partpos_t *p)
 typedef struct sv_source sv_source_t;
 
 typedef struct sv_source_ops {
-	const char *name;
+	/* What the driver is and takes (core/driver.h): its kind, its
+	 * capabilities, its spec fields. */
+	const sv_driver_t *driver;
 	sv_error_t *(*open)(const sv_source_conf_t *conf, sv_source_t **out);
 	/* Append up to max_rows rows (and rejects) to b, waiting at most
 	 * timeout_ms for the first. Sets *eof when a bounded source has
@@ -90,6 +93,14 @@ struct sv_source {
 
 /* Find a driver by kind; NULL when there is none. */
 const sv_source_ops_t *sv_source_find(const char *kind);
+/* The i-th driver's descriptor, NULL past the last: the source half of an
+ * sv_drivers_t catalog. */
+const sv_driver_t *sv_source_driver(size_t i);
+/* Add a driver beyond the static table (a test's, an out-of-tree one);
+ * borrowed for the life of the process. Returns 0, or -1 when its kind is
+ * taken or the table is full. thread: main, before any spec is parsed or
+ * source opened. */
+int sv_source_register(const sv_source_ops_t *ops);
 
 /* Open a source of conf->kind. Errors: SV_ERR_BINDING (unknown kind, cluster
  * unreachable, topic missing), SV_ERR_CONFIG. */

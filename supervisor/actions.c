@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "supervisor/supervisor_int.h"
+#include "supervisor/transitions.h"
 
 #define DRAIN_DEFAULT_TIMEOUT_MS 60000
 #define CHECKPOINT_WAIT_MS 120000 /* POST checkpoints */
@@ -120,8 +121,9 @@ sv_error_t *sv_action_parse(cmd_t *c, const char *body, size_t len)
 
 static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (sv_jobstate_terminal(job->state))
-		return sv_conflict(job, "cancel");
+	sv_error_t *err = sv_action_check(job, SV_ACTION_CANCEL);
+	if (err)
+		return err;
 	job->cancel_requested = true;
 	job->pending_start = false;
 	if (job->worker) {
@@ -129,7 +131,8 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		sv_worker_wait(job->worker);
 		sv_on_worker_end(sv, job);
 	}
-	if (job->state != SV_JOB_CANCELLED)
+	/* the attempt may have ended on its own first (completed) */
+	if (!sv_jobstate_terminal(job->state))
 		sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
 	sv_persist_job(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
@@ -138,8 +141,11 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 
 static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
-	    !job->worker || job->pending_start)
+	sv_error_t *err = sv_action_check(job, SV_ACTION_DRAIN);
+	if (err)
+		return err;
+	/* running, but the attempt is ending (a drain that timed out) */
+	if (!job->worker || job->pending_start)
 		return sv_conflict(job, "drain");
 	if (!sv->store)
 		return no_store(job,
@@ -186,7 +192,10 @@ void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now)
 
 static sv_error_t *do_resume(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (job->state != SV_JOB_CHECKPOINTED || job->worker)
+	sv_error_t *err = sv_action_check(job, SV_ACTION_RESUME);
+	if (err)
+		return err;
+	if (job->worker)
 		return sv_conflict(job, "resume");
 	sv_start_attempt(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
@@ -195,14 +204,13 @@ static sv_error_t *do_resume(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 
 static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (job->state == SV_JOB_PENDING || job->state == SV_JOB_DRAINING ||
-	    job->state == SV_JOB_CANCELLED || job->state == SV_JOB_COMPLETED)
-		return sv_conflict(job, "restart");
+	sv_error_t *err = sv_action_check(job, SV_ACTION_RESTART);
+	if (err)
+		return err;
 	if (!sv->store)
 		return no_store(job,
 				"restart needs checkpoints, and this "
 				"supervisor has no data directory");
-	sv_error_t *err;
 	int64_t ck = c->u.act.from_checkpoint;
 	bool ignore = c->u.act.ignore_state;
 	if (ck < 0) {
@@ -262,8 +270,10 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
  * completes it when the worker reports the checkpoint that serves it. */
 static sv_error_t *do_checkpoint(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
-	    !job->worker)
+	sv_error_t *err = sv_action_check(job, SV_ACTION_CHECKPOINT);
+	if (err)
+		return err;
+	if (!job->worker)
 		return sv_conflict(job, "checkpoint");
 	if (!sv->store)
 		return no_store(job,

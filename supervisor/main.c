@@ -64,8 +64,12 @@ static const command_t commands[] = {
 	 "                    [--bootstrap-servers HOST:PORT[,...]] "
 	 "[--example-job FILE]",
 	 "run the supervisor and its HTTP API"},
-	{"submit", NULL, cli_submit, OPT_JSON, "FILE", "FILE|-",
-	 "submit a JSON job spec (- reads stdin); prints the job id"},
+	{"submit", NULL, cli_submit, OPT_JSON | OPT_PLAN | OPT_DRY_RUN, "FILE",
+	 "[--plan PLAN] [--dry-run] FILE|-",
+	 "submit a JSON job spec (- reads stdin); prints the job id. With "
+	 "--plan, PLAN is a Substrait plan (proto3 JSON or binary) that goes "
+	 "into FILE's \"plan\" member beside its bindings; --dry-run prints "
+	 "the translated spec and coverage and starts nothing"},
 	{"jobs", NULL, cli_jobs, OPT_JSON, NULL, "",
 	 "list jobs: id, name, mode, state, attempt"},
 	{"status", NULL, cli_status, OPT_JSON, "ID", "ID",

@@ -68,6 +68,12 @@ void sv_supervisor_destroy(sv_supervisor_t *sv);
  * 201 body {"id","name","state","plan_id"}. thread: any */
 sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 				 size_t len, bool protobuf, char **json);
+/* POST /v1/jobs?dry_run=true: parse, translate and check the spec as a
+ * submission would, start nothing. 200 body {"spec": <translated spec>,
+ * "plan_id", "coverage": [<partial records>], "physical_plan",
+ * "substrait": {...} for plans}. thread: any */
+sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
+				  size_t len, bool protobuf, char **json);
 /* GET /v1/jobs. thread: any */
 sv_error_t *sv_supervisor_list(sv_supervisor_t *sv, char **json);
 /* GET /v1/jobs/{id}. thread: any */

@@ -9,6 +9,7 @@
 
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "supervisor/drivers.h"
 #include "supervisor/history.h"
 #include "supervisor/metrics.h"
 #include "supervisor/supervisor_int.h"
@@ -56,6 +57,9 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    json_string(sv_jobstate_name(job->state)));
 	json_object_set_new(o, "attempt", json_integer(job->attempt));
 	json_object_set_new(o, "plan_id", json_string(job->spec->plan_id));
+	json_t *sub = sv_jobspec_substrait_json(job->spec);
+	if (sub) /* the submitted Substrait plan's identity */
+		json_object_set_new(o, "substrait", sub);
 	if (!full)
 		return o;
 	json_object_set_new(o, "delivery", json_string(js->delivery));
@@ -477,7 +481,8 @@ bool sv_dev_default(sv_supervisor_t *sv)
 
 char *sv_supervisor_info(sv_supervisor_t *sv)
 {
-	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL};
+	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL,
+				 sv_registry_drivers()};
 	json_t *cov = sv_coverage_info(&env);
 	json_t *clusters = json_array();
 	for (size_t i = 0; i < sv->conf.nclusters; i++)

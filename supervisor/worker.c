@@ -38,6 +38,15 @@ const double sv_ck_buckets_s[SV_CK_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 };
 
+/* One row of the preview ring: the output row's cells as they were, its
+ * strings copied into bytes (both reused: no allocation once warm). It is
+ * encoded only when someone asks for the preview. */
+typedef struct preview_row {
+	sv_value_t *cells; /* ncols cells, or NULL while unused */
+	size_t ncols;
+	sv_buf_t bytes;
+} preview_row_t;
+
 struct sv_worker {
 	sv_worker_conf_t conf;
 	char *job_id;
@@ -66,12 +75,12 @@ struct sv_worker {
 	pthread_cond_t ended; /* signalled (under lock) when end is set */
 	sv_partpos_t *pos;
 	size_t npos;
-	char *preview[PREVIEW_ROWS];
+	preview_row_t preview[PREVIEW_ROWS];
 	size_t preview_next;
+	const sv_schema_t *preview_schema; /* the pipeline's output */
 	sv_buf_t result; /* bounded jobs: collected output, JSON lines */
 	size_t result_rows;
 	bool result_truncated;
-	sv_buf_t enc;
 };
 
 static void set_error(sv_worker_t *w, sv_error_t *err)
@@ -96,6 +105,30 @@ static void publish_positions(sv_worker_t *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/* Copy row into the preview slot: a memcpy of the cells and of the string
+ * bytes, no encoding (that waits for sv_worker_preview). */
+static void preview_keep(preview_row_t *p, const sv_value_t *row, size_t ncols)
+{
+	if (p->ncols != ncols) {
+		p->cells = sv_realloc(p->cells,
+				      (ncols ? ncols : 1) * sizeof(*p->cells));
+		p->ncols = ncols;
+	}
+	memcpy(p->cells, row, ncols * sizeof(*row));
+	sv_buf_reset(&p->bytes);
+	for (size_t c = 0; c < ncols; c++)
+		if (row[c].type == SV_T_STRING)
+			sv_buf_append(&p->bytes, row[c].v.s, row[c].len);
+	/* point the strings into bytes once it no longer moves */
+	size_t off = 0;
+	for (size_t c = 0; c < ncols; c++)
+		if (row[c].type == SV_T_STRING) {
+			p->cells[c].v.s = p->bytes.data ? p->bytes.data + off
+							: "";
+			off += row[c].len;
+		}
+}
+
 /* Keep a sample of the output for preview, and everything for the result
  * of a bounded job (up to RESULT_MAX_ROWS). */
 static void remember_output(sv_worker_t *w, const sv_batch_t *out)
@@ -117,11 +150,10 @@ static void remember_output(sv_worker_t *w, const sv_batch_t *out)
 			w->result_rows++;
 		}
 	}
+	w->preview_schema = schema;
 	for (size_t r = first; r < out->nrows; r++) {
-		sv_buf_reset(&w->enc);
-		sv_json_encode_row(schema, sv_batch_row(out, r), &w->enc);
-		free(w->preview[w->preview_next]);
-		w->preview[w->preview_next] = sv_strdup(w->enc.data);
+		preview_keep(&w->preview[w->preview_next], sv_batch_row(out, r),
+			     out->ncols);
 		w->preview_next = (w->preview_next + 1) % PREVIEW_ROWS;
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -559,6 +591,7 @@ static void *worker_main(void *arg)
 	sv_log(&w->log, SV_LOG_INFO, "worker", "attempt ended: %s",
 	       end == SV_WORKER_COMPLETED         ? "completed"
 		       : end == SV_WORKER_STOPPED ? "stopped"
+		       : end == SV_WORKER_DRAINED ? "drained"
 						  : "failed");
 	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->end, end);
@@ -584,7 +617,6 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->ended, NULL);
 	sv_buf_init(&w->result);
-	sv_buf_init(&w->enc);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_mutex_destroy(&w->lock);
 		pthread_cond_destroy(&w->ended);
@@ -636,11 +668,12 @@ void sv_worker_destroy(sv_worker_t *w)
 	sv_batch_release(&w->late_rows);
 	sv_watermarks_destroy(w->wm);
 	sv_error_destroy(w->error);
-	for (size_t i = 0; i < PREVIEW_ROWS; i++)
-		free(w->preview[i]);
+	for (size_t i = 0; i < PREVIEW_ROWS; i++) {
+		free(w->preview[i].cells);
+		sv_buf_release(&w->preview[i].bytes);
+	}
 	free(w->pos);
 	sv_buf_release(&w->result);
-	sv_buf_release(&w->enc);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->ended);
 	free(w->job_id);
@@ -682,14 +715,14 @@ char *sv_worker_preview(sv_worker_t *w, size_t limit)
 		limit = PREVIEW_ROWS;
 	size_t have = 0;
 	for (size_t i = 0; i < PREVIEW_ROWS; i++)
-		if (w->preview[i])
+		if (w->preview[i].cells)
 			have++;
 	if (limit > have)
 		limit = have;
 	for (size_t k = 0; k < limit; k++) {
 		size_t i = (w->preview_next + PREVIEW_ROWS - limit + k) %
 			PREVIEW_ROWS;
-		sv_buf_puts(&b, w->preview[i]);
+		sv_json_encode_row(w->preview_schema, w->preview[i].cells, &b);
 		sv_buf_putc(&b, '\n');
 	}
 	pthread_mutex_unlock(&w->lock);

@@ -145,6 +145,7 @@ typedef struct crash {
 	uint64_t rng;
 	unsigned seed;
 	int kills_random, kills_point, kills_inflight;
+	bool no_kills; /* SV_CRASH_NO_KILLS: one incarnation, no kill */
 	int64_t t0;
 	bool passed;
 	seenfile_t *seen; /* file sink: files visible at some kill */

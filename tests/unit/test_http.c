@@ -106,6 +106,16 @@ void sv_supervisor_destroy(sv_supervisor_t *sv)
 	free(sv);
 }
 
+sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
+				  size_t len, bool protobuf, char **json)
+{
+	SV_UNUSED(sv);
+	record("dry_run", NULL, NULL, body, len);
+	stub.protobuf = protobuf;
+	*json = sv_strdup("{\"spec\":{},\"coverage\":[]}");
+	return NULL;
+}
+
 sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 				 size_t len, bool protobuf, char **json)
 {
@@ -695,6 +705,18 @@ static void test_daemon_submit(void **state)
 	resp_free(&r);
 	assert_false(stub.protobuf);
 	assert_string_equal(stub.body, spec);
+
+	/* ?dry_run=true translates and checks, 200, starts nothing */
+	request(fx, "POST", "/v1/jobs?dry_run=true", NULL, spec, strlen(spec),
+		&r);
+	expect_json(&r, 200, "{\"spec\":{},\"coverage\":[]}");
+	resp_free(&r);
+	assert_string_equal(stub.fn, "dry_run");
+	request(fx, "POST", "/v1/jobs?dry_run=false", NULL, spec, strlen(spec),
+		&r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	assert_string_equal(stub.fn, "submit");
 }
 
 static void test_daemon_submit_errors(void **state)

@@ -15,6 +15,9 @@
 #include "ingress/coverage.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
+#include "supervisor/drivers.h"
+
+#define DRV sv_registry_drivers()
 
 static const char *good =
 	"{\"name\": \"orders\", \"source\": {\"topic\": \"in\"},"
@@ -31,7 +34,7 @@ static void test_good_spec_defaults(void **state)
 {
 	(void)state;
 	sv_jobspec_t *spec;
-	sv_error_t *err = sv_jobspec_parse_json(good, strlen(good), &spec);
+	sv_error_t *err = sv_jobspec_parse_json(good, strlen(good), DRV, &spec);
 	assert_null(err);
 	const Streamvisor__JobSpec *js = spec->msg;
 	assert_string_equal(js->name, "orders");
@@ -80,25 +83,45 @@ static void test_plan_id_is_canonical(void **state)
 		"\"kafka\"},"
 		"\"checkpoint\":{\"interval_ms\":5000}}";
 	sv_jobspec_t *a, *b, *c;
-	assert_null(sv_jobspec_parse_json(good, strlen(good), &a));
-	assert_null(sv_jobspec_parse_json(same, strlen(same), &b));
+	assert_null(sv_jobspec_parse_json(good, strlen(good), DRV, &a));
+	assert_null(sv_jobspec_parse_json(same, strlen(same), DRV, &b));
 	assert_string_equal(a->plan_id, b->plan_id);
 	/* protobuf form of the same spec: same plan id */
-	assert_null(sv_jobspec_parse_proto(a->packed, a->packed_len, &c));
+	assert_null(sv_jobspec_parse_proto(a->packed, a->packed_len, DRV, &c));
 	assert_string_equal(a->plan_id, c->plan_id);
 	/* JSON round trip */
 	char *json = sv_jobspec_to_json(a);
 	sv_jobspec_t *d;
-	assert_null(sv_jobspec_parse_json(json, strlen(json), &d));
+	assert_null(sv_jobspec_parse_json(json, strlen(json), DRV, &d));
 	assert_string_equal(a->plan_id, d->plan_id);
 	free(json);
+	/* a Kafka source's rate_per_s survives the round trip (the stored
+	 * definition is this JSON) */
+	{
+		const char *rated =
+			"{\"name\": \"r\", \"source\": {\"topic\": \"in\", "
+			"\"rate_per_s\": 500}, \"schema\": [{\"name\": \"id\", "
+			"\"type\": \"int64\"}], \"sink\": {\"kind\": "
+			"\"null\"}}";
+		sv_jobspec_t *r1, *r2;
+		assert_null(
+			sv_jobspec_parse_json(rated, strlen(rated), DRV, &r1));
+		char *rj = sv_jobspec_to_json(r1);
+		assert_non_null(strstr(rj, "\"rate_per_s\":500"));
+		assert_null(sv_jobspec_parse_json(rj, strlen(rj), DRV, &r2));
+		assert_string_equal(r1->plan_id, r2->plan_id);
+		assert_int_equal(r2->msg->source->rate_per_s, 500);
+		free(rj);
+		sv_jobspec_destroy(r1);
+		sv_jobspec_destroy(r2);
+	}
 	/* a different plan: different id */
 	const char *other =
 		"{\"name\": \"orders\", \"source\": {\"topic\": \"in\"},"
 		" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"}],"
 		" \"sink\": {\"topic\": \"out2\"}}";
 	sv_jobspec_t *e;
-	assert_null(sv_jobspec_parse_json(other, strlen(other), &e));
+	assert_null(sv_jobspec_parse_json(other, strlen(other), DRV, &e));
 	assert_string_not_equal(a->plan_id, e->plan_id);
 	sv_jobspec_destroy(a);
 	sv_jobspec_destroy(b);
@@ -114,7 +137,7 @@ static void expect_error(const char *json, const char *field,
 			 const char *needle)
 {
 	sv_jobspec_t *spec = NULL;
-	sv_error_t *err = sv_jobspec_parse_json(json, strlen(json), &spec);
+	sv_error_t *err = sv_jobspec_parse_json(json, strlen(json), DRV, &spec);
 	if (!err)
 		fail_msg("accepted bad spec: %s", json);
 	assert_null(spec);
@@ -162,6 +185,40 @@ static void test_bad_specs(void **state)
 		 " \"sink\": {}}",
 		 base_tail);
 	expect_error(buf, "sink.topic", "is required");
+	/* kind-specific fields, from the drivers' descriptors */
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"kind\": \"generator\", "
+		 "\"topic\": \"t\"}%s, \"sink\": {\"kind\": \"null\"}}",
+		 base_tail);
+	expect_error(buf, "source.topic",
+		     "a generator source has no topic (kafka sources do)");
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"mode\": \"bounded\", \"source\": "
+		 "{\"kind\": \"generator\"}%s, \"sink\": {\"kind\": "
+		 "\"null\"}}",
+		 base_tail);
+	expect_error(buf, "source.count",
+		     "is required for a generator source in a bounded job");
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"topic\": \"t\", "
+		 "\"start\": \"middle\"}%s, \"sink\": {\"kind\": \"null\"}}",
+		 base_tail);
+	expect_error(buf, "source.start",
+		     "unknown start 'middle' (expected earliest or latest)");
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"kind\": \"generator\", "
+		 "\"generator\": \"tpch\"}%s, \"sink\": {\"kind\": "
+		 "\"null\"}}",
+		 base_tail);
+	expect_error(buf, "source.generator",
+		     "unknown generator 'tpch' (expected sequence or nexmark)");
+	snprintf(buf, sizeof(buf),
+		 "{\"name\": \"x\", \"source\": {\"kind\": \"files\"}%s, "
+		 "\"sink\": {\"kind\": \"null\"}}",
+		 base_tail);
+	expect_error(buf, "source.kind",
+		     "unknown source kind 'files' (expected kafka or "
+		     "generator)");
 	snprintf(buf, sizeof(buf),
 		 "{\"name\": \"x\", \"mode\": \"batch\", "
 		 "\"source\": {\"topic\": \"t\"}%s, \"sink\": {\"topic\": "
@@ -252,7 +309,7 @@ static void test_join_spec(void **state)
 		  "\"type\": \"lookup\", " CUSTOMERS
 		  ", \"take\": {\"customer\": \"name\"}, \"kind\": \"left\"");
 	sv_jobspec_t *spec = NULL;
-	sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf), &spec);
+	sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf), DRV, &spec);
 	if (err)
 		fail_msg("%s", err->message);
 	const Streamvisor__Join *j = spec->msg->pipeline[0]->join;
@@ -262,7 +319,7 @@ static void test_join_spec(void **state)
 	sv_plan_t *plan = NULL;
 	assert_null(sv_plan_build(spec, &plan));
 	/* valid, but the runtime has no second input: 422, named */
-	sv_coverage_env_t env = {false, true};
+	sv_coverage_env_t env = {false, true, DRV};
 	json_t *pt = sv_coverage_plan_target(spec, plan);
 	err = sv_coverage_check(spec, plan, pt, &env, NULL);
 	json_decref(pt);
@@ -285,13 +342,13 @@ static void test_join_spec(void **state)
 	/* the JSON form goes round to the same plan */
 	char *text = sv_jobspec_to_json(spec);
 	sv_jobspec_t *again = NULL;
-	assert_null(sv_jobspec_parse_json(text, strlen(text), &again));
+	assert_null(sv_jobspec_parse_json(text, strlen(text), DRV, &again));
 	assert_string_equal(again->plan_id, spec->plan_id);
 	free(text);
 	sv_jobspec_destroy(again);
 	/* and so does the protobuf form */
-	assert_null(
-		sv_jobspec_parse_proto(spec->packed, spec->packed_len, &again));
+	assert_null(sv_jobspec_parse_proto(spec->packed, spec->packed_len, DRV,
+					   &again));
 	assert_string_equal(again->plan_id, spec->plan_id);
 	assert_string_equal(again->msg->pipeline[0]->join->take[0]->column,
 			    "name");
@@ -376,7 +433,7 @@ static void test_join_spec_errors(void **state)
 		}
 		join_spec(buf, sizeof(buf), cases[i].mode, body);
 		sv_jobspec_t *spec = NULL;
-		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf),
+		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf), DRV,
 							&spec);
 		if (!err) { /* the plan's 400s come before coverage */
 			sv_plan_t *plan = NULL;
@@ -424,7 +481,8 @@ static void test_plan_errors(void **state)
 			 "\"o\"}}",
 			 base_tail, cases[i].step);
 		sv_jobspec_t *spec;
-		assert_null(sv_jobspec_parse_json(buf, strlen(buf), &spec));
+		assert_null(
+			sv_jobspec_parse_json(buf, strlen(buf), DRV, &spec));
 		sv_plan_t *plan = NULL;
 		sv_error_t *err = sv_plan_build(spec, &plan);
 		if (!err)
@@ -440,7 +498,7 @@ static void test_plan_errors(void **state)
 	}
 	/* a good plan: output schema as selected */
 	sv_jobspec_t *spec;
-	assert_null(sv_jobspec_parse_json(good, strlen(good), &spec));
+	assert_null(sv_jobspec_parse_json(good, strlen(good), DRV, &spec));
 	sv_plan_t *plan;
 	assert_null(sv_plan_build(spec, &plan));
 	const sv_schema_t *out = sv_pipeline_out_schema(plan->pipeline);
