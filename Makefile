@@ -5,13 +5,15 @@
 #              ASan+UBSan, then all tests — unit, integration against a real
 #              Kafka broker started and stopped by ctest, e2e — in the dev build)
 #   make bench the benchmarks (see bench/README.md)
+#   make fuzz  build the libFuzzer targets (clang) and run each for
+#              FUZZ_SECONDS (default 60), FUZZ_JOBS at a time (docs/security.md)
 PRESET ?= dev
 BUILD := build/$(PRESET)
 JOBS ?= $(shell nproc)
 EXAMPLE ?= examples/generated-orders.json
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: all deps deps-run build run test test-unit test-asan bench clean
+.PHONY: all deps deps-run build run test test-unit test-asan bench fuzz clean
 
 all: build
 
@@ -42,6 +44,13 @@ test: deps test-asan build
 
 bench: deps
 	bench/run.sh
+
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 2
+fuzz: deps-run
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh
 
 clean:
 	rm -rf build

@@ -39,6 +39,8 @@ required=(
     openjdk-17-jdk-headless maven  # the real Kafka broker (deploy/kafka)
     curl jq python3 python3-venv
     clang-format cppcheck    # make lint (STYLE.md)
+    clang libclang-rt-14-dev # make fuzz: libFuzzer and the sanitizer runtimes
+    openssl                  # TLS tests make their certificates
 )
 # Optional: installed only when the distribution has them (libyyjson-dev is
 # not in bookworm; a newer Debian has it).
