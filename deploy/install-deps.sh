@@ -32,7 +32,7 @@ required=(
     build-essential cmake ninja-build pkg-config
     librdkafka-dev librocksdb-dev
     libprotobuf-c-dev protobuf-c-compiler
-    libmicrohttpd-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
+    libmicrohttpd-dev libgnutls28-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
     kcat                     # produce/consume from shell tests
     prometheus               # only for promtool (metrics format checks)
     python3-confluent-kafka  # transactional check in broker smoke test

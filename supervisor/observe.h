@@ -28,6 +28,14 @@ void sv_obslog_destroy(sv_obslog_t *log);
 uint64_t sv_obslog_add(sv_obslog_t *log, int attempt, const char *kind,
 		       json_t *fields);
 
+/* The principal (API caller) on whose behalf this thread acts, or NULL.
+ * Set by the HTTP layer around a request and by the supervisor thread
+ * around the command it runs; every observation added meanwhile carries
+ * it as "principal" (the audit trail). name is borrowed until cleared.
+ * thread: the calling thread only (thread-local) */
+void sv_obs_set_principal(const char *name);
+const char *sv_obs_principal(void);
+
 /* Observations with seq > after, oldest first, at most limit; as
  * {"observations": [...], "next_after": seq of the last returned (or
  * `after`), "first_seq": oldest kept, "dropped": count dropped}. */

@@ -57,6 +57,7 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path)
 					      : NULL;
 	dst->identity = src->identity ? sv_strdup(src->identity) : NULL;
+	sv_svconf_copy_security(dst, src);
 	for (size_t i = 0; i < src->nclusters; i++) {
 		const sv_cluster_t *c = &src->clusters[i];
 		sv_svconf_set_cluster(dst, c->name, c->bootstrap,
@@ -165,6 +166,32 @@ static sv_error_t *check_transactions(sv_supervisor_t *sv,
 	return err;
 }
 
+/* File sinks (sink, dead_letter, late_sink) only under file_sink_roots
+ * (sinks/confine.h): a 400 naming <field>.path. */
+static sv_error_t *check_file_sinks(sv_supervisor_t *sv,
+				    const Streamvisor__JobSpec *js)
+{
+	const struct {
+		const Streamvisor__Sink *s;
+		const char *field;
+	} sinks[] = {
+		{js->sink, "sink"},
+		{js->dead_letter, "dead_letter"},
+		{js->late_sink, "late_sink"},
+	};
+	for (size_t i = 0; i < SV_ARRAY_LEN(sinks); i++) {
+		const Streamvisor__Sink *s = sinks[i].s;
+		if (!s || strcmp(s->kind, "file"))
+			continue;
+		sv_error_t *err = sv_fileroots_check(
+			&sv->file_roots, sinks[i].field, s->path,
+			s->path ? strlen(s->path) : 0);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
@@ -188,6 +215,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	     (err = sv_resolve_cluster(sv, js->late_sink->kind,
 				       js->late_sink->cluster,
 				       "late_sink.cluster", &cl))) ||
+	    (err = check_file_sinks(sv, js)) ||
 	    (err = sv_coverage_check(spec)) ||
 	    (err = check_transactions(sv, js))) {
 		sv_jobspec_destroy(spec);
@@ -319,7 +347,9 @@ static void *sv_main(void *arg)
 			if (!sv->head)
 				sv->tail = NULL;
 			pthread_mutex_unlock(&sv->lock);
+			sv_obs_set_principal(c->principal); /* audit trail */
 			c->err = c->fn(sv, c);
+			sv_obs_set_principal(NULL);
 			pthread_mutex_lock(&sv->lock);
 			c->done = true;
 			pthread_cond_broadcast(&sv->reply);
@@ -356,6 +386,7 @@ static sv_error_t *call(sv_supervisor_t *sv, cmd_t *c, char **json)
 {
 	c->done = false;
 	c->next = NULL;
+	c->principal = sv_obs_principal(); /* the caller's; it waits */
 	pthread_mutex_lock(&sv->lock);
 	if (sv->stop) {
 		pthread_mutex_unlock(&sv->lock);
@@ -381,6 +412,11 @@ sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out)
 {
 	sv_supervisor_t *sv = sv_calloc(1, sizeof(*sv));
 	copy_conf(&sv->conf, conf);
+	sv->file_roots = (sv_fileroots_t){
+		.roots = sv->conf.file_sink_roots,
+		.n = sv->conf.nfile_sink_roots,
+		.unconfined = sv->conf.file_sinks_unconfined,
+	};
 	if (!sv->conf.identity) {
 		char host[128] = "localhost";
 		gethostname(host, sizeof(host) - 1);

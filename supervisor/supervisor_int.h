@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "checkpoint/store.h"
+#include "sinks/confine.h"
 #include "supervisor/job.h"
 #include "ingress/plan.h"
 #include "supervisor/supervisor.h"
@@ -26,6 +27,7 @@ struct cmd {
 	const char *id, *what, *body, *query;
 	size_t len;
 	bool protobuf;
+	const char *principal; /* who asked (observe.h), or NULL */
 	char *json;
 	sv_error_t *err;
 	bool done;
@@ -54,6 +56,7 @@ struct sv_supervisor {
 	size_t nhttp;
 	int64_t started_ms;
 	sv_ckstore_t *store; /* <data_dir>/checkpoints, or NULL without one */
+	sv_fileroots_t file_roots; /* conf.file_sink_roots (borrowed) */
 };
 
 /* supervisor.c */

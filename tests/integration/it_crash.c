@@ -461,6 +461,8 @@ static void sv_start(crash_t *c, const char *kill_at)
 			c->data_dir,
 			"--bootstrap-servers",
 			(char *)tk_bootstrap(),
+			"--file-sink-root",
+			c->root,
 			NULL};
 	size_t ne = 0;
 	while (environ[ne])
