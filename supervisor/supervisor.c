@@ -336,6 +336,24 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c);
 
 /* ---- the thread ---- */
 
+/* The audit trail: a job action a principal asked for leaves an
+ * observation saying what was asked and how it ended; the principal is
+ * added by sv_obslog_add (observe.h), as for every observation the action
+ * itself adds. Submit has job_submitted; a deleted job keeps no log (the
+ * audit log line in http.c has it). */
+static void audit_action(sv_supervisor_t *sv, cmd_t *c)
+{
+	if (!c->principal || c->fn != sv_do_action || !c->id || !c->what)
+		return;
+	sv_job_t *job = sv_find_job(sv, c->id);
+	if (!job)
+		return;
+	sv_obslog_add(
+		job->obs, job->attempt, "action_requested",
+		json_pack("{s:s, s:s}", "action", c->what, "outcome",
+			  c->err ? sv_errcat_name(c->err->category) : "ok"));
+}
+
 static void *sv_main(void *arg)
 {
 	sv_supervisor_t *sv = arg;
@@ -349,6 +367,7 @@ static void *sv_main(void *arg)
 			pthread_mutex_unlock(&sv->lock);
 			sv_obs_set_principal(c->principal); /* audit trail */
 			c->err = c->fn(sv, c);
+			audit_action(sv, c);
 			sv_obs_set_principal(NULL);
 			pthread_mutex_lock(&sv->lock);
 			c->done = true;
