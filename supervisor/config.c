@@ -376,13 +376,47 @@ static void output_nothing(struct fy_diag *diag, void *user, const char *buf,
 	SV_UNUSED(len);
 }
 
-/* Parse path into a document. quote_diag: whether libfyaml's message may be
- * repeated (not for the secrets file). An empty file gives a document with
- * no root. */
-static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
-			      struct fy_document **out)
+#define CONFIG_MAX_BYTES (1024 * 1024)
+
+/* Whether n bytes at p are UTF-8 (no overlong forms, surrogates or code
+ * points above U+10FFFF) holding no control character but tab, CR and LF.
+ * Sets *line to the line of the first bad byte. */
+static bool yaml_text_ok(const unsigned char *p, size_t n, int *line)
+{
+	*line = 1;
+	for (size_t i = 0; i < n;) {
+		unsigned c = p[i];
+		if (c == '\n')
+			(*line)++;
+		if (c < 0x80) {
+			if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') ||
+			    c == 0x7f)
+				return false;
+			i++;
+			continue;
+		}
+		size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+		if (!len || c > 0xf4 || i + len > n)
+			return false;
+		unsigned cp = c & (0x3f >> (len - 1));
+		for (size_t k = 1; k < len; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+/* The whole file (at most CONFIG_MAX_BYTES), checked by yaml_text_ok. */
+static sv_error_t *read_text_file(const loader_t *L, char **out, size_t *len)
 {
 	*out = NULL;
+	*len = 0;
 	FILE *f = fopen(L->path, "r");
 	if (!f) {
 		int e = errno;
@@ -391,22 +425,72 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 				     L->what, L->path, strerror(e)),
 			e, strerror(e));
 	}
+	size_t cap = 4096, n = 0, r;
+	char *buf = sv_malloc(cap + 1);
+	while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n > CONFIG_MAX_BYTES)
+			break;
+		if (n == cap)
+			buf = sv_realloc(buf, (cap *= 2) + 1);
+	}
+	fclose(f);
+	int line = 0;
+	const char *why = n > CONFIG_MAX_BYTES ? "is larger than 1 MiB"
+		: !yaml_text_ok((const unsigned char *)buf, n, &line)
+		? "is not UTF-8 text (a NUL, control character or invalid "
+		  "UTF-8 byte)"
+		: NULL;
+	if (why) {
+		explicit_bzero(buf, n);
+		free(buf);
+		if (line > 0)
+			return sv_error_new(SV_ERR_CONFIG,
+					    "%s '%s': invalid YAML at line %d: "
+					    "%s",
+					    L->what, L->path, line, why);
+		return sv_error_new(SV_ERR_CONFIG, "%s '%s' %s", L->what,
+				    L->path, why);
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return NULL;
+}
+
+/* Parse path into a document. quote_diag: whether libfyaml's message may be
+ * repeated (not for the secrets file). An empty file gives a document with
+ * no root. */
+static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
+			      struct fy_document **out)
+{
+	*out = NULL;
+	/* Read once, whole, and check the bytes before libfyaml sees them:
+	 * YAML is UTF-8 text, and libfyaml 0.8 loops forever on some invalid
+	 * input (a directive followed by a stray byte, found by
+	 * tests/fuzz/fuzz_config.c). */
+	char *text = NULL;
+	size_t tlen = 0;
+	sv_error_t *rerr = read_text_file(L, &text, &tlen);
+	if (rerr)
+		return rerr;
 	/* libfyaml yields no document (and no error text) for a stream
 	 * without one; tell that apart from a failure by looking for any
 	 * line that is not blank, a comment or a document marker. */
 	bool blank = true;
-	char line[256];
-	bool at_line_start = true;
-	while (blank && fgets(line, sizeof(line), f)) {
-		if (at_line_start) {
-			const char *p = line + strspn(line, " \t\r\n");
-			if (*p && *p != '#' && strncmp(p, "---", 3) != 0 &&
-			    strncmp(p, "...", 3) != 0)
-				blank = false;
-		}
-		at_line_start = strchr(line, '\n') != NULL;
+	for (const char *line = text; blank && line < text + tlen;) {
+		const char *nl = memchr(line, '\n',
+					(size_t)(text + tlen - line));
+		const char *end = nl ? nl : text + tlen;
+		const char *p = line;
+		while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+			p++;
+		if (p < end && *p != '#' &&
+		    !(end - p >= 3 &&
+		      (!strncmp(p, "---", 3) || !strncmp(p, "...", 3))))
+			blank = false;
+		line = nl ? nl + 1 : end;
 	}
-	fclose(f);
 
 	struct fy_diag_cfg dcfg;
 	fy_diag_cfg_default(&dcfg);
@@ -414,16 +498,22 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 	dcfg.output_fn = output_nothing;
 	dcfg.colorize = false;
 	struct fy_diag *diag = fy_diag_create(&dcfg);
-	if (!diag)
+	if (!diag) {
+		free(text);
 		return sv_error_new(SV_ERR_CONFIG, "cannot read %s '%s'",
 				    L->what, L->path);
+	}
 	fy_diag_set_collect_errors(diag, true);
 	struct fy_parse_cfg pcfg = {
 		.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG |
 			FYPCF_RESOLVE_DOCUMENT,
 		.diag = diag,
 	};
-	struct fy_document *fyd = fy_document_build_from_file(&pcfg, L->path);
+	/* parsed from the file (the text checked above is only a check: the
+	 * document would point into it) */
+	struct fy_document *fyd = tlen
+		? fy_document_build_from_file(&pcfg, L->path)
+		: NULL;
 	sv_error_t *err = NULL;
 	void *it = NULL;
 	struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
@@ -452,6 +542,8 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 		fyd = NULL;
 	}
 	fy_diag_destroy(diag);
+	explicit_bzero(text, tlen); /* may be the secrets file */
+	free(text);
 	*out = fyd;
 	return err;
 }

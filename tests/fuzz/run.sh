@@ -33,8 +33,13 @@ mkdir -p "$build/logs" "$build/artifacts"
 run_one() {
     local t=$1 bin=$build/fuzz_$1 work=$build/corpus/$1
     mkdir -p "$work"
-    local start=$SECONDS
-    "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    local start=$SECONDS extra=()
+    # http: jobs the inputs start keep allocating on their own threads
+    # while libFuzzer's per-input leak check runs, which reports memory a
+    # worker still holds; leaks on that path are checked by the replay
+    # under ASan (LeakSanitizer at exit) instead.
+    [ "$t" = http ] && extra=(-detect_leaks=0)
+    "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 "${extra[@]}" \
         -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" \
         "$work" "$here/corpus/$t" >"$build/logs/$t.log" 2>&1
     local rc=$? took=$((SECONDS - start))

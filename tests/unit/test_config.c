@@ -511,6 +511,22 @@ static void test_security_keys(void **state)
 		    "directory paths without '.' or '..' components (line 1)");
 }
 
+/* Bytes that are not UTF-8 text never reach libfyaml, which loops forever
+ * on some (found by tests/fuzz/fuzz_config.c: a directive and a stray
+ * byte). */
+static void test_not_text_refused(void **state)
+{
+	fixture_t *fx = *state;
+	load_expect(fx, "%\xd7",
+		    "config '%s': invalid YAML at line 1: is not UTF-8 text (a "
+		    "NUL, control character or invalid UTF-8 byte)");
+	load_expect(fx, "listen: 127.0.0.1:1\ndata_dir: /a\x01b\n",
+		    "config '%s': invalid YAML at line 2: is not UTF-8 text (a "
+		    "NUL, control character or invalid UTF-8 byte)");
+	load_expect(fx, "identity: \xc3\xa9t\xc3\xa9\n", NULL);
+	assert_string_equal(fx->conf.identity, "\xc3\xa9t\xc3\xa9");
+}
+
 /* A non-loopback listen address needs TLS and auth. */
 static void test_exposure(void **state)
 {
@@ -547,6 +563,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_security_keys, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_exposure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_text_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full_file, setup,
 						teardown),
