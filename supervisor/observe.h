@@ -6,7 +6,8 @@
  * Kinds (docs/observability.md): job_submitted, state_transition,
  * attempt_started, source_bound, restart_scheduled, restart_requested,
  * error, checkpoint_started, checkpoint_completed, checkpoint_failed,
- * checkpoint_restored, sink_commit, watermark_sample, lag_sample, drain.
+ * checkpoint_restored, sink_commit, watermark_sample, lag_sample, drain,
+ * action_requested (who asked for a job action: the audit trail).
  *
  * thread: any (a mutex inside); workers add checkpoint observations. */
 #ifndef SV_OBSERVE_H
