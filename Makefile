@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc)
 EXAMPLE ?= examples/generated-orders.json
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: all deps deps-run build run test test-unit test-asan bench fuzz clean
+.PHONY: all deps deps-run build run test test-unit test-asan bench fuzz clean lint format
 
 all: build
 
@@ -39,8 +39,16 @@ test-asan:
 test-unit: build
 	ctest --preset dev -L unit -j $(JOBS)
 
-test: deps test-asan build
+test: deps lint test-asan build
 	ctest --preset dev
+
+# Style checks (STYLE.md): clang-format with the committed .clang-format,
+# cppcheck over our code. `make format` rewrites the files in place.
+lint:
+	@deploy/lint.sh
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cc')
 
 bench: deps
 	bench/run.sh

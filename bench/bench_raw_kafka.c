@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util.h"
+
 #include <librdkafka/rdkafka.h>
 
 #include "core/record.h"
@@ -716,7 +718,7 @@ static int cmd_latency(const opts_t *o)
 				if (mono_s() - t0 >= o->warmup && kill_ms < 0) {
 					if (n == cap) {
 						cap *= 2;
-						lat = realloc(
+						lat = sv_realloc(
 							lat,
 							cap * sizeof(*lat));
 					}

@@ -25,5 +25,7 @@ out=$(cppcheck --quiet --error-exitcode=1 --std=c11 --language=c \
         --enable=warning,portability,performance \
         --inline-suppr --suppressions-list=deploy/cppcheck.supp \
         -I . -D__GNUC__ -DSV_VERSION_STRING='"0"' \
+        '-Djson_array_foreach(a,i,v)=for(i=0;(v=json_array_get(a,i));i++)' \
+        '-Djson_object_foreach(o,k,v)=for(k=0;(v=json_object_get(o,k));)' \
         "${csrc[@]}" 2>&1) || { echo "$out" >&2; echo "lint: cppcheck found the above" >&2; exit 1; }
 echo "lint: cppcheck clean (${#csrc[@]} files)"

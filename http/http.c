@@ -107,15 +107,18 @@ struct sv_http {
 static const struct {
 	const char *name;
 	unsigned allow;
+	int action; /* sv_action_t for POST, or -1 */
+	int view; /* sv_view_t for GET, or -1 */
 } job_subs[] = {
-	{"cancel", SV_HTTP_POST},
-	{"drain", SV_HTTP_POST},
-	{"resume", SV_HTTP_POST},
-	{"restart", SV_HTTP_POST},
-	{"checkpoints", SV_HTTP_GET | SV_HTTP_HEAD | SV_HTTP_POST},
-	{"observations", SV_HTTP_GET | SV_HTTP_HEAD},
-	{"preview", SV_HTTP_GET | SV_HTTP_HEAD},
-	{"result", SV_HTTP_GET | SV_HTTP_HEAD},
+	{"cancel", SV_HTTP_POST, SV_ACTION_CANCEL, -1},
+	{"drain", SV_HTTP_POST, SV_ACTION_DRAIN, -1},
+	{"resume", SV_HTTP_POST, SV_ACTION_RESUME, -1},
+	{"restart", SV_HTTP_POST, SV_ACTION_RESTART, -1},
+	{"checkpoints", SV_HTTP_GET | SV_HTTP_HEAD | SV_HTTP_POST,
+	 SV_ACTION_CHECKPOINT, SV_VIEW_CHECKPOINTS},
+	{"observations", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_OBSERVATIONS},
+	{"preview", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_PREVIEW},
+	{"result", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_RESULT},
 };
 
 unsigned sv_http_method_bit(const char *method)
@@ -207,6 +210,8 @@ sv_http_op_t sv_http_route(const char *method, const char *path,
 							    job_subs[i].name))
 							continue;
 						r->sub = job_subs[i].name;
+						r->action = job_subs[i].action;
+						r->view = job_subs[i].view;
 						if (job_subs[i].allow &
 						    SV_HTTP_GET)
 							get_op =
@@ -632,11 +637,12 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 		err = sv_supervisor_delete(sv, r->id, query_of(rq), &json);
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_ACTION:
-		err = sv_supervisor_action(sv, r->id, r->sub, body,
-					   rq->body.len, &json);
+		err = sv_supervisor_action(sv, r->id, (sv_action_t)r->action,
+					   body, rq->body.len, &json);
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_GET_SUB:
-		err = sv_supervisor_get(sv, r->id, r->sub, query_of(rq), &json);
+		err = sv_supervisor_get(sv, r->id, (sv_view_t)r->view,
+					query_of(rq), &json);
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_OPENAPI:
 		return respond_json(

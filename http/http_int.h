@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "supervisor/supervisor.h"
+
 /* Request bodies above this many bytes get 413 (the default of
  * limits.max_body_bytes). */
 #define SV_HTTP_BODY_MAX (1024 * 1024)
@@ -33,8 +35,8 @@ typedef enum sv_http_op {
 	SV_HTTP_OP_LIST, /* GET /v1/jobs */
 	SV_HTTP_OP_STATUS, /* GET /v1/jobs/{id} */
 	SV_HTTP_OP_DELETE, /* DELETE /v1/jobs/{id} */
-	SV_HTTP_OP_ACTION, /* POST /v1/jobs/{id}/{sub} */
-	SV_HTTP_OP_GET_SUB, /* GET /v1/jobs/{id}/{sub} */
+	SV_HTTP_OP_ACTION, /* POST /v1/jobs/{id}/{sub}: route.action */
+	SV_HTTP_OP_GET_SUB, /* GET /v1/jobs/{id}/{sub}: route.view */
 	SV_HTTP_OP_OPENAPI, /* GET /v1/openapi.json */
 	SV_HTTP_OP__COUNT
 } sv_http_op_t;
@@ -45,6 +47,8 @@ typedef struct sv_http_route {
 	char id[SV_HTTP_ID_MAX + 1]; /* job id, "" when the path has none */
 	const char *sub; /* static string: "cancel", "preview", ...
 					 * or NULL */
+	int action; /* SV_HTTP_OP_ACTION: the sv_action_t */
+	int view; /* SV_HTTP_OP_GET_SUB: the sv_view_t */
 } sv_http_route_t;
 
 /* The method bit of an HTTP method name, 0 for methods we never accept. */

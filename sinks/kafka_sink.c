@@ -47,6 +47,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/client.h"
 #include "sinks/sink.h"
 
 #define KSNK_META_TIMEOUT_MS 10000
@@ -96,48 +97,9 @@ extern const sv_sink_ops_t sv_sink_kafka_txn_ops;
 
 /* ---- logging and errors ---- */
 
-static sv_loglevel_t syslog_to_sv(int level)
-{
-	if (level <= 3)
-		return SV_LOG_ERROR;
-	if (level == 4)
-		return SV_LOG_WARN;
-	if (level <= 6)
-		return SV_LOG_INFO;
-	return SV_LOG_DEBUG;
-}
-
-/* thread: librdkafka internal threads */
-static void ksnk_log_cb(const rd_kafka_t *rk, int level, const char *fac,
-			const char *buf)
-{
-	kafka_sink_t *ks = rd_kafka_opaque(rk);
-	sv_log(ks ? &ks->logctx : NULL, syslog_to_sv(level), "kafka",
-	       "rdkafka %s: %s", fac, buf);
-}
-
-static sv_error_t *ksnk_error(kafka_sink_t *ks, sv_errcat_t cat,
-			      rd_kafka_resp_err_t code, const char *cause,
-			      const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static sv_error_t *ksnk_error(kafka_sink_t *ks, sv_errcat_t cat,
-			      rd_kafka_resp_err_t code, const char *cause,
-			      const char *fmt, ...)
-{
-	va_list ap;
-	sv_error_t *err;
-
-	va_start(ap, fmt);
-	err = sv_error_newv(cat, fmt, ap);
-	va_end(ap);
-	if (ks->job_id)
-		sv_error_set_job(err, ks->job_id, ks->attempt);
-	if (code || cause)
-		sv_error_set_cause(err, code,
-				   cause ? cause : rd_kafka_err2str(code));
-	return err;
-}
+/* An error with the job's context and a scrubbed cause (kafka/client.h). */
+#define ksnk_error(ks, cat, code, cause, ...) \
+	sv_kafka_error((ks)->rk, &(ks)->logctx, cat, code, cause, __VA_ARGS__)
 
 static bool is_topic_missing(rd_kafka_resp_err_t e)
 {
@@ -232,11 +194,9 @@ static sv_error_t *ksnk_txn_error(kafka_sink_t *ks, rd_kafka_error_t *e,
 }
 
 /* thread: the thread calling write/flush (served by rd_kafka_poll) */
-static void ksnk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
-		       void *opaque)
+static void ksnk_on_delivery(void *opaque, const rd_kafka_message_t *m)
 {
 	kafka_sink_t *ks = opaque;
-	SV_UNUSED(rk);
 	if (!m->err) {
 		/* Transactional: counted once the transaction commits. */
 		if (ks->transactional)
@@ -259,71 +219,27 @@ static void ksnk_dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m,
 	}
 }
 
-/* thread: the thread calling write/flush (served by rd_kafka_poll) */
-static void ksnk_error_cb(rd_kafka_t *rk, int err, const char *reason,
-			  void *opaque)
+/* thread: the thread calling write/flush (served by rd_kafka_poll); the
+ * event was logged (scrubbed) by kafka/client.c */
+static void ksnk_on_error(void *opaque, rd_kafka_resp_err_t err,
+			  const char *reason)
 {
 	kafka_sink_t *ks = opaque;
-	SV_UNUSED(rk);
-	if (err == RD_KAFKA_RESP_ERR__FATAL) {
-		if (!ks->err)
-			ks->err = ksnk_fatal(ks);
-		sv_log(&ks->logctx, SV_LOG_ERROR, "kafka",
-		       "producer of topic '%s' on cluster '%s': fatal: %s",
-		       ks->topic, ks->cluster_name, reason);
-		return;
-	}
-	sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
-	       "producer of topic '%s' on cluster '%s': %s: %s", ks->topic,
-	       ks->cluster_name, rd_kafka_err2name(err), reason);
+	SV_UNUSED(reason);
+	if (err == RD_KAFKA_RESP_ERR__FATAL && !ks->err)
+		ks->err = ksnk_fatal(ks);
 }
 
 /* ---- configuration ---- */
 
-static sv_error_t *ksnk_set(kafka_sink_t *ks, rd_kafka_conf_t *conf,
-			    const char *key, const char *value)
+/* Throughput defaults, then (kafka/client.c) the profile's properties,
+ * then what correctness depends on. Transactional settings come last so
+ * nothing overrides them; message.timeout.ms must not exceed
+ * transaction.timeout.ms (librdkafka refuses it) — librdkafka lowers its
+ * default to fit, but a profile may set it explicitly. */
+static sv_error_t *ksnk_client(kafka_sink_t *ks, const sv_sink_conf_t *conf)
 {
-	char errstr[512];
-	if (rd_kafka_conf_set(conf, key, value, errstr, sizeof(errstr)) ==
-	    RD_KAFKA_CONF_OK)
-		return NULL;
-	/* Name the key only: librdkafka's text may quote a secret value. */
-	return ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
-			  "invalid kafka client property '%s' for cluster '%s'",
-			  key, ks->cluster_name);
-}
-
-/* Transactional settings, after the profile's properties so nothing
- * overrides them. message.timeout.ms must not exceed transaction.timeout.ms
- * (librdkafka refuses it); librdkafka lowers its default to fit, but a
- * profile may set it explicitly. */
-static sv_error_t *ksnk_conf_txn(kafka_sink_t *ks, const sv_sink_conf_t *conf,
-				 rd_kafka_conf_t *kc)
-{
-	char v[32];
-	sv_error_t *err;
-
-	for (size_t i = 0; i < conf->cluster->nprops; i++) {
-		const sv_kv_t *kv = &conf->cluster->props[i];
-		if (!strcmp(kv->key, "message.timeout.ms") &&
-		    atoll(kv->value) > ks->txn_timeout_ms)
-			return ksnk_error(
-				ks, SV_ERR_CONFIG, 0, NULL,
-				"property 'message.timeout.ms' of "
-				"cluster '%s' exceeds the transaction "
-				"timeout (%d ms)",
-				ks->cluster_name, ks->txn_timeout_ms);
-	}
-	if ((err = ksnk_set(ks, kc, "transactional.id", ks->txn_id)))
-		return err;
-	snprintf(v, sizeof(v), "%d", ks->txn_timeout_ms);
-	return ksnk_set(ks, kc, "transaction.timeout.ms", v);
-}
-
-static sv_error_t *ksnk_conf(kafka_sink_t *ks, const sv_sink_conf_t *conf,
-			     rd_kafka_conf_t *kc)
-{
-	static const char *const tuning[][2] = {
+	static const sv_kafka_prop_t tuning[] = {
 		/* Wait up to 5 ms to fill batches: big produce requests at
 		 * high rates, little latency at low ones. */
 		{"linger.ms", "5"},
@@ -337,38 +253,52 @@ static sv_error_t *ksnk_conf(kafka_sink_t *ks, const sv_sink_conf_t *conf,
 		{"partitioner", "murmur2_random"},
 		{"socket.nagle.disable", "true"},
 	};
-	static const char *const fixed[][2] = {
+	char timeout[32];
+	snprintf(timeout, sizeof(timeout), "%d", ks->txn_timeout_ms);
+	const sv_kafka_prop_t fixed[] = {
 		{"acks", "all"},
 		{"enable.idempotence", "true"},
 		{"allow.auto.create.topics", "false"},
+		{"transactional.id", ks->txn_id},
+		{"transaction.timeout.ms", timeout},
 	};
-	char client_id[256];
-	sv_error_t *err;
-
-	for (size_t i = 0; i < SV_ARRAY_LEN(tuning); i++)
-		if ((err = ksnk_set(ks, kc, tuning[i][0], tuning[i][1])))
-			return err;
+	if (ks->transactional) {
+		for (size_t i = 0; i < conf->cluster->nprops; i++) {
+			const sv_kv_t *kv = &conf->cluster->props[i];
+			if (!strcmp(kv->key, "message.timeout.ms") &&
+			    atoll(kv->value) > ks->txn_timeout_ms)
+				return ksnk_error(
+					ks, SV_ERR_CONFIG, 0, NULL,
+					"property 'message.timeout.ms' of "
+					"cluster '%s' exceeds the transaction "
+					"timeout (%d ms)",
+					ks->cluster_name, ks->txn_timeout_ms);
+		}
+	}
+	char client_id[256], role[512];
 	snprintf(client_id, sizeof(client_id), "streamvisor-%s",
 		 ks->job_id ? ks->job_id : "sink");
-	if ((err = ksnk_set(ks, kc, "client.id", client_id)))
-		return err;
-	for (size_t i = 0; i < conf->cluster->nprops; i++)
-		if ((err = ksnk_set(ks, kc, conf->cluster->props[i].key,
-				    conf->cluster->props[i].value)))
-			return err;
-	if ((err = ksnk_set(ks, kc, "bootstrap.servers",
-			    conf->cluster->bootstrap)))
-		return err;
-	for (size_t i = 0; i < SV_ARRAY_LEN(fixed); i++)
-		if ((err = ksnk_set(ks, kc, fixed[i][0], fixed[i][1])))
-			return err;
-	if (ks->transactional && (err = ksnk_conf_txn(ks, conf, kc)))
-		return err;
-	rd_kafka_conf_set_opaque(kc, ks);
-	rd_kafka_conf_set_log_cb(kc, ksnk_log_cb);
-	rd_kafka_conf_set_error_cb(kc, ksnk_error_cb);
-	rd_kafka_conf_set_dr_msg_cb(kc, ksnk_dr_cb);
-	return NULL;
+	snprintf(role, sizeof(role), "producer of topic '%s' on cluster '%s'",
+		 ks->topic, ks->cluster_name);
+	sv_kafka_client_conf_t kc = {
+		.type = RD_KAFKA_PRODUCER,
+		.cluster = conf->cluster,
+		.client_id = client_id,
+		.role = role,
+		.log = &ks->logctx,
+		.tuning = tuning,
+		.ntuning = SV_ARRAY_LEN(tuning),
+		.fixed = fixed,
+		.nfixed = ks->transactional ? SV_ARRAY_LEN(fixed)
+					    : SV_ARRAY_LEN(fixed) - 2,
+		.opaque = ks,
+		.on_error = ksnk_on_error,
+		.on_delivery = ksnk_on_delivery,
+	};
+	sv_error_t *err = sv_kafka_client_new(&kc, &ks->rk);
+	return err && ks->job_id
+		? sv_error_set_job(err, ks->job_id, ks->attempt)
+		: err;
 }
 
 /* The topic must exist: producing to a missing topic would only fail
@@ -413,11 +343,13 @@ static sv_error_t *ksnk_init_transactions(kafka_sink_t *ks)
 			return NULL;
 		if (rd_kafka_error_is_retriable(e) &&
 		    !rd_kafka_error_is_fatal(e) && sv_mono_ms() < deadline) {
+			char text[512];
+			sv_kafka_client_scrub(ks->rk, rd_kafka_error_string(e),
+					      text, sizeof(text));
 			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
 			       "init_transactions of transactional id '%s' on "
 			       "cluster '%s': %s; retrying",
-			       ks->txn_id, ks->cluster_name,
-			       rd_kafka_error_string(e));
+			       ks->txn_id, ks->cluster_name, text);
 			rd_kafka_error_destroy(e);
 			continue;
 		}
@@ -432,8 +364,6 @@ static void ksnk_close(sv_sink_t *snk);
 static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 {
 	kafka_sink_t *ks;
-	rd_kafka_conf_t *kc;
-	char errstr[512];
 	sv_error_t *err;
 
 	*out = NULL;
@@ -510,20 +440,8 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 		goto fail;
 	}
 
-	kc = rd_kafka_conf_new();
-	if ((err = ksnk_conf(ks, conf, kc))) {
-		rd_kafka_conf_destroy(kc);
+	if ((err = ksnk_client(ks, conf)))
 		goto fail;
-	}
-	ks->rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, errstr, sizeof(errstr));
-	if (!ks->rk) {
-		rd_kafka_conf_destroy(kc);
-		err = ksnk_error(
-			ks, SV_ERR_CONFIG, 0, NULL,
-			"cannot create kafka producer for cluster '%s'",
-			ks->cluster_name);
-		goto fail;
-	}
 	ks->rkt = rd_kafka_topic_new(ks->rk, ks->topic, NULL);
 	if (!ks->rkt) {
 		err = ksnk_error(ks, SV_ERR_BINDING, rd_kafka_last_error(),
@@ -929,10 +847,13 @@ static void ksnk_close(sv_sink_t *snk)
 		rd_kafka_error_t *e = rd_kafka_abort_transaction(
 			ks->rk, KSNK_CLOSE_ABORT_TIMEOUT_MS);
 		if (e) {
+			char text[512];
+			sv_kafka_client_scrub(ks->rk, rd_kafka_error_string(e),
+					      text, sizeof(text));
 			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
 			       "closing: abort of the open transaction of "
 			       "transactional id '%s' failed: %s",
-			       ks->txn_id, rd_kafka_error_string(e));
+			       ks->txn_id, text);
 			rd_kafka_error_destroy(e);
 		}
 	}
@@ -954,7 +875,7 @@ static void ksnk_close(sv_sink_t *snk)
 	if (ks->rkt)
 		rd_kafka_topic_destroy(ks->rkt);
 	if (ks->rk)
-		rd_kafka_destroy(ks->rk);
+		sv_kafka_client_destroy(ks->rk);
 	sv_error_destroy(ks->err);
 	sv_buf_release(&ks->buf);
 	free(ks->topic);

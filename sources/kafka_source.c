@@ -26,8 +26,8 @@
  * is then paused. poll() reports eof once every partition is done and
  * everything before has been returned.
  *
- * librdkafka's own log lines go to sv_log with the job id; client
- * properties of the cluster profile are passed through and never logged. */
+ * The client is made by kafka/client.c (profile properties, log routing,
+ * scrubbing); client properties of the profile are never logged. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +40,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/client.h"
 #include "sources/ratelimit.h"
 #include "sources/source.h"
 
@@ -81,59 +82,9 @@ extern const sv_source_ops_t sv_source_kafka_ops;
 
 /* ---- logging and errors ---- */
 
-static sv_loglevel_t syslog_to_sv(int level)
-{
-	if (level <= 3)
-		return SV_LOG_ERROR;
-	if (level == 4)
-		return SV_LOG_WARN;
-	if (level <= 6)
-		return SV_LOG_INFO;
-	return SV_LOG_DEBUG;
-}
-
-/* thread: librdkafka internal threads */
-static void ksrc_log_cb(const rd_kafka_t *rk, int level, const char *fac,
-			const char *buf)
-{
-	kafka_source_t *ks = rd_kafka_opaque(rk);
-	sv_log(ks ? &ks->logctx : NULL, syslog_to_sv(level), "kafka",
-	       "rdkafka %s: %s", fac, buf);
-}
-
-/* thread: the polling thread (errors are forwarded to the consumer queue) */
-static void ksrc_error_cb(rd_kafka_t *rk, int err, const char *reason,
-			  void *opaque)
-{
-	kafka_source_t *ks = opaque;
-	SV_UNUSED(rk);
-	sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
-	       "consumer of topic '%s' on cluster '%s': %s: %s", ks->topic,
-	       ks->cluster_name, rd_kafka_err2name(err), reason);
-}
-
-static sv_error_t *ksrc_error(kafka_source_t *ks, sv_errcat_t cat,
-			      rd_kafka_resp_err_t code, const char *cause,
-			      const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static sv_error_t *ksrc_error(kafka_source_t *ks, sv_errcat_t cat,
-			      rd_kafka_resp_err_t code, const char *cause,
-			      const char *fmt, ...)
-{
-	va_list ap;
-	sv_error_t *err;
-
-	va_start(ap, fmt);
-	err = sv_error_newv(cat, fmt, ap);
-	va_end(ap);
-	if (ks->job_id)
-		sv_error_set_job(err, ks->job_id, ks->attempt);
-	if (code || cause)
-		sv_error_set_cause(err, code,
-				   cause ? cause : rd_kafka_err2str(code));
-	return err;
-}
+/* An error with the job's context and a scrubbed cause (kafka/client.h). */
+#define ksrc_error(ks, cat, code, cause, ...) \
+	sv_kafka_error((ks)->rk, &(ks)->logctx, cat, code, cause, __VA_ARGS__)
 
 static sv_error_t *ksrc_topic_missing(kafka_source_t *ks,
 				      rd_kafka_resp_err_t code)
@@ -154,27 +105,12 @@ static bool is_topic_missing(rd_kafka_resp_err_t e)
 
 /* ---- configuration ---- */
 
-/* Set one property; on failure name the key only (librdkafka's message may
- * quote the value, which can be a secret). */
-static sv_error_t *ksrc_set(kafka_source_t *ks, rd_kafka_conf_t *conf,
-			    const char *key, const char *value)
+/* Defaults that favour throughput, then (kafka/client.c) the profile's
+ * properties, which may override the tuning, then the settings correctness
+ * depends on, which nothing may override. */
+static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 {
-	char errstr[512];
-	if (rd_kafka_conf_set(conf, key, value, errstr, sizeof(errstr)) ==
-	    RD_KAFKA_CONF_OK)
-		return NULL;
-	return ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
-			  "invalid kafka client property '%s' for cluster '%s'",
-			  key, ks->cluster_name);
-}
-
-/* Defaults that favour throughput, then the profile's properties (which may
- * override the tuning), then the settings correctness depends on (which
- * nothing may override). */
-static sv_error_t *ksrc_conf(kafka_source_t *ks, const sv_source_conf_t *conf,
-			     rd_kafka_conf_t *kc)
-{
-	static const char *const tuning[][2] = {
+	static const sv_kafka_prop_t tuning[] = {
 		/* Fetch responses wait at most 100 ms for fetch.min.bytes:
 		 * low latency at low rates, full fetches at high rates. */
 		{"fetch.wait.max.ms", "100"},
@@ -187,43 +123,37 @@ static sv_error_t *ksrc_conf(kafka_source_t *ks, const sv_source_conf_t *conf,
 		{"check.crcs", "false"},
 		{"socket.nagle.disable", "true"},
 	};
-	static const char *const fixed[][2] = {
+	const sv_kafka_prop_t fixed[] = {
+		{"group.id", conf->group_id},
+		{"auto.offset.reset",
+		 conf->start == SV_START_LATEST ? "latest" : "earliest"},
 		{"enable.auto.commit", "false"},
 		{"enable.auto.offset.store", "false"},
 		{"isolation.level", "read_committed"},
 		{"enable.partition.eof", "true"},
 		{"allow.auto.create.topics", "false"},
 	};
-	char client_id[256];
-	sv_error_t *err;
-
-	for (size_t i = 0; i < SV_ARRAY_LEN(tuning); i++)
-		if ((err = ksrc_set(ks, kc, tuning[i][0], tuning[i][1])))
-			return err;
+	char client_id[256], role[512];
 	snprintf(client_id, sizeof(client_id), "streamvisor-%s",
 		 ks->job_id ? ks->job_id : "source");
-	if ((err = ksrc_set(ks, kc, "client.id", client_id)))
-		return err;
-	for (size_t i = 0; i < conf->cluster->nprops; i++)
-		if ((err = ksrc_set(ks, kc, conf->cluster->props[i].key,
-				    conf->cluster->props[i].value)))
-			return err;
-	if ((err = ksrc_set(ks, kc, "bootstrap.servers",
-			    conf->cluster->bootstrap)))
-		return err;
-	if ((err = ksrc_set(ks, kc, "group.id", conf->group_id)))
-		return err;
-	if ((err = ksrc_set(ks, kc, "auto.offset.reset",
-			    conf->start == SV_START_LATEST ? "latest"
-							   : "earliest")))
-		return err;
-	for (size_t i = 0; i < SV_ARRAY_LEN(fixed); i++)
-		if ((err = ksrc_set(ks, kc, fixed[i][0], fixed[i][1])))
-			return err;
-	rd_kafka_conf_set_opaque(kc, ks);
-	rd_kafka_conf_set_log_cb(kc, ksrc_log_cb);
-	rd_kafka_conf_set_error_cb(kc, ksrc_error_cb);
-	return NULL;
+	snprintf(role, sizeof(role), "consumer of topic '%s' on cluster '%s'",
+		 ks->topic, ks->cluster_name);
+	sv_kafka_client_conf_t kc = {
+		.type = RD_KAFKA_CONSUMER,
+		.cluster = conf->cluster,
+		.client_id = client_id,
+		.role = role,
+		.log = &ks->logctx,
+		.tuning = tuning,
+		.ntuning = SV_ARRAY_LEN(tuning),
+		.fixed = fixed,
+		.nfixed = SV_ARRAY_LEN(fixed),
+		.opaque = ks,
+	};
+	sv_error_t *err = sv_kafka_client_new(&kc, &ks->rk);
+	return err && ks->job_id
+		? sv_error_set_job(err, ks->job_id, ks->attempt)
+		: err;
 }
 
 /* ---- partitions ---- */
@@ -508,8 +438,6 @@ static void ksrc_close(sv_source_t *src);
 static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 {
 	kafka_source_t *ks;
-	rd_kafka_conf_t *kc;
-	char errstr[512];
 	sv_error_t *err;
 
 	*out = NULL;
@@ -565,20 +493,8 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		goto fail;
 	}
 
-	kc = rd_kafka_conf_new();
-	if ((err = ksrc_conf(ks, conf, kc))) {
-		rd_kafka_conf_destroy(kc);
+	if ((err = ksrc_client(ks, conf)))
 		goto fail;
-	}
-	ks->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, errstr, sizeof(errstr));
-	if (!ks->rk) {
-		rd_kafka_conf_destroy(kc);
-		err = ksrc_error(
-			ks, SV_ERR_CONFIG, 0, NULL,
-			"cannot create kafka consumer for cluster '%s'",
-			ks->cluster_name);
-		goto fail;
-	}
 	/* Everything (errors, logs if queued, rebalance-less events) comes
 	 * through the one queue we poll. */
 	rd_kafka_poll_set_consumer(ks->rk);
@@ -707,10 +623,13 @@ static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
 
 	/* Transient: broker down, transport errors, offset reset notices.
 	 * librdkafka retries on its own. */
+	char text[512];
+	sv_kafka_client_scrub(ks->rk, rd_kafka_message_errstr(m), text,
+			      sizeof(text));
 	sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
 	       "consumer of topic '%s' partition %d on cluster '%s': %s: %s",
 	       ks->topic, (int)m->partition, ks->cluster_name,
-	       rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+	       rd_kafka_err2name(m->err), text);
 	return NULL;
 }
 
@@ -860,7 +779,7 @@ static void ksrc_close(sv_source_t *src)
 		rd_kafka_queue_destroy(ks->q);
 	if (ks->rk) {
 		rd_kafka_consumer_close(ks->rk);
-		rd_kafka_destroy(ks->rk);
+		sv_kafka_client_destroy(ks->rk);
 	}
 	if (ks->dec)
 		sv_decoder_destroy(ks->dec);

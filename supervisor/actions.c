@@ -1,8 +1,8 @@
 /* actions.c — what operators ask of a job (DESIGN.md §3, §5): cancel,
  * drain, resume, restart, checkpoint now; and the drain deadline. An action
  * that is not valid in the job's state is a 409 naming both.
- * thread: supervisor (sv_do_*), except the waiting of
- * sv_supervisor_checkpoint_wait, which runs on the caller's thread. */
+ * thread: supervisor (sv_do_*, sv_ck_ready), except sv_action_parse, which
+ * runs on the caller's thread before the command is posted. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +14,7 @@
 #include "supervisor/supervisor_int.h"
 
 #define DRAIN_DEFAULT_TIMEOUT_MS 60000
-
-static void wait_worker_end(sv_job_t *job)
-{
-	/* a worker stops at its next batch boundary */
-	while (sv_worker_end(job->worker) == SV_WORKER_RUNNING) {
-		struct timespec ts = {0, 5 * 1000000};
-		nanosleep(&ts, NULL);
-	}
-}
+#define CHECKPOINT_WAIT_MS 120000 /* POST checkpoints */
 
 /* An action that needs the checkpoint store, on a supervisor without a
  * data directory. */
@@ -32,33 +24,34 @@ static sv_error_t *no_store(sv_job_t *job, const char *message)
 				job->id, job->attempt);
 }
 
-static sv_error_t *body_error(sv_job_t *job, const char *action,
-			      const char *field, const char *msg)
+static sv_error_t *body_error(const cmd_t *c, const char *field,
+			      const char *msg)
 {
 	sv_error_t *err = sv_error_new(SV_ERR_SUBMISSION, "%s: field '%s': %s",
-				       action, field, msg);
+				       sv_action_name(c->u.act.action), field,
+				       msg);
 	sv_error_set_field(err, field);
-	return sv_error_set_job(err, job->id, job->attempt);
+	return sv_error_set_job(err, c->id, 0);
 }
 
 /* The action's JSON body as an object ({} when empty); NULL + *err when it
  * is not an object or has a key not in `keys`. */
-static json_t *parse_body(sv_job_t *job, cmd_t *c, const char *const *keys,
-			  sv_error_t **err)
+static json_t *parse_body(const cmd_t *c, const char *body, size_t len,
+			  const char *const *keys, sv_error_t **err)
 {
 	*err = NULL;
-	if (!c->body || !c->len)
+	if (!body || !len)
 		return json_object();
 	json_error_t jerr;
-	json_t *o = json_loadb(c->body, c->len, 0, &jerr);
+	json_t *o = json_loadb(body, len, 0, &jerr);
 	if (!o || !json_is_object(o)) {
 		json_decref(o);
 		*err = sv_error_set_job(
 			sv_error_new(SV_ERR_SUBMISSION,
 				     "%s: body must be a JSON object%s%s",
-				     c->what, o ? "" : ": ",
-				     o ? "" : jerr.text),
-			job->id, job->attempt);
+				     sv_action_name(c->u.act.action),
+				     o ? "" : ": ", o ? "" : jerr.text),
+			c->id, 0);
 		return NULL;
 	}
 	const char *k;
@@ -68,12 +61,61 @@ static json_t *parse_body(sv_job_t *job, cmd_t *c, const char *const *keys,
 		for (const char *const *p = keys; *p; p++)
 			known |= !strcmp(k, *p);
 		if (!known) {
-			*err = body_error(job, c->what, k, "unknown field");
+			*err = body_error(c, k, "unknown field");
 			json_decref(o);
 			return NULL;
 		}
 	}
 	return o;
+}
+
+sv_error_t *sv_action_parse(cmd_t *c, const char *body, size_t len)
+{
+	static const char *const none[] = {NULL};
+	static const char *const drain[] = {"final_watermark", "timeout_ms",
+					    NULL};
+	static const char *const restart[] = {"from_checkpoint", "ignore_state",
+					      NULL};
+	c->u.act.from_checkpoint = -1;
+	const char *const *keys = c->u.act.action == SV_ACTION_DRAIN ? drain
+		: c->u.act.action == SV_ACTION_RESTART               ? restart
+								     : none;
+	sv_error_t *err;
+	json_t *o = parse_body(c, body, len, keys, &err);
+	if (!o)
+		return err;
+	if (c->u.act.action == SV_ACTION_DRAIN) {
+		json_t *fw = json_object_get(o, "final_watermark");
+		json_t *to = json_object_get(o, "timeout_ms");
+		if (fw && !json_is_boolean(fw))
+			err = body_error(c, "final_watermark",
+					 "expected true or false");
+		else if (to &&
+			 (!json_is_integer(to) || json_integer_value(to) <= 0))
+			err = body_error(c, "timeout_ms",
+					 "expected a positive integer "
+					 "(milliseconds)");
+		c->u.act.final_watermark = fw && json_is_true(fw);
+		c->u.act.timeout_ms = to ? json_integer_value(to) : 0;
+	} else if (c->u.act.action == SV_ACTION_RESTART) {
+		json_t *from = json_object_get(o, "from_checkpoint");
+		json_t *ign = json_object_get(o, "ignore_state");
+		if (from && json_is_integer(from) &&
+		    json_integer_value(from) >= 0)
+			c->u.act.from_checkpoint = json_integer_value(from);
+		else if (from &&
+			 !(json_is_string(from) &&
+			   !strcmp(json_string_value(from), "latest")))
+			err = body_error(c, "from_checkpoint",
+					 "expected a checkpoint id or "
+					 "\"latest\"");
+		if (!err && ign && !json_is_boolean(ign))
+			err = body_error(c, "ignore_state",
+					 "expected true or false");
+		c->u.act.ignore_state = ign && json_is_true(ign);
+	}
+	json_decref(o);
+	return err;
 }
 
 static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
@@ -84,7 +126,7 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	job->pending_start = false;
 	if (job->worker) {
 		sv_worker_stop(job->worker);
-		wait_worker_end(job);
+		sv_worker_wait(job->worker);
 		sv_on_worker_end(sv, job);
 	}
 	if (job->state != SV_JOB_CANCELLED)
@@ -96,8 +138,6 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 
 static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	static const char *const keys[] = {"final_watermark", "timeout_ms",
-					   NULL};
 	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
 	    !job->worker || job->pending_start)
 		return sv_conflict(job, "drain");
@@ -105,28 +145,9 @@ static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		return no_store(job,
 				"drain needs checkpoints, and this "
 				"supervisor has no data directory");
-	sv_error_t *err;
-	json_t *o = parse_body(job, c, keys, &err);
-	if (!o)
-		return err;
-	json_t *fw = json_object_get(o, "final_watermark");
-	json_t *to = json_object_get(o, "timeout_ms");
-	if (fw && !json_is_boolean(fw))
-		err = body_error(job, "drain", "final_watermark",
-				 "expected true "
-				 "or false");
-	else if (to && (!json_is_integer(to) || json_integer_value(to) <= 0))
-		err = body_error(job, "drain", "timeout_ms",
-				 "expected a positive "
-				 "integer (milliseconds)");
-	if (err) {
-		json_decref(o);
-		return err;
-	}
-	bool final_wm = fw && json_is_true(fw);
-	int64_t timeout = to ? json_integer_value(to)
-			     : DRAIN_DEFAULT_TIMEOUT_MS;
-	json_decref(o);
+	bool final_wm = c->u.act.final_watermark;
+	int64_t timeout = c->u.act.timeout_ms ? c->u.act.timeout_ms
+					      : DRAIN_DEFAULT_TIMEOUT_MS;
 	job->drain_deadline_ms = sv_now_ms() + timeout;
 	sv_worker_drain(job->worker, final_wm);
 	char reason[160];
@@ -174,8 +195,6 @@ static sv_error_t *do_resume(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 
 static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	static const char *const keys[] = {"from_checkpoint", "ignore_state",
-					   NULL};
 	if (job->state == SV_JOB_PENDING || job->state == SV_JOB_DRAINING ||
 	    job->state == SV_JOB_CANCELLED || job->state == SV_JOB_COMPLETED)
 		return sv_conflict(job, "restart");
@@ -184,29 +203,8 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 				"restart needs checkpoints, and this "
 				"supervisor has no data directory");
 	sv_error_t *err;
-	json_t *o = parse_body(job, c, keys, &err);
-	if (!o)
-		return err;
-	json_t *from = json_object_get(o, "from_checkpoint");
-	json_t *ign = json_object_get(o, "ignore_state");
-	int64_t ck = -1;
-	if (from && json_is_integer(from) && json_integer_value(from) >= 0) {
-		ck = json_integer_value(from);
-	} else if (from &&
-		   !(json_is_string(from) &&
-		     !strcmp(json_string_value(from), "latest"))) {
-		err = body_error(job, "restart", "from_checkpoint",
-				 "expected a "
-				 "checkpoint id or \"latest\"");
-	}
-	if (!err && ign && !json_is_boolean(ign))
-		err = body_error(job, "restart", "ignore_state",
-				 "expected true or "
-				 "false");
-	bool ignore = ign && json_is_true(ign);
-	json_decref(o);
-	if (err)
-		return err;
+	int64_t ck = c->u.act.from_checkpoint;
+	bool ignore = c->u.act.ignore_state;
 	if (ck < 0) {
 		Streamvisor__CheckpointRecord *rec = NULL;
 		err = sv_ckstore_latest_committed(sv->store, job->id, INT64_MAX,
@@ -249,7 +247,7 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	if (job->worker) {
 		job->pending_start = true;
 		sv_worker_stop(job->worker);
-		wait_worker_end(job);
+		sv_worker_wait(job->worker);
 		sv_on_worker_end(sv, job);
 	}
 	job->pending_start = false;
@@ -260,10 +258,10 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	return NULL;
 }
 
-/* POST checkpoints: ask the worker; the caller waits (ck_poll). */
+/* POST checkpoints: ask the worker and park the command; sv_ck_ready
+ * completes it when the worker reports the checkpoint that serves it. */
 static sv_error_t *do_checkpoint(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	(void)sv;
 	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
 	    !job->worker)
 		return sv_conflict(job, "checkpoint");
@@ -271,10 +269,10 @@ static sv_error_t *do_checkpoint(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		return no_store(job,
 				"checkpoints need a data directory, and "
 				"this supervisor has none");
-	uint64_t ticket = sv_worker_request_checkpoint(job->worker);
-	c->json = sv_json_dump(json_pack("{s:I, s:i}", "ticket",
-					 (json_int_t)ticket, "attempt",
-					 job->attempt));
+	c->ticket = sv_worker_request_checkpoint(job->worker);
+	c->attempt = job->attempt;
+	c->deadline_ms = sv_now_ms() + CHECKPOINT_WAIT_MS;
+	c->park = true;
 	return NULL;
 }
 
@@ -283,44 +281,54 @@ sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c)
 	sv_job_t *job = sv_find_job(sv, c->id);
 	if (!job)
 		return sv_no_job(c->id);
-	if (!strcmp(c->what, "cancel"))
+	switch (c->u.act.action) {
+	case SV_ACTION_CANCEL:
 		return do_cancel(sv, job, c);
-	if (!strcmp(c->what, "drain"))
+	case SV_ACTION_DRAIN:
 		return do_drain(sv, job, c);
-	if (!strcmp(c->what, "resume"))
+	case SV_ACTION_RESUME:
 		return do_resume(sv, job, c);
-	if (!strcmp(c->what, "restart"))
+	case SV_ACTION_RESTART:
 		return do_restart(sv, job, c);
-	if (!strcmp(c->what, "checkpoints"))
+	case SV_ACTION_CHECKPOINT:
 		return do_checkpoint(sv, job, c);
-	return sv_error_new(SV_ERR_NOT_FOUND, "unknown action '%s'", c->what);
+	case SV_ACTION__COUNT:
+		break;
+	}
+	return sv_error_new(SV_ERR_NOT_FOUND, "unknown action %d",
+			    (int)c->u.act.action);
 }
 
-/* Poll for the checkpoint of c->query = "<ticket>:<attempt>": c->json is
- * {"done": bool, "id": n} or an error when the attempt ended first. */
-sv_error_t *sv_do_ck_poll(sv_supervisor_t *sv, cmd_t *c)
+bool sv_ck_ready(sv_supervisor_t *sv, cmd_t *c, int64_t now)
 {
 	sv_job_t *job = sv_find_job(sv, c->id);
-	if (!job)
-		return sv_no_job(c->id);
-	unsigned long long ticket = 0;
-	int attempt = 0;
-	sscanf(c->query, "%llu:%d", &ticket, &attempt);
-	if (!job->worker || job->attempt != attempt) {
-		const sv_error_t *e = job->error;
-		return sv_error_set_job(
+	if (!job || !job->worker || job->attempt != c->attempt) {
+		const sv_error_t *e = job ? job->error : NULL;
+		c->err = sv_error_set_job(
 			sv_error_new(SV_ERR_CHECKPOINT,
 				     "the attempt ended before the checkpoint "
 				     "committed%s%s",
 				     e ? ": " : "", e ? e->message : ""),
-			job->id, job->attempt);
+			c->id, job ? job->attempt : 0);
+		return true;
 	}
 	const sv_worker_stats_t *st = sv_worker_stats(job->worker);
-	bool done = atomic_load(&st->checkpoint_served) >= ticket;
-	c->json = sv_json_dump(
-		json_pack("{s:b, s:I}", "done", done, "id",
-			  (json_int_t)atomic_load(&st->last_checkpoint)));
-	return NULL;
+	if (atomic_load(&st->checkpoint_served) >= c->ticket) {
+		c->json = sv_json_dump(json_pack(
+			"{s:I}", "id",
+			(json_int_t)atomic_load(&st->last_checkpoint)));
+		return true;
+	}
+	if (now > c->deadline_ms) {
+		c->err = sv_error_set_job(
+			sv_error_new(SV_ERR_CHECKPOINT,
+				     "checkpoint of job '%s' did not commit "
+				     "within %d ms",
+				     c->id, CHECKPOINT_WAIT_MS),
+			c->id, job->attempt);
+		return true;
+	}
+	return false;
 }
 
 /* GET checkpoints: the store's records, newest first. */
@@ -333,9 +341,9 @@ sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c)
 	if (sv->store) {
 		Streamvisor__CheckpointRecord **recs = NULL;
 		size_t n = 0;
-		sv_error_t *err = sv_ckstore_list(sv->store, job->id,
-						  sv_query_limit(c->query, 100),
-						  &recs, &n);
+		sv_error_t *err = sv_ckstore_list(
+			sv->store, job->id,
+			c->u.view.limit ? c->u.view.limit : 100, &recs, &n);
 		if (err) {
 			json_decref(a);
 			return sv_error_set_job(err, job->id, job->attempt);

@@ -31,7 +31,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
-#include "sources/devcluster.h"
+#include "kafka/devcluster.h"
 #include "cli/cli.h"
 #include "supervisor/config_int.h"
 #include "http/http.h"

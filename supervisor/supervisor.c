@@ -9,7 +9,7 @@
  * attempt. */
 #define _GNU_SOURCE
 #include "supervisor/supervisor_int.h"
-#include "sinks/kafka_admin.h"
+#include "kafka/admin.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -30,7 +30,6 @@
 #include "ingress/spec.h"
 
 #define TICK_MS 100
-#define CHECKPOINT_WAIT_MS 120000 /* POST checkpoints */
 
 
 static const char *const state_names[SV_JOB__COUNT] = {
@@ -160,9 +159,8 @@ static sv_error_t *check_transactions(sv_supervisor_t *sv,
 		sv, js->sink->kind, js->sink->cluster, "sink.cluster", &cl);
 	if (!err)
 		err = sv_kafka_check_txn_timeout(
-			cl, sv_sink_txn_timeout_ms(js->sink));
-	if (err && err->category == SV_ERR_CONFIG)
-		sv_error_set_field(err, "sink.transaction_timeout_ms");
+			cl, sv_sink_txn_timeout_ms(js->sink),
+			"sink.transaction_timeout_ms");
 	return err;
 }
 
@@ -195,10 +193,11 @@ static sv_error_t *check_file_sinks(sv_supervisor_t *sv,
 static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_jobspec_t *spec = NULL;
-	sv_error_t *err = c->protobuf
-		? sv_jobspec_parse_proto((const uint8_t *)c->body, c->len,
-					 &spec)
-		: sv_jobspec_parse_json(c->body, c->len, &spec);
+	sv_error_t *err = c->u.submit.protobuf
+		? sv_jobspec_parse_proto((const uint8_t *)c->u.submit.body,
+					 c->u.submit.len, &spec)
+		: sv_jobspec_parse_json(c->u.submit.body, c->u.submit.len,
+					&spec);
 	if (err)
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
@@ -318,7 +317,7 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 			continue;
 		if (!sv_jobstate_terminal(job->state))
 			return sv_conflict(job, "delete");
-		bool purge = c->query && strstr(c->query, "purge=true");
+		bool purge = c->u.del.purge;
 		c->json = sv_json_dump(json_pack("{s:s, s:b, s:b}", "id",
 						 job->id, "deleted", 1,
 						 "checkpoints_deleted", purge));
@@ -332,7 +331,33 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 	return sv_no_job(c->id);
 }
 
-sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c);
+/* What runs each command type on the supervisor thread. */
+static cmd_fn *const handlers[SV_CMD__COUNT] = {
+	[SV_CMD_SUBMIT] = do_submit,      [SV_CMD_LIST] = do_list,
+	[SV_CMD_STATUS] = do_status,      [SV_CMD_DELETE] = do_delete,
+	[SV_CMD_ACTION] = sv_do_action,   [SV_CMD_VIEW] = sv_do_get,
+	[SV_CMD_METRICS] = sv_do_metrics,
+};
+
+/* Complete the parked commands whose answer is ready; called with
+ * sv->lock held, after the tick. */
+static void complete_parked(sv_supervisor_t *sv)
+{
+	int64_t now = sv_now_ms();
+	for (cmd_t **pp = &sv->parked; *pp;) {
+		cmd_t *c = *pp;
+		if (!sv->stop && !sv_ck_ready(sv, c, now)) {
+			pp = &c->next;
+			continue;
+		}
+		if (sv->stop && !c->json && !c->err)
+			c->err = sv_error_new(SV_ERR_RUNTIME,
+					      "supervisor is stopping");
+		*pp = c->next;
+		c->done = true;
+		pthread_cond_broadcast(&sv->reply);
+	}
+}
 
 /* ---- the thread ---- */
 
@@ -343,14 +368,15 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c);
  * audit log line in http.c has it). */
 static void audit_action(sv_supervisor_t *sv, cmd_t *c)
 {
-	if (!c->principal || c->fn != sv_do_action || !c->id || !c->what)
+	if (!c->principal || c->type != SV_CMD_ACTION || !c->id)
 		return;
 	sv_job_t *job = sv_find_job(sv, c->id);
 	if (!job)
 		return;
 	sv_obslog_add(
 		job->obs, job->attempt, "action_requested",
-		json_pack("{s:s, s:s}", "action", c->what, "outcome",
+		json_pack("{s:s, s:s}", "action",
+			  sv_action_name(c->u.act.action), "outcome",
 			  c->err ? sv_errcat_name(c->err->category) : "ok"));
 }
 
@@ -366,17 +392,23 @@ static void *sv_main(void *arg)
 				sv->tail = NULL;
 			pthread_mutex_unlock(&sv->lock);
 			sv_obs_set_principal(c->principal); /* audit trail */
-			c->err = c->fn(sv, c);
+			c->err = handlers[c->type](sv, c);
 			audit_action(sv, c);
 			sv_obs_set_principal(NULL);
 			pthread_mutex_lock(&sv->lock);
-			c->done = true;
-			pthread_cond_broadcast(&sv->reply);
+			if (c->park && !c->err) {
+				c->next = sv->parked;
+				sv->parked = c;
+			} else {
+				c->done = true;
+				pthread_cond_broadcast(&sv->reply);
+			}
 		}
 		sv->worker_event = false;
 		pthread_mutex_unlock(&sv->lock);
 		tick(sv);
 		pthread_mutex_lock(&sv->lock);
+		complete_parked(sv);
 		if (sv->head || sv->worker_event || sv->stop)
 			continue;
 		struct timespec ts;
@@ -388,6 +420,7 @@ static void *sv_main(void *arg)
 		}
 		pthread_cond_timedwait(&sv->wake, &sv->lock, &ts);
 	}
+	complete_parked(sv);
 	pthread_mutex_unlock(&sv->lock);
 	/* stop every attempt; jobs stay as they are */
 	for (size_t i = 0; i < sv->njobs; i++) {
@@ -502,85 +535,87 @@ void sv_supervisor_destroy(sv_supervisor_t *sv)
 sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 				 size_t len, bool protobuf, char **json)
 {
-	cmd_t c = {.fn = do_submit,
-		   .body = body,
-		   .len = len,
-		   .protobuf = protobuf};
+	cmd_t c = {
+		.type = SV_CMD_SUBMIT,
+		.u.submit = {.body = body, .len = len, .protobuf = protobuf}};
 	return call(sv, &c, json);
 }
 
 sv_error_t *sv_supervisor_list(sv_supervisor_t *sv, char **json)
 {
-	cmd_t c = {.fn = do_list};
+	cmd_t c = {.type = SV_CMD_LIST};
 	return call(sv, &c, json);
 }
 
 sv_error_t *sv_supervisor_status(sv_supervisor_t *sv, const char *id,
 				 char **json)
 {
-	cmd_t c = {.fn = do_status, .id = id};
+	cmd_t c = {.type = SV_CMD_STATUS, .id = id};
 	return call(sv, &c, json);
 }
 
+static const char *const action_names[SV_ACTION__COUNT] = {
+	[SV_ACTION_CANCEL] = "cancel",          [SV_ACTION_DRAIN] = "drain",
+	[SV_ACTION_RESUME] = "resume",          [SV_ACTION_RESTART] = "restart",
+	[SV_ACTION_CHECKPOINT] = "checkpoints",
+};
+
+static const char *const view_names[SV_VIEW__COUNT] = {
+	[SV_VIEW_CHECKPOINTS] = "checkpoints",
+	[SV_VIEW_OBSERVATIONS] = "observations",
+	[SV_VIEW_PREVIEW] = "preview",
+	[SV_VIEW_RESULT] = "result",
+};
+
+const char *sv_action_name(sv_action_t action)
+{
+	return (unsigned)action < SV_ACTION__COUNT ? action_names[action]
+						   : "unknown";
+}
+
+const char *sv_view_name(sv_view_t view)
+{
+	return (unsigned)view < SV_VIEW__COUNT ? view_names[view] : "unknown";
+}
+
 sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
-				 const char *action, const char *body,
+				 sv_action_t action, const char *body,
 				 size_t len, char **json)
 {
-	cmd_t c = {.fn = sv_do_action,
-		   .id = id,
-		   .what = action,
-		   .body = body,
-		   .len = len};
-	sv_error_t *err = call(sv, &c, json);
-	if (err || strcmp(action, "checkpoints"))
+	cmd_t c = {.type = SV_CMD_ACTION, .id = id, .u.act.action = action};
+	if ((unsigned)action >= SV_ACTION__COUNT)
+		return sv_error_new(SV_ERR_NOT_FOUND, "unknown action %d",
+				    (int)action);
+	sv_error_t *err = sv_action_parse(&c, body, len);
+	if (err) {
+		*json = NULL;
 		return err;
-	/* POST checkpoints answers once the checkpoint committed: wait here,
-	 * on the caller's thread, polling the supervisor thread. */
-	json_error_t jerr;
-	json_t *t = json_loads(*json, 0, &jerr);
-	free(*json);
-	*json = NULL;
-	char q[64];
-	snprintf(q, sizeof(q), "%lld:%d",
-		 (long long)json_integer_value(json_object_get(t, "ticket")),
-		 (int)json_integer_value(json_object_get(t, "attempt")));
-	json_decref(t);
-	int64_t deadline = sv_mono_ms() + CHECKPOINT_WAIT_MS;
-	for (;;) {
-		char *r = NULL;
-		cmd_t p = {.fn = sv_do_ck_poll, .id = id, .query = q};
-		if ((err = call(sv, &p, &r)))
-			return err;
-		json_t *o = json_loads(r, 0, &jerr);
-		free(r);
-		bool done = json_is_true(json_object_get(o, "done"));
-		json_int_t ck = json_integer_value(json_object_get(o, "id"));
-		json_decref(o);
-		if (done) {
-			*json = sv_json_dump(json_pack("{s:I}", "id", ck));
-			return NULL;
-		}
-		if (sv_mono_ms() > deadline)
-			return sv_error_new(SV_ERR_CHECKPOINT,
-					    "checkpoint of job "
-					    "'%s' did not commit within %d ms",
-					    id, CHECKPOINT_WAIT_MS);
-		struct timespec ts = {0, 20 * 1000000};
-		nanosleep(&ts, NULL);
 	}
+	return call(sv, &c, json);
 }
 
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
-			      const char *what, const char *query, char **json)
+			      sv_view_t view, const char *query, char **json)
 {
-	cmd_t c = {.fn = sv_do_get, .id = id, .what = what, .query = query};
+	cmd_t c = {.type = SV_CMD_VIEW,
+		   .id = id,
+		   .u.view = {.view = view,
+			      .limit = sv_query_uint(query, "limit", 0),
+			      .after = sv_query_uint(query, "after", 0)}};
 	return call(sv, &c, json);
 }
 
 sv_error_t *sv_supervisor_delete(sv_supervisor_t *sv, const char *id,
 				 const char *query, char **json)
 {
-	cmd_t c = {.fn = do_delete, .id = id, .query = query};
+	bool purge = false;
+	for (const char *p = query; p && *p;) {
+		purge |= !strncmp(p, "purge=true", 10) &&
+			(p[10] == '\0' || p[10] == '&');
+		p = strchr(p, '&');
+		p = p ? p + 1 : NULL;
+	}
+	cmd_t c = {.type = SV_CMD_DELETE, .id = id, .u.del.purge = purge};
 	return call(sv, &c, json);
 }
 
@@ -608,7 +643,7 @@ void sv_supervisor_count_http(sv_supervisor_t *sv, const char *method,
 
 char *sv_supervisor_metrics(sv_supervisor_t *sv)
 {
-	cmd_t c = {.fn = sv_do_metrics};
+	cmd_t c = {.type = SV_CMD_METRICS};
 	char *text = NULL;
 	sv_error_t *err = call(sv, &c, &text);
 	if (err) {

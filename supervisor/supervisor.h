@@ -87,17 +87,43 @@ sv_error_t *sv_supervisor_list(sv_supervisor_t *sv, char **json);
 /* GET /v1/jobs/{id}. thread: any */
 sv_error_t *sv_supervisor_status(sv_supervisor_t *sv, const char *id,
 				 char **json);
-/* POST /v1/jobs/{id}/{action}: cancel, drain, resume, restart, checkpoints.
- * body may be NULL. thread: any */
+/* What an operator asks of a job: POST /v1/jobs/{id}/{action}. */
+typedef enum sv_action {
+	SV_ACTION_CANCEL = 0,
+	SV_ACTION_DRAIN, /* body {"final_watermark": bool, "timeout_ms": n} */
+	SV_ACTION_RESUME,
+	SV_ACTION_RESTART, /* body {"from_checkpoint": id|"latest",
+			    *       "ignore_state": bool} */
+	SV_ACTION_CHECKPOINT, /* "checkpoints": take one now; answers once it
+			       * committed, with its id */
+	SV_ACTION__COUNT
+} sv_action_t;
+
+/* A job's documents beside its status: GET /v1/jobs/{id}/{view}. */
+typedef enum sv_view {
+	SV_VIEW_CHECKPOINTS = 0, /* ?limit=n */
+	SV_VIEW_OBSERVATIONS, /* ?after=seq&limit=n */
+	SV_VIEW_PREVIEW, /* ?limit=n */
+	SV_VIEW_RESULT, /* ?limit=n */
+	SV_VIEW__COUNT
+} sv_view_t;
+
+/* The path segment of an action or view ("cancel", "checkpoints", ...). */
+const char *sv_action_name(sv_action_t action);
+const char *sv_view_name(sv_view_t view);
+
+/* POST /v1/jobs/{id}/{action}. body (may be NULL) is the action's JSON
+ * object, parsed on the caller's thread into the typed command; errors
+ * there are SV_ERR_SUBMISSION naming the field. thread: any */
 sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
-				 const char *action, const char *body,
+				 sv_action_t action, const char *body,
 				 size_t len, char **json);
-/* GET /v1/jobs/{id}/{what}: checkpoints, observations, preview, result;
- * query is the raw query string (may be NULL). thread: any */
+/* GET /v1/jobs/{id}/{view}; query is the raw query string (may be NULL).
+ * thread: any */
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
-			      const char *what, const char *query, char **json);
-/* DELETE /v1/jobs/{id}. thread: any */
-/* query "purge=true" also removes the job's checkpoints. */
+			      sv_view_t view, const char *query, char **json);
+/* DELETE /v1/jobs/{id}: a terminal job is forgotten; query "purge=true"
+ * also removes its checkpoints. thread: any */
 sv_error_t *sv_supervisor_delete(sv_supervisor_t *sv, const char *id,
 				 const char *query, char **json);
 /* GET /v1/info as JSON. thread: any */

@@ -22,12 +22,55 @@
 typedef struct cmd cmd_t;
 typedef sv_error_t *(cmd_fn)(sv_supervisor_t *sv, cmd_t *c);
 
+typedef enum sv_cmd_type {
+	SV_CMD_SUBMIT = 0,
+	SV_CMD_LIST,
+	SV_CMD_STATUS,
+	SV_CMD_DELETE,
+	SV_CMD_ACTION,
+	SV_CMD_VIEW,
+	SV_CMD_METRICS,
+	SV_CMD__COUNT
+} sv_cmd_type_t;
+
+/* A command to the supervisor thread, after librdkafka's rd_kafka_op_t: a
+ * type, typed arguments (parsed on the caller's thread), a reply. The
+ * caller owns it (on its stack) and waits on sv->reply until done. A
+ * command whose answer is not ready when it runs (a checkpoint taken now)
+ * is parked on sv->parked and completed by the supervisor thread when the
+ * worker reports, through the same condition variable: never polled. */
 struct cmd {
-	cmd_fn *fn;
-	const char *id, *what, *body, *query;
-	size_t len;
-	bool protobuf;
+	sv_cmd_type_t type;
+	const char *id; /* job id, or NULL */
 	const char *principal; /* who asked (observe.h), or NULL */
+	union {
+		struct {
+			const char *body;
+			size_t len;
+			bool protobuf;
+		} submit;
+		struct {
+			bool purge;
+		} del;
+		struct {
+			sv_action_t action;
+			bool final_watermark; /* drain */
+			int64_t timeout_ms; /* drain; 0: the default */
+			int64_t from_checkpoint; /* restart; -1: latest */
+			bool ignore_state; /* restart */
+		} act;
+		struct {
+			sv_view_t view;
+			size_t limit; /* 0: the view's default */
+			uint64_t after; /* observations: after this seq */
+		} view;
+	} u;
+	/* parked (checkpoint now): set by the handler; what completes it */
+	bool park;
+	uint64_t ticket;
+	int attempt;
+	int64_t deadline_ms;
+	/* reply */
 	char *json;
 	sv_error_t *err;
 	bool done;
@@ -41,6 +84,7 @@ struct sv_supervisor {
 	pthread_cond_t wake; /* supervisor waits: commands, worker ends */
 	pthread_cond_t reply; /* callers wait: their command is done */
 	cmd_t *head, *tail;
+	cmd_t *parked; /* supervisor thread only: waiting for a worker */
 	bool stop;
 	bool worker_event;
 	/* job table: supervisor thread only */
@@ -84,8 +128,12 @@ void sv_watch_progress(sv_job_t *job, int64_t now);
 sv_error_t *sv_conflict(sv_job_t *job, const char *action);
 
 /* actions.c */
+/* Fill c's action arguments from the action's JSON body. thread: any */
+sv_error_t *sv_action_parse(cmd_t *c, const char *body, size_t len);
 sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c);
-sv_error_t *sv_do_ck_poll(sv_supervisor_t *sv, cmd_t *c);
+/* A parked checkpoint command: true once it is done (c->json or c->err
+ * set). */
+bool sv_ck_ready(sv_supervisor_t *sv, cmd_t *c, int64_t now);
 sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c);
 void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now);
 
@@ -97,7 +145,8 @@ sv_error_t *sv_persist_load(sv_supervisor_t *sv);
 /* views.c */
 json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full);
 json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan);
-size_t sv_query_limit(const char *query, size_t def);
+/* The value of key=<n> in a query string (n > 0), or def. */
+uint64_t sv_query_uint(const char *query, const char *key, uint64_t def);
 sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c);
 sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c);
 bool sv_dev_default(sv_supervisor_t *sv);

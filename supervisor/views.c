@@ -148,15 +148,19 @@ json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan)
 		"parallelism", 1, "delivery", js->delivery, "operators", ops);
 }
 
-size_t sv_query_limit(const char *query, size_t def)
+uint64_t sv_query_uint(const char *query, const char *key, uint64_t def)
 {
-	if (!query)
-		return def;
-	const char *p = strstr(query, "limit=");
-	if (!p || (p != query && p[-1] != '&'))
-		return def;
-	long v = strtol(p + 6, NULL, 10);
-	return v > 0 ? (size_t)v : def;
+	size_t kl = strlen(key);
+	for (const char *p = query; p && *p;) {
+		if (!strncmp(p, key, kl) && p[kl] == '=') {
+			char *end;
+			unsigned long long v = strtoull(p + kl + 1, &end, 10);
+			return v > 0 && (*end == '\0' || *end == '&') ? v : def;
+		}
+		p = strchr(p, '&');
+		p = p ? p + 1 : NULL;
+	}
+	return def;
 }
 
 static json_t *lines_to_array(const char *lines)
@@ -178,10 +182,12 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 	sv_job_t *job = sv_find_job(sv, c->id);
 	if (!job)
 		return sv_no_job(c->id);
-	if (!strcmp(c->what, "checkpoints"))
+	size_t lim = c->u.view.limit;
+	switch (c->u.view.view) {
+	case SV_VIEW_CHECKPOINTS:
 		return sv_do_checkpoint_list(sv, c);
-	if (!strcmp(c->what, "preview")) {
-		size_t limit = sv_query_limit(c->query, 10);
+	case SV_VIEW_PREVIEW: {
+		size_t limit = lim ? lim : 10;
 		char *lines = job->worker
 			? sv_worker_preview(job->worker, limit)
 			: sv_strdup("");
@@ -191,18 +197,14 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 		free(lines);
 		return NULL;
 	}
-	if (!strcmp(c->what, "observations")) {
-		uint64_t after = 0;
-		const char *a = c->query ? strstr(c->query, "after=") : NULL;
-		if (a && (a == c->query || a[-1] == '&'))
-			after = strtoull(a + 6, NULL, 10);
-		json_t *page = sv_obslog_page(job->obs, after,
-					      sv_query_limit(c->query, 100));
+	case SV_VIEW_OBSERVATIONS: {
+		json_t *page = sv_obslog_page(job->obs, c->u.view.after,
+					      lim ? lim : 100);
 		json_object_set_new(page, "id", json_string(job->id));
 		c->json = sv_json_dump(page);
 		return NULL;
 	}
-	if (!strcmp(c->what, "result")) {
+	case SV_VIEW_RESULT: {
 		if (!sv_jobspec_bounded(job->spec))
 			return sv_error_set_job(
 				sv_error_new(SV_ERR_CONFLICT,
@@ -220,7 +222,7 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 					     job->id,
 					     sv_jobstate_name(job->state)),
 				job->id, job->attempt);
-		size_t limit = sv_query_limit(c->query, SIZE_MAX);
+		size_t limit = lim ? lim : SIZE_MAX;
 		const char *p = job->result ? job->result : "";
 		size_t n = 0, len = 0;
 		while (n < limit && p[len]) {
@@ -237,10 +239,11 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 		free(lines);
 		return NULL;
 	}
-	return sv_error_set_job(sv_error_new(SV_ERR_COVERAGE,
-					     "'%s' is not implemented yet",
-					     c->what),
-				job->id, job->attempt);
+	case SV_VIEW__COUNT:
+		break;
+	}
+	return sv_error_new(SV_ERR_NOT_FOUND, "unknown view %d",
+			    (int)c->u.view.view);
 }
 
 static void job_labels(sv_buf_t *l, const sv_job_t *job)

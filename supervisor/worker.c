@@ -62,6 +62,7 @@ struct sv_worker {
 	bool checkpointing; /* a store is configured */
 
 	pthread_mutex_t lock; /* guards pos, preview, result */
+	pthread_cond_t ended; /* signalled (under lock) when end is set */
 	sv_partpos_t *pos;
 	size_t npos;
 	char *preview[PREVIEW_ROWS];
@@ -233,7 +234,10 @@ static sv_error_t *checkpoint(sv_worker_t *w, int64_t wm)
 	atomic_store(&w->stats.last_checkpoint_bytes, info.bytes);
 	atomic_store(&w->stats.last_commit_ms, sv_now_ms());
 	atomic_fetch_add(&w->stats.checkpoints, 1);
+	bool served = asked > atomic_load(&w->stats.checkpoint_served);
 	atomic_store(&w->stats.checkpoint_served, asked);
+	if (served && w->conf.done)
+		w->conf.done(w->conf.opaque, w);
 	double secs = (double)info.duration_ms / 1000.0;
 	for (int b = 0; b < SV_CK_BUCKETS; b++)
 		if (secs <= sv_ck_buckets_s[b])
@@ -549,7 +553,10 @@ static void *worker_main(void *arg)
 	       end == SV_WORKER_COMPLETED         ? "completed"
 		       : end == SV_WORKER_STOPPED ? "stopped"
 						  : "failed");
+	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->end, end);
+	pthread_cond_broadcast(&w->ended);
+	pthread_mutex_unlock(&w->lock);
 	if (w->conf.done)
 		w->conf.done(w->conf.opaque, w);
 	return NULL;
@@ -568,10 +575,12 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	atomic_store(&w->stats.last_event_ms, INT64_MIN);
 	atomic_store(&w->stats.last_checkpoint, -1);
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->ended, NULL);
 	sv_buf_init(&w->result);
 	sv_buf_init(&w->enc);
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->ended);
 		free(w->job_id);
 		free(w);
 		return sv_error_new(SV_ERR_RUNTIME,
@@ -596,6 +605,14 @@ void sv_worker_stop(sv_worker_t *w)
 	atomic_store(&w->stop, true);
 }
 
+void sv_worker_wait(sv_worker_t *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (atomic_load(&w->end) == SV_WORKER_RUNNING)
+		pthread_cond_wait(&w->ended, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
 void sv_worker_destroy(sv_worker_t *w)
 {
 	if (!w)
@@ -613,6 +630,7 @@ void sv_worker_destroy(sv_worker_t *w)
 	sv_buf_release(&w->result);
 	sv_buf_release(&w->enc);
 	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->ended);
 	free(w->job_id);
 	free(w);
 }

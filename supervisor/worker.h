@@ -4,9 +4,9 @@
  * fails.
  *
  * The supervisor thread starts and stops workers and reads their counters;
- * a worker never touches the job table. When it ends it calls the done
- * callback (from the worker thread) so the supervisor can post itself an
- * event. */
+ * a worker never touches the job table. When it ends, and when it
+ * committed a checkpoint that was asked for, it calls the done callback
+ * (from the worker thread) so the supervisor can post itself an event. */
 #ifndef SV_WORKER_H
 #define SV_WORKER_H
 
@@ -82,7 +82,8 @@ typedef struct sv_worker_conf {
 	int64_t restore_from; /* checkpoint id to restore, or -1:
 					    * the recovery rule */
 	bool ignore_state; /* restore positions only */
-	sv_worker_done_cb *done;
+	sv_worker_done_cb *done; /* the attempt ended, or served a
+				  * checkpoint request */
 	void *opaque;
 } sv_worker_conf_t;
 
@@ -100,6 +101,9 @@ uint64_t sv_worker_request_checkpoint(sv_worker_t *w);
 void sv_worker_drain(sv_worker_t *w, bool final_watermark);
 /* Ask the worker to stop at the next batch boundary. thread: any */
 void sv_worker_stop(sv_worker_t *w);
+/* Block until the worker ended (a condition variable, not polling).
+ * thread: any but the worker's */
+void sv_worker_wait(sv_worker_t *w);
 /* Join the thread and free. thread: supervisor (never from the worker). */
 void sv_worker_destroy(sv_worker_t *w);
 

@@ -58,15 +58,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!f)
 		abort();
 	fchmod(fileno(f), 0600);
-	static const char *const who[][2] = {{"v", "viewer"},
-					     {"o", "operator"},
-					     {"a", "admin"}};
+	static const char *const who[][2] = {
+		{"v", "viewer"}, {"o", "operator"}, {"a", "admin"}};
 	for (size_t i = 0; i < 3; i++) {
 		char tok[32], hex[65];
 		snprintf(tok, sizeof(tok), "fuzz-%s", who[i][1]);
 		sv_auth_hash_hex(tok, strlen(tok), hex);
-		fprintf(f, "%s: {role: %s, sha256: %s}\n", who[i][0],
-			who[i][1], hex);
+		fprintf(f, "%s: {role: %s, sha256: %s}\n", who[i][0], who[i][1],
+			hex);
 	}
 	fclose(f);
 	sv_log_set_level(SV_LOG_ERROR);
@@ -98,7 +97,8 @@ static void sweep(void)
 	json_array_foreach (json_object_get(o, "jobs"), i, j) {
 		const char *id = json_string_value(json_object_get(j, "id"));
 		char *r = NULL;
-		err = sv_supervisor_action(sv, id, "cancel", NULL, 0, &r);
+		err = sv_supervisor_action(sv, id, SV_ACTION_CANCEL, NULL, 0,
+					   &r);
 		sv_error_destroy(err);
 		free(r);
 		r = NULL;

@@ -12,7 +12,11 @@
 # STREAMVISOR_LOG_LEVEL=debug, so every one of those lines reaches stderr.
 #
 # On it run: a good job (kafka source → kafka sink, checkpoints, completes a
-# drain), a job on a missing topic (fails with a binding error), a job on a
+# drain), a good exactly-once job (its submit-time admin check and its
+# transactional producer use the profile's credentials), an exactly-once
+# job on the broken profile (the submit-time admin client is refused: the
+# 400 names the property, where librdkafka's own text quotes the value),
+# a job on a missing topic (fails with a binding error), a job on a
 # second profile whose secrets entry librdkafka refuses (an invalid
 # sasl.mechanisms value: the config error path), and refused submissions
 # (bad spec 400, unknown profile, name in use). Every output is collected:
@@ -174,6 +178,24 @@ cat >"$work/broken-sink.json" <<EOF
  "sink": {"kind": "kafka", "cluster": "broken-profile", "topic": "$sink_topic"},
  "restart": {"max_attempts": 1, "initial_backoff_ms": 100}}
 EOF
+eo_topic=$topic-eo
+"$KAFKA_SH" topic-create "$eo_topic" 1 >/dev/null 2>"$work/topic.err" ||
+    { cat "$work/topic.err" >&2; fail "cannot create topic $eo_topic"; }
+cat >"$work/good-eo.json" <<EOF
+{"name": "secret-good-eo",
+ "source": {"kind": "kafka", "cluster": "vault-profile", "topic": "$topic"},
+ "schema": [{"name": "id", "type": "int64"}, {"name": "ts", "type": "timestamp_ms"}],
+ "sink": {"kind": "kafka", "cluster": "vault-profile", "topic": "$eo_topic"},
+ "delivery": "exactly_once",
+ "checkpoint": {"interval_ms": 500}}
+EOF
+cat >"$work/broken-eo.json" <<EOF
+{"name": "secret-broken-eo",
+ "source": {"kind": "kafka", "cluster": "vault-profile", "topic": "$topic"},
+ "schema": [{"name": "id", "type": "int64"}],
+ "sink": {"kind": "kafka", "cluster": "broken-profile", "topic": "$sink_topic"},
+ "delivery": "exactly_once"}
+EOF
 cat >"$work/bad.json" <<EOF
 {"name": "secret-bad-spec",
  "source": {"kind": "kafka", "cluster": "vault-profile", "topic": "$topic",
@@ -202,6 +224,18 @@ cli submit-broken-sink submit "$work/broken-sink.json"
 [ "$(cat "$out/cli-submit-broken-sink.rc")" = 0 ] ||
     fail "submit broken-profile sink job: $(cat "$out/cli-submit-broken-sink.stderr")"
 broken_sink_id=$(cat "$out/cli-submit-broken-sink.stdout")
+cli submit-good-eo submit "$work/good-eo.json"
+[ "$(cat "$out/cli-submit-good-eo.rc")" = 0 ] || fail "submit good exactly-once: $(cat "$out/cli-submit-good-eo.stderr")"
+good_eo=$(cat "$out/cli-submit-good-eo.stdout")
+post submit-broken-eo /v1/jobs @"$work/broken-eo.json"
+[ "$(code submit-broken-eo)" = 400 ] ||
+    fail "exactly-once job on the broken profile answered $(code submit-broken-eo), want 400: $(cat "$out/submit-broken-eo")"
+jq -e '.error.message | contains("ssl.endpoint.identification.algorithm") and contains("broken-profile")' \
+    "$out/submit-broken-eo" >/dev/null ||
+    fail "the exactly-once refusal does not name the property and profile: $(cat "$out/submit-broken-eo")"
+cli submit-broken-eo submit "$work/broken-eo.json"
+[ "$(cat "$out/cli-submit-broken-eo.rc")" = 3 ] ||
+    fail "CLI submit of the broken exactly-once job exited $(cat "$out/cli-submit-broken-eo.rc"), want 3"
 post submit-bad /v1/jobs @"$work/bad.json"
 [ "$(code submit-bad)" = 400 ] || fail "bad spec answered $(code submit-bad), want 400: $(cat "$out/submit-bad")"
 cli submit-bad submit "$work/bad.json"
@@ -221,8 +255,14 @@ while :; do
     g_in=$(jq -r .records_in "$out/st-good")
     g_ck=$(jq -r '.last_checkpoint.id // -1' "$out/st-good")
     m_state=$(jq -r .state "$out/st-missing")
-    [ "$g_in" = 200 ] && [ "$g_ck" != -1 ] && [ "$m_state" = failed ] && break
-    [ $SECONDS -lt $deadline ] || fail "after 60 s: good job read $g_in records (checkpoint $g_ck), missing-topic job is $m_state"
+    get st-good-eo "/v1/jobs/$good_eo"
+    e_in=$(jq -r .records_in "$out/st-good-eo")
+    e_ck=$(jq -r '.last_checkpoint.id // -1' "$out/st-good-eo")
+    [ "$g_in" = 200 ] && [ "$g_ck" != -1 ] && [ "$m_state" = failed ] &&
+        [ "$e_in" = 200 ] && [ "$e_ck" != -1 ] && break
+    [ $SECONDS -lt $deadline ] || fail "after 60 s: good job read $g_in records (checkpoint $g_ck), exactly-once job $e_in (checkpoint $e_ck), missing-topic job is $m_state"
+    [ "$(jq -r .state "$out/st-good-eo")" = running ] ||
+        fail "good exactly-once job is $(jq -r .state "$out/st-good-eo"): $(jq -c .error "$out/st-good-eo")"
     [ "$(jq -r .state "$out/st-good")" = running ] ||
         fail "good job is $(jq -r .state "$out/st-good"): $(jq -c .error "$out/st-good")"
     sleep 0.2
@@ -231,7 +271,7 @@ jq -e --arg t "$missing" '(.error.category == "binding" or .error.category == "r
         and (.error.message | contains("topic \u0027\($t)\u0027 does not exist"))' \
     "$out/st-missing" >/dev/null ||
     fail "missing-topic job error does not say the topic is missing: $(jq -c .error "$out/st-missing")"
-ok "good job read 200 records and checkpointed; missing-topic job failed ($(jq -r .error.message "$out/st-missing"))"
+ok "good jobs (at-least-once and exactly-once) read 200 records and checkpointed; missing-topic job failed ($(jq -r .error.message "$out/st-missing"))"
 
 # librdkafka refuses the broken entry's value (and its own error text
 # quotes it): both jobs on that profile fail with a config error that names
@@ -253,7 +293,7 @@ ok "broken-profile jobs failed naming the property: $(jq -r .error.message "$out
 
 # Every job's documents, by HTTP and by the CLI (tables and --json).
 post ck-good "/v1/jobs/$good/checkpoints" '{}'
-ids=("$good" "$missing_id" "$broken_id" "$broken_sink_id")
+ids=("$good" "$good_eo" "$missing_id" "$broken_id" "$broken_sink_id")
 for j in "${ids[@]}"; do
     get "status-$j" "/v1/jobs/$j"
     get "obs-$j" "/v1/jobs/$j/observations?limit=1000"

@@ -26,7 +26,8 @@ sec_start "$work/sv.yaml" "$url"
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance
 examples=${SV_SCHEMATHESIS_EXAMPLES:-15}
 export SCHEMATHESIS_HOOKS=
-cd "$work"
+mkdir -p "$work/cwd"
+cd "$work/cwd" # its own state (.hypothesis, .schemathesis) goes here
 if ! "$st" run "$url/v1/openapi.json" -H "Authorization: Bearer $TOK_admin" \
         --checks "$checks" --max-examples "$examples" --seed 1 \
         --request-timeout 30 --no-color > "$work/st.log" 2>&1; then
@@ -49,7 +50,7 @@ ok "schemathesis as viewer: $(grep -E "generated, [0-9]+ passed" "$work/st-viewe
 # no file outside the root was created by whatever it submitted
 outside=$(find "$work" -newer "$work/sv.yaml" -not -path "$work/roots*" \
     -not -path "$work/data*" -not -name "*.log" -not -name log -not -name cases \
-    -not -path "$work/.hypothesis*" -not -path "$work" -print)
+    -not -path "$work/cwd*" -not -path "$work" -print)
 [ -z "$outside" ] || fail "files created outside the root: $outside"
 ok "nothing written outside the file sink root"
 

@@ -150,30 +150,47 @@ sv_error_t *sv_supervisor_status(sv_supervisor_t *sv, const char *id,
 	return NULL;
 }
 
+/* The stub's own names of the typed actions and views (the real ones are
+ * in supervisor.c, which this test does not link). */
+static const char *stub_action(sv_action_t a)
+{
+	static const char *const n[] = {"cancel", "drain", "resume", "restart",
+					"checkpoints"};
+	return (unsigned)a < SV_ARRAY_LEN(n) ? n[a] : "?";
+}
+
+static const char *stub_view(sv_view_t v)
+{
+	static const char *const n[] = {"checkpoints", "observations",
+					"preview", "result"};
+	return (unsigned)v < SV_ARRAY_LEN(n) ? n[v] : "?";
+}
+
 sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
-				 const char *action, const char *body,
+				 sv_action_t action, const char *body,
 				 size_t len, char **json)
 {
 	SV_UNUSED(sv);
-	record("action", id, action, body, len);
+	record("action", id, stub_action(action), body, len);
 	if (strcmp(id, "busy") == 0)
 		return sv_error_set_job(
 			sv_error_new(SV_ERR_CONFLICT, "job '%s' is failed", id),
 			id, 3);
-	*json = json_printf("{\"id\":\"%s\",\"action\":\"%s\"}", id, action);
+	*json = json_printf("{\"id\":\"%s\",\"action\":\"%s\"}", id,
+			    stub_action(action));
 	return NULL;
 }
 
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
-			      const char *what, const char *query, char **json)
+			      sv_view_t view, const char *query, char **json)
 {
 	SV_UNUSED(sv);
-	record("get", id, what, NULL, 0);
+	record("get", id, stub_view(view), NULL, 0);
 	pthread_mutex_lock(&stub.mu);
 	free(stub.query);
 	stub.query = query ? sv_strdup(query) : NULL;
 	pthread_mutex_unlock(&stub.mu);
-	*json = json_printf("{\"what\":\"%s\"}", what);
+	*json = json_printf("{\"what\":\"%s\"}", stub_view(view));
 	return NULL;
 }
 

@@ -21,7 +21,7 @@
 #include "core/codec.h"
 #include "core/util.h"
 #include "sinks/sink.h"
-#include "sources/devcluster.h"
+#include "kafka/devcluster.h"
 #include "sources/source.h"
 
 #define DEADLINE_MS 8000

@@ -1,7 +1,8 @@
-/* kafka_admin.c — see kafka_admin.h. One short-lived client per check;
- * client properties of the profile are used (they may hold credentials)
- * and never printed. */
-#include "sinks/kafka_admin.h"
+/* admin.c — see admin.h. One short-lived client per check, made by
+ * kafka/client.c: the profile's properties are used (they may hold
+ * credentials) and never printed; librdkafka's text reaches a message only
+ * scrubbed. */
+#include "kafka/admin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,27 +10,10 @@
 
 #include <librdkafka/rdkafka.h>
 
-#define ADMIN_TIMEOUT_MS 5000
+#include "core/util.h"
+#include "kafka/client.h"
 
-static rd_kafka_t *admin_client(const sv_cluster_t *c, char *err, size_t n)
-{
-	rd_kafka_conf_t *kc = rd_kafka_conf_new();
-	for (size_t i = 0; i < c->nprops; i++)
-		if (rd_kafka_conf_set(kc, c->props[i].key, c->props[i].value,
-				      err, n) != RD_KAFKA_CONF_OK)
-			goto bad;
-	if (rd_kafka_conf_set(kc, "bootstrap.servers", c->bootstrap, err, n) !=
-	    RD_KAFKA_CONF_OK)
-		goto bad;
-	rd_kafka_conf_set(kc, "log_level", "3", err, n);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, n);
-	if (!rk)
-		return NULL;
-	return rk;
-bad:
-	rd_kafka_conf_destroy(kc);
-	return NULL;
-}
+#define ADMIN_TIMEOUT_MS 5000
 
 /* transaction.max.timeout.ms of one broker, or -1 with *err set. */
 static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
@@ -87,12 +71,14 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 		}
 		why = "the broker did not report transaction.max.timeout.ms";
 	}
+	char text[512];
 	if (max < 0)
 		*err = sv_error_new(
 			SV_ERR_BINDING,
 			"cluster '%s': cannot read "
 			"transaction.max.timeout.ms of broker %s: %s",
-			cluster, id, why);
+			cluster, id,
+			sv_kafka_client_scrub(rk, why, text, sizeof(text)));
 	if (ev)
 		rd_kafka_event_destroy(ev);
 	rd_kafka_AdminOptions_destroy(opt);
@@ -102,28 +88,40 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 }
 
 sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
-				       int64_t timeout_ms)
+				       int64_t timeout_ms, const char *field)
 {
 	if (!cluster || cluster->dev_embedded)
 		return NULL;
-	char es[512];
-	rd_kafka_t *rk = admin_client(cluster, es, sizeof(es));
-	if (!rk)
-		return sv_error_new(SV_ERR_CONFIG,
-				    "cluster '%s': cannot create a "
-				    "client: %s",
-				    cluster->name, es);
+	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
+	char role[300];
+	snprintf(role, sizeof(role), "admin client of cluster '%s'",
+		 cluster->name);
+	sv_kafka_client_conf_t kc = {
+		.type = RD_KAFKA_PRODUCER,
+		.cluster = cluster,
+		.client_id = "streamvisor-admin",
+		.role = role,
+		.tuning = tuning,
+		.ntuning = SV_ARRAY_LEN(tuning),
+	};
+	rd_kafka_t *rk;
+	sv_error_t *cerr = sv_kafka_client_new(&kc, &rk);
+	if (cerr)
+		return cerr;
 	sv_error_t *err = NULL;
 	int64_t max = broker_max_txn_timeout(rk, cluster->name, &err);
-	rd_kafka_destroy(rk);
+	sv_kafka_client_destroy(rk);
 	if (err)
 		return err;
 	if (timeout_ms > max)
-		return sv_error_new(
-			SV_ERR_CONFIG,
-			"transaction timeout %lld ms "
-			"exceeds the broker's transaction.max.timeout.ms "
-			"%lld on cluster '%s'",
-			(long long)timeout_ms, (long long)max, cluster->name);
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_CONFIG,
+				     "transaction timeout %lld ms "
+				     "exceeds the broker's "
+				     "transaction.max.timeout.ms "
+				     "%lld on cluster '%s'",
+				     (long long)timeout_ms, (long long)max,
+				     cluster->name),
+			field);
 	return NULL;
 }

@@ -1,4 +1,4 @@
-/* kafka_devcluster.c — the embedded development cluster (devcluster.h).
+/* devcluster.c — the embedded development cluster (devcluster.h).
  *
  * librdkafka ships an in-process mock Kafka cluster: broker threads that
  * listen on loopback ports and answer the Kafka protocol from memory. A mock
@@ -10,7 +10,7 @@
  * aborted records for read_committed readers (librdkafka 2.0.2), so it has
  * no transactional isolation. That is logged loudly at start: a developer
  * must not take a passing exactly-once run against it as proof. */
-#include "sources/devcluster.h"
+#include "kafka/devcluster.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/client.h"
 
 /* Kafka protocol ApiKey of Metadata (librdkafka's RD_KAFKAP_Metadata lives
  * in a private header). */
@@ -33,22 +34,9 @@ struct sv_devcluster {
 	int nbrokers;
 };
 
-static void devcluster_log_cb(const rd_kafka_t *rk, int level, const char *fac,
-			      const char *buf)
-{
-	sv_loglevel_t lv = level <= 3 ? SV_LOG_ERROR
-		: level == 4          ? SV_LOG_WARN
-		: level <= 6          ? SV_LOG_INFO
-				      : SV_LOG_DEBUG;
-	SV_UNUSED(rk);
-	sv_log(NULL, lv, "devcluster", "rdkafka %s: %s", fac, buf);
-}
-
 sv_error_t *sv_devcluster_start(int nbrokers, char **bootstrap_out,
 				sv_devcluster_t **out)
 {
-	char errstr[512];
-	rd_kafka_conf_t *conf;
 	sv_devcluster_t *dc;
 
 	*out = NULL;
@@ -61,31 +49,24 @@ sv_error_t *sv_devcluster_start(int nbrokers, char **bootstrap_out,
 			"got %d",
 			nbrokers);
 
-	conf = rd_kafka_conf_new();
-	rd_kafka_conf_set_log_cb(conf, devcluster_log_cb);
 	/* The owner handle has no brokers of its own; keep it quiet. */
-	if (rd_kafka_conf_set(conf, "client.id", "streamvisor-devcluster",
-			      errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK ||
-	    rd_kafka_conf_set(conf, "log_level", "4", errstr, sizeof(errstr)) !=
-		    RD_KAFKA_CONF_OK) {
-		rd_kafka_conf_destroy(conf);
-		return sv_error_new(SV_ERR_CONFIG,
-				    "cannot configure development cluster: %s",
-				    errstr);
-	}
+	static const sv_kafka_prop_t quiet[] = {{"log_level", "4"}};
+	sv_kafka_client_conf_t kc = {
+		.type = RD_KAFKA_PRODUCER,
+		.client_id = "streamvisor-devcluster",
+		.role = "development cluster",
+		.tuning = quiet,
+		.ntuning = SV_ARRAY_LEN(quiet),
+	};
 	dc = sv_calloc(1, sizeof(*dc));
-	dc->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-	if (!dc->rk) {
-		rd_kafka_conf_destroy(conf);
+	sv_error_t *err = sv_kafka_client_new(&kc, &dc->rk);
+	if (err) {
 		free(dc);
-		return sv_error_set_cause(
-			sv_error_new(SV_ERR_BINDING,
-				     "cannot start development cluster"),
-			0, errstr);
+		return err;
 	}
 	dc->mc = rd_kafka_mock_cluster_new(dc->rk, nbrokers);
 	if (!dc->mc) {
-		rd_kafka_destroy(dc->rk);
+		sv_kafka_client_destroy(dc->rk);
 		free(dc);
 		return sv_error_new(SV_ERR_BINDING,
 				    "cannot start development cluster of %d "
@@ -184,7 +165,7 @@ void sv_devcluster_stop(sv_devcluster_t *dc)
 	if (!dc)
 		return;
 	rd_kafka_mock_cluster_destroy(dc->mc);
-	rd_kafka_destroy(dc->rk);
+	sv_kafka_client_destroy(dc->rk);
 	free(dc->bootstrap);
 	free(dc);
 	sv_log(NULL, SV_LOG_INFO, "devcluster", "development cluster stopped");

@@ -1,0 +1,21 @@
+/* admin.h — checks against a Kafka cluster that belong at submit time,
+ * before a job runs. Clients come from kafka/client.h. */
+#ifndef SV_KAFKA_ADMIN_H
+#define SV_KAFKA_ADMIN_H
+
+#include <stdint.h>
+
+#include "core/cluster.h"
+#include "core/error.h"
+
+/* The broker's transaction.max.timeout.ms must allow timeout_ms, or
+ * init_transactions fails at run time with INVALID_TRANSACTION_TIMEOUT.
+ * Errors: SV_ERR_CONFIG naming both values, with field (the spec field
+ * that set timeout_ms, borrowed); SV_ERR_CONFIG naming a refused client
+ * property of the profile; SV_ERR_BINDING when the cluster cannot be asked
+ * within a few seconds. The embedded development cluster is not asked
+ * (NULL). */
+sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
+				       int64_t timeout_ms, const char *field);
+
+#endif
