@@ -303,28 +303,32 @@ int sv_http_media_type_is(const char *content_type, const char *type)
 
 /* ---- who may do what (the one table) ---- */
 
+/* An op missing here needs admin (never public by omission): a new route
+ * gets its line. */
 static const struct {
 	sv_role_t role;
 	bool acts;
+	bool listed;
 } route_policy[SV_HTTP_OP__COUNT] = {
-	[SV_HTTP_OP_NOT_FOUND] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_NOT_ALLOWED] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_HEALTHZ] = {SV_ROLE_NONE, false},
-	[SV_HTTP_OP_INFO] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_METRICS] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_OPENAPI] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_LIST] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_STATUS] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_GET_SUB] = {SV_ROLE_VIEWER, false},
-	[SV_HTTP_OP_SUBMIT] = {SV_ROLE_OPERATOR, true},
-	[SV_HTTP_OP_ACTION] = {SV_ROLE_OPERATOR, true},
-	[SV_HTTP_OP_DELETE] = {SV_ROLE_ADMIN, true},
+	[SV_HTTP_OP_NOT_FOUND] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_NOT_ALLOWED] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_HEALTHZ] = {SV_ROLE_NONE, false, true},
+	[SV_HTTP_OP_INFO] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_METRICS] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_OPENAPI] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_LIST] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_STATUS] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_GET_SUB] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_SUBMIT] = {SV_ROLE_OPERATOR, true, true},
+	[SV_HTTP_OP_ACTION] = {SV_ROLE_OPERATOR, true, true},
+	[SV_HTTP_OP_DELETE] = {SV_ROLE_ADMIN, true, true},
 };
 
 int sv_http_op_role(sv_http_op_t op)
 {
-	return (unsigned)op < SV_HTTP_OP__COUNT ? (int)route_policy[op].role
-						: (int)SV_ROLE_ADMIN;
+	return (unsigned)op < SV_HTTP_OP__COUNT && route_policy[op].listed
+		? (int)route_policy[op].role
+		: (int)SV_ROLE_ADMIN;
 }
 
 bool sv_http_op_acts(sv_http_op_t op)
