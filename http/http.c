@@ -411,6 +411,7 @@ typedef struct http_req {
 	char *uri; /* raw request target, query included */
 	int started; /* the first access-handler call happened */
 	int too_large; /* body exceeded limits.max_body_bytes */
+	size_t dropped; /* body bytes dropped since */
 	sv_http_route_t route;
 	char principal[128]; /* who asked ("" without authentication) */
 	sv_buf_t body;
@@ -851,12 +852,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		/* Bodies are read for POST only; others are drained. */
 		if (rq->route.op == SV_HTTP_OP_SUBMIT ||
 		    rq->route.op == SV_HTTP_OP_ACTION) {
-			if (rq->body.len + *upload_data_size >
-			    http->limits.max_body_bytes)
+			if (rq->too_large ||
+			    rq->body.len + *upload_data_size >
+				    http->limits.max_body_bytes) {
+				/* dropped; answered 413 when the body ends
+				 * (libmicrohttpd cannot answer mid-upload),
+				 * but a body going on past 4x the cap gets
+				 * the connection closed instead */
 				rq->too_large = 1;
-			else if (!rq->too_large)
+				rq->dropped += *upload_data_size;
+				if (rq->dropped >
+				    4 * (size_t)http->limits.max_body_bytes)
+					return MHD_NO;
+			} else {
 				sv_buf_append(&rq->body, upload_data,
 					      *upload_data_size);
+			}
 		}
 		*upload_data_size = 0;
 		return MHD_YES;
