@@ -29,6 +29,8 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 mkdir -p "$build/logs" "$build/artifacts"
+# third-party leaks we cannot fix (each with its reason in the file)
+export LSAN_OPTIONS=suppressions=$here/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}
 
 run_one() {
     local t=$1 bin=$build/fuzz_$1 work=$build/corpus/$1
