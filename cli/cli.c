@@ -175,16 +175,21 @@ static void print_http_error(const sv_client_resp_t *resp)
 	json_t *details = json_object_get(e, "details");
 	size_t i;
 	json_t *rec;
+	/* RFC 033 coverage records (docs/incql.md): the ones not covered */
 	json_array_foreach (details, i, rec) {
+		json_t *req = json_object_get(rec, "requirement");
 		const char *capname = json_string_value(
-			json_object_get(rec, "capability"));
+			json_object_get(req, "capability"));
 		const char *status = json_string_value(
-			json_object_get(rec, "status"));
-		const char *reason = json_string_value(
-			json_object_get(rec, "reason"));
-		if (capname)
-			fprintf(stderr, "  %s: %s%s%s\n", capname,
-				status ? status : "?", reason ? " — " : "",
+			json_object_get(rec, "state"));
+		const char *reason = json_string_value(json_object_get(
+			json_array_get(json_object_get(rec, "diagnostics"), 0),
+			"message"));
+		if (capname && status && strcmp(status, "covered"))
+			fprintf(stderr, "  %s (%s): %s%s%s\n", capname,
+				json_string_value(
+					json_object_get(req, "guarantee")),
+				status, reason ? " — " : "",
 				reason ? reason : "");
 	}
 	json_decref(root);
@@ -746,14 +751,32 @@ int cli_info(cli_t *cli)
 	table_add(&t, "CAPABILITY");
 	table_add(&t, "STATUS");
 	table_add(&t, "REASON");
+	/* RFC 033 coverage records: the capability (with the operator or
+	 * function a row is about), the state, and the adapter's words */
+	json_t *notes = json_object_get(r, "capability_notes");
 	json_array_foreach (json_object_get(r, "capabilities"), i, c) {
-		table_add(&t,
-			  json_text(json_object_get(c, "capability"), b1,
-				    sizeof(b1)));
-		table_add(&t,
-			  json_text(json_object_get(c, "status"), b1,
-				    sizeof(b1)));
-		json_t *why = json_object_get(c, "reason");
+		json_t *req = json_object_get(c, "requirement");
+		json_t *tg = json_object_get(req, "target");
+		const char *cap = json_string_value(
+			json_object_get(req, "capability"));
+		const char *kind = json_string_value(
+			json_object_get(tg, "kind"));
+		char name[200];
+		if (kind && strcmp(kind, "plan"))
+			snprintf(name, sizeof(name), "%s [%s]", cap ? cap : "?",
+				 json_text(json_object_get(tg, "name"), b1,
+					   sizeof(b1)));
+		else
+			snprintf(name, sizeof(name), "%s", cap ? cap : "?");
+		table_add(&t, name);
+		table_add(
+			&t,
+			json_text(json_object_get(c, "state"), b1, sizeof(b1)));
+		json_t *why = json_object_get(
+			json_array_get(json_object_get(c, "diagnostics"), 0),
+			"message");
+		if (!json_is_string(why) && kind && !strcmp(kind, "plan"))
+			why = json_object_get(notes, cap ? cap : "");
 		table_add(&t,
 			  json_is_string(why) ? json_string_value(why) : "");
 	}

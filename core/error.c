@@ -51,6 +51,38 @@ bool sv_errcat_retriable(sv_errcat_t cat)
 	}
 }
 
+const char *sv_errcat_backend_kind(sv_errcat_t cat, const char *field)
+{
+	switch (cat) {
+	case SV_ERR_CONFIG:
+		return "runtime_init_error";
+	case SV_ERR_BINDING:
+		if (field &&
+		    (!strncmp(field, "sink", 4) ||
+		     !strncmp(field, "dead_letter", 11) ||
+		     !strncmp(field, "late_sink", 9)))
+			return "backend_sink_error";
+		return "backend_registration_error";
+	case SV_ERR_SUBMISSION:
+	case SV_ERR_UDF_MISSING:
+	case SV_ERR_COVERAGE:
+	case SV_ERR_PLANNING:
+		return "backend_planning_error";
+	case SV_ERR_COMMIT:
+	case SV_ERR_SINK_COMMIT:
+		return "backend_sink_error";
+	case SV_ERR_RUNTIME:
+	case SV_ERR_RETRY_EXHAUSTED:
+	case SV_ERR_MATERIALIZATION:
+	case SV_ERR_CHECKPOINT:
+	case SV_ERR_OFFSET:
+	case SV_ERR_WATERMARK:
+		return "backend_execution_error";
+	default:
+		return NULL;
+	}
+}
+
 int sv_errcat_http_status(sv_errcat_t cat)
 {
 	switch (cat) {

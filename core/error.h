@@ -76,6 +76,12 @@ void sv_error_destroy(sv_error_t *err);
 const char *sv_errcat_name(sv_errcat_t cat);
 /* Whether errors of this category are retried by the restart policy by default. */
 bool sv_errcat_retriable(sv_errcat_t cat);
+/* IncQL's backend error kind (BackendErrorKind / SessionErrorKind) for an
+ * error of this category: backend_planning_error, backend_execution_error,
+ * backend_sink_error, backend_registration_error or runtime_init_error.
+ * field (may be NULL) tells a sink binding from a source binding. NULL for
+ * categories that are no backend error (conflict, not_found). */
+const char *sv_errcat_backend_kind(sv_errcat_t cat, const char *field);
 /* The HTTP status an error of this category maps to. */
 int sv_errcat_http_status(sv_errcat_t cat);
 

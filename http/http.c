@@ -117,6 +117,8 @@ static const struct {
 	{"checkpoints", SV_HTTP_GET | SV_HTTP_HEAD | SV_HTTP_POST,
 	 SV_ACTION_CHECKPOINT, SV_VIEW_CHECKPOINTS},
 	{"observations", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_OBSERVATIONS},
+	{"execution-observations", SV_HTTP_GET | SV_HTTP_HEAD, -1,
+	 SV_VIEW_EXECUTION_OBSERVATIONS},
 	{"preview", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_PREVIEW},
 	{"result", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_RESULT},
 };
@@ -362,8 +364,9 @@ const char *sv_http_framing_error(unsigned n_cl, const char *cl, unsigned n_te,
 
 /* ---- error bodies ---- */
 
-/* {"error": {category, message, job_id, attempt, field, position,
- * details}}, absent members left out. The third-party cause stays out of
+/* {"error": {category, kind, message, job_id, attempt, field, position,
+ * details}}, absent members left out; kind is IncQL's backend error kind
+ * (sv_errcat_backend_kind). The third-party cause stays out of
  * API bodies (it is logged). */
 char *sv_http_error_json(const sv_error_t *err)
 {
@@ -373,6 +376,12 @@ char *sv_http_error_json(const sv_error_t *err)
 	sv_buf_puts(&b, "{\"error\": {\"category\": ");
 	const char *cat = sv_errcat_name(err ? err->category : SV_ERR_RUNTIME);
 	sv_buf_json_str(&b, cat, strlen(cat));
+	const char *kind = sv_errcat_backend_kind(
+		err ? err->category : SV_ERR_RUNTIME, err ? err->field : NULL);
+	if (kind) {
+		sv_buf_puts(&b, ", \"kind\": ");
+		sv_buf_json_str(&b, kind, strlen(kind));
+	}
 	sv_buf_puts(&b, ", \"message\": ");
 	sv_buf_json_str(&b, msg, strlen(msg));
 	if (err && err->job_id) {

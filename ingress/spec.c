@@ -15,8 +15,11 @@
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "core/util.h"
+#include "ingress/coverage.h"
 
 typedef struct pctx {
 	sv_arena_t arena;
@@ -284,20 +287,28 @@ static Streamvisor__Sink *parse_sink(pctx_t *c, json_t *root, const char *key,
 	return s;
 }
 
-static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
+/* The "schema" array of obj (the job's or a join's input). */
+static bool parse_fields(pctx_t *c, json_t *obj, size_t *nout,
+			 Streamvisor__Field ***out)
 {
-	json_t *v = json_object_get(root, "schema");
+	size_t base = strlen(c->path);
+	char prefix[200];
+	snprintf(prefix, sizeof(prefix), "%.180s%sschema", c->path,
+		 base ? "." : "");
+	json_t *v = json_object_get(obj, "schema");
 	if (!v)
 		return failf(c, "schema", "is required");
 	if (!json_is_array(v) || json_array_size(v) == 0)
 		return failf(c, "schema",
 			     "expected a non-empty array of fields");
-	js->n_schema = json_array_size(v);
-	js->schema = anew(c, js->n_schema * sizeof(*js->schema));
+	size_t n = json_array_size(v);
+	Streamvisor__Field **fields = anew(c, n * sizeof(*fields));
+	*nout = n;
+	*out = fields;
 	static const char *const keys[] = {"name", "type", "nullable", NULL};
-	for (size_t i = 0; i < js->n_schema; i++) {
+	for (size_t i = 0; i < n; i++) {
 		json_t *f = json_array_get(v, i);
-		snprintf(c->path, sizeof(c->path), "schema[%zu]", i);
+		snprintf(c->path, sizeof(c->path), "%.200s[%zu]", prefix, i);
 		if (!json_is_object(f))
 			return failf(c, NULL,
 				     "expected an object {\"name\", \"type\"}");
@@ -311,9 +322,126 @@ static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		    !get_bool(c, f, "nullable", &nullable))
 			return false;
 		fl->not_null = !nullable;
-		js->schema[i] = fl;
+		fields[i] = fl;
 	}
-	c->path[0] = '\0';
+	c->path[base] = '\0';
+	return true;
+}
+
+static bool parse_schema(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
+{
+	return parse_fields(c, root, &js->n_schema, &js->schema);
+}
+
+/* The "event_time" object of obj, or NULL in *out when absent. */
+static bool parse_event_time(pctx_t *c, json_t *obj,
+			     Streamvisor__EventTime **out)
+{
+	static const char *const et_keys[] = {
+		"field", "max_out_of_orderness_ms", "idle_timeout_ms", NULL};
+	size_t saved;
+	*out = NULL;
+	json_t *o = enter(c, obj, "event_time", et_keys, false, &saved);
+	if (c->err)
+		return false;
+	if (!o)
+		return true;
+	Streamvisor__EventTime *et = anew(c, sizeof(*et));
+	streamvisor__event_time__init(et);
+	if (!get_str(c, o, "field", &et->field, true) ||
+	    !get_int(c, o, "max_out_of_orderness_ms",
+		     &et->max_out_of_orderness_ms, 0) ||
+	    !get_int(c, o, "idle_timeout_ms", &et->idle_timeout_ms, 0))
+		return false;
+	leave(c, saved);
+	*out = et;
+	return true;
+}
+
+static bool parse_join(pctx_t *c, json_t *body, Streamvisor__Join *j)
+{
+	static const char *const keys[] = {"type",
+					   "source",
+					   "schema",
+					   "event_time",
+					   "on",
+					   "kind",
+					   "take",
+					   "lower_ms",
+					   "upper_ms",
+					   "time",
+					   "retention_ms",
+					   "max_state_rows",
+					   "max_state_bytes",
+					   NULL};
+	if (!json_is_object(body))
+		return failf(c, "join", "expected an object, got %s",
+			     json_kind(body));
+	size_t n = strlen(c->path);
+	snprintf(c->path + n, sizeof(c->path) - n, ".join");
+	int64_t rows = 0, bytes = 0;
+	if (!check_keys(c, body, keys) ||
+	    !get_str(c, body, "type", &j->type, true) ||
+	    !get_str(c, body, "kind", &j->kind, false) ||
+	    !get_str(c, body, "time", &j->time, false) ||
+	    !get_int(c, body, "lower_ms", &j->lower_ms, INT64_MIN) ||
+	    !get_int(c, body, "upper_ms", &j->upper_ms, INT64_MIN) ||
+	    !get_int(c, body, "retention_ms", &j->retention_ms, 0) ||
+	    !get_int(c, body, "max_state_rows", &rows, 0) ||
+	    !get_int(c, body, "max_state_bytes", &bytes, 0))
+		return false;
+	j->max_state_rows = rows;
+	j->max_state_bytes = bytes;
+	if (!strcmp(j->type, "interval"))
+		for (int b = 0; b < 2; b++) {
+			const char *k = b ? "upper_ms" : "lower_ms";
+			if (!json_object_get(body, k))
+				return failf(c, k,
+					     "is required for an interval "
+					     "join (bounds of right.time - "
+					     "left.time, inclusive)");
+		}
+	if (!(j->source = parse_source(c, body)) ||
+	    !parse_fields(c, body, &j->n_schema, &j->schema) ||
+	    !parse_event_time(c, body, &j->event_time))
+		return false;
+	static const char *const on_keys[] = {"left", "right", NULL};
+	size_t saved;
+	json_t *on = enter(c, body, "on", on_keys, true, &saved);
+	if (!on)
+		return false;
+	if (!get_strlist(c, on, "left", &j->n_on_left, &j->on_left) ||
+	    !get_strlist(c, on, "right", &j->n_on_right, &j->on_right))
+		return false;
+	leave(c, saved);
+	json_t *take = json_object_get(body, "take");
+	if (take && !json_is_null(take)) {
+		if (!json_is_object(take) || json_object_size(take) == 0)
+			return failf(c, "take",
+				     "expected an object of \"output column\": "
+				     "\"right column\"");
+		j->n_take = json_object_size(take);
+		j->take = anew(c, j->n_take * sizeof(*j->take));
+		const char *name;
+		json_t *v;
+		size_t i = 0;
+		json_object_foreach (take, name, v) {
+			if (!json_is_string(v)) {
+				char f[160];
+				snprintf(f, sizeof(f), "take.%s", name);
+				return failf(c, f,
+					     "expected a right column name, "
+					     "got %s",
+					     json_kind(v));
+			}
+			Streamvisor__TakeItem *t = anew(c, sizeof(*t));
+			streamvisor__take_item__init(t);
+			t->name = adup(c, name);
+			t->column = adup(c, json_string_value(v));
+			j->take[i++] = t;
+		}
+	}
+	c->path[n] = '\0';
 	return true;
 }
 
@@ -393,7 +521,8 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		if (!json_is_object(st) || json_object_size(st) != 1)
 			return failf(c, NULL,
 				     "a step is an object with exactly one "
-				     "of: filter, select, window, dedup");
+				     "of: filter, select, window, dedup, "
+				     "join");
 		Streamvisor__Step *s = anew(c, sizeof(*s));
 		streamvisor__step__init(s);
 		js->pipeline[i] = s;
@@ -464,23 +593,16 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 			s->step_case = STREAMVISOR__STEP__STEP_DEDUP;
 			s->dedup = d;
 		} else if (!strcmp(k, "join")) {
-			/* a known stream-processing step this backend does not
-			 * run: a coverage error with its record, not a typo */
-			failf(c, k,
-			      "a join step needs capability "
-			      "'stateful_join_support', which is not covered");
-			c->err->category = SV_ERR_COVERAGE;
-			sv_error_set_details(
-				c->err,
-				"[{\"capability\":"
-				"\"stateful_join_support\",\"status\":"
-				"\"uncovered\","
-				"\"reason\":\"no join operator exists\"}]");
-			return false;
+			Streamvisor__Join *j = anew(c, sizeof(*j));
+			streamvisor__join__init(j);
+			if (!parse_join(c, body, j))
+				return false;
+			s->step_case = STREAMVISOR__STEP__STEP_JOIN;
+			s->join = j;
 		} else {
 			return failf(c, k,
 				     "unknown step (expected one of: filter, "
-				     "select, window, dedup)");
+				     "select, window, dedup, join)");
 		}
 	}
 	c->path[0] = '\0';
@@ -488,9 +610,141 @@ static bool parse_pipeline(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 }
 
 static const char *const top_keys[] = {
-	"name",     "mode",        "source",    "schema",     "event_time",
-	"pipeline", "sink",        "delivery",  "checkpoint", "restart",
-	"lag",      "dead_letter", "late_sink", "on_invalid", NULL};
+	"name",     "mode",         "source",    "schema",     "event_time",
+	"pipeline", "sink",         "delivery",  "checkpoint", "restart",
+	"lag",      "dead_letter",  "late_sink", "on_invalid", "plan_target",
+	"plan_id",  "requirements", NULL};
+
+/* ---- IncQL evidence: plan_target | plan_id, requirements ---- */
+
+static Streamvisor__Evidence *evidence_of(pctx_t *c, Streamvisor__JobSpec *js)
+{
+	if (!js->evidence) {
+		js->evidence = anew(c, sizeof(*js->evidence));
+		streamvisor__evidence__init(js->evidence);
+	}
+	return js->evidence;
+}
+
+static bool parse_target(pctx_t *c, json_t *root, const char *key,
+			 Streamvisor__SemanticTarget **out)
+{
+	static const char *const keys[] = {"kind",     "target_id", "plan_id",
+					   "scope_id", "path",      "name",
+					   "node_id",  "ordinal",   NULL};
+	size_t saved;
+	json_t *o = enter(c, root, key, keys, false, &saved);
+	if (!o)
+		return !c->err;
+	Streamvisor__SemanticTarget *t = anew(c, sizeof(*t));
+	streamvisor__semantic_target__init(t);
+	if (!get_str(c, o, "kind", &t->kind, true) ||
+	    !get_str(c, o, "target_id", &t->target_id, true) ||
+	    !get_str(c, o, "plan_id", &t->plan_id, false) ||
+	    !get_str(c, o, "scope_id", &t->scope_id, false) ||
+	    !get_str(c, o, "path", &t->path, false) ||
+	    !get_str(c, o, "name", &t->name, false))
+		return false;
+	json_t *v = json_object_get(o, "node_id");
+	if (v && !json_is_null(v)) {
+		if (!get_int(c, o, "node_id", &t->node_id, 0))
+			return false;
+		t->has_node_id = true;
+	}
+	v = json_object_get(o, "ordinal");
+	if (v && !json_is_null(v)) {
+		if (!get_int(c, o, "ordinal", &t->ordinal, 0))
+			return false;
+		t->has_ordinal = true;
+	}
+	leave(c, saved);
+	*out = t;
+	return true;
+}
+
+static bool parse_evidence(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
+{
+	json_t *pt = json_object_get(root, "plan_target");
+	json_t *pid = json_object_get(root, "plan_id");
+	if (pt && !json_is_null(pt) && pid && !json_is_null(pid))
+		return failf(c, "plan_id",
+			     "give either plan_target or plan_id, not both");
+	Streamvisor__SemanticTarget *t = NULL;
+	if (!parse_target(c, root, "plan_target", &t))
+		return false;
+	if (t)
+		evidence_of(c, js)->plan_target = t;
+	char *id = NULL;
+	if (!get_str(c, root, "plan_id", &id, false))
+		return false;
+	if (id) {
+		/* IncQL's plan target for a plan id (a Prism cursor's) */
+		t = anew(c, sizeof(*t));
+		streamvisor__semantic_target__init(t);
+		t->kind = (char *)"plan";
+		t->target_id = t->plan_id = t->path = id;
+		t->scope_id = (char *)"plan";
+		t->name = (char *)"plan";
+		evidence_of(c, js)->plan_target = t;
+	}
+	json_t *rq = json_object_get(root, "requirements");
+	if (!rq || json_is_null(rq))
+		return true;
+	if (!json_is_array(rq))
+		return failf(c, "requirements",
+			     "expected an array of adapter requirements, got "
+			     "%s",
+			     json_kind(rq));
+	Streamvisor__Evidence *ev = evidence_of(c, js);
+	ev->n_requirements = json_array_size(rq);
+	ev->requirements = anew(c,
+				(ev->n_requirements ? ev->n_requirements : 1) *
+					sizeof(*ev->requirements));
+	static const char *const keys[] = {
+		"requirement_id", "target",        "capability", "guarantee",
+		"reason",         "evidence_refs", NULL};
+	for (size_t i = 0; i < ev->n_requirements; i++) {
+		json_t *r = json_array_get(rq, i);
+		snprintf(c->path, sizeof(c->path), "requirements[%zu]", i);
+		if (!json_is_object(r))
+			return failf(c, NULL, "expected an object, got %s",
+				     json_kind(r));
+		if (!check_keys(c, r, keys))
+			return false;
+		Streamvisor__Requirement *q = anew(c, sizeof(*q));
+		streamvisor__requirement__init(q);
+		ev->requirements[i] = q;
+		if (!get_str(c, r, "requirement_id", &q->requirement_id,
+			     false) ||
+		    !parse_target(c, r, "target", &q->target) ||
+		    !get_str(c, r, "capability", &q->capability, true) ||
+		    !get_str(c, r, "guarantee", &q->guarantee, false) ||
+		    !get_str(c, r, "reason", &q->reason, false))
+			return false;
+		json_t *refs = json_object_get(r, "evidence_refs");
+		if (refs && !json_is_null(refs)) {
+			if (!json_is_array(refs))
+				return failf(c, "evidence_refs",
+					     "expected an array of strings");
+			q->n_evidence_refs = json_array_size(refs);
+			q->evidence_refs = anew(
+				c,
+				(q->n_evidence_refs ? q->n_evidence_refs : 1) *
+					sizeof(char *));
+			for (size_t k = 0; k < q->n_evidence_refs; k++) {
+				json_t *e = json_array_get(refs, k);
+				if (!json_is_string(e))
+					return failf(c, "evidence_refs",
+						     "expected an array of "
+						     "strings");
+				q->evidence_refs[k] = adup(
+					c, json_string_value(e));
+			}
+		}
+	}
+	c->path[0] = '\0';
+	return true;
+}
 
 static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 {
@@ -502,7 +756,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	    !get_str(c, root, "on_invalid", &js->on_invalid, false))
 		return false;
 	if (!(js->source = parse_source(c, root)) ||
-	    !parse_schema(c, root, js) || !parse_pipeline(c, root, js))
+	    !parse_schema(c, root, js) || !parse_pipeline(c, root, js) ||
+	    !parse_evidence(c, root, js))
 		return false;
 	if (!(js->sink = parse_sink(c, root, "sink", true)))
 		return false;
@@ -511,23 +766,10 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	if (c->err)
 		return false;
 
-	static const char *const et_keys[] = {
-		"field", "max_out_of_orderness_ms", "idle_timeout_ms", NULL};
-	json_t *o = enter(c, root, "event_time", et_keys, false, &saved);
-	if (c->err)
+	if (!parse_event_time(c, root, &js->event_time))
 		return false;
-	if (o) {
-		js->event_time = anew(c, sizeof(*js->event_time));
-		streamvisor__event_time__init(js->event_time);
-		if (!get_str(c, o, "field", &js->event_time->field, true) ||
-		    !get_int(c, o, "max_out_of_orderness_ms",
-			     &js->event_time->max_out_of_orderness_ms, 0) ||
-		    !get_int(c, o, "idle_timeout_ms",
-			     &js->event_time->idle_timeout_ms, 0))
-			return false;
-		leave(c, saved);
-	}
 
+	json_t *o;
 	static const char *const ck_keys[] = {"interval_ms", "retain", NULL};
 	o = enter(c, root, "checkpoint", ck_keys, false, &saved);
 	if (c->err)
@@ -660,6 +902,257 @@ static sv_error_t *check_sink(Streamvisor__Sink *s, const char *name)
 	return NULL;
 }
 
+/* Defaults and checks of a source; prefix names it ("source",
+ * "pipeline[2].join.source"). */
+static sv_error_t *check_source(Streamvisor__Source *s, const char *prefix,
+				const char *mode)
+{
+	char f[160];
+#define SF(name) (snprintf(f, sizeof(f), "%s." name, prefix), f)
+	DEFAULT_STR(s->kind, "kafka");
+	DEFAULT_STR(s->format, "json");
+	static const char *const skinds[] = {"kafka", "generator", NULL};
+	if (!one_of(s->kind, skinds))
+		return bad(SF("kind"),
+			   "unknown source kind '%s' (expected kafka "
+			   "or generator)",
+			   s->kind);
+	static const char *const formats[] = {"json", "csv", NULL};
+	if (!one_of(s->format, formats))
+		return bad(SF("format"),
+			   "unknown format '%s' (expected json or "
+			   "csv)",
+			   s->format);
+	if (!strcmp(s->kind, "kafka")) {
+		DEFAULT_STR(s->cluster, "default");
+		DEFAULT_STR(s->start, "earliest");
+		if (empty(s->topic))
+			return bad(SF("topic"),
+				   "is required for a kafka source");
+		static const char *const starts[] = {"earliest", "latest",
+						     NULL};
+		if (!one_of(s->start, starts))
+			return bad(SF("start"),
+				   "unknown start '%s' (expected "
+				   "earliest or latest)",
+				   s->start);
+		if (s->rate_per_s > 1000000000LL)
+			return bad(SF("rate_per_s"),
+				   "%lld is above the limit "
+				   "of 1,000,000,000 records per second",
+				   (long long)s->rate_per_s);
+	} else {
+		DEFAULT_STR(s->generator, "sequence");
+		static const char *const gens[] = {"sequence", "nexmark", NULL};
+		if (!one_of(s->generator, gens))
+			return bad(SF("generator"),
+				   "unknown generator '%s' "
+				   "(expected sequence or nexmark)",
+				   s->generator);
+		if (s->count == 0)
+			s->count = -1;
+		if (!strcmp(mode, "bounded") && s->count < 0)
+			return bad(SF("count"),
+				   "a bounded generator needs a count");
+	}
+#undef SF
+	return NULL;
+}
+
+/* Names and types of a schema; prefix "schema" or "pipeline[1].join.schema". */
+static sv_error_t *check_fields(Streamvisor__Field **fields, size_t n,
+				const char *prefix)
+{
+	for (size_t i = 0; i < n; i++) {
+		char f[192];
+		snprintf(f, sizeof(f), "%s[%zu].type", prefix, i);
+		static const char *const types[] = {"bool",         "int64",
+						    "float64",      "string",
+						    "timestamp_ms", NULL};
+		if (empty(fields[i]->name)) {
+			snprintf(f, sizeof(f), "%s[%zu].name", prefix, i);
+			return bad(f, "is required");
+		}
+		if (empty(fields[i]->type) || !one_of(fields[i]->type, types))
+			return bad(f,
+				   "unknown type '%s' (expected bool, int64, "
+				   "float64, string or timestamp_ms)",
+				   fields[i]->type ? fields[i]->type : "");
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(fields[j]->name, fields[i]->name)) {
+				snprintf(f, sizeof(f), "%s[%zu].name", prefix,
+					 i);
+				return bad(f, "duplicate column '%s'",
+					   fields[i]->name);
+			}
+	}
+	if (n == 0)
+		return bad(prefix, "is required");
+	return NULL;
+}
+
+/* An event_time's field must be a timestamp_ms or int64 column. */
+static sv_error_t *check_event_time(const Streamvisor__EventTime *et,
+				    Streamvisor__Field **fields, size_t n,
+				    const char *prefix)
+{
+	char f[160];
+	snprintf(f, sizeof(f), "%s.field", prefix);
+	if (empty(et->field))
+		return bad(f, "is required");
+	int idx = -1;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(fields[i]->name, et->field))
+			idx = (int)i;
+	if (idx < 0)
+		return bad(f, "unknown column '%s'", et->field);
+	const char *t = fields[idx]->type;
+	if (strcmp(t, "timestamp_ms") && strcmp(t, "int64"))
+		return bad(f,
+			   "column '%s' is %s; expected "
+			   "timestamp_ms or int64",
+			   et->field, t);
+	return NULL;
+}
+
+/* A join step: its own input, keys, kind and the type's parameters. */
+static sv_error_t *check_join(Streamvisor__JobSpec *js, size_t i,
+			      Streamvisor__Join *j)
+{
+	char f[96], g[160];
+	snprintf(f, sizeof(f), "pipeline[%zu].join", i);
+#define JF(name) (snprintf(g, sizeof(g), "%s." name, f), g)
+	static const char *const types[] = {"interval", "lookup", "hash", NULL};
+	if (empty(j->type) || !one_of(j->type, types))
+		return bad(JF("type"),
+			   "unknown join type '%s' (expected interval, "
+			   "lookup or hash)",
+			   j->type ? j->type : "");
+	DEFAULT_STR(j->kind, "inner");
+	static const char *const kinds[] = {"inner", "left", NULL};
+	if (!one_of(j->kind, kinds))
+		return bad(JF("kind"),
+			   "unknown join kind '%s' (expected inner or left)",
+			   j->kind);
+	bool lookup = !strcmp(j->type, "lookup");
+	bool interval = !strcmp(j->type, "interval");
+	if (lookup)
+		DEFAULT_STR(j->time, "event");
+	if (!empty(j->time) && !lookup)
+		return bad(JF("time"), "only a lookup join has a time");
+	static const char *const times[] = {"event", "processing", NULL};
+	if (lookup && !one_of(j->time, times))
+		return bad(JF("time"),
+			   "unknown time '%s' (expected event or processing)",
+			   j->time);
+	bool event = interval || (lookup && !strcmp(j->time, "event"));
+	if (!interval && (j->lower_ms || j->upper_ms))
+		return bad(JF("lower_ms"), "only an interval join has bounds");
+	if (interval && j->lower_ms > j->upper_ms)
+		return bad(JF("lower_ms"),
+			   "%lld must not exceed upper_ms (%lld)",
+			   (long long)j->lower_ms, (long long)j->upper_ms);
+	if (j->retention_ms && !(lookup && event))
+		return bad(JF("retention_ms"),
+			   "only an event-time lookup join has a retention");
+	if (!strcmp(j->type, "hash") && strcmp(js->mode, "bounded"))
+		return bad(JF("type"),
+			   "a hash join reads both inputs to their end: it "
+			   "needs mode 'bounded' (use interval or lookup for "
+			   "a stream)");
+	if (!j->source)
+		return bad(JF("source"), "is required");
+	sv_error_t *err;
+	if ((err = check_source(j->source, JF("source"), js->mode)))
+		return err;
+	if (lookup && !strcmp(j->source->kind, "kafka") &&
+	    strcmp(j->source->start, "earliest"))
+		return bad(JF("source.start"),
+			   "a lookup join reads its table from the start "
+			   "(earliest), not '%s'",
+			   j->source->start);
+	if ((err = check_fields(j->schema, j->n_schema, JF("schema"))))
+		return err;
+	if (j->n_on_left == 0 || j->n_on_left != j->n_on_right)
+		return bad(JF("on"),
+			   "expected as many left as right key columns, at "
+			   "least one (got %zu and %zu)",
+			   j->n_on_left, j->n_on_right);
+	if (event && !js->event_time)
+		return bad("event_time",
+			   "is required by the %s join at pipeline[%zu] (its "
+			   "left input's event time)",
+			   j->type, i);
+	if (event && !j->event_time)
+		return bad(JF("event_time"),
+			   "is required by an event-time %s join (its right "
+			   "input's event time)",
+			   j->type);
+	if (j->event_time &&
+	    (err = check_event_time(j->event_time, j->schema, j->n_schema,
+				    JF("event_time"))))
+		return err;
+#undef JF
+	return NULL;
+}
+
+/* A SemanticTarget: a known kind and a target id; the other strings
+ * default as IncQL builds a plan target (plan_id = target_id, scope "plan",
+ * path = target_id, name "plan"). */
+static sv_error_t *normalize_target(Streamvisor__SemanticTarget *t,
+				    const char *field)
+{
+	char f[96];
+	snprintf(f, sizeof(f), "%s.kind", field);
+	if (empty(t->kind) || !sv_coverage_target_kind_known(t->kind))
+		return bad(f, "unknown semantic target kind '%s'",
+			   t->kind ? t->kind : "");
+	snprintf(f, sizeof(f), "%s.target_id", field);
+	if (empty(t->target_id))
+		return bad(f, "is required");
+	DEFAULT_STR(t->plan_id, t->target_id);
+	DEFAULT_STR(t->scope_id, "plan");
+	DEFAULT_STR(t->path, t->target_id);
+	DEFAULT_STR(t->name, "plan");
+	return NULL;
+}
+
+static sv_error_t *normalize_evidence(Streamvisor__Evidence *ev)
+{
+	if (!ev)
+		return NULL;
+	sv_error_t *err;
+	if (ev->plan_target &&
+	    (err = normalize_target(ev->plan_target, "plan_target")))
+		return err;
+	static const char *const guarantees[] = {"required", "preferred",
+						 "optional", NULL};
+	for (size_t i = 0; i < ev->n_requirements; i++) {
+		Streamvisor__Requirement *q = ev->requirements[i];
+		char f[96];
+		snprintf(f, sizeof(f), "requirements[%zu].capability", i);
+		if (empty(q->capability) ||
+		    !sv_coverage_capability_known(q->capability))
+			return bad(f,
+				   "unknown capability '%s' (IncQL's "
+				   "AdapterRequirementCapability names and "
+				   "RFC 048's streaming names, docs/incql.md)",
+				   q->capability ? q->capability : "");
+		DEFAULT_STR(q->guarantee, "required");
+		snprintf(f, sizeof(f), "requirements[%zu].guarantee", i);
+		if (!one_of(q->guarantee, guarantees))
+			return bad(f,
+				   "unknown guarantee '%s' (expected "
+				   "required, preferred or optional)",
+				   q->guarantee);
+		DEFAULT_STR(q->reason, "requested by the client");
+		snprintf(f, sizeof(f), "requirements[%zu].target", i);
+		if (q->target && (err = normalize_target(q->target, f)))
+			return err;
+	}
+	return NULL;
+}
+
 /* Fill defaults into msg (pointers to static strings are fine: the message
  * is packed and unpacked right after). */
 static sv_error_t *normalize(Streamvisor__JobSpec *js)
@@ -696,84 +1189,13 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 		return bad("dead_letter",
 			   "is required when on_invalid is dead_letter");
 
-	Streamvisor__Source *s = js->source;
-	if (!s)
-		return bad("source", "is required");
-	DEFAULT_STR(s->kind, "kafka");
-	DEFAULT_STR(s->format, "json");
-	static const char *const skinds[] = {"kafka", "generator", NULL};
-	if (!one_of(s->kind, skinds))
-		return bad("source.kind",
-			   "unknown source kind '%s' (expected kafka "
-			   "or generator)",
-			   s->kind);
-	static const char *const formats[] = {"json", "csv", NULL};
-	if (!one_of(s->format, formats))
-		return bad("source.format",
-			   "unknown format '%s' (expected json or "
-			   "csv)",
-			   s->format);
-	if (!strcmp(s->kind, "kafka")) {
-		DEFAULT_STR(s->cluster, "default");
-		DEFAULT_STR(s->start, "earliest");
-		if (empty(s->topic))
-			return bad("source.topic",
-				   "is required for a kafka source");
-		static const char *const starts[] = {"earliest", "latest",
-						     NULL};
-		if (!one_of(s->start, starts))
-			return bad("source.start",
-				   "unknown start '%s' (expected "
-				   "earliest or latest)",
-				   s->start);
-		if (s->rate_per_s > 1000000000LL)
-			return bad("source.rate_per_s",
-				   "%lld is above the limit "
-				   "of 1,000,000,000 records per second",
-				   (long long)s->rate_per_s);
-	} else {
-		DEFAULT_STR(s->generator, "sequence");
-		static const char *const gens[] = {"sequence", "nexmark", NULL};
-		if (!one_of(s->generator, gens))
-			return bad("source.generator",
-				   "unknown generator '%s' "
-				   "(expected sequence or nexmark)",
-				   s->generator);
-		if (s->count == 0)
-			s->count = -1;
-		if (!strcmp(js->mode, "bounded") && s->count < 0)
-			return bad("source.count",
-				   "a bounded generator needs a count");
-	}
-
-	for (size_t i = 0; i < js->n_schema; i++) {
-		char f[64];
-		snprintf(f, sizeof(f), "schema[%zu].type", i);
-		static const char *const types[] = {"bool",         "int64",
-						    "float64",      "string",
-						    "timestamp_ms", NULL};
-		if (empty(js->schema[i]->name)) {
-			snprintf(f, sizeof(f), "schema[%zu].name", i);
-			return bad(f, "is required");
-		}
-		if (empty(js->schema[i]->type) ||
-		    !one_of(js->schema[i]->type, types))
-			return bad(f,
-				   "unknown type '%s' (expected bool, int64, "
-				   "float64, string or timestamp_ms)",
-				   js->schema[i]->type ? js->schema[i]->type
-						       : "");
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(js->schema[j]->name, js->schema[i]->name)) {
-				snprintf(f, sizeof(f), "schema[%zu].name", i);
-				return bad(f, "duplicate column '%s'",
-					   js->schema[i]->name);
-			}
-	}
-	if (js->n_schema == 0)
-		return bad("schema", "is required");
-
 	sv_error_t *err;
+	if (!js->source)
+		return bad("source", "is required");
+	if ((err = check_source(js->source, "source", js->mode)) ||
+	    (err = check_fields(js->schema, js->n_schema, "schema")))
+		return err;
+
 	if (!js->sink)
 		return bad("sink", "is required");
 	if ((err = check_sink(js->sink, "sink")))
@@ -784,6 +1206,19 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 	if (js->late_sink && (err = check_sink(js->late_sink, "late_sink")))
 		return err;
 
+	int joins = 0;
+	for (size_t i = 0; i < js->n_pipeline; i++) {
+		Streamvisor__Step *st = js->pipeline[i];
+		if (st->step_case != STREAMVISOR__STEP__STEP_JOIN)
+			continue;
+		if (joins++) {
+			char f[64];
+			snprintf(f, sizeof(f), "pipeline[%zu].join", i);
+			return bad(f, "a job has at most one join step");
+		}
+		if ((err = check_join(js, i, st->join)))
+			return err;
+	}
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		Streamvisor__Step *st = js->pipeline[i];
 		if (st->step_case != STREAMVISOR__STEP__STEP_WINDOW)
@@ -837,23 +1272,10 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 			return bad(f,
 				   "gap_ms is required for a session window");
 	}
-	if (js->event_time) {
-		if (empty(js->event_time->field))
-			return bad("event_time.field", "is required");
-		int idx = -1;
-		for (size_t i = 0; i < js->n_schema; i++)
-			if (!strcmp(js->schema[i]->name, js->event_time->field))
-				idx = (int)i;
-		if (idx < 0)
-			return bad("event_time.field", "unknown column '%s'",
-				   js->event_time->field);
-		const char *t = js->schema[idx]->type;
-		if (strcmp(t, "timestamp_ms") && strcmp(t, "int64"))
-			return bad("event_time.field",
-				   "column '%s' is %s; expected "
-				   "timestamp_ms or int64",
-				   js->event_time->field, t);
-	}
+	if (js->event_time &&
+	    (err = check_event_time(js->event_time, js->schema, js->n_schema,
+				    "event_time")))
+		return err;
 
 	if (js->checkpoint->interval_ms == 0)
 		js->checkpoint->interval_ms = 5000;
@@ -877,7 +1299,7 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js)
 			   "must be >= initial_backoff_ms");
 	if (js->lag->grace_ms == 0)
 		js->lag->grace_ms = 10000;
-	return NULL;
+	return normalize_evidence(js->evidence);
 }
 
 /* Pack msg, hash it, and unpack into an owned message. */
@@ -895,6 +1317,14 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 	sv_error_t *err = normalize(msg);
 	if (err)
 		return err;
+	/* The plan id hashes the plan without the IncQL evidence: the client's
+	 * plan identity and requirements are not what the job computes. */
+	Streamvisor__Evidence *ev = msg->evidence;
+	msg->evidence = NULL;
+	size_t hlen = streamvisor__job_spec__get_packed_size(msg);
+	uint8_t *hbytes = sv_malloc(hlen ? hlen : 1);
+	streamvisor__job_spec__pack(msg, hbytes);
+	msg->evidence = ev;
 	sv_jobspec_t *spec = sv_calloc(1, sizeof(*spec));
 	spec->packed_len = streamvisor__job_spec__get_packed_size(msg);
 	spec->packed = sv_malloc(spec->packed_len);
@@ -902,13 +1332,15 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, sv_jobspec_t **out)
 	spec->msg = streamvisor__job_spec__unpack(NULL, spec->packed_len,
 						  spec->packed);
 	if (!spec->msg) {
+		free(hbytes);
 		sv_jobspec_destroy(spec);
 		return sv_error_new(SV_ERR_SUBMISSION,
 				    "job spec could not be "
 				    "encoded");
 	}
 	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256(spec->packed, spec->packed_len, md);
+	SHA256(hbytes, hlen, md);
+	free(hbytes);
 	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
 		sprintf(spec->plan_id + 2 * i, "%02x", md[i]);
 	*out = spec;
@@ -1059,14 +1491,9 @@ static json_t *strlist(char **v, size_t n)
 	return a;
 }
 
-char *sv_jobspec_to_json(const sv_jobspec_t *spec)
+static json_t *source_json(const Streamvisor__Source *s)
 {
-	const Streamvisor__JobSpec *js = spec->msg;
-	json_t *o = json_object();
-	put_str(o, "name", js->name);
-	put_str(o, "mode", js->mode);
 	json_t *src = json_object();
-	const Streamvisor__Source *s = js->source;
 	put_str(src, "kind", s->kind);
 	put_str(src, "cluster", s->cluster);
 	put_str(src, "topic", s->topic);
@@ -1080,25 +1507,79 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 		json_object_set_new(src, "seed",
 				    json_integer((json_int_t)s->seed));
 	}
-	json_object_set_new(o, "source", src);
+	return src;
+}
+
+static json_t *fields_json(Streamvisor__Field *const *fields, size_t n)
+{
 	json_t *sch = json_array();
-	for (size_t i = 0; i < js->n_schema; i++)
+	for (size_t i = 0; i < n; i++)
 		json_array_append_new(sch,
 				      json_pack("{s:s, s:s, s:b}", "name",
-						js->schema[i]->name, "type",
-						js->schema[i]->type, "nullable",
-						!js->schema[i]->not_null));
-	json_object_set_new(o, "schema", sch);
+						fields[i]->name, "type",
+						fields[i]->type, "nullable",
+						!fields[i]->not_null));
+	return sch;
+}
+
+static json_t *event_time_json(const Streamvisor__EventTime *et)
+{
+	return json_pack("{s:s, s:I, s:I}", "field", et->field,
+			 "max_out_of_orderness_ms",
+			 (json_int_t)et->max_out_of_orderness_ms,
+			 "idle_timeout_ms", (json_int_t)et->idle_timeout_ms);
+}
+
+static json_t *join_json(const Streamvisor__Join *j)
+{
+	json_t *o = json_object();
+	put_str(o, "type", j->type);
+	json_object_set_new(o, "source", source_json(j->source));
+	json_object_set_new(o, "schema", fields_json(j->schema, j->n_schema));
+	if (j->event_time)
+		json_object_set_new(o, "event_time",
+				    event_time_json(j->event_time));
+	json_object_set_new(o, "on",
+			    json_pack("{s:o, s:o}", "left",
+				      strlist(j->on_left, j->n_on_left),
+				      "right",
+				      strlist(j->on_right, j->n_on_right)));
+	put_str(o, "kind", j->kind);
+	if (j->n_take) {
+		json_t *t = json_object();
+		for (size_t i = 0; i < j->n_take; i++)
+			json_object_set_new(t, j->take[i]->name,
+					    json_string(j->take[i]->column));
+		json_object_set_new(o, "take", t);
+	}
+	if (!strcmp(j->type, "interval")) {
+		json_object_set_new(o, "lower_ms", json_integer(j->lower_ms));
+		json_object_set_new(o, "upper_ms", json_integer(j->upper_ms));
+	}
+	put_str(o, "time", j->time);
+	if (j->retention_ms)
+		json_object_set_new(o, "retention_ms",
+				    json_integer(j->retention_ms));
+	if (j->max_state_rows)
+		json_object_set_new(o, "max_state_rows",
+				    json_integer(j->max_state_rows));
+	if (j->max_state_bytes)
+		json_object_set_new(o, "max_state_bytes",
+				    json_integer(j->max_state_bytes));
+	return o;
+}
+
+char *sv_jobspec_to_json(const sv_jobspec_t *spec)
+{
+	const Streamvisor__JobSpec *js = spec->msg;
+	json_t *o = json_object();
+	put_str(o, "name", js->name);
+	put_str(o, "mode", js->mode);
+	json_object_set_new(o, "source", source_json(js->source));
+	json_object_set_new(o, "schema", fields_json(js->schema, js->n_schema));
 	if (js->event_time)
-		json_object_set_new(
-			o, "event_time",
-			json_pack("{s:s, s:I, s:I}", "field",
-				  js->event_time->field,
-				  "max_out_of_orderness_ms",
-				  (json_int_t)js->event_time
-					  ->max_out_of_orderness_ms,
-				  "idle_timeout_ms",
-				  (json_int_t)js->event_time->idle_timeout_ms));
+		json_object_set_new(o, "event_time",
+				    event_time_json(js->event_time));
 	json_t *pl = json_array();
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		const Streamvisor__Step *st = js->pipeline[i];
@@ -1147,6 +1628,9 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 			json_object_set_new(step, "window", wo);
 			break;
 		}
+		case STREAMVISOR__STEP__STEP_JOIN:
+			json_object_set_new(step, "join", join_json(st->join));
+			break;
 		case STREAMVISOR__STEP__STEP_DEDUP:
 			json_object_set_new(
 				step, "dedup",
@@ -1192,6 +1676,32 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec)
 				    json_integer(js->lag->max_seconds));
 	json_object_set_new(lag, "grace_ms", json_integer(js->lag->grace_ms));
 	json_object_set_new(o, "lag", lag);
+	const Streamvisor__Evidence *ev = js->evidence;
+	if (ev && ev->plan_target)
+		json_object_set_new(
+			o, "plan_target",
+			sv_coverage_target_from_proto(ev->plan_target));
+	if (ev && ev->n_requirements) {
+		json_t *rq = json_array();
+		for (size_t i = 0; i < ev->n_requirements; i++) {
+			const Streamvisor__Requirement *q = ev->requirements[i];
+			json_t *r = json_object();
+			put_str(r, "requirement_id", q->requirement_id);
+			if (q->target)
+				json_object_set_new(
+					r, "target",
+					sv_coverage_target_from_proto(
+						q->target));
+			put_str(r, "capability", q->capability);
+			put_str(r, "guarantee", q->guarantee);
+			put_str(r, "reason", q->reason);
+			json_object_set_new(
+				r, "evidence_refs",
+				strlist(q->evidence_refs, q->n_evidence_refs));
+			json_array_append_new(rq, r);
+		}
+		json_object_set_new(o, "requirements", rq);
+	}
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;

@@ -47,6 +47,8 @@ typedef struct sv_progress {
 	int64_t last_event_ms;
 } sv_progress_t;
 
+typedef struct sv_evidence sv_evidence_t; /* supervisor/evidence.c */
+
 typedef struct sv_job {
 	char id[40];
 	sv_jobspec_t *spec; /* owned */
@@ -82,6 +84,7 @@ typedef struct sv_job {
 	char *result;
 	size_t result_rows;
 	bool result_truncated;
+	sv_evidence_t *ev; /* IncQL evidence; owned, NULL until needed */
 } sv_job_t;
 
 #endif

@@ -32,11 +32,13 @@ void sv_transition(sv_job_t *job, sv_jobstate_t to, const char *reason)
 
 void sv_observe_error(sv_job_t *job, const sv_error_t *err)
 {
-	sv_obslog_add(job->obs, job->attempt, "error",
-		      json_pack("{s:s, s:s, s:b, s:b}", "category",
-				sv_errcat_name(err->category), "message",
-				err->message, "retriable", err->retriable,
-				"fatal", err->fatal));
+	sv_obslog_add(
+		job->obs, job->attempt, "error",
+		json_pack("{s:s, s:s?, s:s, s:b, s:b}", "category",
+			  sv_errcat_name(err->category), "backend_error_kind",
+			  sv_errcat_backend_kind(err->category, err->field),
+			  "message", err->message, "retriable", err->retriable,
+			  "fatal", err->fatal));
 }
 
 static void done_cb(void *opaque, sv_worker_t *w)
@@ -100,10 +102,12 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	job->drain_deadline_ms = 0;
 	sv_obslog_add(job->obs, job->attempt, "attempt_started",
 		      json_pack("{s:i}", "restarts", job->restarts));
+	sv_evidence_attempt_started(sv, job);
 	sv_error_t *err = sv_worker_start(&wc, &job->worker);
 	if (err) {
 		sv_error_destroy(job->error);
 		job->error = sv_error_set_job(err, job->id, job->attempt);
+		sv_evidence_attempt_ended(sv, job, SV_WORKER_FAILED, err);
 		sv_transition(job, SV_JOB_FAILED, err->message);
 		sv_persist_job(sv, job);
 		return;
@@ -264,6 +268,8 @@ void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 					       &job->result_rows,
 					       &job->result_truncated);
 	}
+	sv_evidence_attempt_ended(sv, job, end,
+				  end == SV_WORKER_FAILED ? job->error : NULL);
 	sv_worker_destroy(job->worker);
 	job->worker = NULL;
 	char reason[256];

@@ -23,7 +23,6 @@
 
 #include "core/log.h"
 #include "core/util.h"
-#include "ingress/coverage.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
 #include "ingress/plan.h"
@@ -214,26 +213,18 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	     (err = sv_resolve_cluster(sv, js->late_sink->kind,
 				       js->late_sink->cluster,
 				       "late_sink.cluster", &cl))) ||
-	    (err = check_file_sinks(sv, js)) ||
-	    (err = sv_coverage_check(spec)) ||
-	    (err = check_transactions(sv, js))) {
+	    (err = check_file_sinks(sv, js))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}
 	sv_plan_t *plan = NULL;
-	if ((err = sv_plan_build(spec, &plan))) {
-		if (err->category == SV_ERR_COVERAGE && !err->details_json) {
-			json_t *a = json_array();
-			json_array_append_new(
-				a,
-				json_pack("{s:s, s:s, s:s}", "capability",
-					  err->field ? err->field : "plan",
-					  "status", "uncovered", "reason",
-					  err->message));
-			char *d = sv_json_dump(a);
-			sv_error_set_details(err, d);
-			free(d);
-		}
+	sv_evidence_t *ev = NULL;
+	if ((err = sv_plan_build(spec, &plan)) ||
+	    (err = sv_evidence_check(sv, spec, plan, &ev)) ||
+	    (err = check_transactions(sv, js))) {
+		sv_evidence_plan_error(err, spec);
+		sv_evidence_destroy(ev);
+		sv_plan_destroy(plan);
 		sv_jobspec_destroy(spec);
 		return err;
 	}
@@ -249,6 +240,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 					   js->name, o->id,
 					   sv_jobstate_name(o->state));
 			sv_jobspec_destroy(spec);
+			sv_evidence_destroy(ev);
 			json_decref(summary);
 			return sv_error_set_field(err, "name");
 		}
@@ -256,6 +248,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_job_t *job = sv_calloc(1, sizeof(*job));
 	new_job_id(job->id, sizeof(job->id));
 	job->spec = spec;
+	job->ev = ev;
 	job->created_at_ms = job->state_since_ms = sv_now_ms();
 	job->state = SV_JOB_PENDING;
 	job->last_ck.id = -1;
@@ -273,7 +266,9 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_logctx_t lc = {job->id, 0};
 	sv_log(&lc, SV_LOG_INFO, "lifecycle", "job '%s' submitted, plan %s",
 	       js->name, spec->plan_id);
-	c->json = sv_json_dump(sv_job_json(sv, job, false));
+	json_t *answer = sv_job_json(sv, job, false);
+	sv_evidence_answer(sv, job, answer);
+	c->json = sv_json_dump(answer);
 	job->restart_from = -1;
 	sv_persist_job(sv, job);
 	sv_start_attempt(sv, job);
@@ -306,6 +301,7 @@ void sv_job_free(sv_job_t *job)
 	sv_error_destroy(job->error);
 	free(job->result);
 	sv_obslog_destroy(job->obs);
+	sv_evidence_destroy(job->ev);
 	free(job);
 }
 
@@ -565,6 +561,7 @@ static const char *const view_names[SV_VIEW__COUNT] = {
 	[SV_VIEW_OBSERVATIONS] = "observations",
 	[SV_VIEW_PREVIEW] = "preview",
 	[SV_VIEW_RESULT] = "result",
+	[SV_VIEW_EXECUTION_OBSERVATIONS] = "execution-observations",
 };
 
 const char *sv_action_name(sv_action_t action)

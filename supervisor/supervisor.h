@@ -105,6 +105,7 @@ typedef enum sv_view {
 	SV_VIEW_OBSERVATIONS, /* ?after=seq&limit=n */
 	SV_VIEW_PREVIEW, /* ?limit=n */
 	SV_VIEW_RESULT, /* ?limit=n */
+	SV_VIEW_EXECUTION_OBSERVATIONS, /* RFC 032 records (docs/incql.md) */
 	SV_VIEW__COUNT
 } sv_view_t;
 

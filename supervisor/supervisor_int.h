@@ -4,6 +4,7 @@
  *   supervisor.c  the thread, the command queue, submit/list/status/delete
  *   lifecycle.c   attempts, the restart policy, transitions, actions
  *   views.c       JSON views (status, observations, results), metrics, info
+ *   evidence.c    IncQL evidence: coverage records, execution observations
  * thread: everything here runs on the supervisor thread unless noted. */
 #ifndef SV_SUPERVISOR_INT_H
 #define SV_SUPERVISOR_INT_H
@@ -141,6 +142,20 @@ void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now);
 void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job);
 void sv_persist_forget(sv_supervisor_t *sv, const char *id, bool checkpoints);
 sv_error_t *sv_persist_load(sv_supervisor_t *sv);
+
+/* evidence.c: the job's IncQL evidence (plan target, coverage records,
+ * RFC 032 execution observations) */
+sv_error_t *sv_evidence_check(sv_supervisor_t *sv, const sv_jobspec_t *spec,
+			      const sv_plan_t *plan, sv_evidence_t **out);
+sv_error_t *sv_evidence_plan_error(sv_error_t *err, const sv_jobspec_t *spec);
+void sv_evidence_destroy(sv_evidence_t *ev);
+/* Add plan_target and coverage to a submit answer. */
+void sv_evidence_answer(sv_supervisor_t *sv, sv_job_t *job, json_t *answer);
+void sv_evidence_attempt_started(sv_supervisor_t *sv, sv_job_t *job);
+/* Before the worker is destroyed (its counters are read); err may be NULL. */
+void sv_evidence_attempt_ended(sv_supervisor_t *sv, sv_job_t *job,
+			       sv_worker_end_t end, const sv_error_t *err);
+sv_error_t *sv_do_execution_observations(sv_supervisor_t *sv, cmd_t *c);
 
 /* views.c */
 json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full);

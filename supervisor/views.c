@@ -16,9 +16,10 @@ static json_t *error_json(const sv_error_t *err)
 {
 	if (!err)
 		return json_null();
-	json_t *o = json_pack("{s:s, s:s, s:i}", "category",
-			      sv_errcat_name(err->category), "message",
-			      err->message, "attempt", err->attempt);
+	const char *kind = sv_errcat_backend_kind(err->category, err->field);
+	json_t *o = json_pack("{s:s, s:s?, s:s, s:i}", "category",
+			      sv_errcat_name(err->category), "kind", kind,
+			      "message", err->message, "attempt", err->attempt);
 	if (err->field)
 		json_object_set_new(o, "field", json_string(err->field));
 	return o;
@@ -204,6 +205,8 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 		c->json = sv_json_dump(page);
 		return NULL;
 	}
+	case SV_VIEW_EXECUTION_OBSERVATIONS:
+		return sv_do_execution_observations(sv, c);
 	case SV_VIEW_RESULT: {
 		if (!sv_jobspec_bounded(job->spec))
 			return sv_error_set_job(
@@ -468,7 +471,8 @@ bool sv_dev_default(sv_supervisor_t *sv)
 
 char *sv_supervisor_info(sv_supervisor_t *sv)
 {
-	char *cov = sv_coverage_json(sv_dev_default(sv));
+	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL};
+	json_t *cov = sv_coverage_info(&env);
 	json_t *clusters = json_array();
 	for (size_t i = 0; i < sv->conf.nclusters; i++)
 		json_array_append_new(
@@ -477,10 +481,15 @@ char *sv_supervisor_info(sv_supervisor_t *sv)
 				  sv->conf.clusters[i].name, "development",
 				  sv->conf.clusters[i].dev_embedded));
 	json_t *o = json_pack(
-		"{s:s, s:s, s:s, s:o, s:o, s:o}", "backend_kind", "streamvisor",
-		"backend_version", SV_VERSION_STRING, "supervisor_identity",
-		sv->conf.identity, "started_at", sv_iso_json(sv->started_ms),
-		"clusters", clusters, "capabilities", json_loads(cov, 0, NULL));
-	free(cov);
+		"{s:s, s:s, s:s, s:o, s:o, s:s, s:s, s:O, s:O, s:O}",
+		"backend_kind", "streamvisor", "backend_version",
+		SV_VERSION_STRING, "supervisor_identity", sv->conf.identity,
+		"started_at", sv_iso_json(sv->started_ms), "clusters", clusters,
+		"adapter_name", SV_ADAPTER_NAME, "adapter_version",
+		SV_VERSION_STRING, "capabilities",
+		json_object_get(cov, "capabilities"), "capability_vocabulary",
+		json_object_get(cov, "vocabulary"), "capability_notes",
+		json_object_get(cov, "notes"));
+	json_decref(cov);
 	return sv_json_dump(o);
 }

@@ -202,6 +202,8 @@ static sv_error_t *commit(sv_worker_t *w)
 	if ((err = sv_source_commit(w->src)))
 		return err;
 	atomic_store(&w->stats.last_commit_ms, sv_now_ms());
+	atomic_store(&w->stats.records_out_committed,
+		     atomic_load(&w->stats.records_out));
 	return NULL;
 }
 
@@ -233,6 +235,8 @@ static sv_error_t *checkpoint(sv_worker_t *w, int64_t wm)
 	atomic_store(&w->stats.last_checkpoint_duration_ms, info.duration_ms);
 	atomic_store(&w->stats.last_checkpoint_bytes, info.bytes);
 	atomic_store(&w->stats.last_commit_ms, sv_now_ms());
+	atomic_store(&w->stats.records_out_committed,
+		     atomic_load(&w->stats.records_out));
 	atomic_fetch_add(&w->stats.checkpoints, 1);
 	bool served = asked > atomic_load(&w->stats.checkpoint_served);
 	atomic_store(&w->stats.checkpoint_served, asked);

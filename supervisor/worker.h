@@ -47,6 +47,10 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t state_bytes;
 	_Atomic uint64_t state_keys;
 	_Atomic int64_t last_commit_ms;
+	/* records_out at the last commit point (a checkpoint, or flushed
+	 * output with positions committed): what the attempt wrote beyond it
+	 * is not committed yet */
+	_Atomic uint64_t records_out_committed;
 	/* checkpoints */
 	_Atomic int64_t restored_checkpoint; /* id restored at start, or -1 */
 	_Atomic int64_t last_checkpoint; /* last committed id, or -1 */

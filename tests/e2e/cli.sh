@@ -174,7 +174,7 @@ run info
 expect_rc 0 "info"
 grep -Eq '^backend +streamvisor [0-9]' "$tmp/out" || fail "info: no backend line"
 grep -Eq '^CAPABILITY +STATUS +REASON$' "$tmp/out" || fail "info: no capability table"
-grep -Eq '^stateful_join_support +(covered|partial|uncovered|unknown) ' "$tmp/out" ||
+grep -Eq '^stateful_join_support +(covered|partially_covered|uncovered|unknown) ' "$tmp/out" ||
     fail "info: no stateful_join_support row"
 grep -q 'embedded development cluster' "$tmp/out" || fail "info: development cluster not shown"
 run info --json

@@ -392,6 +392,7 @@ static void test_error_json(void **state)
 	j = sv_http_error_json(err);
 	assert_string_equal(j,
 			    "{\"error\": {\"category\": \"submission\", "
+			    "\"kind\": \"backend_planning_error\", "
 			    "\"message\": \"bad \\\"x\\\"\\nline\", "
 			    "\"job_id\": \"j\\\"1\", \"attempt\": 2, "
 			    "\"field\": \"pipeline[0].filter\", "
@@ -403,6 +404,7 @@ static void test_error_json(void **state)
 	j = sv_http_error_json(cov);
 	assert_string_equal(j,
 			    "{\"error\": {\"category\": \"coverage\", "
+			    "\"kind\": \"backend_planning_error\", "
 			    "\"message\": \"not covered\", \"details\": "
 			    "[{\"capability\": \"x\"}]}}");
 	free(j);
@@ -410,6 +412,7 @@ static void test_error_json(void **state)
 	j = sv_http_error_json(cov);
 	assert_string_equal(j,
 			    "{\"error\": {\"category\": \"coverage\", "
+			    "\"kind\": \"backend_planning_error\", "
 			    "\"message\": \"not covered\", \"details\": "
 			    "\"[oops\"}}");
 	free(j);
@@ -591,7 +594,8 @@ static void test_daemon_not_found_and_method(void **state)
 	assert_string_equal(header(&r, "Allow"), "GET, HEAD");
 	assert_string_equal(
 		r.body,
-		"{\"error\": {\"category\": \"submission\", \"message\": "
+		"{\"error\": {\"category\": \"submission\", "
+		"\"kind\": \"backend_planning_error\", \"message\": "
 		"\"method 'DELETE' not allowed on '/healthz' (allowed: GET, "
 		"HEAD)\"}}");
 	resp_free(&r);
@@ -651,6 +655,7 @@ static void test_daemon_submit_errors(void **state)
 	request(fx, "POST", "/v1/jobs", NULL, "bad", 3, &r);
 	expect_json(&r, 400,
 		    "{\"error\": {\"category\": \"submission\", "
+		    "\"kind\": \"backend_planning_error\", "
 		    "\"message\": \"unknown column 'x'\", "
 		    "\"field\": \"pipeline[0].filter\", "
 		    "\"position\": 5}}");
@@ -663,6 +668,7 @@ static void test_daemon_submit_errors(void **state)
 	request(fx, "POST", "/v1/jobs", NULL, "", 0, &r);
 	expect_json(&r, 400,
 		    "{\"error\": {\"category\": \"submission\", "
+		    "\"kind\": \"backend_planning_error\", "
 		    "\"message\": \"empty job spec\"}}");
 	resp_free(&r);
 	assert_int_equal(stub.calls, 2); /* the empty body never got there */

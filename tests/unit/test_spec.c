@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
+#include "ingress/coverage.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
 
@@ -217,21 +219,182 @@ static void test_bad_specs(void **state)
 	expect_error(buf, "event_time.field", "unknown column 'zz'");
 }
 
-static void test_join_is_coverage(void **state)
+/* orders (left) with their customer (right, a table) */
+static void join_spec(char *buf, size_t cap, const char *mode,
+		      const char *join_body)
+{
+	snprintf(buf, cap,
+		 "{\"name\": \"x\", \"mode\": \"%s\","
+		 " \"source\": {\"topic\": \"orders\"},"
+		 " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
+		 "   {\"name\": \"cust\", \"type\": \"string\"},"
+		 "   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
+		 " \"event_time\": {\"field\": \"ts\"},"
+		 " \"pipeline\": [{\"join\": {%s}}],"
+		 " \"sink\": {\"topic\": \"o\"}}",
+		 mode, join_body);
+}
+
+#define CUSTOMERS                                                   \
+	"\"source\": {\"topic\": \"customers\"},"                   \
+	" \"schema\": [{\"name\": \"cust\", \"type\": \"string\"}," \
+	"   {\"name\": \"id\", \"type\": \"int64\"},"               \
+	"   {\"name\": \"name\", \"type\": \"string\"},"            \
+	"   {\"name\": \"cts\", \"type\": \"timestamp_ms\"}],"      \
+	" \"event_time\": {\"field\": \"cts\"},"                    \
+	" \"on\": {\"left\": [\"cust\"], \"right\": [\"cust\"]}"
+
+static void test_join_spec(void **state)
 {
 	(void)state;
-	const char *j = "{\"name\": \"x\", \"source\": {\"topic\": \"t\"},"
-			" \"schema\": [{\"name\": \"a\", \"type\": \"int64\"}],"
-			" \"pipeline\": [{\"join\": {\"with\": \"u\"}}],"
-			" \"sink\": {\"topic\": \"o\"}}";
+	char buf[2048];
+	join_spec(buf, sizeof(buf), "stream",
+		  "\"type\": \"lookup\", " CUSTOMERS
+		  ", \"take\": {\"customer\": \"name\"}, \"kind\": \"left\"");
 	sv_jobspec_t *spec = NULL;
-	sv_error_t *err = sv_jobspec_parse_json(j, strlen(j), &spec);
+	sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf), &spec);
+	if (err)
+		fail_msg("%s", err->message);
+	const Streamvisor__Join *j = spec->msg->pipeline[0]->join;
+	assert_string_equal(j->time, "event"); /* the default */
+	assert_string_equal(j->kind, "left");
+	assert_string_equal(j->source->start, "earliest");
+	sv_plan_t *plan = NULL;
+	assert_null(sv_plan_build(spec, &plan));
+	/* valid, but the runtime has no second input: 422, named */
+	sv_coverage_env_t env = {false, true};
+	json_t *pt = sv_coverage_plan_target(spec, plan);
+	err = sv_coverage_check(spec, plan, pt, &env, NULL);
+	json_decref(pt);
 	assert_non_null(err);
 	assert_int_equal(err->category, SV_ERR_COVERAGE);
+	assert_int_equal(sv_errcat_http_status(err->category), 422);
 	assert_string_equal(err->field, "pipeline[0].join");
 	assert_non_null(strstr(err->details_json, "stateful_join_support"));
-	assert_int_equal(sv_errcat_http_status(err->category), 422);
+	assert_non_null(strstr(err->message, "second input"));
 	sv_error_destroy(err);
+	const sv_schema_t *out = sv_pipeline_out_schema(plan->pipeline);
+	/* left columns, then the take columns */
+	assert_int_equal(out->nfields, 4);
+	assert_string_equal(out->fields[3].name, "customer");
+	assert_true(out->fields[3].nullable); /* a left join */
+	assert_int_equal(plan->join_step, 0);
+	assert_int_equal(plan->right_event_time_col, 3);
+	assert_int_equal(plan->right_schema->nfields, 4);
+	sv_plan_destroy(plan);
+	/* the JSON form goes round to the same plan */
+	char *text = sv_jobspec_to_json(spec);
+	sv_jobspec_t *again = NULL;
+	assert_null(sv_jobspec_parse_json(text, strlen(text), &again));
+	assert_string_equal(again->plan_id, spec->plan_id);
+	free(text);
+	sv_jobspec_destroy(again);
+	/* and so does the protobuf form */
+	assert_null(
+		sv_jobspec_parse_proto(spec->packed, spec->packed_len, &again));
+	assert_string_equal(again->plan_id, spec->plan_id);
+	assert_string_equal(again->msg->pipeline[0]->join->take[0]->column,
+			    "name");
+	sv_jobspec_destroy(again);
+	sv_jobspec_destroy(spec);
+}
+
+static void test_join_spec_errors(void **state)
+{
+	(void)state;
+	struct {
+		const char *mode, *body, *field, *needle;
+	} cases[] = {
+		/* a clash is a 400 naming both columns */
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"id\": \"id\"}",
+		 "pipeline[0].join.take.id",
+		 "'id' (right column 'id') clashes with left column 'id'"},
+		/* without take every right column comes, cust excepted
+		 * (paired with the left key of that name): id clashes */
+		{"stream", "\"type\": \"lookup\", " CUSTOMERS,
+		 "pipeline[0].join.take",
+		 "right column 'id' clashes with left column 'id'"},
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"nope\"}",
+		 "pipeline[0].join.take.n", "'nope' is not a column"},
+		{"stream",
+		 "\"type\": \"interval\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"lower_ms\": 0",
+		 "pipeline[0].join.upper_ms", "is required"},
+		{"stream",
+		 "\"type\": \"interval\", " CUSTOMERS
+		 ", \"lower_ms\": 5, \"upper_ms\": 1",
+		 "pipeline[0].join.lower_ms", "must not exceed"},
+		{"stream", "\"type\": \"hash\", " CUSTOMERS,
+		 "pipeline[0].join.type", "needs mode 'bounded'"},
+		{"stream", "\"type\": \"nested\", " CUSTOMERS,
+		 "pipeline[0].join.type", "unknown join type 'nested'"},
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS ", \"kind\": \"full\"",
+		 "pipeline[0].join.kind", "unknown join kind 'full'"},
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS ", \"time\": \"wall\"",
+		 "pipeline[0].join.time", "unknown time 'wall'"},
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"on\": {\"left\": [\"cust\", \"id\"], "
+		 "\"right\": [\"cust\"]}",
+		 "pipeline[0].join.on", NULL},
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"lower_ms\": 1",
+		 "pipeline[0].join.lower_ms", "only an interval join"},
+		{"stream",
+		 "\"type\": \"lookup\", \"source\": {\"topic\": "
+		 "\"c\"}, \"schema\": [{\"name\": \"cust\", "
+		 "\"type\": \"string\"}], \"on\": {\"left\": "
+		 "[\"cust\"], \"right\": [\"cust\"]}",
+		 "pipeline[0].join.event_time", "is required"},
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"on\": {\"left\": "
+		 "[\"ts\"], \"right\": [\"cust\"]}",
+		 "pipeline[0].join.on", "is timestamp_ms on the left"},
+		{"stream",
+		 "\"type\": \"lookup\", " CUSTOMERS
+		 ", \"take\": {\"n\": \"name\"}, \"on\": {\"left\": "
+		 "[\"zz\"], \"right\": [\"cust\"]}",
+		 "pipeline[0].join.on.left", "'zz' is not a column"},
+	};
+	/* the 'on' of CUSTOMERS is replaced where a case has its own */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char body[1024], buf[2048];
+		snprintf(body, sizeof(body), "%s", cases[i].body);
+		char *second = strstr(body, "\"on\"");
+		if (second && strstr(second + 4, "\"on\"")) {
+			/* drop the first "on": {...} */
+			char *end = strchr(second, '}');
+			memmove(second, end + 2, strlen(end + 2) + 1);
+		}
+		join_spec(buf, sizeof(buf), cases[i].mode, body);
+		sv_jobspec_t *spec = NULL;
+		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf),
+							&spec);
+		if (!err) { /* the plan's 400s come before coverage */
+			sv_plan_t *plan = NULL;
+			err = sv_plan_build(spec, &plan);
+			sv_plan_destroy(plan);
+		}
+		if (!err || err->category != SV_ERR_SUBMISSION)
+			fail_msg("case %zu: %s", i,
+				 err ? err->message : "accepted");
+		if (strcmp(err->field, cases[i].field))
+			fail_msg("case %zu: field '%s', expected '%s' (%s)", i,
+				 err->field, cases[i].field, err->message);
+		if (cases[i].needle && !strstr(err->message, cases[i].needle))
+			fail_msg("case %zu: '%s' lacks '%s'", i, err->message,
+				 cases[i].needle);
+		sv_error_destroy(err);
+		sv_jobspec_destroy(spec);
+	}
 }
 
 static void test_plan_errors(void **state)
@@ -296,7 +459,8 @@ int main(void)
 		cmocka_unit_test(test_plan_id_is_canonical),
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_plan_errors),
-		cmocka_unit_test(test_join_is_coverage),
+		cmocka_unit_test(test_join_spec),
+		cmocka_unit_test(test_join_spec_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
