@@ -1506,6 +1506,11 @@ static json_t *source_json(const Streamvisor__Source *s)
 				    json_integer(s->rate_per_s));
 		json_object_set_new(src, "seed",
 				    json_integer((json_int_t)s->seed));
+	} else if (s->rate_per_s > 0) {
+		/* a throttled Kafka source: shown back, so the printed spec
+		 * means the same plan (found by tests/fuzz/fuzz_jobspec.c) */
+		json_object_set_new(src, "rate_per_s",
+				    json_integer(s->rate_per_s));
 	}
 	return src;
 }
