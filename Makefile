@@ -7,13 +7,15 @@
 #   make bench the benchmarks (see bench/README.md)
 #   make install  release build, then CMake's install rules: binary, systemd
 #              unit and sysusers file, example config, docs (PREFIX, DESTDIR)
+#   make fuzz  build the libFuzzer targets (clang) and run each for
+#              FUZZ_SECONDS (default 60), FUZZ_JOBS at a time (docs/security.md)
 PRESET ?= dev
 BUILD := build/$(PRESET)
 JOBS ?= $(shell nproc)
 EXAMPLE ?= examples/generated-orders.json
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: all deps deps-run build run test test-unit test-asan bench install clean lint format
+.PHONY: all deps deps-run build run test test-unit test-asan bench install fuzz clean lint format
 
 all: build
 
@@ -58,6 +60,13 @@ install: deps-run
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS) --target streamvisor
 	cmake --install build/release --prefix $(PREFIX)
+
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 2
+fuzz: deps-run
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/run.sh
 
 clean:
 	rm -rf build

@@ -1099,6 +1099,7 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		{"plan", required_argument, NULL, 'p'},
 		{"dry-run", no_argument, NULL, 'D'},
 		{"parallelism", required_argument, NULL, 'N'},
+		{"token-file", required_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1136,6 +1137,9 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		switch (c) {
 		case 's':
 			cli.server = optarg;
+			break;
+		case 'K':
+			cli.token_file = optarg;
 			break;
 		case 'j':
 			cli.json = true;
@@ -1226,6 +1230,29 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		sv_error_destroy(err);
 		sv_client_release(&cli.client);
 		return EXIT_CLI_USAGE;
+	}
+	/* the token: --token-file, else $STREAMVISOR_TOKEN, else
+	 * $STREAMVISOR_TOKEN_FILE (never a command-line argument itself:
+	 * other users see argv) */
+	const char *tf = cli.token_file;
+	const char *tenv = getenv(TOKEN_ENV);
+	if (!tf && !(tenv && *tenv)) {
+		const char *e = getenv(TOKEN_FILE_ENV);
+		tf = e && *e ? e : NULL;
+	}
+	if (tf) {
+		char *tok = NULL;
+		if ((err = sv_client_read_token_file(tf, &tok))) {
+			fprintf(stderr, "streamvisor: %s\n", err->message);
+			sv_error_destroy(err);
+			sv_client_release(&cli.client);
+			return EXIT_CLI_USAGE;
+		}
+		sv_client_set_token(&cli.client, tok);
+		explicit_bzero(tok, strlen(tok));
+		free(tok);
+	} else if (tenv && *tenv) {
+		sv_client_set_token(&cli.client, tenv);
 	}
 	const char *tmo = getenv(TIMEOUT_ENV);
 	if (tmo && *tmo) {

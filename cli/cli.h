@@ -24,6 +24,8 @@
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
 #define SERVER_ENV "STREAMVISOR_URL"
+#define TOKEN_ENV "STREAMVISOR_TOKEN" /* the bearer token itself */
+#define TOKEN_FILE_ENV "STREAMVISOR_TOKEN_FILE" /* a file holding it */
 #define TIMEOUT_ENV "STREAMVISOR_TIMEOUT_MS" /* request deadline */
 
 /* Options a CLI command may accept (command_t.opts); --server and --help
@@ -54,6 +56,7 @@ typedef struct cli {
 	bool ignore_state;
 	bool purge;
 	long long timeout_ms; /* -1: not given */
+	const char *token_file; /* --token-file, or NULL */
 	long long limit; /* -1: not given */
 	long long after; /* -1: not given */
 	long long parallelism; /* -1: not given */

@@ -99,10 +99,49 @@ sv_error_t *sv_client_init(sv_client_t *cl, const char *url)
 	return NULL;
 }
 
+void sv_client_set_token(sv_client_t *cl, const char *token)
+{
+	if (cl->token) {
+		explicit_bzero(cl->token, strlen(cl->token));
+		free(cl->token);
+	}
+	cl->token = token ? sv_strdup(token) : NULL;
+}
+
+sv_error_t *sv_client_read_token_file(const char *path, char **out)
+{
+	*out = NULL;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+		return sv_error_set_cause(
+			sv_error_new(SV_ERR_CONFIG,
+				     "cannot read token file '%s': %s", path,
+				     strerror(e)),
+			e, strerror(e));
+	}
+	char line[4096];
+	char *got = fgets(line, sizeof(line), f);
+	fclose(f);
+	size_t n = got ? strcspn(line, "\r\n") : 0;
+	while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+		n--;
+	size_t start = got ? strspn(line, " \t") : 0;
+	if (!got || start >= n) {
+		explicit_bzero(line, sizeof(line));
+		return sv_error_new(SV_ERR_CONFIG, "token file '%s' is empty",
+				    path);
+	}
+	*out = sv_strndup(line + start, n - start);
+	explicit_bzero(line, sizeof(line));
+	return NULL;
+}
+
 void sv_client_release(sv_client_t *cl)
 {
 	if (!cl)
 		return;
+	sv_client_set_token(cl, NULL);
 	free(cl->host);
 	free(cl->prefix);
 	memset(cl, 0, sizeof(*cl));
@@ -523,6 +562,8 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 		      SV_VERSION_STRING);
 	if (content_type)
 		sv_buf_printf(&req, "Content-Type: %s\r\n", content_type);
+	if (cl->token)
+		sv_buf_printf(&req, "Authorization: Bearer %s\r\n", cl->token);
 	bool sends_body = body || !strcmp(method, "POST") ||
 		!strcmp(method, "PUT") || !strcmp(method, "PATCH");
 	if (sends_body)

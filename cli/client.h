@@ -23,6 +23,8 @@ typedef struct sv_client {
 	int port;
 	char *prefix; /* path prefix from the URL, "" or "/base" */
 	int timeout_ms; /* deadline per request; <= 0: none */
+	char *token; /* bearer token (Authorization header), or NULL; wiped
+		      * on release */
 } sv_client_t;
 
 /* One response. Embedded: filled by sv_client_request, freed with
@@ -42,6 +44,13 @@ typedef struct sv_client_resp {
  * still be released. */
 sv_error_t *sv_client_init(sv_client_t *cl, const char *url);
 void sv_client_release(sv_client_t *cl);
+
+/* Use token (copied) as the bearer token of every request; NULL: none. */
+void sv_client_set_token(sv_client_t *cl, const char *token);
+/* Read a token from a file (the first line, surrounding blanks removed)
+ * into a new string *out. The file should be readable only by its owner.
+ * Errors: SV_ERR_CONFIG naming the file (never quoting its content). */
+sv_error_t *sv_client_read_token_file(const char *path, char **out);
 
 /* Send one request and read the whole response. path is appended to the
  * URL's prefix ("/v1/jobs?limit=3"); content_type may be NULL (no header);

@@ -214,6 +214,10 @@ static sv_error_t *dedup_restore(sv_op_t *base, const char *data, size_t len)
 		for (size_t c = 0; c < op->nkeys; c++)
 			sv_deser_value(&d, &op->keybuf[c]);
 		int64_t first = sv_deser_i64(&d);
+		/* a first-seen time whose expiry overflows is corruption
+		 * (found by tests/fuzz/fuzz_checkpoint.c) */
+		if (!d.bad && first > INT64_MAX - op->within)
+			d.bad = true;
 		if (d.bad)
 			break;
 		uint64_t h = sv_statemap_hash(op->map, op->keybuf);

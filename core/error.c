@@ -25,6 +25,8 @@ static const char *const cat_names[SV_ERR__COUNT] = {
 	[SV_ERR_SINK_COMMIT] = "sink_commit",
 	[SV_ERR_CONFLICT] = "conflict",
 	[SV_ERR_NOT_FOUND] = "not_found",
+	[SV_ERR_UNAUTHENTICATED] = "unauthenticated",
+	[SV_ERR_FORBIDDEN] = "forbidden",
 };
 
 const char *sv_errcat_name(sv_errcat_t cat)
@@ -96,6 +98,10 @@ int sv_errcat_http_status(sv_errcat_t cat)
 		return 409;
 	case SV_ERR_NOT_FOUND:
 		return 404;
+	case SV_ERR_UNAUTHENTICATED:
+		return 401;
+	case SV_ERR_FORBIDDEN:
+		return 403;
 	default:
 		return 500;
 	}

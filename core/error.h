@@ -29,6 +29,8 @@ typedef enum sv_errcat {
 	SV_ERR_SINK_COMMIT,
 	SV_ERR_CONFLICT, /* action not valid in current state, name in use (HTTP 409) */
 	SV_ERR_NOT_FOUND, /* unknown job id (HTTP 404) */
+	SV_ERR_UNAUTHENTICATED, /* no or invalid credentials (HTTP 401) */
+	SV_ERR_FORBIDDEN, /* the principal's role may not (HTTP 403) */
 	SV_ERR__COUNT
 } sv_errcat_t;
 

@@ -33,7 +33,7 @@ required=(
     librdkafka-dev librocksdb-dev
     libprotobuf-c-dev protobuf-c-compiler
     libprotobuf-dev          # google/protobuf/{any,empty}.proto for the Substrait protos
-    libmicrohttpd-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
+    libmicrohttpd-dev libgnutls28-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
     kcat                     # produce/consume from shell tests
     prometheus               # only for promtool (metrics format checks)
     python3-confluent-kafka  # transactional check in broker smoke test
@@ -42,6 +42,8 @@ required=(
     clang-format cppcheck    # make lint (STYLE.md)
     chromium chromium-driver # headless browser test of the dashboard (tests/e2e/dashboard.sh)
     systemd                  # systemd-analyze verify of deploy/systemd/streamvisor.service
+    clang libclang-rt-14-dev # make fuzz: libFuzzer and the sanitizer runtimes
+    openssl                  # TLS tests make their certificates
 )
 # Optional: installed only when the distribution has them (libyyjson-dev is
 # not in bookworm; a newer Debian has it).

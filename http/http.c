@@ -15,7 +15,22 @@
  *
  * The raw query string is taken from the URI log callback, which sees the
  * request line before libmicrohttpd splits and decodes it; that callback also
- * allocates the per-request state. */
+ * allocates the per-request state.
+ *
+ * Security (docs/security.md) sits in one place, the first access-handler
+ * call of a request, before any route runs, in this order: the mTLS peer
+ * check (TLS sessions only), request smuggling checks (one Content-Length,
+ * never with Transfer-Encoding), authentication (Authorization: Bearer
+ * against the tokens file, 401 for everything but /healthz), routing
+ * (404/405), then the role the route needs (route_policy[], 403). TLS is
+ * libmicrohttpd's HTTPS on GnuTLS: the certificate comes from our
+ * certificate callback, so SIGHUP (sv_http_reload) swaps in new
+ * certificates and tokens without dropping the listener; with a client CA
+ * the handshake requires and verifies a client certificate. Limits: total
+ * and per-client connection caps, the idle timeout and the header cap are
+ * libmicrohttpd options; the whole-request deadline (slowloris) is a reaper
+ * thread that shuts down connections whose current request has taken longer
+ * than request_timeout_s outside a handler. */
 #define _GNU_SOURCE
 #include "http/http.h"
 
@@ -26,8 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <gnutls/gnutls.h>
+#include <gnutls/abstract.h>
 #include <jansson.h>
 #include <microhttpd.h>
 
@@ -35,6 +54,12 @@
 #include "core/util.h"
 #include "http/http_int.h"
 #include "http/web.h"
+#include "supervisor/auth.h"
+#include "supervisor/observe.h"
+
+/* docs/openapi.json, embedded at build time (openapi_gen.c) */
+extern const char sv_openapi_json[];
+extern const size_t sv_openapi_json_len;
 
 #define JSON_TYPE "application/json"
 #define PROTOBUF_TYPE "application/x-protobuf"
@@ -42,10 +67,42 @@
 #define FORM_TYPE "application/x-www-form-urlencoded"
 #define PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
+/* One TLS certificate chain and key, as GnuTLS wants them from the
+ * certificate callback. Replaced sets are kept until the daemon stops: a
+ * handshake in flight may still use one. */
+typedef struct tls_certs {
+	gnutls_pcert_st *pcert;
+	unsigned int npcert;
+	gnutls_privkey_t key;
+	struct tls_certs *older;
+} tls_certs_t;
+
+/* A connection, for the request deadline (the reaper). */
+typedef struct http_conn {
+	int fd;
+	int64_t phase_ms; /* when the current request phase began */
+	bool busy; /* a handler is running: not reaped */
+	bool reaped;
+	struct http_conn *prev, *next;
+} http_conn_t;
+
 struct sv_http {
 	struct MHD_Daemon *mhd;
 	sv_supervisor_t *sv;
 	int port;
+	sv_http_limits_t limits;
+	char *tokens_file, *cert_file, *key_file, *ca_file;
+	bool tls;
+
+	pthread_rwlock_t lock; /* tokens and certs (swapped on reload) */
+	sv_tokens_t *tokens; /* NULL: no authentication */
+	tls_certs_t *certs;
+
+	pthread_mutex_t conn_lock; /* conns */
+	http_conn_t *conns;
+	pthread_t reaper;
+	bool reaper_started, stopping;
+	pthread_cond_t reaper_wake;
 };
 
 /* ---- routing (pure) ---- */
@@ -145,6 +202,9 @@ sv_http_op_t sv_http_route(const char *method, const char *path,
 	} else if (nseg >= 2 && seg_is(seg[0], seglen[0], "v1")) {
 		if (nseg == 2 && seg_is(seg[1], seglen[1], "info")) {
 			get_op = SV_HTTP_OP_INFO;
+		} else if (nseg == 2 &&
+			   seg_is(seg[1], seglen[1], "openapi.json")) {
+			get_op = SV_HTTP_OP_OPENAPI;
 		} else if (seg_is(seg[1], seglen[1], "jobs")) {
 			if (nseg == 2) {
 				get_op = SV_HTTP_OP_LIST;
@@ -264,6 +324,68 @@ int sv_http_body_is_json(const char *body, size_t len)
 	return ok;
 }
 
+/* ---- who may do what (the one table) ---- */
+
+/* An op missing here needs admin (never public by omission): a new route
+ * gets its line. */
+static const struct {
+	sv_role_t role;
+	bool acts;
+	bool listed;
+} route_policy[SV_HTTP_OP__COUNT] = {
+	[SV_HTTP_OP_NOT_FOUND] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_NOT_ALLOWED] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_HEALTHZ] = {SV_ROLE_NONE, false, true},
+	[SV_HTTP_OP_INFO] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_METRICS] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_OPENAPI] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_LIST] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_STATUS] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_GET_SUB] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_SUBMIT] = {SV_ROLE_OPERATOR, true, true},
+	[SV_HTTP_OP_ACTION] = {SV_ROLE_OPERATOR, true, true},
+	[SV_HTTP_OP_DELETE] = {SV_ROLE_ADMIN, true, true},
+	/* the dashboard's page and scripts: public (a browser cannot send a
+	 * bearer token for them); every API call the page makes needs one */
+	[SV_HTTP_OP_STATIC] = {SV_ROLE_NONE, false, true},
+};
+
+int sv_http_op_role(sv_http_op_t op)
+{
+	return (unsigned)op < SV_HTTP_OP__COUNT && route_policy[op].listed
+		? (int)route_policy[op].role
+		: (int)SV_ROLE_ADMIN;
+}
+
+bool sv_http_op_acts(sv_http_op_t op)
+{
+	return (unsigned)op < SV_HTTP_OP__COUNT && route_policy[op].acts;
+}
+
+const char *sv_http_framing_error(unsigned n_cl, const char *cl, unsigned n_te,
+				  const char *te)
+{
+	if (n_cl > 1)
+		return "more than one Content-Length header";
+	if (n_cl && n_te)
+		return "both Content-Length and Transfer-Encoding";
+	if (n_te > 1)
+		return "more than one Transfer-Encoding header";
+	if (n_cl) {
+		if (!cl || !*cl)
+			return "empty Content-Length";
+		for (const char *p = cl; *p; p++)
+			if (*p < '0' || *p > '9')
+				return "Content-Length is not a decimal "
+				       "number";
+		if (strlen(cl) > 15)
+			return "Content-Length too long";
+	}
+	if (n_te && (!te || strcasecmp(te, "chunked") != 0))
+		return "Transfer-Encoding other than 'chunked'";
+	return NULL;
+}
+
 /* ---- error bodies ---- */
 
 /* {"error": {category, kind, message, job_id, attempt, field, position,
@@ -321,8 +443,10 @@ char *sv_http_error_json(const sv_error_t *err)
 typedef struct http_req {
 	char *uri; /* raw request target, query included */
 	int started; /* the first access-handler call happened */
-	int too_large; /* body exceeded SV_HTTP_BODY_MAX */
+	int too_large; /* body exceeded limits.max_body_bytes */
+	size_t dropped; /* body bytes dropped since */
 	sv_http_route_t route;
+	char principal[128]; /* who asked ("" without authentication) */
 	sv_buf_t body;
 } http_req_t;
 
@@ -371,10 +495,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	sv_log(NULL, SV_LOG_WARN, "http", "libmicrohttpd: %s", line);
 }
 
-/* Queue body (taken, malloc'd) with status; counts the request. */
-static enum MHD_Result respond(sv_http_t *http, struct MHD_Connection *conn,
-			       const char *method, const char *url, int status,
-			       const char *type, char *body, const char *allow)
+/* Queue body (taken, malloc'd) with status and, when hname is set, one more
+ * header; counts the request. */
+static enum MHD_Result respond_hdr(sv_http_t *http, struct MHD_Connection *conn,
+				   const char *method, const char *url,
+				   int status, const char *type, char *body,
+				   const char *hname, const char *hval)
 {
 	size_t len = body ? strlen(body) : 0;
 	struct MHD_Response *resp = MHD_create_response_from_buffer(
@@ -388,14 +514,26 @@ static enum MHD_Result respond(sv_http_t *http, struct MHD_Connection *conn,
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
 				"no-store");
-	if (allow)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+	if (hname && hval)
+		MHD_add_response_header(resp, hname, hval);
+	if (http->tls)
+		MHD_add_response_header(resp, "Strict-Transport-Security",
+					"max-age=31536000");
 	enum MHD_Result ret = MHD_queue_response(conn, (unsigned int)status,
 						 resp);
 	MHD_destroy_response(resp);
 	sv_supervisor_count_http(http->sv, method, status);
 	sv_log(NULL, SV_LOG_DEBUG, "http", "%s %s %d", method, url, status);
 	return ret;
+}
+
+/* Queue body (taken) with status, and an Allow header when allow is set. */
+static enum MHD_Result respond(sv_http_t *http, struct MHD_Connection *conn,
+			       const char *method, const char *url, int status,
+			       const char *type, char *body, const char *allow)
+{
+	return respond_hdr(http, conn, method, url, status, type, body,
+			   allow ? MHD_HTTP_HEADER_ALLOW : NULL, allow);
 }
 
 static enum MHD_Result respond_json(sv_http_t *http,
@@ -419,6 +557,20 @@ static enum MHD_Result respond_error(sv_http_t *http,
 	char *body = sv_http_error_json(err);
 	sv_error_destroy(err);
 	return respond(http, conn, method, url, status, JSON_TYPE, body, allow);
+}
+
+/* Answer with err (taken) and one extra header (WWW-Authenticate,
+ * Connection). */
+static enum MHD_Result respond_error_hdr(sv_http_t *http,
+					 struct MHD_Connection *conn,
+					 const char *method, const char *url,
+					 int status, sv_error_t *err,
+					 const char *hname, const char *hval)
+{
+	char *body = sv_http_error_json(err);
+	sv_error_destroy(err);
+	return respond_hdr(http, conn, method, url, status, JSON_TYPE, body,
+			   hname, hval);
 }
 
 /* Answer with the outcome of a supervisor call: json on success. */
@@ -577,11 +729,184 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 		return respond_call(http, conn, method, url, 200, err, json);
 	case SV_HTTP_OP_STATIC:
 		return respond_asset(http, conn, method, url, r->sub);
+	case SV_HTTP_OP_OPENAPI:
+		return respond_json(
+			http, conn, method, url, 200,
+			sv_strndup(sv_openapi_json, sv_openapi_json_len));
 	case SV_HTTP_OP_NOT_FOUND:
 	case SV_HTTP_OP_NOT_ALLOWED:
+	case SV_HTTP_OP__COUNT:
 		break;
 	}
 	return reject_early(http, conn, method, url, r);
+}
+
+/* ---- the checks before any handler ---- */
+
+static http_conn_t *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+/* mTLS: the handshake already required and verified a client certificate
+ * (tls_retrieve); checked again here so no handler ever runs for a peer
+ * that did not pass. */
+static bool peer_ok(sv_http_t *http, struct MHD_Connection *conn)
+{
+	if (!http->tls || !http->ca_file)
+		return true;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t session = ci ? ci->tls_session : NULL;
+	if (!session)
+		return false;
+	unsigned int n = 0, status = 1;
+	if (!gnutls_certificate_get_peers(session, &n) || n == 0)
+		return false;
+	return gnutls_certificate_verify_peers2(session, &status) == 0 &&
+		status == 0;
+}
+
+typedef struct framing {
+	unsigned n_cl, n_te;
+	const char *cl, *te;
+} framing_t;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind,
+				     const char *key, const char *value)
+{
+	SV_UNUSED(kind);
+	framing_t *f = cls;
+	if (key && !strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		f->n_cl++;
+		f->cl = value;
+	} else if (key && !strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->n_te++;
+		f->te = value;
+	}
+	return MHD_YES;
+}
+
+/* Authenticate (401) and authorize (403) the routed request; NULL when it
+ * may go on, else the error. Fills rq->principal. */
+static sv_error_t *check_auth(sv_http_t *http, struct MHD_Connection *conn,
+			      http_req_t *rq, bool *invalid_token)
+{
+	*invalid_token = false;
+	pthread_rwlock_rdlock(&http->lock);
+	const sv_tokens_t *tokens = http->tokens;
+	sv_error_t *err = NULL;
+	int need = sv_http_op_role(rq->route.op);
+	if (!tokens || need == SV_ROLE_NONE)
+		goto out;
+	const char *hdr = MHD_lookup_connection_value(
+		conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *tok = NULL;
+	size_t tlen = 0;
+	if (!hdr) {
+		err = sv_error_new(SV_ERR_UNAUTHENTICATED,
+				   "authentication required: send "
+				   "'Authorization: Bearer <token>'");
+		goto out;
+	}
+	if (sv_auth_bearer(hdr, &tok, &tlen) != 0) {
+		err = sv_error_new(SV_ERR_UNAUTHENTICATED,
+				   "unsupported Authorization scheme: send "
+				   "'Authorization: Bearer <token>'");
+		goto out;
+	}
+	const sv_principal_t *p = sv_tokens_match(tokens, tok, tlen);
+	if (!p) {
+		*invalid_token = true;
+		err = sv_error_new(SV_ERR_UNAUTHENTICATED,
+				   "invalid token"); /* never echoed */
+		goto out;
+	}
+	snprintf(rq->principal, sizeof(rq->principal), "%s", p->name);
+	if ((int)p->role < need)
+		err = sv_error_new(SV_ERR_FORBIDDEN,
+				   "principal '%s' (role %s) may not do this: "
+				   "it needs role %s",
+				   p->name, sv_role_name(p->role),
+				   sv_role_name((sv_role_t)need));
+out:
+	pthread_rwlock_unlock(&http->lock);
+	return err;
+}
+
+/* The first access-handler call: headers are in, no body read yet. Every
+ * check that keeps a request from a handler is here. MHD_YES to go on
+ * (the body follows), or the result of a queued refusal. *done tells
+ * which. */
+static enum MHD_Result admit(sv_http_t *http, struct MHD_Connection *conn,
+			     const char *url, const char *method,
+			     http_req_t *rq, bool *done)
+{
+	*done = true;
+	if (!peer_ok(http, conn))
+		return MHD_NO; /* close: no answer to an unverified peer */
+
+	framing_t fr = {0};
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &fr);
+	const char *why = sv_http_framing_error(fr.n_cl, fr.cl, fr.n_te, fr.te);
+	if (why)
+		return respond_error_hdr(
+			http, conn, method, url, 400,
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "malformed request framing: %s", why),
+			MHD_HTTP_HEADER_CONNECTION, "close");
+
+	/* Route first (a pure function of the path), so /healthz is known;
+	 * but answer 401 before 404/405, so an unauthenticated client
+	 * learns nothing about which paths exist. */
+	sv_http_op_t op = sv_http_route(method, url, &rq->route);
+	bool invalid = false;
+	sv_error_t *err = check_auth(http, conn, rq, &invalid);
+	if (err && err->category == SV_ERR_UNAUTHENTICATED)
+		return respond_error_hdr(
+			http, conn, method, url, 401, err,
+			MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+			invalid ? "Bearer realm=\"streamvisor\", "
+				  "error=\"invalid_token\""
+				: "Bearer realm=\"streamvisor\"");
+	if (op == SV_HTTP_OP_NOT_FOUND || op == SV_HTTP_OP_NOT_ALLOWED) {
+		sv_error_destroy(err);
+		return reject_early(http, conn, method, url, &rq->route);
+	}
+	if (err) {
+		sv_log(NULL, SV_LOG_WARN, "audit", "refused: %s %s by '%s': %s",
+		       method, url, rq->principal, err->message);
+		return respond_error(http, conn, method, url, 403, err, NULL);
+	}
+
+	const char *cl = fr.cl;
+	if (cl && strtoull(cl, NULL, 10) > http->limits.max_body_bytes)
+		return respond_error_hdr(
+			http, conn, method, url, 413,
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "request body larger than %u bytes",
+				     http->limits.max_body_bytes),
+			MHD_HTTP_HEADER_CONNECTION, "close");
+	if (op == SV_HTTP_OP_SUBMIT) {
+		const char *ct = MHD_lookup_connection_value(
+			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+		if (ct && !sv_http_media_type_is(ct, JSON_TYPE) &&
+		    !sv_http_media_type_is(ct, PROTOBUF_TYPE) &&
+		    !sv_http_media_type_is(ct, FORM_TYPE))
+			return respond_error(
+				http, conn, method, url, 415,
+				sv_error_new(SV_ERR_SUBMISSION,
+					     "unsupported content type "
+					     "'%s': send "
+					     "application/json or "
+					     "application/x-protobuf",
+					     ct),
+				NULL);
+	}
+	*done = false;
+	return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -597,37 +922,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 
 	if (!rq->started) {
 		rq->started = 1;
-		sv_http_op_t op = sv_http_route(method, url, &rq->route);
-		if (op == SV_HTTP_OP_NOT_FOUND || op == SV_HTTP_OP_NOT_ALLOWED)
-			return reject_early(http, conn, method, url,
-					    &rq->route);
-		const char *cl = MHD_lookup_connection_value(
-			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > SV_HTTP_BODY_MAX)
-			return respond_error(
-				http, conn, method, url, 413,
-				sv_error_new(
-					SV_ERR_SUBMISSION,
-					"request body larger than %d bytes",
-					SV_HTTP_BODY_MAX),
-				NULL);
-		if (op == SV_HTTP_OP_SUBMIT) {
-			const char *ct = MHD_lookup_connection_value(
-				conn, MHD_HEADER_KIND,
-				MHD_HTTP_HEADER_CONTENT_TYPE);
-			if (ct && !sv_http_media_type_is(ct, JSON_TYPE) &&
-			    !sv_http_media_type_is(ct, PROTOBUF_TYPE) &&
-			    !sv_http_media_type_is(ct, FORM_TYPE))
-				return respond_error(
-					http, conn, method, url, 415,
-					sv_error_new(SV_ERR_SUBMISSION,
-						     "unsupported content type "
-						     "'%s': send "
-						     "application/json or "
-						     "application/x-protobuf",
-						     ct),
-					NULL);
-		}
+		bool done = false;
+		enum MHD_Result r = admit(http, conn, url, method, rq, &done);
+		if (done)
+			return r;
 		return MHD_YES;
 	}
 
@@ -635,30 +933,274 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		/* Bodies are read for POST only; others are drained. */
 		if (rq->route.op == SV_HTTP_OP_SUBMIT ||
 		    rq->route.op == SV_HTTP_OP_ACTION) {
-			if (rq->body.len + *upload_data_size > SV_HTTP_BODY_MAX)
+			if (rq->too_large ||
+			    rq->body.len + *upload_data_size >
+				    http->limits.max_body_bytes) {
+				/* dropped; answered 413 when the body ends
+				 * (libmicrohttpd cannot answer mid-upload),
+				 * but a body going on past 4x the cap gets
+				 * the connection closed instead */
 				rq->too_large = 1;
-			else
+				rq->dropped += *upload_data_size;
+				if (rq->dropped >
+				    4 * (size_t)http->limits.max_body_bytes)
+					return MHD_NO;
+			} else {
 				sv_buf_append(&rq->body, upload_data,
 					      *upload_data_size);
+			}
 		}
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
 
 	if (rq->too_large)
-		return respond_error(
+		return respond_error_hdr(
 			http, conn, method, url, 413,
 			sv_error_new(SV_ERR_SUBMISSION,
-				     "request body larger than %d bytes",
-				     SV_HTTP_BODY_MAX),
-			NULL);
-	return dispatch(http, conn, method, url, rq);
+				     "request body larger than %u bytes",
+				     http->limits.max_body_bytes),
+			MHD_HTTP_HEADER_CONNECTION, "close");
+
+	http_conn_t *hc = conn_of(conn);
+	if (hc) {
+		pthread_mutex_lock(&http->conn_lock);
+		hc->busy = true;
+		pthread_mutex_unlock(&http->conn_lock);
+	}
+	bool acts = sv_http_op_acts(rq->route.op);
+	/* the principal goes with the command into the job's observations
+	 * (supervisor.c, observe.c); the audit line says who did what */
+	if (acts && rq->principal[0])
+		sv_obs_set_principal(rq->principal);
+	enum MHD_Result ret = dispatch(http, conn, method, url, rq);
+	sv_obs_set_principal(NULL);
+	if (acts)
+		sv_log(NULL, SV_LOG_INFO, "audit", "%s %s by '%s'", method, url,
+		       rq->principal[0] ? rq->principal : "(no auth)");
+	if (hc) {
+		pthread_mutex_lock(&http->conn_lock);
+		hc->busy = false;
+		hc->phase_ms = sv_now_ms(); /* the answer gets a full deadline */
+		pthread_mutex_unlock(&http->conn_lock);
+	}
+	return ret;
 }
 
-sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
-			  sv_http_t **out)
+/* ---- connections and the request deadline ---- */
+
+static void on_connection(void *cls, struct MHD_Connection *conn,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	sv_http_t *http = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+			conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		http_conn_t *hc = sv_calloc(1, sizeof(*hc));
+		hc->fd = ci ? ci->connect_fd : -1;
+		hc->phase_ms = sv_now_ms();
+		pthread_mutex_lock(&http->conn_lock);
+		hc->next = http->conns;
+		if (http->conns)
+			http->conns->prev = hc;
+		http->conns = hc;
+		pthread_mutex_unlock(&http->conn_lock);
+		*socket_context = hc;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		http_conn_t *hc = *socket_context;
+		if (!hc)
+			return;
+		/* unlinked before libmicrohttpd closes the descriptor, so
+		 * the reaper never touches a reused one */
+		pthread_mutex_lock(&http->conn_lock);
+		if (hc->prev)
+			hc->prev->next = hc->next;
+		else
+			http->conns = hc->next;
+		if (hc->next)
+			hc->next->prev = hc->prev;
+		pthread_mutex_unlock(&http->conn_lock);
+		free(hc);
+		*socket_context = NULL;
+	}
+}
+
+/* Every 250 ms: shut down connections whose current request (headers,
+ * body, or sending the answer; or the idle wait for the next request) has
+ * taken longer than request_timeout_s outside a handler. libmicrohttpd's
+ * own timeout is on inactivity only, which a client trickling a byte at a
+ * time never trips. */
+static void *reaper_main(void *arg)
+{
+	sv_http_t *http = arg;
+	int64_t limit = (int64_t)http->limits.request_timeout_s * 1000;
+	pthread_mutex_lock(&http->conn_lock);
+	while (!http->stopping) {
+		int64_t now = sv_now_ms();
+		for (http_conn_t *hc = http->conns; hc; hc = hc->next) {
+			if (hc->busy || hc->reaped || hc->fd < 0 ||
+			    now - hc->phase_ms <= limit)
+				continue;
+			hc->reaped = true;
+			shutdown(hc->fd, SHUT_RDWR);
+			sv_log(NULL, SV_LOG_WARN, "http",
+			       "closed a connection whose request took more "
+			       "than %u s (limits.request_timeout_s)",
+			       http->limits.request_timeout_s);
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&http->reaper_wake, &http->conn_lock,
+				       &ts);
+	}
+	pthread_mutex_unlock(&http->conn_lock);
+	return NULL;
+}
+
+/* ---- TLS ---- */
+
+static void certs_free(tls_certs_t *c)
+{
+	while (c) {
+		tls_certs_t *older = c->older;
+		for (unsigned i = 0; i < c->npcert; i++)
+			gnutls_pcert_deinit(&c->pcert[i]);
+		gnutls_free(c->pcert);
+		if (c->key)
+			gnutls_privkey_deinit(c->key);
+		free(c);
+		c = older;
+	}
+}
+
+static sv_error_t *tls_error(const char *what, const char *path, int rc)
+{
+	return sv_error_set_cause(sv_error_new(SV_ERR_CONFIG,
+					       "cannot load TLS %s '%s': %s",
+					       what, path, gnutls_strerror(rc)),
+				  rc, gnutls_strerror(rc));
+}
+
+static sv_error_t *certs_load(const char *cert_file, const char *key_file,
+			      tls_certs_t **out)
 {
 	*out = NULL;
+	gnutls_datum_t cert = {0}, key = {0};
+	int rc = gnutls_load_file(cert_file, &cert);
+	if (rc < 0)
+		return tls_error("certificate", cert_file, rc);
+	rc = gnutls_load_file(key_file, &key);
+	if (rc < 0) {
+		gnutls_free(cert.data);
+		return tls_error("key", key_file, rc);
+	}
+	tls_certs_t *c = sv_calloc(1, sizeof(*c));
+	sv_error_t *err = NULL;
+	unsigned int max = 16;
+	c->pcert = gnutls_calloc(max, sizeof(*c->pcert));
+	rc = gnutls_pcert_list_import_x509_raw(c->pcert, &max, &cert,
+					       GNUTLS_X509_FMT_PEM, 0);
+	if (rc < 0 || max == 0) {
+		err = tls_error("certificate", cert_file,
+				rc < 0 ? rc : GNUTLS_E_NO_CERTIFICATE_FOUND);
+		max = 0;
+	}
+	c->npcert = max;
+	if (!err &&
+	    ((rc = gnutls_privkey_init(&c->key)) < 0 ||
+	     (rc = gnutls_privkey_import_x509_raw(
+		      c->key, &key, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0))
+		err = tls_error("key", key_file, rc);
+	if (key.data) {
+		explicit_bzero(key.data, key.size);
+		gnutls_free(key.data);
+	}
+	gnutls_free(cert.data);
+	if (err) {
+		certs_free(c);
+		return err;
+	}
+	*out = c;
+	return NULL;
+}
+
+/* GnuTLS asks for our certificate during each handshake. With a client
+ * CA, this is also where the session is told to require a client
+ * certificate and verify it against the CA during the handshake, so an
+ * unverified client never gets a request through. */
+static sv_http_t *tls_http; /* the TLS daemon's; one per process */
+
+static int tls_retrieve(gnutls_session_t session,
+			const gnutls_datum_t *req_ca_dn, int nreqs,
+			const gnutls_pk_algorithm_t *pk_algos, int pk_algos_len,
+			gnutls_pcert_st **pcert, unsigned int *pcert_len,
+			gnutls_privkey_t *pkey)
+{
+	SV_UNUSED(req_ca_dn);
+	SV_UNUSED(nreqs);
+	SV_UNUSED(pk_algos);
+	SV_UNUSED(pk_algos_len);
+	sv_http_t *http = tls_http;
+	if (!http)
+		return -1;
+	pthread_rwlock_rdlock(&http->lock);
+	tls_certs_t *c = http->certs;
+	*pcert = c->pcert;
+	*pcert_len = c->npcert;
+	*pkey = c->key;
+	pthread_rwlock_unlock(&http->lock);
+	if (http->ca_file) {
+		gnutls_certificate_server_set_request(session,
+						      GNUTLS_CERT_REQUIRE);
+		gnutls_session_set_verify_cert(session, NULL, 0);
+	}
+	return 0;
+}
+
+static sv_error_t *read_text(const char *path, char **out)
+{
+	gnutls_datum_t d = {0};
+	int rc = gnutls_load_file(path, &d);
+	if (rc < 0)
+		return tls_error("client CA", path, rc);
+	*out = sv_strndup((const char *)d.data, d.size);
+	gnutls_free(d.data);
+	return NULL;
+}
+
+static void http_free(sv_http_t *http)
+{
+	if (!http)
+		return;
+	sv_tokens_destroy(http->tokens);
+	certs_free(http->certs);
+	free(http->tokens_file);
+	free(http->cert_file);
+	free(http->key_file);
+	free(http->ca_file);
+	pthread_rwlock_destroy(&http->lock);
+	pthread_mutex_destroy(&http->conn_lock);
+	pthread_cond_destroy(&http->reaper_wake);
+	free(http);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? sv_strdup(s) : NULL;
+}
+
+sv_error_t *sv_http_start_conf(sv_supervisor_t *sv, const sv_svconf_t *conf,
+			       sv_http_t **out)
+{
+	*out = NULL;
+	const char *host = conf->listen_host;
+	int port = conf->listen_port;
 	if (port < 0 || port > 65535)
 		return sv_error_new(SV_ERR_CONFIG, "invalid listen port %d",
 				    port);
@@ -674,6 +1216,45 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 		host = hostbuf;
 	}
 
+	sv_http_t *http = sv_calloc(1, sizeof(*http));
+	http->sv = sv;
+	http->limits = conf->limits;
+	if (!http->limits.max_body_bytes)
+		http->limits.max_body_bytes = SV_HTTP_BODY_MAX;
+	if (!http->limits.max_connections)
+		http->limits.max_connections = 1024;
+	if (!http->limits.idle_timeout_s)
+		http->limits.idle_timeout_s = 30;
+	if (!http->limits.request_timeout_s)
+		http->limits.request_timeout_s = 30;
+	if (!http->limits.max_header_bytes)
+		http->limits.max_header_bytes = 16384;
+	http->tokens_file = dup_or_null(conf->tokens_file);
+	http->cert_file = dup_or_null(conf->tls_cert_file);
+	http->key_file = dup_or_null(conf->tls_key_file);
+	http->ca_file = dup_or_null(conf->tls_client_ca_file);
+	http->tls = http->cert_file && http->key_file;
+	pthread_rwlock_init(&http->lock, NULL);
+	pthread_mutex_init(&http->conn_lock, NULL);
+	pthread_cond_init(&http->reaper_wake, NULL);
+
+	sv_error_t *err = NULL;
+	char *ca = NULL;
+	if (http->tokens_file)
+		err = sv_tokens_load(http->tokens_file, &http->tokens);
+	if (!err && http->tls)
+		err = certs_load(http->cert_file, http->key_file, &http->certs);
+	if (!err && http->tls && http->ca_file)
+		err = read_text(http->ca_file, &ca);
+	if (!err && http->tls && tls_http)
+		err = sv_error_new(SV_ERR_CONFIG,
+				   "only one TLS listener per process");
+	if (err) {
+		free(ca);
+		http_free(http);
+		return err;
+	}
+
 	char portstr[16];
 	snprintf(portstr, sizeof(portstr), "%d", port);
 	struct addrinfo hints = {0}, *ai = NULL;
@@ -681,23 +1262,36 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
 	int gai = getaddrinfo(host, portstr, &hints, &ai);
-	if (gai != 0)
+	if (gai != 0) {
+		free(ca);
+		http_free(http);
 		return sv_error_set_cause(
 			sv_error_new(SV_ERR_CONFIG,
 				     "cannot resolve listen host '%s'", host),
 			gai, gai_strerror(gai));
+	}
 
-	sv_http_t *http = sv_calloc(1, sizeof(*http));
-	http->sv = sv;
-	/* poll(), not select(): every job holds a dozen descriptors (its
-	 * Kafka clients), so past ~60 jobs accepted sockets are numbered
-	 * above FD_SETSIZE (1024), which a select() loop refuses — the API
-	 * stopped answering at 64 jobs (it_faults test_many_jobs) */
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-		MHD_USE_ERROR_LOG;
+	/* poll(), not select(): a thousand connections pass FD_SETSIZE */
+	unsigned int flags = MHD_USE_POLL_INTERNAL_THREAD |
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (http->tls) {
+		flags |= MHD_USE_TLS;
+		tls_http = http;
+	}
+	const sv_http_limits_t *lim = &http->limits;
+	/* the connection's memory pool holds the request line, the headers
+	 * and the read buffer: a header block over the cap gets 431 */
+	size_t pool = (size_t)lim->max_header_bytes + 4096;
+	struct MHD_OptionItem tls_opts[] = {
+		{http->tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0,
+		 http->tls ? (void *)tls_retrieve : NULL},
+		{ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, ca},
+		{MHD_OPTION_HTTPS_PRIORITIES, 0,
+		 (void *)"SECURE128:-VERS-SSL3.0:-VERS-TLS1.0:-VERS-TLS1.1"},
+		{MHD_OPTION_END, 0, NULL},
+	};
 	errno = 0;
 	http->mhd = MHD_start_daemon(
 		flags, (uint16_t)port, NULL, NULL, on_request, http,
@@ -706,13 +1300,25 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 		/* default SO_REUSEADDR only: REUSE=1 would add SO_REUSEPORT
 		 * and let two supervisors share a port */
 		MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_URI_LOG_CALLBACK,
-		on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned int)256, MHD_OPTION_END);
+		on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, http,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, http,
+		MHD_OPTION_CONNECTION_TIMEOUT,
+		(unsigned int)lim->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned int)lim->max_connections,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned int)lim->max_connections_per_client,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool,
+		MHD_OPTION_THREAD_STACK_SIZE, (size_t)256 * 1024,
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)1024,
+		MHD_OPTION_ARRAY, http->tls ? tls_opts : tls_opts + 3,
+		MHD_OPTION_END);
 	int saved = errno;
 	freeaddrinfo(ai);
+	free(ca);
 	if (!http->mhd) {
-		free(http);
+		if (http->tls)
+			tls_http = NULL;
+		http_free(http);
 		const char *why = saved ? strerror(saved)
 					: "libmicrohttpd could not start";
 		return sv_error_set_cause(
@@ -721,12 +1327,62 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 				     why),
 			saved, why);
 	}
+	if (pthread_create(&http->reaper, NULL, reaper_main, http) == 0)
+		http->reaper_started = true;
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(
 		http->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	http->port = info && info->port ? info->port : port;
-	sv_log(NULL, SV_LOG_INFO, "http", "listening on %s:%d", host,
-	       http->port);
+	sv_log(NULL, SV_LOG_INFO, "http", "listening on %s:%d (%s%s, %s)", host,
+	       http->port, http->tls ? "https" : "http",
+	       http->ca_file ? " with client certificates" : "",
+	       http->tokens ? "bearer tokens" : "no authentication");
 	*out = http;
+	return NULL;
+}
+
+sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
+			  sv_http_t **out)
+{
+	sv_svconf_t conf;
+	sv_svconf_init(&conf);
+	free(conf.listen_host);
+	conf.listen_host = sv_strdup(host && *host ? host : "127.0.0.1");
+	conf.listen_port = port;
+	sv_error_t *err = sv_http_start_conf(sv, &conf, out);
+	sv_svconf_release(&conf);
+	return err;
+}
+
+sv_error_t *sv_http_reload(sv_http_t *http)
+{
+	if (!http)
+		return NULL;
+	sv_tokens_t *tokens = NULL;
+	tls_certs_t *certs = NULL;
+	sv_error_t *err = NULL;
+	if (http->tokens_file)
+		err = sv_tokens_load(http->tokens_file, &tokens);
+	if (!err && http->tls)
+		err = certs_load(http->cert_file, http->key_file, &certs);
+	if (err) {
+		sv_tokens_destroy(tokens);
+		return sv_error_prefix(err, "reload refused, nothing changed");
+	}
+	pthread_rwlock_wrlock(&http->lock);
+	sv_tokens_t *old_tokens = http->tokens;
+	if (http->tokens_file)
+		http->tokens = tokens;
+	else
+		old_tokens = NULL;
+	if (certs) {
+		certs->older = http->certs; /* kept: handshakes in flight */
+		http->certs = certs;
+	}
+	pthread_rwlock_unlock(&http->lock);
+	sv_tokens_destroy(old_tokens);
+	sv_log(NULL, SV_LOG_INFO, "http", "reloaded%s%s",
+	       http->tokens_file ? " tokens" : "",
+	       http->tls ? " TLS certificate and key" : "");
 	return NULL;
 }
 
@@ -742,5 +1398,14 @@ void sv_http_stop(sv_http_t *http)
 	/* Joins the polling thread and every connection thread, so no
 	 * handler runs (or calls the supervisor) after this returns. */
 	MHD_stop_daemon(http->mhd);
-	free(http);
+	if (http->reaper_started) {
+		pthread_mutex_lock(&http->conn_lock);
+		http->stopping = true;
+		pthread_cond_signal(&http->reaper_wake);
+		pthread_mutex_unlock(&http->conn_lock);
+		pthread_join(http->reaper, NULL);
+	}
+	if (tls_http == http)
+		tls_http = NULL;
+	http_free(http);
 }

@@ -5,11 +5,13 @@
 #ifndef SV_HTTP_INT_H
 #define SV_HTTP_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "supervisor/supervisor.h"
 
-/* Request bodies above this many bytes get 413. */
+/* Request bodies above this many bytes get 413 (the default of
+ * limits.max_body_bytes). */
 #define SV_HTTP_BODY_MAX (1024 * 1024)
 /* Longest job id the router accepts; longer ids are unknown (404). */
 #define SV_HTTP_ID_MAX 128
@@ -36,6 +38,8 @@ typedef enum sv_http_op {
 	SV_HTTP_OP_ACTION, /* POST /v1/jobs/{id}/{sub}: route.action */
 	SV_HTTP_OP_GET_SUB, /* GET /v1/jobs/{id}/{sub}: route.view */
 	SV_HTTP_OP_STATIC, /* GET / and /ui/{file}: the dashboard (web.h) */
+	SV_HTTP_OP_OPENAPI, /* GET /v1/openapi.json */
+	SV_HTTP_OP__COUNT
 } sv_http_op_t;
 
 typedef struct sv_http_route {
@@ -58,6 +62,20 @@ unsigned sv_http_method_bit(const char *method);
  * thread: any (pure) */
 sv_http_op_t sv_http_route(const char *method, const char *path,
 			   sv_http_route_t *r);
+
+/* The least role a route needs (SV_ROLE_NONE: no token needed), and
+ * whether it acts (submit, actions, delete: audited, the principal
+ * recorded in the job's observations). The one table of who may do what;
+ * docs/security.md shows it. */
+int sv_http_op_role(sv_http_op_t op);
+bool sv_http_op_acts(sv_http_op_t op);
+
+/* The checks of the request framing done before any handler (request
+ * smuggling; libmicrohttpd 0.9.75 lets these through): given the number of
+ * Content-Length and Transfer-Encoding headers and their (last) values,
+ * NULL when fine, else why the request is refused (400). */
+const char *sv_http_framing_error(unsigned n_cl, const char *cl, unsigned n_te,
+				  const char *te);
 
 /* Format an Allow header value ("GET, HEAD, POST") into buf of size n. */
 void sv_http_allow_str(unsigned allow, char *buf, size_t n);

@@ -1755,13 +1755,45 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, const sv_drivers_t *cat,
 	return NULL;
 }
 
+/* The path ("sink.path", "pipeline[1].filter") of the first string value
+ * holding a NUL byte (\u0000), written into path; false when none. Such a
+ * string would be cut short in C: refused, naming the field, rather than
+ * reaching a path or an expression silently truncated. */
+static bool find_nul(json_t *v, char *path, size_t n)
+{
+	size_t len = strlen(path);
+	if (json_is_string(v))
+		return strlen(json_string_value(v)) != json_string_length(v);
+	if (json_is_object(v)) {
+		const char *k;
+		json_t *e;
+		json_object_foreach (v, k, e) {
+			snprintf(path + len, n - len, "%s%s", len ? "." : "",
+				 k);
+			if (find_nul(e, path, n))
+				return true;
+		}
+	} else if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach (v, i, e) {
+			snprintf(path + len, n - len, "[%zu]", i);
+			if (find_nul(e, path, n))
+				return true;
+		}
+	}
+	path[len] = '\0';
+	return false;
+}
+
 sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
 				  const sv_drivers_t *drivers,
 				  sv_jobspec_t **out)
 {
 	*out = NULL;
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *root = json_loadb(
+		text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (!root)
 		return sv_error_new(SV_ERR_SUBMISSION,
 				    "job spec is not valid JSON: %s at line %d "
@@ -1771,6 +1803,14 @@ sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
 		json_decref(root);
 		return sv_error_new(SV_ERR_SUBMISSION,
 				    "job spec must be a JSON object");
+	}
+	char nulpath[320] = "";
+	if (find_nul(root, nulpath, sizeof(nulpath))) {
+		json_decref(root);
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "%s holds a NUL byte (\\u0000)", nulpath),
+			nulpath);
 	}
 	pctx_t c = {0};
 	sv_arena_init(&c.arena);

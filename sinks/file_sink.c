@@ -1,6 +1,8 @@
 /* file_sink.c — the file sink driver (sink.h, kind "file"): JSON lines
  * (sv_json_encode_row, one object per line) in files under the directory
- * conf->path, which is created (with its parents) when missing.
+ * conf->path, which is created (with its parents) when missing, confined to
+ * the server's file_sink_roots (sinks/confine.h: resolved with openat and
+ * O_NOFOLLOW from the root; every file below is opened O_NOFOLLOW too).
  * docs/sinks.md describes the layout for users.
  *
  * Layout, <job> being the job id (characters outside [A-Za-z0-9._-]
@@ -153,57 +155,6 @@ static int fsync_fd(int fd)
 	return fsync(fd) ? -errno : 0;
 }
 
-/* fsync the directory containing path (for a new entry in it). */
-static int fsync_parent(const char *path)
-{
-	char *copy = sv_strdup(path);
-	char *slash = strrchr(copy, '/');
-	const char *parent = ".";
-	int fd, rc;
-
-	if (slash == copy)
-		parent = "/";
-	else if (slash) {
-		*slash = '\0';
-		parent = copy;
-	}
-	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	rc = fd < 0 ? -errno : fsync_fd(fd);
-	if (fd >= 0)
-		close(fd);
-	free(copy);
-	return rc;
-}
-
-/* mkdir -p, each new directory made durable in its parent. */
-static int mkdir_p(const char *path)
-{
-	char *copy = sv_strdup(path);
-	size_t len = strlen(copy);
-	int rc = 0;
-
-	while (len > 1 && copy[len - 1] == '/')
-		copy[--len] = '\0';
-	for (char *p = copy + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char saved = *p;
-		*p = '\0';
-		if (mkdir(copy, 0755) == 0) {
-			if ((rc = fsync_parent(copy)))
-				break;
-		} else if (errno != EEXIST) {
-			rc = -errno;
-			break;
-		}
-		*p = saved;
-		if (!saved)
-			break;
-	}
-	free(copy);
-	return rc;
-}
-
 static int exists_at(int dirfd, const char *name, bool *exists)
 {
 	struct stat st;
@@ -238,7 +189,9 @@ static sv_error_t *fsnk_ensure_file(file_sink_t *fs)
 		return NULL;
 	if (fs->transactional) {
 		fs->fd = openat(fs->stagefd, fs->open_name,
-				O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+				O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+					O_NOFOLLOW,
+				0644);
 		if (fs->fd < 0)
 			return fsnk_fail(
 				fs,
@@ -250,7 +203,8 @@ static sv_error_t *fsnk_ensure_file(file_sink_t *fs)
 		snprintf(name, sizeof(name), "part-%s-a%06d.jsonl", fs->name,
 			 fs->attempt);
 		fs->fd = openat(fs->dirfd, name,
-				O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+				O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+					O_NOFOLLOW,
 				0644);
 		if (fs->fd < 0)
 			return fsnk_fail(
@@ -391,16 +345,25 @@ static sv_error_t *fsnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 			"sink.format");
 		goto fail;
 	}
-	if ((rc = mkdir_p(fs->dir)) ||
-	    (fs->dirfd = open(fs->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
-		    0) {
+	/* confined to the roots, no symlink followed (sinks/confine.h) */
+	if ((rc = sv_fileroots_open(conf->roots, fs->dir)) < 0) {
 		err = sv_error_set_field(
-			fsnk_error(fs, SV_ERR_BINDING, rc ? -rc : errno,
-				   "cannot create output directory '%s'",
+			fsnk_error(fs,
+				   rc == -EACCES || rc == -ELOOP
+					   ? SV_ERR_CONFIG
+					   : SV_ERR_BINDING,
+				   -rc,
+				   rc == -EACCES || rc == -ELOOP
+					   ? "output directory '%s' is not "
+					     "allowed (outside file_sink_roots "
+					     "or through a symlink)"
+					   : "cannot create output directory "
+					     "'%s'",
 				   fs->dir),
 			"sink.path");
 		goto fail;
 	}
+	fs->dirfd = rc;
 	if (fs->transactional) {
 		if (mkdirat(fs->dirfd, FSNK_STAGING, 0755) == 0)
 			rc = fsync_fd(fs->dirfd);
@@ -408,8 +371,8 @@ static sv_error_t *fsnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 			rc = errno == EEXIST ? 0 : -errno;
 		if (!rc &&
 		    (fs->stagefd = openat(fs->dirfd, FSNK_STAGING,
-					  O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
-			    0)
+					  O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+						  O_NOFOLLOW)) < 0)
 			rc = -errno;
 		if (rc) {
 			err = sv_error_set_field(

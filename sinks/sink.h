@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "core/record.h"
 #include "core/util.h"
+#include "sinks/confine.h"
 
 typedef struct sv_sink_conf {
 	const char *kind; /* a registered driver's kind */
@@ -50,6 +51,9 @@ typedef struct sv_sink_conf {
 	const char *group_id; /* kafka: the job's consumer group, for
 				       * txn_offsets */
 	const char *path; /* file: output directory */
+	/* file: where path may lead (sinks/confine.h); borrowed, NULL =
+	 * unconfined */
+	const sv_fileroots_t *roots;
 } sv_sink_conf_t;
 
 typedef struct sv_sink sv_sink_t;

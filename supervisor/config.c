@@ -23,12 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include <libfyaml.h>
 
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/auth.h"
 #include "supervisor/config_int.h"
 
 /* ---- the struct ---- */
@@ -40,6 +42,81 @@ void sv_svconf_init(sv_svconf_t *conf)
 	conf->listen_port = 8080;
 	conf->data_dir = sv_strdup("./streamvisor-data");
 	conf->shutdown_timeout_ms = SV_SHUTDOWN_TIMEOUT_DEFAULT_MS;
+	conf->limits = (sv_http_limits_t){
+		.max_connections = 1024,
+		.max_connections_per_client = 128,
+		.idle_timeout_s = 30,
+		.request_timeout_s = 30,
+		.max_header_bytes = 16384,
+		.max_body_bytes = 1024 * 1024,
+	};
+}
+
+static void free_roots(sv_svconf_t *conf)
+{
+	for (size_t i = 0; i < conf->nfile_sink_roots; i++)
+		free(conf->file_sink_roots[i]);
+	free(conf->file_sink_roots);
+	conf->file_sink_roots = NULL;
+	conf->nfile_sink_roots = 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? sv_strdup(s) : NULL;
+}
+
+void sv_svconf_copy_security(sv_svconf_t *dst, const sv_svconf_t *src)
+{
+	free(dst->tokens_file);
+	free(dst->tls_cert_file);
+	free(dst->tls_key_file);
+	free(dst->tls_client_ca_file);
+	free_roots(dst);
+	dst->tokens_file = dup_or_null(src->tokens_file);
+	dst->tls_cert_file = dup_or_null(src->tls_cert_file);
+	dst->tls_key_file = dup_or_null(src->tls_key_file);
+	dst->tls_client_ca_file = dup_or_null(src->tls_client_ca_file);
+	dst->nfile_sink_roots = src->nfile_sink_roots;
+	dst->file_sink_roots = sv_calloc(
+		src->nfile_sink_roots ? src->nfile_sink_roots : 1,
+		sizeof(char *));
+	for (size_t i = 0; i < src->nfile_sink_roots; i++)
+		dst->file_sink_roots[i] = sv_strdup(src->file_sink_roots[i]);
+	dst->file_sinks_unconfined = src->file_sinks_unconfined;
+	dst->limits = src->limits;
+}
+
+bool sv_svconf_host_is_loopback(const char *host)
+{
+	if (!host || !*host)
+		return true; /* the default, 127.0.0.1 */
+	if (!strcmp(host, "localhost") || !strcmp(host, "::1") ||
+	    !strcmp(host, "[::1]"))
+		return true;
+	struct in_addr a4;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return false; /* other names and addresses, 0.0.0.0 and :: included */
+}
+
+sv_error_t *sv_svconf_check_exposure(const sv_svconf_t *conf)
+{
+	if (sv_svconf_host_is_loopback(conf->listen_host))
+		return NULL;
+	bool tls = conf->tls_cert_file && conf->tls_key_file;
+	bool auth = conf->tokens_file != NULL;
+	if (tls && auth)
+		return NULL;
+	return sv_error_new(
+		SV_ERR_CONFIG,
+		"refusing to listen on '%s', which is not a loopback address, "
+		"without %s%s%s: set %s%s%s in the config file "
+		"(docs/security.md), or listen on 127.0.0.1",
+		conf->listen_host, tls ? "" : "TLS",
+		!tls && !auth ? " and " : "", auth ? "" : "authentication",
+		tls ? "" : "tls.cert_file and tls.key_file",
+		!tls && !auth ? " and " : "", auth ? "" : "auth.tokens_file");
 }
 
 static void free_secret(char *s)
@@ -68,6 +145,11 @@ void sv_svconf_release(sv_svconf_t *conf)
 	free(conf->data_dir);
 	free(conf->secrets_path);
 	free(conf->identity);
+	free(conf->tokens_file);
+	free(conf->tls_cert_file);
+	free(conf->tls_key_file);
+	free(conf->tls_client_ca_file);
+	free_roots(conf);
 	for (size_t i = 0; i < conf->nclusters; i++)
 		cluster_release(&conf->clusters[i]);
 	free(conf->clusters);
@@ -295,13 +377,47 @@ static void output_nothing(struct fy_diag *diag, void *user, const char *buf,
 	SV_UNUSED(len);
 }
 
-/* Parse path into a document. quote_diag: whether libfyaml's message may be
- * repeated (not for the secrets file). An empty file gives a document with
- * no root. */
-static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
-			      struct fy_document **out)
+#define CONFIG_MAX_BYTES (1024 * 1024)
+
+/* Whether n bytes at p are UTF-8 (no overlong forms, surrogates or code
+ * points above U+10FFFF) holding no control character but tab, CR and LF.
+ * Sets *line to the line of the first bad byte. */
+static bool yaml_text_ok(const unsigned char *p, size_t n, int *line)
+{
+	*line = 1;
+	for (size_t i = 0; i < n;) {
+		unsigned c = p[i];
+		if (c == '\n')
+			(*line)++;
+		if (c < 0x80) {
+			if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') ||
+			    c == 0x7f)
+				return false;
+			i++;
+			continue;
+		}
+		size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+		if (!len || c > 0xf4 || i + len > n)
+			return false;
+		unsigned cp = c & (0x3f >> (len - 1));
+		for (size_t k = 1; k < len; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
+/* The whole file (at most CONFIG_MAX_BYTES), checked by yaml_text_ok. */
+static sv_error_t *read_text_file(const loader_t *L, char **out, size_t *len)
 {
 	*out = NULL;
+	*len = 0;
 	FILE *f = fopen(L->path, "r");
 	if (!f) {
 		int e = errno;
@@ -310,22 +426,72 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 				     L->what, L->path, strerror(e)),
 			e, strerror(e));
 	}
+	size_t cap = 4096, n = 0, r;
+	char *buf = sv_malloc(cap + 1);
+	while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n > CONFIG_MAX_BYTES)
+			break;
+		if (n == cap)
+			buf = sv_realloc(buf, (cap *= 2) + 1);
+	}
+	fclose(f);
+	int line = 0;
+	const char *why = n > CONFIG_MAX_BYTES ? "is larger than 1 MiB"
+		: !yaml_text_ok((const unsigned char *)buf, n, &line)
+		? "is not UTF-8 text (a NUL, control character or invalid "
+		  "UTF-8 byte)"
+		: NULL;
+	if (why) {
+		explicit_bzero(buf, n);
+		free(buf);
+		if (line > 0)
+			return sv_error_new(SV_ERR_CONFIG,
+					    "%s '%s': invalid YAML at line %d: "
+					    "%s",
+					    L->what, L->path, line, why);
+		return sv_error_new(SV_ERR_CONFIG, "%s '%s' %s", L->what,
+				    L->path, why);
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return NULL;
+}
+
+/* Parse path into a document. quote_diag: whether libfyaml's message may be
+ * repeated (not for the secrets file). An empty file gives a document with
+ * no root. */
+static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
+			      struct fy_document **out)
+{
+	*out = NULL;
+	/* Read once, whole, and check the bytes before libfyaml sees them:
+	 * YAML is UTF-8 text, and libfyaml 0.8 loops forever on some invalid
+	 * input (a directive followed by a stray byte, found by
+	 * tests/fuzz/fuzz_config.c). */
+	char *text = NULL;
+	size_t tlen = 0;
+	sv_error_t *rerr = read_text_file(L, &text, &tlen);
+	if (rerr)
+		return rerr;
 	/* libfyaml yields no document (and no error text) for a stream
 	 * without one; tell that apart from a failure by looking for any
 	 * line that is not blank, a comment or a document marker. */
 	bool blank = true;
-	char line[256];
-	bool at_line_start = true;
-	while (blank && fgets(line, sizeof(line), f)) {
-		if (at_line_start) {
-			const char *p = line + strspn(line, " \t\r\n");
-			if (*p && *p != '#' && strncmp(p, "---", 3) != 0 &&
-			    strncmp(p, "...", 3) != 0)
-				blank = false;
-		}
-		at_line_start = strchr(line, '\n') != NULL;
+	for (const char *line = text; blank && line < text + tlen;) {
+		const char *nl = memchr(line, '\n',
+					(size_t)(text + tlen - line));
+		const char *end = nl ? nl : text + tlen;
+		const char *p = line;
+		while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+			p++;
+		if (p < end && *p != '#' &&
+		    !(end - p >= 3 &&
+		      (!strncmp(p, "---", 3) || !strncmp(p, "...", 3))))
+			blank = false;
+		line = nl ? nl + 1 : end;
 	}
-	fclose(f);
 
 	struct fy_diag_cfg dcfg;
 	fy_diag_cfg_default(&dcfg);
@@ -333,16 +499,22 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 	dcfg.output_fn = output_nothing;
 	dcfg.colorize = false;
 	struct fy_diag *diag = fy_diag_create(&dcfg);
-	if (!diag)
+	if (!diag) {
+		free(text);
 		return sv_error_new(SV_ERR_CONFIG, "cannot read %s '%s'",
 				    L->what, L->path);
+	}
 	fy_diag_set_collect_errors(diag, true);
 	struct fy_parse_cfg pcfg = {
 		.flags = FYPCF_QUIET | FYPCF_COLLECT_DIAG |
 			FYPCF_RESOLVE_DOCUMENT,
 		.diag = diag,
 	};
-	struct fy_document *fyd = fy_document_build_from_file(&pcfg, L->path);
+	/* parsed from the file (the text checked above is only a check: the
+	 * document would point into it) */
+	struct fy_document *fyd = tlen
+		? fy_document_build_from_file(&pcfg, L->path)
+		: NULL;
 	sv_error_t *err = NULL;
 	void *it = NULL;
 	struct fy_diag_error *de = fy_diag_errors_iterate(diag, &it);
@@ -371,6 +543,8 @@ static sv_error_t *parse_file(const loader_t *L, bool quote_diag,
 		fyd = NULL;
 	}
 	fy_diag_destroy(diag);
+	explicit_bzero(text, tlen); /* may be the secrets file */
+	free(text);
 	*out = fyd;
 	return err;
 }
@@ -623,10 +797,272 @@ static sv_error_t *read_secrets(const char *path, struct fy_document **out)
 	return NULL;
 }
 
+/* A file named by the config: a non-empty string, relative to the config
+ * file's directory. */
+static sv_error_t *get_path(const loader_t *L, struct fy_node *k,
+			    struct fy_node *v, const char *kp, char **out)
+{
+	char *s = NULL;
+	sv_error_t *err = get_str(L, k, v, kp, &s);
+	if (err)
+		return err;
+	free(*out);
+	*out = resolve_relative(L->path, s);
+	free(s);
+	return NULL;
+}
+
+/* A positive integer no larger than max. */
+static sv_error_t *get_uint(const loader_t *L, struct fy_node *k,
+			    struct fy_node *v, const char *kp, unsigned max,
+			    unsigned *out)
+{
+	char *s = scalar_dup(v);
+	char *end = NULL;
+	errno = 0;
+	unsigned long long n = s && *s && *s != '-' ? strtoull(s, &end, 10) : 0;
+	bool ok = s && *s && end && !*end && !errno && n >= 1 && n <= max;
+	free(s);
+	if (!ok)
+		return lerr(L, k, "'%s' must be an integer from 1 to %u", kp,
+			    max);
+	*out = (unsigned)n;
+	return NULL;
+}
+
+/* auth:, tls: and limits: — mappings with a fixed set of keys. */
+static sv_error_t *read_section(const loader_t *L, struct fy_node *sk,
+				const char *section, struct fy_node *v,
+				sv_svconf_t *tmp)
+{
+	if (!fy_node_is_mapping(v))
+		return lerr(L, sk, "'%s' must be a mapping", section);
+	void *it = NULL;
+	struct fy_node_pair *pair;
+	sv_error_t *err = NULL;
+	sv_http_limits_t *lim = &tmp->limits;
+	while (!err && (pair = fy_node_mapping_iterate(v, &it))) {
+		struct fy_node *k = fy_node_pair_key(pair);
+		struct fy_node *val = fy_node_pair_value(pair);
+		char *key = NULL;
+		if ((err = get_key(L, k, section, &key)))
+			break;
+		char kp[128];
+		snprintf(kp, sizeof(kp), "%s.%s", section, key);
+		if (!strcmp(kp, "auth.tokens_file"))
+			err = get_path(L, k, val, kp, &tmp->tokens_file);
+		else if (!strcmp(kp, "tls.cert_file"))
+			err = get_path(L, k, val, kp, &tmp->tls_cert_file);
+		else if (!strcmp(kp, "tls.key_file"))
+			err = get_path(L, k, val, kp, &tmp->tls_key_file);
+		else if (!strcmp(kp, "tls.client_ca_file"))
+			err = get_path(L, k, val, kp, &tmp->tls_client_ca_file);
+		else if (!strcmp(kp, "limits.max_connections"))
+			err = get_uint(L, k, val, kp, 65536,
+				       &lim->max_connections);
+		else if (!strcmp(kp, "limits.max_connections_per_client"))
+			err = get_uint(L, k, val, kp, 65536,
+				       &lim->max_connections_per_client);
+		else if (!strcmp(kp, "limits.idle_timeout_s"))
+			err = get_uint(L, k, val, kp, 86400,
+				       &lim->idle_timeout_s);
+		else if (!strcmp(kp, "limits.request_timeout_s"))
+			err = get_uint(L, k, val, kp, 86400,
+				       &lim->request_timeout_s);
+		else if (!strcmp(kp, "limits.max_header_bytes"))
+			err = get_uint(L, k, val, kp, 1024 * 1024,
+				       &lim->max_header_bytes);
+		else if (!strcmp(kp, "limits.max_body_bytes"))
+			err = get_uint(L, k, val, kp, 256 * 1024 * 1024,
+				       &lim->max_body_bytes);
+		else
+			err = lerr(L, k, "unknown key '%s'", kp);
+		free(key);
+	}
+	if (!err && !strcmp(section, "tls") &&
+	    !tmp->tls_cert_file != !tmp->tls_key_file)
+		err = lerr(L, sk, "'tls' needs both cert_file and key_file");
+	if (!err && !strcmp(section, "tls") && tmp->tls_client_ca_file &&
+	    !tmp->tls_cert_file)
+		err = lerr(L, sk,
+			   "'tls.client_ca_file' needs cert_file and key_file");
+	if (!err && !strcmp(section, "limits") && lim->max_header_bytes < 1024)
+		err = lerr(L, sk,
+			   "'limits.max_header_bytes' must be at least "
+			   "1024");
+	return err;
+}
+
+/* file_sink_roots: a list of absolute directory paths, each normalized
+ * (no "." or ".." component, no trailing slash). */
+static sv_error_t *read_roots(const loader_t *L, struct fy_node *k,
+			      struct fy_node *v, sv_svconf_t *tmp,
+			      bool *has_roots)
+{
+	if (!fy_node_is_sequence(v))
+		return lerr(L, k,
+			    "'file_sink_roots' must be a list of "
+			    "directories");
+	void *it = NULL;
+	struct fy_node *e;
+	while ((e = fy_node_sequence_iterate(v, &it))) {
+		char *s = scalar_dup(e);
+		if (!s || s[0] != '/' || strstr(s, "/./") ||
+		    strstr(s, "/../") || strstr(s, "//") ||
+		    (strlen(s) >= 2 && !strcmp(s + strlen(s) - 2, "/.")) ||
+		    (strlen(s) >= 3 && !strcmp(s + strlen(s) - 3, "/.."))) {
+			free(s);
+			return lerr(L, k,
+				    "'file_sink_roots' entries must be "
+				    "absolute directory paths without '.' "
+				    "or '..' components");
+		}
+		size_t n = strlen(s);
+		while (n > 1 && s[n - 1] == '/')
+			s[--n] = '\0';
+		tmp->file_sink_roots = sv_realloc(tmp->file_sink_roots,
+						  (tmp->nfile_sink_roots + 1) *
+							  sizeof(char *));
+		tmp->file_sink_roots[tmp->nfile_sink_roots++] = s;
+	}
+	*has_roots = true;
+	return NULL;
+}
+
+/* ---- the tokens file (auth.h) ---- */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static sv_error_t *read_principal(const loader_t *L, struct fy_node *nk,
+				  const char *name, struct fy_node *v,
+				  sv_principal_t *p)
+{
+	if (!fy_node_is_mapping(v))
+		return lerr(L, nk,
+			    "entry '%s' must be a mapping with role "
+			    "and sha256",
+			    name);
+	bool has_role = false, has_hash = false;
+	void *it = NULL;
+	struct fy_node_pair *pair;
+	while ((pair = fy_node_mapping_iterate(v, &it))) {
+		struct fy_node *k = fy_node_pair_key(pair);
+		char *key = scalar_dup(k);
+		char *val = scalar_dup(fy_node_pair_value(pair));
+		sv_error_t *err = NULL;
+		if (key && !strcmp(key, "role")) {
+			if (!sv_role_parse(val, &p->role))
+				err = lerr(L, k,
+					   "entry '%s': role must be viewer, "
+					   "operator or admin",
+					   name);
+			has_role = true;
+		} else if (key && !strcmp(key, "sha256")) {
+			bool ok = val && strlen(val) == 64;
+			for (size_t i = 0; ok && i < 32; i++) {
+				int hi = hexval(val[2 * i]),
+				    lo = hexval(val[2 * i + 1]);
+				ok = hi >= 0 && lo >= 0;
+				if (ok)
+					p->sha256[i] = (uint8_t)(hi << 4 | lo);
+			}
+			if (!ok) /* never quote the value */
+				err = lerr(L, k,
+					   "entry '%s': sha256 must be 64 hex "
+					   "digits (the SHA-256 of the token, "
+					   "never the token)",
+					   name);
+			has_hash = true;
+		} else {
+			err = lerr(L, k, "entry '%s': unknown key '%s'", name,
+				   key ? key : "");
+		}
+		free(key);
+		if (val)
+			explicit_bzero(val, strlen(val));
+		free(val);
+		if (err)
+			return err;
+	}
+	if (!has_role || !has_hash)
+		return lerr(L, nk, "entry '%s' needs both role and sha256",
+			    name);
+	return NULL;
+}
+
+sv_error_t *sv_tokens_load(const char *path, sv_tokens_t **out)
+{
+	*out = NULL;
+	loader_t L = {path, "tokens file"};
+	struct stat st;
+	if (stat(path, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)))
+		return sv_error_new(SV_ERR_CONFIG,
+				    "tokens file '%s' is accessible by group "
+				    "or others; chmod 600 it (readable only "
+				    "by the service user)",
+				    path);
+	struct fy_document *doc = NULL;
+	sv_error_t *err = parse_file(&L, false, &doc);
+	if (err)
+		return err;
+	struct fy_node *root = doc ? fy_document_root(doc) : NULL;
+	sv_tokens_t *t = sv_calloc(1, sizeof(*t));
+	if (!root || !fy_node_is_mapping(root))
+		err = lerr(&L, NULL,
+			   "must be a mapping of principal name to "
+			   "{role, sha256}");
+	void *it = NULL;
+	struct fy_node_pair *pair;
+	while (!err && (pair = fy_node_mapping_iterate(root, &it))) {
+		struct fy_node *nk = fy_node_pair_key(pair);
+		char *name = NULL;
+		if ((err = get_key(&L, nk, NULL, &name)))
+			break;
+		if (!name_ok(name)) {
+			err = lerr(&L, nk,
+				   "principal name '%s' may only hold "
+				   "letters, digits, '-', '_' and '.'",
+				   name);
+			free(name);
+			break;
+		}
+		sv_principal_t p = {0};
+		err = read_principal(&L, nk, name, fy_node_pair_value(pair),
+				     &p);
+		if (err) {
+			free(name);
+			break;
+		}
+		p.name = name;
+		t->v = sv_realloc(t->v, (t->n + 1) * sizeof(*t->v));
+		t->v[t->n++] = p;
+	}
+	if (!err && t->n == 0)
+		err = lerr(&L, NULL, "holds no principal");
+	if (doc)
+		fy_document_destroy(doc);
+	if (err) {
+		sv_tokens_destroy(t);
+		return err;
+	}
+	*out = t;
+	return NULL;
+}
+
 /* Walk the top-level mapping into tmp; creds[i] names the secrets entry of
  * tmp->clusters[i] (or NULL). */
 static sv_error_t *read_root(const loader_t *L, struct fy_node *root,
-			     sv_svconf_t *tmp, char ***creds, bool *has_listen)
+			     sv_svconf_t *tmp, char ***creds, bool *has_listen,
+			     bool *has_roots)
 {
 	if (!root)
 		return NULL; /* empty file: keep every default */
@@ -689,6 +1125,12 @@ static sv_error_t *read_root(const loader_t *L, struct fy_node *root,
 				tmp->secrets_path = resolve_relative(L->path,
 								     s);
 			}
+		} else if (strcmp(key, "auth") == 0 ||
+			   strcmp(key, "tls") == 0 ||
+			   strcmp(key, "limits") == 0) {
+			err = read_section(L, k, key, v, tmp);
+		} else if (strcmp(key, "file_sink_roots") == 0) {
+			err = read_roots(L, k, v, tmp, has_roots);
 		} else if (strcmp(key, "clusters") == 0) {
 			if (is_null(v)) {
 				/* no profiles */
@@ -746,12 +1188,13 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.shutdown_timeout_ms = -1; /* not in the file */
 	char **creds = NULL;
-	bool has_listen = false;
+	bool has_listen = false, has_roots = false;
+	tmp.limits = conf->limits;
 
 	sv_error_t *err = parse_file(&L, true, &doc);
 	if (!err)
 		err = read_root(&L, doc ? fy_document_root(doc) : NULL, &tmp,
-				&creds, &has_listen);
+				&creds, &has_listen, &has_roots);
 
 	/* Credentials: from this file's secrets_file, or one set before. */
 	const char *spath = tmp.secrets_path ? tmp.secrets_path
@@ -796,7 +1239,19 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 		MOVE(data_dir);
 		MOVE(identity);
 		MOVE(secrets_path);
+		MOVE(tokens_file);
+		MOVE(tls_cert_file);
+		MOVE(tls_key_file);
+		MOVE(tls_client_ca_file);
 #undef MOVE
+		if (has_roots) {
+			free_roots(conf);
+			conf->file_sink_roots = tmp.file_sink_roots;
+			conf->nfile_sink_roots = tmp.nfile_sink_roots;
+			tmp.file_sink_roots = NULL;
+			tmp.nfile_sink_roots = 0;
+		}
+		conf->limits = tmp.limits;
 		for (size_t i = 0; i < tmp.nclusters; i++)
 			put_cluster(conf, &tmp.clusters[i]);
 	}

@@ -128,6 +128,7 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	job->attempt_started_ms = sv_now_ms();
 	wc.obs = job->obs;
 	wc.store = sv->store;
+	wc.file_roots = &sv->file_roots;
 	wc.restore_from = job->restart_from;
 	wc.ignore_state = job->restart_ignore_state;
 	job->restart_from = -1;

@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -62,7 +63,8 @@ static const command_t commands[] = {
 	{"serve", cmd_serve, NULL, 0, NULL,
 	 "[--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
 	 "                    [--bootstrap-servers HOST:PORT[,...]] "
-	 "[--example-job FILE]",
+	 "[--example-job FILE]\n"
+	 "                    [--file-sink-root DIR ...]",
 	 "run the supervisor and its HTTP API"},
 	{"submit", NULL, cli_submit, OPT_JSON | OPT_PLAN | OPT_DRY_RUN, "FILE",
 	 "[--plan PLAN] [--dry-run] FILE|-",
@@ -152,6 +154,10 @@ static void usage(FILE *out)
 		"(for scripts)\n"
 		"  -n, --limit N             rows to show (preview, result, "
 		"observations)\n"
+		"  --token-file FILE         send the bearer token in FILE "
+		"(else $" TOKEN_ENV ",\n"
+		"                            else the file $" TOKEN_FILE_ENV
+		")\n"
 		"  $" TIMEOUT_ENV "   deadline of one request "
 		"(default 30000; 0 = none)\n"
 		"\nclient exit codes: 0 ok, 1 usage, 2 no answer from the "
@@ -364,6 +370,17 @@ static void *second_signal(void *arg)
 	return NULL;
 }
 
+/* A thousand client connections need a thousand descriptors: raise the
+ * soft limit to the hard one. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -372,15 +389,30 @@ static int cmd_serve(int argc, char **argv)
 		{"data-dir", required_argument, NULL, 'd'},
 		{"bootstrap-servers", required_argument, NULL, 'b'},
 		{"example-job", required_argument, NULL, 'e'},
+		{"file-sink-root", required_argument, NULL, 'r'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *listen = NULL, *data_dir = NULL,
 		   *bootstrap = NULL, *example = NULL;
 	int c;
+	char **roots = NULL;
+	size_t nroots = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:l:d:b:e:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:l:d:b:e:r:h", opts, NULL)) !=
+	       -1) {
 		switch (c) {
+		case 'r':
+			if (optarg[0] != '/') {
+				fprintf(stderr,
+					"streamvisor: --file-sink-root needs "
+					"an absolute directory\n");
+				return EXIT_USAGE;
+			}
+			roots = sv_realloc(roots,
+					   (nroots + 1) * sizeof(*roots));
+			roots[nroots++] = optarg;
+			break;
 		case 'c':
 			config = optarg;
 			break;
@@ -443,6 +475,26 @@ static int cmd_serve(int argc, char **argv)
 	}
 	if (bootstrap) /* like kcat -b: the whole "default" profile */
 		sv_svconf_set_cluster(&conf, "default", bootstrap, false);
+	if (nroots) { /* the command line replaces the config's roots */
+		for (size_t i = 0; i < conf.nfile_sink_roots; i++)
+			free(conf.file_sink_roots[i]);
+		free(conf.file_sink_roots);
+		conf.nfile_sink_roots = nroots;
+		conf.file_sink_roots = sv_calloc(nroots, sizeof(char *));
+		for (size_t i = 0; i < nroots; i++) {
+			size_t n = strlen(roots[i]);
+			while (n > 1 && roots[i][n - 1] == '/')
+				n--;
+			conf.file_sink_roots[i] = sv_strndup(roots[i], n);
+		}
+	}
+	free(roots);
+	if ((err = sv_svconf_check_exposure(&conf))) {
+		report(err);
+		sv_svconf_release(&conf);
+		return 1;
+	}
+	raise_fd_limit();
 
 	/* Before any thread exists, so every thread inherits the mask and
 	 * only sigwait() below ever sees these signals. */
@@ -450,6 +502,7 @@ static int cmd_serve(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -465,6 +518,14 @@ static int cmd_serve(int argc, char **argv)
 			return 1;
 		}
 		sv_svconf_set_cluster(&conf, "default", dev_bootstrap, true);
+		/* the embedded development mode (make run): file sinks may
+		 * write anywhere unless roots are configured */
+		if (!conf.nfile_sink_roots) {
+			conf.file_sinks_unconfined = true;
+			sv_log(NULL, SV_LOG_WARN, "main",
+			       "development mode: file sinks are not confined "
+			       "(set file_sink_roots to confine them)");
+		}
 		sv_log(NULL, SV_LOG_WARN, "main",
 		       "no \"default\" cluster configured: using the embedded "
 		       "development cluster at %s; it has no transactional "
@@ -483,8 +544,7 @@ static int cmd_serve(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if ((err = sv_http_start(sv, conf.listen_host, conf.listen_port,
-				 &http))) {
+	if ((err = sv_http_start_conf(sv, &conf, &http))) {
 		report(err);
 		rc = 1;
 		goto out;
@@ -493,7 +553,8 @@ static int cmd_serve(int argc, char **argv)
 	char hostport[300], base[320];
 	url_host(hostport, sizeof(hostport), conf.listen_host,
 		 sv_http_port(http));
-	snprintf(base, sizeof(base), "http://%s", hostport);
+	snprintf(base, sizeof(base), "%s://%s",
+		 conf.tls_cert_file ? "https" : "http", hostport);
 	printf("streamvisor listening on %s\n"
 	       "  dashboard: %s/\n"
 	       "  curl -s %s/healthz\n"
@@ -513,8 +574,18 @@ static int cmd_serve(int argc, char **argv)
 		       strerror(errno));
 
 	int sig = 0;
-	while (sigwait(&sigs, &sig) != 0)
-		;
+	for (;;) {
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig != SIGHUP)
+			break;
+		/* certificates and tokens; on error the old ones stay */
+		if ((err = sv_http_reload(http))) {
+			sv_log(NULL, SV_LOG_ERROR, "main", "SIGHUP: %s",
+			       err->message);
+			sv_error_destroy(err);
+		}
+	}
 	sv_log(NULL, SV_LOG_INFO, "main",
 	       "%s received, shutting down: final checkpoints within %lld ms",
 	       sig == SIGINT ? "SIGINT" : "SIGTERM",

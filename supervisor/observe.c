@@ -46,6 +46,18 @@ static json_t *iso_now(int64_t ms)
 	return json_string(buf);
 }
 
+static _Thread_local const char *acting_principal;
+
+void sv_obs_set_principal(const char *name)
+{
+	acting_principal = name;
+}
+
+const char *sv_obs_principal(void)
+{
+	return acting_principal;
+}
+
 uint64_t sv_obslog_add(sv_obslog_t *log, int attempt, const char *kind,
 		       json_t *fields)
 {
@@ -63,6 +75,9 @@ uint64_t sv_obslog_add(sv_obslog_t *log, int attempt, const char *kind,
 		json_object_update(o, fields);
 		json_decref(fields);
 	}
+	if (acting_principal)
+		json_object_set_new(o, "principal",
+				    json_string(acting_principal));
 	size_t slot = (size_t)(seq % log->cap);
 	json_decref(log->ring[slot]);
 	log->ring[slot] = o;

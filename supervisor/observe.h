@@ -6,7 +6,8 @@
  * Kinds (docs/observability.md): job_submitted, state_transition,
  * attempt_started, source_bound, restart_scheduled, restart_requested,
  * error, checkpoint_started, checkpoint_completed, checkpoint_failed,
- * checkpoint_restored, sink_commit, watermark_sample, lag_sample, drain.
+ * checkpoint_restored, sink_commit, watermark_sample, lag_sample, drain,
+ * action_requested (who asked for a job action: the audit trail).
  *
  * thread: any (a mutex inside); workers add checkpoint observations. */
 #ifndef SV_OBSERVE_H
@@ -27,6 +28,14 @@ void sv_obslog_destroy(sv_obslog_t *log);
  * NULL). Returns its sequence number (from 1). */
 uint64_t sv_obslog_add(sv_obslog_t *log, int attempt, const char *kind,
 		       json_t *fields);
+
+/* The principal (API caller) on whose behalf this thread acts, or NULL.
+ * Set by the HTTP layer around a request and by the supervisor thread
+ * around the command it runs; every observation added meanwhile carries
+ * it as "principal" (the audit trail). name is borrowed until cleared.
+ * thread: the calling thread only (thread-local) */
+void sv_obs_set_principal(const char *name);
+const char *sv_obs_principal(void);
 
 /* Observations with seq > after, oldest first, at most limit; as
  * {"observations": [...], "next_after": seq of the last returned (or

@@ -60,6 +60,7 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path)
 					      : NULL;
 	dst->identity = src->identity ? sv_strdup(src->identity) : NULL;
+	sv_svconf_copy_security(dst, src);
 	for (size_t i = 0; i < src->nclusters; i++) {
 		const sv_cluster_t *c = &src->clusters[i];
 		sv_svconf_set_cluster(dst, c->name, c->bootstrap,
@@ -165,6 +166,32 @@ static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
 			      "sink.transaction_timeout_ms");
 }
 
+/* File sinks (sink, dead_letter, late_sink) only under file_sink_roots
+ * (sinks/confine.h): a 400 naming <field>.path. */
+static sv_error_t *check_file_sinks(sv_supervisor_t *sv,
+				    const Streamvisor__JobSpec *js)
+{
+	const struct {
+		const Streamvisor__Sink *s;
+		const char *field;
+	} sinks[] = {
+		{js->sink, "sink"},
+		{js->dead_letter, "dead_letter"},
+		{js->late_sink, "late_sink"},
+	};
+	for (size_t i = 0; i < SV_ARRAY_LEN(sinks); i++) {
+		const Streamvisor__Sink *s = sinks[i].s;
+		if (!s || strcmp(s->kind, "file"))
+			continue;
+		sv_error_t *err = sv_fileroots_check(
+			&sv->file_roots, sinks[i].field, s->path,
+			s->path ? strlen(s->path) : 0);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
 /* parallelism at most the source topic's partition count (when the topic
  * exists already; otherwise the job's start checks it). */
 static sv_error_t *check_parallelism(const Streamvisor__JobSpec *js,
@@ -202,7 +229,8 @@ static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
 	sv_clusters_t cl;
-	if ((err = sv_resolve_clusters(sv, js, &cl))) {
+	if ((err = sv_resolve_clusters(sv, js, &cl)) ||
+	    (err = check_file_sinks(sv, js))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}
@@ -403,6 +431,25 @@ static void complete_parked(sv_supervisor_t *sv)
 
 /* ---- the thread ---- */
 
+/* The audit trail: a job action a principal asked for leaves an
+ * observation saying what was asked and how it ended; the principal is
+ * added by sv_obslog_add (observe.h), as for every observation the action
+ * itself adds. Submit has job_submitted; a deleted job keeps no log (the
+ * audit log line in http.c has it). */
+static void audit_action(sv_supervisor_t *sv, cmd_t *c)
+{
+	if (!c->principal || c->type != SV_CMD_ACTION || !c->id)
+		return;
+	sv_job_t *job = sv_find_job(sv, c->id);
+	if (!job)
+		return;
+	sv_obslog_add(
+		job->obs, job->attempt, "action_requested",
+		json_pack("{s:s, s:s}", "action",
+			  sv_action_name(c->u.act.action), "outcome",
+			  c->err ? sv_errcat_name(c->err->category) : "ok"));
+}
+
 static void *sv_main(void *arg)
 {
 	sv_supervisor_t *sv = arg;
@@ -414,7 +461,10 @@ static void *sv_main(void *arg)
 			if (!sv->head)
 				sv->tail = NULL;
 			pthread_mutex_unlock(&sv->lock);
+			sv_obs_set_principal(c->principal); /* audit trail */
 			c->err = handlers[c->type](sv, c);
+			audit_action(sv, c);
+			sv_obs_set_principal(NULL);
 			pthread_mutex_lock(&sv->lock);
 			if (c->park && !c->err) {
 				c->next = sv->parked;
@@ -458,6 +508,7 @@ static sv_error_t *call(sv_supervisor_t *sv, cmd_t *c, char **json)
 {
 	c->done = false;
 	c->next = NULL;
+	c->principal = sv_obs_principal(); /* the caller's; it waits */
 	pthread_mutex_lock(&sv->lock);
 	if (sv->stop) {
 		pthread_mutex_unlock(&sv->lock);
@@ -483,6 +534,11 @@ sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out)
 {
 	sv_supervisor_t *sv = sv_calloc(1, sizeof(*sv));
 	copy_conf(&sv->conf, conf);
+	sv->file_roots = (sv_fileroots_t){
+		.roots = sv->conf.file_sink_roots,
+		.n = sv->conf.nfile_sink_roots,
+		.unconfined = sv->conf.file_sinks_unconfined,
+	};
 	if (!sv->conf.identity) {
 		char host[128] = "localhost";
 		gethostname(host, sizeof(host) - 1);

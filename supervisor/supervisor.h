@@ -17,6 +17,17 @@
 #include "core/cluster.h"
 #include "core/error.h"
 
+/* HTTP request limits (`limits:` in the config; docs/security.md). */
+typedef struct sv_http_limits {
+	unsigned max_connections; /* open connections in total (1024) */
+	unsigned max_connections_per_client; /* per client address (128) */
+	unsigned idle_timeout_s; /* a connection with no traffic (30) */
+	unsigned request_timeout_s; /* headers and body of one request, and
+				     * its answer to the client (30) */
+	unsigned max_header_bytes; /* request line and headers (16384) */
+	unsigned max_body_bytes; /* request body; 413 above (1 MiB) */
+} sv_http_limits_t;
+
 /* Server configuration (supervisor/config.c reads it from YAML). */
 typedef struct sv_svconf {
 	char *listen_host; /* default 127.0.0.1 */
@@ -30,6 +41,20 @@ typedef struct sv_svconf {
 	 * may take before what has not committed is aborted (default
 	 * SV_SHUTDOWN_TIMEOUT_DEFAULT_MS; 0: abort at once) */
 	int64_t shutdown_timeout_ms;
+
+	/* ---- security (docs/security.md) ---- */
+	char *tokens_file; /* auth.tokens_file; NULL: no authentication */
+	char *tls_cert_file; /* tls.cert_file (PEM); NULL: plain HTTP */
+	char *tls_key_file; /* tls.key_file (PEM) */
+	char *tls_client_ca_file; /* tls.client_ca_file: mTLS, or NULL */
+	/* file_sink_roots: the directories file sinks (sink, dead_letter,
+	 * late_sink) may write under; none: file sinks refused ... */
+	char **file_sink_roots;
+	size_t nfile_sink_roots;
+	/* ... unless this is set (the embedded development mode of `make
+	 * run`, no roots configured): any path, as before confinement */
+	bool file_sinks_unconfined;
+	sv_http_limits_t limits;
 } sv_svconf_t;
 
 /* 60 s for the final checkpoints leaves 30 s of systemd's default 90 s
@@ -41,6 +66,14 @@ void sv_svconf_release(sv_svconf_t *conf);
 /* Read a YAML config file into conf (which holds defaults already).
  * Errors: SV_ERR_CONFIG naming the key and the file. */
 sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path);
+/* Refuse a configuration that would expose the API unprotected: a listen
+ * address that is not loopback needs both tls (cert_file, key_file) and
+ * auth (tokens_file). Errors: SV_ERR_CONFIG saying what to configure. */
+sv_error_t *sv_svconf_check_exposure(const sv_svconf_t *conf);
+/* Whether host (an address or name from `listen`) is a loopback address. */
+bool sv_svconf_host_is_loopback(const char *host);
+/* Copy src's security settings (strings and roots) into dst. */
+void sv_svconf_copy_security(sv_svconf_t *dst, const sv_svconf_t *src);
 /* Add or replace a profile (strings copied). */
 void sv_svconf_set_cluster(sv_svconf_t *conf, const char *name,
 			   const char *bootstrap, bool dev_embedded);

@@ -17,6 +17,7 @@
 #include <pthread.h>
 
 #include "checkpoint/store.h"
+#include "sinks/confine.h"
 #include "supervisor/job.h"
 #include "ingress/plan.h"
 #include "supervisor/supervisor.h"
@@ -48,6 +49,7 @@ typedef enum sv_cmd_type {
 struct cmd {
 	sv_cmd_type_t type;
 	const char *id; /* job id, or NULL */
+	const char *principal; /* who asked (observe.h), or NULL */
 	union {
 		struct {
 			const char *body;
@@ -111,6 +113,7 @@ struct sv_supervisor {
 	size_t nhttp;
 	int64_t started_ms;
 	sv_ckstore_t *store; /* <data_dir>/checkpoints, or NULL without one */
+	sv_fileroots_t file_roots; /* conf.file_sink_roots (borrowed) */
 };
 
 /* supervisor.c */

@@ -770,6 +770,7 @@ static sv_error_t *open_sink(member_t *m, const Streamvisor__Sink *s,
 		.transaction_timeout_ms = (int)sv_sink_txn_timeout_ms(s),
 		.group_id = group,
 		.path = s->path,
+		.roots = w->conf.file_roots,
 	};
 	return sv_sink_open(&sc, out);
 }

@@ -19,6 +19,7 @@
 #include "checkpoint/store.h"
 #include "core/cluster.h"
 #include "core/error.h"
+#include "sinks/confine.h"
 #include "sources/source.h"
 #include "supervisor/observe.h"
 #include "ingress/plan.h"
@@ -105,6 +106,7 @@ typedef struct sv_worker_conf {
 	const sv_cluster_t *sink_cluster;
 	const sv_cluster_t *dlq_cluster;
 	const sv_cluster_t *late_cluster;
+	const sv_fileroots_t *file_roots; /* where file sinks may write */
 	sv_obslog_t *obs; /* the job's observations */
 	sv_ckstore_t *store; /* checkpoints; NULL: none (offsets
 					    * committed every second) */

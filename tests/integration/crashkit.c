@@ -297,17 +297,18 @@ void cr_start(crash_t *c, const char *kill_at)
 			*p = '_';
 	/* everything the child needs is prepared before fork: the child only
 	 * calls async-signal-safe functions (the test has threads) */
-	char *argv[] = {(char *)bin,
-			"serve",
-			"--listen",
-			"127.0.0.1:0",
-			"--data-dir",
-			c->data_dir,
-			"--bootstrap-servers",
-			(char *)tk_bootstrap(),
-			NULL,
-			NULL,
-			NULL};
+	char *argv[] = {
+		(char *)bin,
+		"serve",
+		"--listen",
+		"127.0.0.1:0",
+		"--data-dir",
+		c->data_dir,
+		"--bootstrap-servers",
+		(char *)tk_bootstrap(),
+		"--file-sink-root", /* the file-sink job writes under it */
+		c->root,
+		NULL};
 	if (c->config) { /* holds the "default" profile itself */
 		argv[6] = "--config";
 		argv[7] = c->config;

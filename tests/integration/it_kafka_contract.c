@@ -175,21 +175,24 @@ static int assigned(rd_kafka_t *c)
 }
 
 /* Poll every consumer of cs until want[i] partitions are assigned to each
- * (-1: any number > 0); fails after JOIN_DEADLINE_MS. */
-static void wait_assigned(rd_kafka_t **cs, const int *want, int n,
-			  const char *what)
+ * (-1: any number > 0); fails after JOIN_DEADLINE_MS. Returns the records
+ * the polls consumed meanwhile (a member given partitions back reads at
+ * once). */
+static int wait_assigned(rd_kafka_t **cs, const int *want, int n,
+			 const char *what)
 {
 	int64_t deadline = sv_mono_ms() + JOIN_DEADLINE_MS;
+	int got = 0;
 	for (;;) {
 		bool all = true;
 		for (int i = 0; i < n; i++) {
-			pump(cs[i], 100);
+			got += pump(cs[i], 100);
 			int a = assigned(cs[i]);
 			if (want[i] < 0 ? a <= 0 : a != want[i])
 				all = false;
 		}
 		if (all)
-			return;
+			return got;
 		if (sv_mono_ms() > deadline)
 			fail_msg("%s: no such assignment after %d ms", what,
 				 JOIN_DEADLINE_MS);
@@ -520,8 +523,8 @@ static void deferred_unassign(const char *strategy, const char *protocol,
 			 rd_kafka_error_string(e));
 	m1.unassigned_at = sv_mono_ms();
 	m1.defer = false;
-	wait_assigned(c, (const int[]){PARTS / 2, PARTS / 2}, 2,
-		      "C: c2 after the deferred unassign");
+	after += wait_assigned(c, (const int[]){PARTS / 2, PARTS / 2}, 2,
+			       "C: c2 after the deferred unassign");
 	/* then every record arrives, at one member or the other */
 	deadline = sv_mono_ms() + JOIN_DEADLINE_MS;
 	while (during + after < 2 * PARTS && sv_mono_ms() < deadline) {

@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "core/util.h"
 #include "cli/client.h"
+#include "supervisor/auth.h"
 
 /* A request that takes longer than this fails the test. */
 #define TK_HTTP_TIMEOUT_MS 120000
@@ -336,11 +338,32 @@ void tk_service_start(tk_service_t *svc)
 	sv_svconf_set_cluster(&conf, "default", tk_bootstrap(), false);
 	free(conf.data_dir);
 	conf.data_dir = tk_unique("/tmp/sv-it-data");
+	conf.listen_port = 0;
+	/* file sinks of the tests write under /tmp */
+	conf.file_sink_roots = sv_calloc(1, sizeof(char *));
+	conf.file_sink_roots[0] = sv_strdup("/tmp");
+	conf.nfile_sink_roots = 1;
+	/* $STREAMVISOR_TOKEN set: the API runs with authentication, that
+	 * token being an admin's, and tk_http sends it (docs/security.md) */
+	const char *tok = getenv("STREAMVISOR_TOKEN");
+	if (tok && *tok) {
+		char hex[65];
+		sv_auth_hash_hex(tok, strlen(tok), hex);
+		conf.tokens_file = tk_unique("/tmp/sv-it-tokens");
+		FILE *f = fopen(conf.tokens_file, "w");
+		if (!f || fchmod(fileno(f), 0600) != 0)
+			die("cannot write '%s'", conf.tokens_file);
+		fprintf(f, "testkit: {role: admin, sha256: %s}\n", hex);
+		fclose(f);
+	}
 	sv_error_t *err = sv_supervisor_new(&conf, &svc->sv);
-	sv_svconf_release(&conf);
 	if (err)
 		die("supervisor: %s", err->message);
-	if ((err = sv_http_start(svc->sv, "127.0.0.1", 0, &svc->http)))
+	err = sv_http_start_conf(svc->sv, &conf, &svc->http);
+	if (conf.tokens_file)
+		unlink(conf.tokens_file);
+	sv_svconf_release(&conf);
+	if (err)
 		die("http: %s", err->message);
 	svc->port = sv_http_port(svc->http);
 }
@@ -362,6 +385,9 @@ int tk_http(int port, const char *method, const char *path, const char *body,
 	if (err)
 		die("%s", err->message);
 	cl.timeout_ms = TK_HTTP_TIMEOUT_MS;
+	const char *tok = getenv("STREAMVISOR_TOKEN");
+	if (tok && *tok)
+		sv_client_set_token(&cl, tok);
 	sv_client_resp_t r;
 	err = sv_client_request(&cl, method, path, "application/json", body,
 				body ? strlen(body) : 0, &r);

@@ -473,9 +473,119 @@ static void test_example_config_loads(void **state)
 	assert_non_null(sv_svconf_cluster(&fx->conf, "default"));
 }
 
+/* The security settings (docs/security.md): auth, tls, limits and
+ * file_sink_roots, relative files resolved beside the config, and the
+ * errors for half a TLS setting, bad limits and bad roots. */
+static void test_security_keys(void **state)
+{
+	fixture_t *fx = *state;
+	load_expect(fx,
+		    "auth: {tokens_file: tokens.yaml}\n"
+		    "tls: {cert_file: /etc/sv/c.pem, key_file: k.pem,\n"
+		    "      client_ca_file: ca.pem}\n"
+		    "limits: {max_connections: 10, max_connections_per_client: "
+		    "2,\n  idle_timeout_s: 5, request_timeout_s: 6,\n"
+		    "  max_header_bytes: 4096, max_body_bytes: 100}\n"
+		    "file_sink_roots: [/srv/out/, /data]\n",
+		    NULL);
+	sv_svconf_t *c = &fx->conf;
+	char want[300];
+	snprintf(want, sizeof(want), "%s/tokens.yaml", fx->dir);
+	assert_string_equal(c->tokens_file, want);
+	assert_string_equal(c->tls_cert_file, "/etc/sv/c.pem");
+	snprintf(want, sizeof(want), "%s/k.pem", fx->dir);
+	assert_string_equal(c->tls_key_file, want);
+	assert_non_null(c->tls_client_ca_file);
+	assert_int_equal(c->limits.max_connections, 10);
+	assert_int_equal(c->limits.max_connections_per_client, 2);
+	assert_int_equal(c->limits.idle_timeout_s, 5);
+	assert_int_equal(c->limits.request_timeout_s, 6);
+	assert_int_equal(c->limits.max_header_bytes, 4096);
+	assert_int_equal(c->limits.max_body_bytes, 100);
+	assert_int_equal(c->nfile_sink_roots, 2);
+	assert_string_equal(c->file_sink_roots[0], "/srv/out");
+	assert_string_equal(c->file_sink_roots[1], "/data");
+	/* a limit left out keeps its default */
+	load_expect(fx, "limits: {max_body_bytes: 7}\n", NULL);
+	assert_int_equal(c->limits.max_connections, 10);
+	assert_int_equal(c->limits.max_body_bytes, 7);
+
+	load_expect(fx, "tls: {cert_file: a.pem}\n",
+		    "config '%s': 'tls' needs both cert_file and key_file "
+		    "(line 1)");
+	load_expect(fx, "tls: {client_ca_file: a.pem}\n",
+		    "config '%s': 'tls.client_ca_file' needs cert_file and "
+		    "key_file (line 1)");
+	load_expect(fx, "auth: {tokens: x}\n",
+		    "config '%s': unknown key 'auth.tokens' (line 1)");
+	load_expect(fx, "limits: {max_connections: 0}\n",
+		    "config '%s': 'limits.max_connections' must be an integer "
+		    "from 1 to 65536 (line 1)");
+	load_expect(fx, "limits: {idle_timeout_s: -1}\n",
+		    "config '%s': 'limits.idle_timeout_s' must be an integer "
+		    "from 1 to 86400 (line 1)");
+	load_expect(fx, "file_sink_roots: [relative/dir]\n",
+		    "config '%s': 'file_sink_roots' entries must be absolute "
+		    "directory paths without '.' or '..' components (line 1)");
+	load_expect(fx, "file_sink_roots: [/a/../etc]\n",
+		    "config '%s': 'file_sink_roots' entries must be absolute "
+		    "directory paths without '.' or '..' components (line 1)");
+}
+
+/* Bytes that are not UTF-8 text never reach libfyaml, which loops forever
+ * on some (found by tests/fuzz/fuzz_config.c: a directive and a stray
+ * byte). */
+static void test_not_text_refused(void **state)
+{
+	fixture_t *fx = *state;
+	load_expect(fx, "%\xd7",
+		    "config '%s': invalid YAML at line 1: is not UTF-8 text (a "
+		    "NUL, control character or invalid UTF-8 byte)");
+	load_expect(fx, "listen: 127.0.0.1:1\ndata_dir: /a\x01b\n",
+		    "config '%s': invalid YAML at line 2: is not UTF-8 text (a "
+		    "NUL, control character or invalid UTF-8 byte)");
+	load_expect(fx, "identity: \xc3\xa9t\xc3\xa9\n", NULL);
+	assert_string_equal(fx->conf.identity, "\xc3\xa9t\xc3\xa9");
+}
+
+/* A non-loopback listen address needs TLS and auth. */
+static void test_exposure(void **state)
+{
+	fixture_t *fx = *state;
+	sv_svconf_t *c = &fx->conf;
+	assert_null(sv_svconf_check_exposure(c)); /* 127.0.0.1 */
+	const char *loop[] = {"127.0.0.1", "127.1.2.3", "::1", "[::1]",
+			      "localhost"};
+	for (size_t i = 0; i < SV_ARRAY_LEN(loop); i++)
+		assert_true(sv_svconf_host_is_loopback(loop[i]));
+	const char *open[] = {"0.0.0.0", "::", "10.0.0.1", "example.com",
+			      "128.0.0.1"};
+	for (size_t i = 0; i < SV_ARRAY_LEN(open); i++)
+		assert_false(sv_svconf_host_is_loopback(open[i]));
+	free(c->listen_host);
+	c->listen_host = sv_strdup("0.0.0.0");
+	sv_error_t *err = sv_svconf_check_exposure(c);
+	assert_non_null(err);
+	assert_int_equal(err->category, SV_ERR_CONFIG);
+	assert_non_null(strstr(err->message, "without TLS and authentication"));
+	sv_error_destroy(err);
+	c->tokens_file = sv_strdup("/t");
+	err = sv_svconf_check_exposure(c);
+	assert_non_null(strstr(err->message, "without TLS: set tls.cert_file"));
+	sv_error_destroy(err);
+	c->tls_cert_file = sv_strdup("/c");
+	c->tls_key_file = sv_strdup("/k");
+	assert_null(sv_svconf_check_exposure(c));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_security_keys, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_exposure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_text_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_shutdown_timeout, setup,
 						teardown),
