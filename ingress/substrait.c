@@ -120,7 +120,7 @@ static bool refuse(tctx_t *c, const char *cap, const char *reason)
 {
 	if (c->err)
 		return false;
-	char msg[512];
+	char msg[1024];
 	snprintf(msg, sizeof(msg),
 		 "substrait plan needs '%s', which is not "
 		 "covered: %s",
@@ -487,7 +487,7 @@ static bool ts_to_ms(tctx_t *c, int64_t v, int p, int64_t *ms)
 
 static char *literal(tctx_t *c, const Substrait__Expression__Literal *l)
 {
-	int64_t ms;
+	int64_t ms = 0;
 	bool nl;
 	switch (l->literal_type_case) {
 	case SUBSTRAIT__EXPRESSION__LITERAL__LITERAL_TYPE_BOOLEAN:
