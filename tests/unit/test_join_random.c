@@ -498,11 +498,13 @@ static uint64_t distinct_keys(const tcase_t *c, const size_t *idx, size_t n)
 {
 	bool seen[2 * NKEYS] = {false};
 	uint64_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!seen[kid(c, &c->r[idx[i]])]) {
-			seen[kid(c, &c->r[idx[i]])] = true;
+	for (size_t i = 0; i < n; i++) {
+		int id = kid(c, &c->r[idx[i]]);
+		if (id >= 0 && !seen[id]) { /* a null key is no key */
+			seen[id] = true;
 			k++;
 		}
+	}
 	return k;
 }
 
