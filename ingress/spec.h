@@ -35,6 +35,11 @@ void sv_jobspec_destroy(sv_jobspec_t *spec);
  * specs only ever name cluster profiles). Caller frees. */
 char *sv_jobspec_to_json(const sv_jobspec_t *spec);
 
+/* checkpoint.full_every when the spec leaves it 0: incremental
+ * checkpoints with a full state snapshot every this many checkpoints
+ * (docs/checkpoints.md "Incremental checkpoints"; 1 = every one full). */
+#define SV_SPEC_FULL_EVERY_DEFAULT 100
+
 static inline bool sv_jobspec_bounded(const sv_jobspec_t *spec)
 {
 	return spec->msg->mode[0] == 'b';

@@ -59,6 +59,7 @@ struct sv_worker {
 	sv_batch_t late_rows;
 	sv_watermarks_t *wm;
 	sv_ckpt_conf_t ck;
+	sv_ckpt_incr_t incr; /* incremental checkpoint chain (ck.incr) */
 	bool checkpointing; /* a store is configured */
 
 	pthread_mutex_t lock; /* guards pos, preview, result */
@@ -472,6 +473,13 @@ static sv_error_t *open_all(sv_worker_t *w)
 		.restore_from = w->conf.restore_from,
 		.ignore_state = w->conf.ignore_state,
 	};
+	w->incr = (sv_ckpt_incr_t){
+		.full_every = js->checkpoint->full_every
+			? js->checkpoint->full_every
+			: SV_SPEC_FULL_EVERY_DEFAULT,
+	};
+	if (w->incr.full_every > 1)
+		w->ck.incr = &w->incr;
 	char group[160];
 	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
 	sv_format_t fmt = SV_FMT_JSON;
