@@ -5,13 +5,15 @@
 #              ASan+UBSan, then all tests — unit, integration against a real
 #              Kafka broker started and stopped by ctest, e2e — in the dev build)
 #   make bench the benchmarks (see bench/README.md)
+#   make install  release build, then CMake's install rules: binary, systemd
+#              unit and sysusers file, example config, docs (PREFIX, DESTDIR)
 PRESET ?= dev
 BUILD := build/$(PRESET)
 JOBS ?= $(shell nproc)
 EXAMPLE ?= examples/generated-orders.json
 LISTEN ?= 127.0.0.1:8080
 
-.PHONY: all deps deps-run build run test test-unit test-asan bench clean lint format
+.PHONY: all deps deps-run build run test test-unit test-asan bench install clean lint format
 
 all: build
 
@@ -50,6 +52,12 @@ format:
 
 bench: deps
 	bench/run.sh
+
+PREFIX ?= /usr/local
+install: deps-run
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS) --target streamvisor
+	cmake --install build/release --prefix $(PREFIX)
 
 clean:
 	rm -rf build

@@ -11,7 +11,10 @@
  *            price, channel, url with the reference's hot-auction skew;
  *            persons and auctions of the event stream are skipped) plus
  *            seq (0, 1, ...), key = seq % --keys, and ts, padded with
- *            "extra" to --bytes bytes of JSON. ts is the bid's Nexmark
+ *            "extra" to --bytes bytes of JSON. --key-by key|auction:
+ *            that column is the message key and the record goes where
+ *            Kafka's default partitioner puts it (murmur2), for parallel
+ *            streamvisor runs that declare source.partitioned_by. ts is the bid's Nexmark
  *            event time (10 events per ms, starting at the wall clock of
  *            the start of the load), or with --live the wall clock at
  *            produce time
@@ -52,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/partition.h"
 #include "core/util.h"
 
 #include <librdkafka/rdkafka.h>
@@ -72,6 +76,7 @@ typedef struct opts {
 	int64_t count;
 	int64_t rate;
 	int64_t keys;
+	const char *key_by; /* load: "key" or "auction" keys the records */
 	int bytes;
 	int partitions;
 	double seconds;
@@ -300,9 +305,22 @@ static int cmd_load(const opts_t *o)
 			*p++ = '}';
 			size_t len = (size_t)(p - buf);
 			int32_t part = (int32_t)(seq % nparts);
+			/* --key-by: the column as the message key, in the
+			 * partition Kafka's default partitioner gives it
+			 * (what source.partitioned_by declares) */
+			char kbuf[32];
+			size_t klen = 0;
+			if (o->key_by) {
+				int64_t kv = !strcmp(o->key_by, "auction")
+					? v[NX_AUCTION].v.i
+					: seq % o->keys;
+				klen = (size_t)snprintf(kbuf, sizeof(kbuf),
+							"%" PRId64, kv);
+				part = sv_partition_of(kbuf, klen, nparts);
+			}
 			while (rd_kafka_produce(rkt, part, RD_KAFKA_MSG_F_COPY,
-						buf, len, NULL, 0,
-						NULL) == -1) {
+						buf, len, klen ? kbuf : NULL,
+						klen, NULL) == -1) {
 				if (rd_kafka_last_error() !=
 				    RD_KAFKA_RESP_ERR__QUEUE_FULL)
 					fail("produce: %s",
@@ -760,7 +778,7 @@ static void usage(void)
 		"usage: bench_raw_kafka load|copy|count|latency [--bootstrap "
 		"B]\n"
 		"  load    --topic T --count N [--rate R --seconds S --live]"
-		" [--bytes 200 --keys 10000 --seed 42]\n"
+		" [--bytes 200 --keys 10000 --seed 42 --key-by key|auction]\n"
 		"  copy    --in T --out T2 [--txn] [--group G]\n"
 		"  count   --topic T [--seconds TIMEOUT]\n"
 		"  topics  --topic T1,T2,... [--partitions 8]\n"
@@ -805,6 +823,8 @@ int main(int argc, char **argv)
 			o.rate = strtoll(v, NULL, 10);
 		else if (ARG("--keys"))
 			o.keys = strtoll(v, NULL, 10);
+		else if (ARG("--key-by"))
+			o.key_by = v;
 		else if (ARG("--bytes"))
 			o.bytes = atoi(v);
 		else if (ARG("--partitions"))

@@ -6,6 +6,7 @@
 # Usage: bench/run.sh [--quick] [--json PATH] [--records N]
 #                     [--contenders raw,streamvisor,kstreams,flink] [--workloads W1,W2,W3]
 #                     [--no-latency] [--latency-s S] [--keep-broker]
+#                     [--parallelism 1,2]
 #
 #   --quick        100,000 records, bounded runs of every contender (the CI
 #                  smoke check: every contender completes with the right
@@ -13,6 +14,12 @@
 #                  under 3 minutes once built
 #   --json PATH    the result rows ([default] build/bench/results.json)
 #   --records N    input records (full run: 2,000,000)
+#   --parallelism L  streamvisor's bounded runs at each parallelism of the
+#                  list (default 1); rows "streamvisor-pN" for N > 1. Those
+#                  read the same bids keyed by their window's key (W1:
+#                  'bids' as loaded; W2: 'bids-key', W3: 'bids-auction',
+#                  loaded with --key-by and declared source.partitioned_by,
+#                  docs/parallelism.md); latency runs stay at parallelism 1
 #
 # Everything is written under build/bench/ (the broker's state in
 # build/bench/kafka, its own port 19492 so it never meets a test broker,
@@ -47,6 +54,7 @@ WORKLOADS="W1,W2,W3"
 LATENCY=1
 LATENCY_S=""
 KEEP_BROKER=0
+PARALLELISM=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -57,6 +65,7 @@ while [ $# -gt 0 ]; do
         --no-latency) LATENCY=0 ;;
         --latency-s) LATENCY_S=$2; shift ;;
         --keep-broker) KEEP_BROKER=1 ;;
+        --parallelism) PARALLELISM=$2; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -176,12 +185,17 @@ pipeline() {
                               "key":["auction"],"aggregates":{"bids":"count()"}}}]' ;;
     esac
 }
-# spec NAME MODE WORKLOAD DELIVERY IN OUT
+# the column a workload's window is keyed by (what its input at
+# parallelism > 1 is partitioned by), or "" for none
+window_key() { case "$1" in W2) echo key ;; W3) echo auction ;; *) echo "" ;; esac; }
+# spec NAME MODE WORKLOAD DELIVERY IN OUT [PARALLELISM]
 spec() {
     jq -n --arg name "$1" --arg mode "$2" --arg d "$4" --arg in "$5" --arg out "$6" \
+        --argjson par "${7:-1}" --arg pk "$(window_key "$3")" \
         --argjson schema "$SCHEMA" --argjson pl "$(pipeline "$3")" '{
-        name: $name, mode: $mode,
-        source: {kind: "kafka", topic: $in, format: "json", start: "earliest"},
+        name: $name, mode: $mode, parallelism: $par,
+        source: ({kind: "kafka", topic: $in, format: "json", start: "earliest"}
+                 + (if $par > 1 and $pk != "" then {partitioned_by: [$pk]} else {} end)),
         schema: $schema,
         event_time: {field: "ts", max_out_of_orderness_ms: 0},
         pipeline: $pl,
@@ -248,12 +262,19 @@ run_raw() { # W D
 }
 
 SV_MAX_RATE_W1_at_least_once=0
-run_sv() { # W D
-    local w=$1 d=$2 out="out-sv-$1-$2" dir="$RUN/sv-$1-$2"
+run_sv() { # W D [PARALLELISM]
+    local w=$1 d=$2 par=${3:-1} out="out-sv-$1-$2" dir="$RUN/sv-$1-$2" in=$IN
+    local name=streamvisor
+    if [ "$par" -gt 1 ]; then
+        name=streamvisor-p$par; out="$out-p$par"; dir="$dir-p$par"
+        case "$(window_key "$w")" in
+            key) in=bids-key ;; auction) in=bids-auction ;;
+        esac
+    fi
     rm -rf "$dir"; mkdir -p "$dir"
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    spec "bench-$w-$d" bounded "$w" "$d" "$IN" "$out" >"$dir/spec.json"
-    say "streamvisor $w $d"
+    spec "bench-$w-$d-p$par" bounded "$w" "$d" "$in" "$out" "$par" >"$dir/spec.json"
+    say "streamvisor $w $d parallelism $par (input $in)"
     sv_start "$dir/data" "$dir/server.log"
     local c0 t0 id st t1 c1 hwm job
     c0=$(proc_cpu "$SV_PID"); t0=$(now_ms)
@@ -284,7 +305,7 @@ run_sv() { # W D
          peak_rss_mb: ($hwm | tonumber), output_records: $out,
          checkpoints: $ck.n}
         + (if $ck.n > 0 then {checkpoint_p50_ms: $ck.p50, checkpoint_p99_ms: $ck.p99} else {} end)')
-    row streamvisor "$w" "$d" "$f"
+    row "$name" "$w" "$d" "$(jq -c --argjson p "$par" '. + {parallelism: $p}' <<<"$f")"
 }
 
 # Kafka Streams (bench/peers/kstreams): 2 stream threads, the same JVM
@@ -436,12 +457,24 @@ say "loading $RECORDS records into '$IN' (8 partitions)"
 LOAD=$("$RAWK" load --bootstrap "$BOOT" --topic "$IN" --count "$RECORDS")
 echo "$LOAD" >"$RUN/load.json"
 say "loaded: $LOAD"
+IFS=, read -r -a PARS <<<"$PARALLELISM"
+if has "$CONTENDERS" streamvisor && [ "$(printf '%s\n' "${PARS[@]}" | sort -n | tail -1)" -gt 1 ]; then
+    # the same bids, keyed by the windows' keys (Kafka's default
+    # partitioner), for the parallel runs of W2 and W3
+    for kb in key auction; do
+        "$RAWK" topics --bootstrap "$BOOT" --topic "bids-$kb" --partitions 8 >/dev/null
+        say "loading $RECORDS records into 'bids-$kb' keyed by $kb"
+        "$RAWK" load --bootstrap "$BOOT" --topic "bids-$kb" --count "$RECORDS" --key-by "$kb" >"$RUN/load-$kb.json"
+    done
+fi
 
 IFS=, read -r -a WL <<<"$WORKLOADS"
 for w in "${WL[@]}"; do
     for d in at_least_once exactly_once; do
         has "$CONTENDERS" raw && run_raw "$w" "$d"
-        has "$CONTENDERS" streamvisor && run_sv "$w" "$d"
+        if has "$CONTENDERS" streamvisor; then
+            for p in "${PARS[@]}"; do run_sv "$w" "$d" "$p"; done
+        fi
         has "$CONTENDERS" kstreams && run_kstreams "$w" "$d"
         has "$CONTENDERS" flink && run_flink "$w" "$d"
     done

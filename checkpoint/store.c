@@ -6,6 +6,11 @@
  *   ck/<job id>/<id, 16 hex digits>  packed CheckpointRecord, operators'
  *                                    state bytes left out
  *   cs/<job id>/<id>/<op index, 4 hex digits>  one operator's state
+ *   ts/<job id>/<partition, 8 hex>/<id>  one task's snapshot at parallelism
+ *                                    > 1: a packed CheckpointRecord with
+ *                                    its one partition and its operators'
+ *                                    state inline
+ *   par/<job id>                     largest parallelism run (8 bytes BE)
  *   meta/marks                       commits marked so far (8 bytes BE)
  * State apart from the record: marking, listing and retention read and
  * rewrite only the small record (bench_checkpoint: marking a 91 MB state
@@ -34,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -50,6 +56,16 @@ struct sv_ckstore {
 	rocksdb_writeoptions_t *wopts;
 	rocksdb_readoptions_t *ropts;
 	pthread_mutex_t seq_lock;
+	/* Writes go only with SV_CKSTORE_RESERVE_BYTES free on the disk;
+	 * after a write that failed anyway the database is not written again
+	 * by this process (broken, under write_lock):
+	 * RocksDB 7.8 may write its WAL once more after a WAL write error, and
+	 * Debian's librocksdb, built with assertions, aborts on that
+	 * (AssertFalseAndGetStatusForPrevError; RocksDB PR 12448), closing
+	 * included. The next start replays the WAL as after a crash. */
+	pthread_mutex_t write_lock;
+	bool broken; /* under write_lock */
+	char *broken_why; /* the failed write's RocksDB error */
 	char *dir;
 	int marks_fd; /* COMMIT-MARKS */
 	uint64_t marks; /* commits marked (under seq_lock) */
@@ -117,6 +133,12 @@ static sv_error_t *db_error(sv_ckstore_t *st, char *rerr, const char *what)
 	sv_error_t *err = sv_error_new(SV_ERR_CHECKPOINT,
 				       "checkpoint store %s: %s: %s",
 				       st ? st->dir : "", what, rerr);
+	/* An I/O error (a full or read-only disk: ENOSPC, EROFS) may pass:
+	 * the attempt ends, nothing is acknowledged, and the restart policy
+	 * tries again with backoff. Corruption and everything else stay
+	 * non-retriable: the job fails loudly. */
+	if (!strncmp(rerr, "IO error", 8))
+		err->retriable = true;
 	rocksdb_free(rerr);
 	return err;
 }
@@ -162,6 +184,7 @@ sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
 	st->ropts = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_verify_checksums(st->ropts, 1);
 	pthread_mutex_init(&st->seq_lock, NULL);
+	pthread_mutex_init(&st->write_lock, NULL);
 	char *side;
 	if (asprintf(&side, "%s/COMMIT-MARKS", dir) < 0)
 		abort();
@@ -192,16 +215,72 @@ void sv_ckstore_close(sv_ckstore_t *st)
 {
 	if (!st)
 		return;
-	if (st->db)
-		rocksdb_close(st->db);
+	if (st->db && !st->broken)
+		rocksdb_close(st->db); /* broken: see struct sv_ckstore */
 	rocksdb_readoptions_destroy(st->ropts);
 	rocksdb_writeoptions_destroy(st->wopts);
 	rocksdb_options_destroy(st->opts);
 	pthread_mutex_destroy(&st->seq_lock);
+	pthread_mutex_destroy(&st->write_lock);
+	free(st->broken_why);
 	if (st->marks_fd > 0)
 		close(st->marks_fd);
 	free(st->dir);
 	free(st);
+}
+
+/* ---- writes ---- */
+
+/* Free space a write must leave on the store's file system. A WAL that runs
+ * out of space in the middle of a write is what the broken state above is
+ * about (the process must restart to write again), so a write that would
+ * leave less than this is refused up front with ENOSPC instead: the
+ * checkpoint fails, nothing is acknowledged, the job backs off and resumes
+ * once there is room again. */
+#define SV_CKSTORE_RESERVE_BYTES (16 << 20)
+
+/* Every write of the store (see struct sv_ckstore); *rerr as rocksdb_write
+ * sets it, freed by db_error. */
+static void store_write(sv_ckstore_t *st, rocksdb_writebatch_t *wb, char **rerr)
+{
+	struct statvfs vfs;
+	size_t need = 0;
+	rocksdb_writebatch_data(wb, &need);
+	need += SV_CKSTORE_RESERVE_BYTES;
+	int r = -1;
+	pthread_mutex_lock(&st->write_lock);
+	bool broken = st->broken;
+	pthread_mutex_unlock(&st->write_lock);
+	if (broken)
+		r = asprintf(rerr,
+			     "IO error: not written: an earlier write failed "
+			     "(%s); restart the supervisor once the disk takes "
+			     "writes again",
+			     st->broken_why);
+	else if (statvfs(st->dir, &vfs) == 0 &&
+		 (uint64_t)vfs.f_bavail * vfs.f_frsize < need)
+		r = asprintf(rerr,
+			     "IO error: No space left on device: %llu bytes "
+			     "free, a write needs %zu (itself and the %d MiB "
+			     "kept free)",
+			     (unsigned long long)vfs.f_bavail * vfs.f_frsize,
+			     need, SV_CKSTORE_RESERVE_BYTES >> 20);
+	else
+		r = 0;
+	if (r < 0)
+		abort();
+	if (r)
+		return;
+	/* concurrent writes stay concurrent (RocksDB groups their syncs) */
+	rocksdb_write(st->db, st->wopts, wb, rerr);
+	if (*rerr) {
+		pthread_mutex_lock(&st->write_lock);
+		if (!st->broken) {
+			st->broken = true;
+			st->broken_why = sv_strdup(*rerr);
+		}
+		pthread_mutex_unlock(&st->write_lock);
+	}
 }
 
 /* ---- keys ---- */
@@ -255,13 +334,30 @@ static char *cs_key(const char *job, int64_t id, uint32_t op)
 	return k;
 }
 
+static char *ts_prefix(const char *job, int32_t p)
+{
+	char *k;
+	if (asprintf(&k, "ts/%s/%08x/", job, (unsigned)p) < 0)
+		abort();
+	return k;
+}
+
+static char *ts_key(const char *job, int32_t p, int64_t id)
+{
+	char *k;
+	if (asprintf(&k, "ts/%s/%08x/%016llx", job, (unsigned)p,
+		     (unsigned long long)id) < 0)
+		abort();
+	return k;
+}
+
 static sv_error_t *put_raw(sv_ckstore_t *st, const char *key, const char *v,
 			   size_t len)
 {
 	char *rerr = NULL;
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	rocksdb_writebatch_put(wb, key, strlen(key), v, len);
-	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	store_write(st, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	return rerr ? db_error(st, rerr, key) : NULL;
 }
@@ -316,9 +412,19 @@ sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
 		err = delete_prefix(st, wb, csp);
 		free(csp);
 	}
+	if (!err && checkpoints) {
+		char *tsp, *pk;
+		if (asprintf(&tsp, "ts/%s/", job_id) < 0 ||
+		    asprintf(&pk, "par/%s", job_id) < 0)
+			abort();
+		err = delete_prefix(st, wb, tsp);
+		rocksdb_writebatch_delete(wb, pk, strlen(pk));
+		free(tsp);
+		free(pk);
+	}
 	if (!err) {
 		char *rerr = NULL;
-		rocksdb_write(st->db, st->wopts, wb, &rerr);
+		store_write(st, wb, &rerr);
 		if (rerr)
 			err = db_error(st, rerr, jk);
 	}
@@ -432,7 +538,7 @@ sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 	}
 	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
 	char *rerr = NULL;
-	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	store_write(st, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
 	free(k);
@@ -548,7 +654,7 @@ sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 		rocksdb_writebatch_put(wb, MARKS_KEY, strlen(MARKS_KEY), mb, 8);
 	}
 	char *rerr = NULL;
-	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	store_write(st, wb, &rerr);
 	if (rerr) {
 		err = db_error(st, rerr, k);
 	} else if (commit) {
@@ -745,12 +851,220 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 		}
 		char *rerr = NULL;
 		if (!err)
-			rocksdb_write(st->db, st->wopts, wb, &rerr);
+			store_write(st, wb, &rerr);
 		rocksdb_writebatch_destroy(wb);
 		if (rerr)
 			err = db_error(st, rerr, "retention");
 	}
 	free(r.del);
+	return err;
+}
+
+/* ---- per-task snapshots ---- */
+
+sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
+				 const sv_ckrec_t *const *tasks, size_t ntasks)
+{
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	for (size_t i = 0; i < ntasks; i++) {
+		const sv_ckrec_t *t = tasks[i];
+		int32_t p = t->n_offsets ? t->offsets[0]->partition : -1;
+		char *tk = ts_key(rec->job_id, p, rec->id);
+		size_t len = streamvisor__checkpoint_record__get_packed_size(t);
+		uint8_t *buf = sv_malloc(len ? len : 1);
+		streamvisor__checkpoint_record__pack(t, buf);
+		rocksdb_writebatch_put(wb, tk, strlen(tk), (const char *)buf,
+				       len);
+		free(buf);
+		free(tk);
+	}
+	size_t len;
+	uint8_t *buf = pack_meta(rec, &len);
+	char *k = ck_key(rec->job_id, rec->id);
+	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
+	char *rerr = NULL;
+	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
+	free(k);
+	free(buf);
+	return err;
+}
+
+sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t **ids, size_t *n)
+{
+	char *prefix = ts_prefix(job_id, p);
+	size_t plen = strlen(prefix);
+	size_t cap = 16;
+	*n = 0;
+	*ids = sv_malloc(cap * sizeof(**ids));
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ropts);
+	for (rocksdb_iter_seek(it, prefix, plen); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		if (kl < plen || memcmp(k, prefix, plen))
+			break;
+		if (kl != plen + 16)
+			continue;
+		char hex[17];
+		memcpy(hex, k + plen, 16);
+		hex[16] = '\0';
+		if (*n == cap) {
+			cap *= 2;
+			*ids = sv_realloc(*ids, cap * sizeof(**ids));
+		}
+		(*ids)[(*n)++] = (int64_t)strtoull(hex, NULL, 16);
+	}
+	char *rerr = NULL;
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	sv_error_t *err = rerr ? db_error(st, rerr, prefix) : NULL;
+	free(prefix);
+	/* ascending from the iterator: newest first */
+	for (size_t i = 0; i < *n / 2; i++) {
+		int64_t t = (*ids)[i];
+		(*ids)[i] = (*ids)[*n - 1 - i];
+		(*ids)[*n - 1 - i] = t;
+	}
+	return err;
+}
+
+sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t id, sv_ckrec_t **out)
+{
+	*out = NULL;
+	char *k = ts_key(job_id, p, id);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = NULL;
+	if (rerr)
+		err = db_error(st, rerr, k);
+	else if (v)
+		err = unpack(st, k, strlen(k), v, vl, out);
+	rocksdb_free(v);
+	free(k);
+	return err;
+}
+
+/* Whether partition p still has a task record of checkpoint id. */
+static bool task_exists(sv_ckstore_t *st, const char *job_id, int32_t p,
+			int64_t id)
+{
+	char *k = ts_key(job_id, p, id);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	bool found = v != NULL || rerr != NULL; /* on error: keep */
+	rocksdb_free(v);
+	rocksdb_free(rerr);
+	free(k);
+	return found;
+}
+
+sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
+				    const int32_t *parts, size_t nparts,
+				    int retain)
+{
+	if (retain < 1)
+		retain = 1;
+	sv_error_t *err = NULL;
+	int64_t *gone = NULL; /* checkpoint ids that lost a task record */
+	size_t ngone = 0, gcap = 0;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	for (size_t i = 0; i < nparts && !err; i++) {
+		int64_t *ids;
+		size_t n;
+		if ((err = sv_ckstore_task_ids(st, job_id, parts[i], &ids,
+					       &n))) {
+			free(ids);
+			break;
+		}
+		int committed = 0;
+		for (size_t j = 0; j < n && !err; j++) {
+			if (committed >= retain) {
+				char *tk = ts_key(job_id, parts[i], ids[j]);
+				rocksdb_writebatch_delete(wb, tk, strlen(tk));
+				free(tk);
+				if (ngone == gcap) {
+					gcap = gcap ? 2 * gcap : 16;
+					gone = sv_realloc(gone,
+							  gcap * sizeof(*gone));
+				}
+				gone[ngone++] = ids[j];
+				continue;
+			}
+			sv_ckrec_t *rec;
+			if ((err = get_meta(st, job_id, ids[j], &rec)))
+				break;
+			if (rec &&
+			    rec->status ==
+				    STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED)
+				committed++;
+			sv_ckstore_free_record(rec);
+		}
+		free(ids);
+	}
+	char *rerr = NULL;
+	if (!err && ngone)
+		rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	if (rerr)
+		err = db_error(st, rerr, "retention");
+	/* member records none of whose partitions has a task record left */
+	wb = rocksdb_writebatch_create();
+	bool any = false;
+	for (size_t i = 0; i < ngone && !err; i++) {
+		sv_ckrec_t *rec;
+		if ((err = get_meta(st, job_id, gone[i], &rec)) || !rec)
+			continue;
+		bool left = false;
+		for (size_t j = 0; j < rec->n_offsets && !left; j++)
+			left = task_exists(st, job_id,
+					   rec->offsets[j]->partition, rec->id);
+		sv_ckstore_free_record(rec);
+		if (left)
+			continue;
+		char *k = ck_key(job_id, gone[i]);
+		rocksdb_writebatch_delete(wb, k, strlen(k));
+		free(k);
+		any = true;
+	}
+	if (!err && any)
+		rocksdb_write(st->db, st->wopts, wb, &rerr);
+	rocksdb_writebatch_destroy(wb);
+	if (rerr)
+		err = db_error(st, rerr, "retention");
+	free(gone);
+	return err;
+}
+
+sv_error_t *sv_ckstore_max_parallelism(sv_ckstore_t *st, const char *job_id,
+				       int now, int *before)
+{
+	char *k;
+	if (asprintf(&k, "par/%s", job_id) < 0)
+		abort();
+	*before = 0;
+	pthread_mutex_lock(&st->seq_lock);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = NULL;
+	if (rerr)
+		err = db_error(st, rerr, k);
+	else if (v && vl == 8)
+		*before = (int)unbe64(v);
+	rocksdb_free(v);
+	if (!err && now > *before) {
+		char buf[8];
+		be64(buf, (uint64_t)now);
+		err = put_raw(st, k, buf, 8);
+	}
+	pthread_mutex_unlock(&st->seq_lock);
+	free(k);
 	return err;
 }
 

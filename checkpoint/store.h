@@ -73,6 +73,36 @@ sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id, size_t limit,
  * the oldest kept delta builds on (delta_of), down to a full one; delete
  * the older ones in one batch. */
 sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain);
+/* ---- per-task snapshots (parallelism > 1, docs/checkpoints.md) ----
+ * A member's checkpoint is its record under ck/ (offsets of its
+ * partitions, no operators) plus one task record per partition it owns,
+ * fully packed (operators' state inline) under ts/<job>/<partition>/<id>.
+ * Task records are keyed by partition, so a restart with another
+ * parallelism regroups them. */
+/* Write the member record rec and its ntasks task records (each names its
+ * one partition in offsets[0]) in one synced WriteBatch. */
+sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
+				 const sv_ckrec_t *const *tasks, size_t ntasks);
+/* Ids of the task records of partition p, newest first; *ids is the
+ * caller's to free. */
+sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t **ids, size_t *n);
+/* The task record of partition p at checkpoint id, or *out = NULL. */
+sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t id, sv_ckrec_t **out);
+/* Per partition of parts: keep the task records of the newest `retain`
+ * checkpoints whose member record is COMMITTED and every newer one; delete
+ * the older ones, and a member record once no partition has a task record
+ * of it any more. */
+sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
+				    const int32_t *parts, size_t nparts,
+				    int retain);
+/* The largest parallelism the job ever ran with before this call (0: none
+ * recorded), and record max(that, now). The ids of members >= now up to
+ * it may hold lingering transactions. */
+sv_error_t *sv_ckstore_max_parallelism(sv_ckstore_t *st, const char *job_id,
+				       int now, int *before);
+
 void sv_ckstore_free_record(sv_ckrec_t *rec);
 
 #endif

@@ -13,10 +13,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -278,31 +280,121 @@ static int cli_get_job(cli_t *cli, const char *sub, const char *query,
 	return rc;
 }
 
-int cli_submit(cli_t *cli)
+/* Read a whole file ("-" is stdin) into body; 0 or an exit code. */
+static int read_file(const char *path, const char *what, sv_buf_t *body)
 {
-	FILE *f = strcmp(cli->arg, "-") == 0 ? stdin : fopen(cli->arg, "rb");
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	if (!f) {
-		fprintf(stderr, "streamvisor: cannot read job spec '%s': %s\n",
-			cli->arg, strerror(errno));
+		fprintf(stderr, "streamvisor: cannot read %s '%s': %s\n", what,
+			path, strerror(errno));
 		return EXIT_CLI_USAGE;
 	}
-	sv_buf_t body;
-	sv_buf_init(&body);
 	char chunk[8192];
 	size_t n;
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		sv_buf_append(&body, chunk, n);
+		sv_buf_append(body, chunk, n);
 	bool bad = ferror(f);
 	if (f != stdin)
 		fclose(f);
-	if (bad || !body.len) {
-		fprintf(stderr, "streamvisor: %s job spec '%s'\n",
-			bad ? "cannot read" : "empty", cli->arg);
-		sv_buf_release(&body);
+	if (bad || !body->len) {
+		fprintf(stderr, "streamvisor: %s %s '%s'\n",
+			bad ? "cannot read" : "empty", what, path);
 		return EXIT_CLI_USAGE;
 	}
+	return 0;
+}
+
+static char *base64(const unsigned char *p, size_t n)
+{
+	static const char t[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		"0123456789+/";
+	char *s = sv_malloc(4 * ((n + 2) / 3) + 1), *o = s;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < n)
+			v |= p[i + 2];
+		*o++ = t[v >> 18];
+		*o++ = t[(v >> 12) & 63];
+		*o++ = i + 1 < n ? t[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < n ? t[v & 63] : '=';
+	}
+	*o = '\0';
+	return s;
+}
+
+/* --plan: put the Substrait plan into the spec's "plan" member (JSON as
+ * "substrait", anything else as "substrait_base64"). */
+static int add_plan(cli_t *cli, sv_buf_t *body)
+{
+	json_error_t jerr;
+	json_t *spec = json_loadb(body->data, body->len, 0, &jerr);
+	if (!json_is_object(spec)) {
+		fprintf(stderr,
+			"streamvisor: job spec '%s' is not a JSON object: "
+			"%s\n",
+			cli->arg, spec ? "other JSON" : jerr.text);
+		json_decref(spec);
+		return EXIT_CLI_USAGE;
+	}
+	sv_buf_t pb;
+	sv_buf_init(&pb);
+	int rc = read_file(cli->plan, "substrait plan", &pb);
+	if (rc) {
+		sv_buf_release(&pb);
+		json_decref(spec);
+		return rc;
+	}
+	json_t *plan = json_object_get(spec, "plan");
+	if (!json_is_object(plan)) {
+		plan = json_object();
+		json_object_set_new(spec, "plan", plan);
+	}
+	json_t *pj = json_loadb(pb.data, pb.len, 0, NULL);
+	if (json_is_object(pj)) {
+		json_object_set_new(plan, "substrait", pj);
+	} else {
+		json_decref(pj);
+		char *b64 = base64((const unsigned char *)pb.data, pb.len);
+		json_object_set_new(plan, "substrait_base64", json_string(b64));
+		free(b64);
+	}
+	sv_buf_release(&pb);
+	char *text = json_dumps(spec, JSON_COMPACT);
+	json_decref(spec);
+	sv_buf_reset(body);
+	sv_buf_puts(body, text);
+	free(text);
+	return 0;
+}
+
+int cli_submit(cli_t *cli)
+{
+	sv_buf_t body;
+	sv_buf_init(&body);
+	int rc = read_file(cli->arg, "job spec", &body);
+	if (!rc && cli->plan)
+		rc = add_plan(cli, &body);
+	if (rc) {
+		sv_buf_release(&body);
+		return rc;
+	}
 	json_t *r = NULL;
-	int rc = cli_fetch(cli, "POST", "/v1/jobs", body.data, &r);
+	if (cli->dry_run) {
+		/* the answer is the translated spec: print it as it came */
+		sv_client_resp_t resp;
+		rc = cli_request(cli, "POST", "/v1/jobs?dry_run=true",
+				 body.data, &resp);
+		sv_buf_release(&body);
+		if (rc)
+			return rc;
+		print_raw(&resp);
+		sv_client_resp_release(&resp);
+		return 0;
+	}
+	rc = cli_fetch(cli, "POST", "/v1/jobs", body.data, &r);
 	sv_buf_release(&body);
 	if (rc || !r)
 		return rc;
@@ -352,6 +444,82 @@ static long long int_of(json_t *o, const char *key, long long def)
 {
 	json_t *v = json_object_get(o, key);
 	return json_is_integer(v) ? (long long)json_integer_value(v) : def;
+}
+
+/* "[#####-----]  50.0%" into buf: width cells for percent (0..100). */
+static const char *bar_text(double pct, char *buf, size_t n)
+{
+	enum {
+		W = 30
+	};
+	char cells[W + 1];
+	int full = (int)(fmin(fmax(pct, 0), 100) * W / 100.0 + 0.5);
+	for (int i = 0; i < W; i++)
+		cells[i] = i < full ? '#' : '-';
+	cells[W] = '\0';
+	snprintf(buf, n, "[%s] %5.1f%%", cells, pct);
+	return buf;
+}
+
+static const char *eta_text(json_t *v, char *buf, size_t n)
+{
+	if (!json_is_number(v))
+		return "unknown";
+	double s = json_number_value(v);
+	if (s < 60)
+		snprintf(buf, n, "%.0f s", ceil(s));
+	else if (s < 3600)
+		snprintf(buf, n, "%d min %d s", (int)(s / 60),
+			 (int)fmod(s, 60));
+	else
+		snprintf(buf, n, "%d h %d min", (int)(s / 3600),
+			 (int)fmod(s / 60, 60));
+	return buf;
+}
+
+/* The rates, and a bounded job's progress bar or a stream's catch-up ETA
+ * (lines of `status` and `wait`). one_line: just the progress, no label
+ * column (wait). */
+static void print_progress(json_t *st, bool one_line)
+{
+	char b1[64], b2[64], b3[64], b4[64];
+	json_t *rates = json_object_get(st, "rates");
+	json_t *rin = json_object_get(rates, "records_in_per_s");
+	json_t *rout = json_object_get(rates, "records_out_per_s");
+	json_t *p = json_object_get(st, "progress");
+	json_t *cu = json_object_get(st, "catch_up");
+	if (!one_line && json_is_number(rin))
+		printf("%-11s in %.1f/s, out %.1f/s\n", "rates",
+		       json_number_value(rin),
+		       json_is_number(rout) ? json_number_value(rout) : 0.0);
+	if (json_is_object(p)) {
+		json_t *pct = json_object_get(p, "percent");
+		json_t *rate = json_object_get(p, "rate_per_s");
+		if (!one_line)
+			printf("%-11s ", "progress");
+		if (json_is_number(pct))
+			printf("%s",
+			       bar_text(json_number_value(pct), b1,
+					sizeof(b1)));
+		else
+			printf("(total not known yet)");
+		printf("  %s/%s records",
+		       json_text(json_object_get(p, "records"), b2, sizeof(b2)),
+		       json_text(json_object_get(p, "total"), b3, sizeof(b3)));
+		if (json_is_number(rate))
+			printf(", %.0f/s", json_number_value(rate));
+		printf(", ETA %s\n",
+		       eta_text(json_object_get(p, "eta_s"), b4, sizeof(b4)));
+	} else if (json_is_object(cu)) {
+		json_t *eta = json_object_get(cu, "eta_s");
+		if (one_line ||
+		    (json_is_number(eta) && json_number_value(eta) > 0))
+			printf("%s%s records behind, catch-up ETA %s\n",
+			       one_line ? "" : "catch-up    ",
+			       json_text(json_object_get(cu, "lag_records"), b1,
+					 sizeof(b1)),
+			       eta_text(eta, b2, sizeof(b2)));
+	}
 }
 
 int cli_status(cli_t *cli)
@@ -419,6 +587,7 @@ int cli_status(cli_t *cli)
 		printf("%-11s %s bytes, %s keys\n", "state",
 		       json_text(json_object_get(ss, "bytes"), b1, sizeof(b1)),
 		       json_text(json_object_get(ss, "keys"), b2, sizeof(b2)));
+	print_progress(st, false);
 	json_t *ck = json_object_get(st, "last_checkpoint");
 	if (json_is_object(ck))
 		printf("%-11s %s %s, completed %s, %s ms, %s bytes\n",
@@ -434,6 +603,94 @@ int cli_status(cli_t *cli)
 		printf("%-11s none\n", "checkpoint");
 	json_decref(st);
 	return 0;
+}
+
+/* Follow a job until it is completed, failed, cancelled or checkpointed:
+ * a progress line whenever the state or the whole percent changes (at most
+ * one per poll), then the outcome; the exit code says which. */
+int cli_wait(cli_t *cli)
+{
+	int64_t deadline = cli->timeout_ms >= 0 ? sv_mono_ms() + cli->timeout_ms
+						: INT64_MAX;
+	char *path = job_path(cli->arg, NULL);
+	char last_state[32] = "";
+	long long last_pct = -1;
+	int rc = 0;
+	for (;;) {
+		sv_client_resp_t resp;
+		if ((rc = cli_request(cli, "GET", path, NULL, &resp)))
+			break;
+		json_t *st = json_loadb(resp.body, resp.len, 0, NULL);
+		const char *state = json_string_value(
+			json_object_get(st, "state"));
+		if (!state) {
+			fprintf(stderr,
+				"streamvisor: the status of '%s' has no "
+				"state\n",
+				cli->arg);
+			json_decref(st);
+			sv_client_resp_release(&resp);
+			rc = EXIT_CLI_5XX;
+			break;
+		}
+		bool done = true;
+		if (!strcmp(state, "completed"))
+			rc = 0;
+		else if (!strcmp(state, "failed"))
+			rc = EXIT_CLI_FAILED;
+		else if (!strcmp(state, "cancelled"))
+			rc = EXIT_CLI_CANCELLED;
+		else if (!strcmp(state, "checkpointed"))
+			rc = EXIT_CLI_CHECKPOINTED;
+		else
+			done = false;
+		json_t *pct = json_object_get(json_object_get(st, "progress"),
+					      "percent");
+		long long p = json_is_number(pct)
+			? (long long)json_number_value(pct)
+			: -1;
+		if (!cli->json &&
+		    (strcmp(state, last_state) || p != last_pct || done)) {
+			printf("%-12s ", state);
+			print_progress(st, true);
+			if (!json_object_get(st, "progress") &&
+			    !json_object_get(st, "catch_up"))
+				printf("\n");
+			fflush(stdout);
+		}
+		snprintf(last_state, sizeof(last_state), "%s", state);
+		last_pct = p;
+		if (done) {
+			if (cli->json)
+				print_raw(&resp);
+			else if (rc == EXIT_CLI_FAILED) {
+				json_t *e = json_object_get(st, "error");
+				const char *m = json_string_value(
+					json_object_get(e, "message"));
+				fprintf(stderr,
+					"streamvisor: job '%s' failed: "
+					"%s\n",
+					cli->arg, m ? m : "(no message)");
+			}
+			json_decref(st);
+			sv_client_resp_release(&resp);
+			break;
+		}
+		json_decref(st);
+		sv_client_resp_release(&resp);
+		if (sv_mono_ms() >= deadline) {
+			fprintf(stderr,
+				"streamvisor: job '%s' is still %s after "
+				"%lld ms\n",
+				cli->arg, last_state, cli->timeout_ms);
+			rc = EXIT_CLI_WAIT_TIMEOUT;
+			break;
+		}
+		struct timespec ts = {0, 250 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	free(path);
+	return rc;
 }
 
 int cli_lag(cli_t *cli)
@@ -550,6 +807,9 @@ int cli_restart(cli_t *cli)
 	else if (from)
 		json_object_set_new(b, "from_checkpoint",
 				    json_integer(strtoll(from, NULL, 10)));
+	if (cli->parallelism > 0)
+		json_object_set_new(b, "parallelism",
+				    json_integer(cli->parallelism));
 	char *body = json_dumps(b, JSON_COMPACT);
 	json_decref(b);
 	int rc = cli_action(cli, "restart", body);
@@ -836,6 +1096,9 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		{"limit", required_argument, NULL, 'n'},
 		{"after", required_argument, NULL, 'A'},
 		{"purge", no_argument, NULL, 'P'},
+		{"plan", required_argument, NULL, 'p'},
+		{"dry-run", no_argument, NULL, 'D'},
+		{"parallelism", required_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -845,13 +1108,15 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 	} bits[] = {
 		{'j', OPT_JSON},    {'F', OPT_FINAL_WM},     {'T', OPT_TIMEOUT},
 		{'C', OPT_FROM_CK}, {'I', OPT_IGNORE_STATE}, {'n', OPT_LIMIT},
-		{'A', OPT_AFTER},   {'P', OPT_PURGE},
+		{'A', OPT_AFTER},   {'P', OPT_PURGE},        {'p', OPT_PLAN},
+		{'D', OPT_DRY_RUN}, {'N', OPT_PARALLELISM},
 	};
 	cli_t cli = {.cmd = cmd,
 		     .server = server,
 		     .timeout_ms = -1,
 		     .limit = -1,
-		     .after = -1};
+		     .after = -1,
+		     .parallelism = -1};
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -884,6 +1149,12 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		case 'P':
 			cli.purge = true;
 			break;
+		case 'p':
+			cli.plan = optarg;
+			break;
+		case 'D':
+			cli.dry_run = true;
+			break;
 		case 'C':
 			if (strcmp(optarg, "latest") != 0 &&
 			    !parse_count(optarg, &(long long){0}))
@@ -895,6 +1166,17 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 						       optarg);
 			cli.from_checkpoint = optarg;
 			break;
+		case 'N': {
+			long long v;
+			if (!parse_count(optarg, &v) || v < 1)
+				return cli_usage_error(cmd,
+						       "--parallelism takes "
+						       "a positive integer, "
+						       "not '%s'",
+						       optarg);
+			cli.parallelism = v;
+			break;
+		}
 		case 'T':
 		case 'n':
 		case 'A': {

@@ -16,6 +16,11 @@
 #define EXIT_CLI_5XX \
 	4 /* the server failed (HTTP 5xx, other status,
 			     * or a body the CLI cannot read) */
+/* `wait`: how the job ended (0: completed) */
+#define EXIT_CLI_FAILED 5 /* the job failed */
+#define EXIT_CLI_CANCELLED 6 /* the job was cancelled */
+#define EXIT_CLI_CHECKPOINTED 7 /* the job was drained (checkpointed) */
+#define EXIT_CLI_WAIT_TIMEOUT 8 /* --timeout-ms passed, job still going */
 
 #define DEFAULT_SERVER "http://127.0.0.1:8080"
 #define SERVER_ENV "STREAMVISOR_URL"
@@ -32,6 +37,9 @@ enum {
 	OPT_LIMIT = 1u << 5, /* -n, --limit N */
 	OPT_AFTER = 1u << 6, /* --after SEQ */
 	OPT_PURGE = 1u << 7, /* --purge */
+	OPT_PLAN = 1u << 8, /* --plan FILE (a Substrait plan) */
+	OPT_DRY_RUN = 1u << 9, /* --dry-run */
+	OPT_PARALLELISM = 1u << 10, /* --parallelism N */
 };
 
 typedef struct command command_t;
@@ -48,7 +56,10 @@ typedef struct cli {
 	long long timeout_ms; /* -1: not given */
 	long long limit; /* -1: not given */
 	long long after; /* -1: not given */
+	long long parallelism; /* -1: not given */
 	const char *from_checkpoint; /* NULL: not given */
+	const char *plan; /* --plan FILE, or NULL */
+	bool dry_run;
 	const char *arg; /* the ID or FILE argument */
 } cli_t;
 
@@ -79,6 +90,7 @@ int cli_result(cli_t *cli);
 int cli_delete(cli_t *cli);
 int cli_info(cli_t *cli);
 int cli_metrics(cli_t *cli);
+int cli_wait(cli_t *cli);
 
 /* Parse argv (after the command name) for cmd, send, print; returns the
  * process exit code (EXIT_CLI_*). server: a --server given before the

@@ -268,8 +268,7 @@ static const char digit_pairs[201] =
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Write v in decimal at the end of out. */
-static void put_i64(sv_buf_t *out, int64_t v)
+size_t sv_fmt_i64(char *buf, int64_t v)
 {
 	char tmp[24];
 	char *e = tmp + sizeof(tmp), *p = e;
@@ -288,7 +287,59 @@ static void put_i64(sv_buf_t *out, int64_t v)
 	}
 	if (v < 0)
 		*--p = '-';
-	sv_buf_append(out, p, (size_t)(e - p));
+	memcpy(buf, p, (size_t)(e - p));
+	return (size_t)(e - p);
+}
+
+/* Write v in decimal at the end of out. */
+static void put_i64(sv_buf_t *out, int64_t v)
+{
+	char tmp[SV_FMT_I64_MAX];
+	sv_buf_append(out, tmp, sv_fmt_i64(tmp, v));
+}
+
+/* f == r / 10^k for an integer r below 2^53 and k <= 6: the text "r with k
+ * decimals" parses back to f (reading it and dividing r by 10^k both round
+ * the same rational correctly). The smallest such k is the shortest text.
+ * Only for non-integers below 1e9 (fewer than 16 significant digits); the
+ * caller bounds the magnitude from below. */
+static size_t fmt_decimal(char *txt, double f)
+{
+	static const double p10[] = {1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+	if (!(f != 0 && fabs(f) < 1e9))
+		return 0;
+	for (int k = 0; k < 6; k++) {
+		double r = nearbyint(f * p10[k]);
+		if (r / p10[k] != f)
+			continue;
+		char dig[24];
+		int64_t ri = (int64_t)fabs(r);
+		int nd = 0;
+		do {
+			dig[nd++] = (char)('0' + ri % 10);
+			ri /= 10;
+		} while (ri);
+		while (nd <= k + 1)
+			dig[nd++] = '0'; /* 0.05: at least one integer digit */
+		size_t t = 0;
+		if (f < 0)
+			txt[t++] = '-';
+		for (int i = nd - 1; i >= 0; i--) {
+			txt[t++] = dig[i];
+			if (i == k + 1)
+				txt[t++] = '.';
+		}
+		return t;
+	}
+	return 0;
+}
+
+size_t sv_fmt_f64_decimal(char *buf, double f)
+{
+	/* below 1e-4 %g switches to an exponent; integers print as such */
+	if (!isfinite(f) || fabs(f) < 1e-4 || f == trunc(f))
+		return 0;
+	return fmt_decimal(buf, f);
 }
 
 /* Shortest of %.15g, %.16g, %.17g that reads back as f (%.17g always
@@ -306,40 +357,13 @@ static void put_f64(sv_buf_t *out, double f)
 		return;
 	}
 	/* Fast path (bench/BASELINE.md: put_f64 was ~20% of W1): a value with
-	 * at most 6 decimals, f == r / 10^k for an integer r below 2^53. The
-	 * text "r with k decimals" parses back to f: reading it and dividing
-	 * r by 10^k both round the same rational correctly. The smallest k is
-	 * the shortest text. */
-	static const double p10[] = {1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
-	if (f != 0 && fabs(f) < 1e9) {
-		for (int k = 0; k < 6; k++) {
-			double r = nearbyint(f * p10[k]);
-			if (r / p10[k] != f)
-				continue;
-			char dig[24];
-			int64_t ri = (int64_t)fabs(r);
-			int nd = 0;
-			do {
-				dig[nd++] = (char)('0' + ri % 10);
-				ri /= 10;
-			} while (ri);
-			while (nd <= k + 1)
-				dig[nd++] =
-					'0'; /* 0.05: at least one integer digit */
-			char txt[32];
-			int t = 0;
-			if (f < 0)
-				txt[t++] = '-';
-			for (int i = nd - 1; i >= 0; i--) {
-				txt[t++] = dig[i];
-				if (i == k + 1)
-					txt[t++] = '.';
-			}
-			sv_buf_append(out, txt, (size_t)t);
-			return;
-		}
-	}
+	 * at most 6 decimals (fmt_decimal). */
 	char tmp[40];
+	size_t d = fmt_decimal(tmp, f);
+	if (d) {
+		sv_buf_append(out, tmp, d);
+		return;
+	}
 	int n = 0;
 	for (int prec = 15; prec <= 17; prec++) {
 		n = snprintf(tmp, sizeof(tmp), "%.*g", prec, f);

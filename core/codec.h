@@ -43,4 +43,16 @@ int sv_decoder_decode(sv_decoder_t *dec, const char *payload, size_t len,
 void sv_json_encode_row(const sv_schema_t *schema, const sv_value_t *row,
 			sv_buf_t *out);
 
+/* Number to text without snprintf, for per-record paths (the encoder, the
+ * Kafka sink's keys, casts). No NUL is written. */
+#define SV_FMT_I64_MAX 20 /* "-9223372036854775808" */
+/* v in decimal into buf (SV_FMT_I64_MAX bytes); returns the length. */
+size_t sv_fmt_i64(char *buf, int64_t v);
+/* f as its shortest decimal text when it has at most 6 decimals and
+ * 1e-4 <= |f| < 1e9 and is not an integer ("12.5", "-0.05"): exactly what
+ * the shortest round-tripping %.15g..%.17g prints for it. Returns the
+ * length (at most 17), or 0 for any other f (the caller falls back to
+ * printf). buf: 24 bytes. */
+size_t sv_fmt_f64_decimal(char *buf, double f);
+
 #endif

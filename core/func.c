@@ -13,6 +13,7 @@
  * upper change ASCII letters only. Semantics are documented in
  * docs/expressions.md; keep the two in step. */
 #define _GNU_SOURCE
+#include "core/codec.h"
 #include "core/expr_int.h"
 
 #include <math.h>
@@ -242,14 +243,24 @@ bool sv_parse_timestamp(const char *s, size_t n, int64_t *ms)
 	return true;
 }
 
-/* Format v (not null, not a string) as text into buf; returns the length. */
+static char *put2(char *p, int v)
+{
+	p[0] = (char)('0' + v / 10);
+	p[1] = (char)('0' + v % 10);
+	return p + 2;
+}
+
+/* Format v (not null, not a string) as text into buf (64 bytes); returns
+ * the length. Per row on cast paths, so the common cases skip printf
+ * (bench/README.md, bench_hot "cast"); each prints what printf would. */
 static int format_value(const sv_value_t *v, char *buf, size_t cap)
 {
 	switch (v->type) {
 	case SV_T_BOOL:
-		return snprintf(buf, cap, "%s", v->v.b ? "true" : "false");
+		memcpy(buf, v->v.b ? "true" : "false", v->v.b ? 4 : 5);
+		return v->v.b ? 4 : 5;
 	case SV_T_INT64:
-		return snprintf(buf, cap, "%lld", (long long)v->v.i);
+		return (int)sv_fmt_i64(buf, v->v.i);
 	case SV_T_FLOAT64: {
 		double f = v->v.f;
 		if (isnan(f))
@@ -257,7 +268,17 @@ static int format_value(const sv_value_t *v, char *buf, size_t cap)
 		if (isinf(f))
 			return snprintf(buf, cap, "%s",
 					f < 0 ? "-Infinity" : "Infinity");
-		int len = 0;
+		int len = (int)sv_fmt_f64_decimal(buf, f);
+		if (len)
+			return len;
+		/* an integer below 1e15: %.15g prints every digit, no
+		 * exponent; then ".0" (below) */
+		if (f == trunc(f) && fabs(f) < 1e15 &&
+		    !(f == 0 && signbit(f))) {
+			len = (int)sv_fmt_i64(buf, (int64_t)f);
+			memcpy(buf + len, ".0", 2);
+			return len + 2;
+		}
 		/* shortest of 15..17 significant digits that reads back */
 		for (int prec = 15; prec <= 17; prec++) {
 			len = snprintf(buf, cap, "%.*g", prec, f);
@@ -277,14 +298,34 @@ static int format_value(const sv_value_t *v, char *buf, size_t cap)
 		int64_t y;
 		int m, d;
 		sv_civil_from_days(days, &y, &m, &d);
-		return snprintf(buf, cap,
-				"%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
-				(long long)y, m, d, (int)(rem / 3600000),
-				(int)(rem / 60000 % 60), (int)(rem / 1000 % 60),
-				(int)(rem % 1000));
+		int h = (int)(rem / 3600000), mi = (int)(rem / 60000 % 60),
+		    s = (int)(rem / 1000 % 60), frac = (int)(rem % 1000);
+		if (y < 0 || y > 9999)
+			return snprintf(buf, cap,
+					"%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
+					(long long)y, m, d, h, mi, s, frac);
+		/* YYYY-MM-DDTHH:MM:SS.mmmZ */
+		char *p = put2(buf, (int)(y / 100));
+		p = put2(p, (int)(y % 100));
+		*p++ = '-';
+		p = put2(p, m);
+		*p++ = '-';
+		p = put2(p, d);
+		*p++ = 'T';
+		p = put2(p, h);
+		*p++ = ':';
+		p = put2(p, mi);
+		*p++ = ':';
+		p = put2(p, s);
+		*p++ = '.';
+		*p++ = (char)('0' + frac / 100);
+		p = put2(p, frac % 100);
+		*p++ = 'Z';
+		return (int)(p - buf);
 	}
 	default:
-		return snprintf(buf, cap, "null");
+		memcpy(buf, "null", 4);
+		return 4;
 	}
 }
 

@@ -9,7 +9,17 @@
  * pipeline stays valid until the next call into the pipeline. Stateful
  * operators copy what they keep. Output rows carry meta: stateless operators
  * copy the input row's meta; windows set event_ms = window_end - 1 and
- * partition -1. */
+ * partition -1.
+ *
+ * Two-input operators (joins, core/join.h) extend the interface by three
+ * entries: process_right takes batches of the second ("right") input,
+ * whose schema is op->right_schema; out_watermark says how far the output's
+ * event time has advanced, for the operators after it; state_sides splits
+ * state_size by input. process and advance stay what they are: process
+ * takes the first ("left") input, and advance reads both inputs'
+ * watermarks, ctx->watermark_ms (left) and ctx->right_watermark_ms. A
+ * pipeline holds at most one two-input operator; its right input enters
+ * there (sv_pipeline_push_right). See docs/joins.md. */
 #ifndef SV_OPERATOR_H
 #define SV_OPERATOR_H
 
@@ -28,6 +38,8 @@ typedef struct sv_opstats {
 
 typedef struct sv_op_ctx {
 	int64_t watermark_ms; /* combined event-time watermark, or NONE */
+	int64_t right_watermark_ms; /* two-input operators: the second
+				     * input's watermark, or NONE */
 	int64_t now_ms; /* processing time of this pass */
 	sv_batch_t *late; /* side output for late records (input schema
 				 * of the window), or NULL when policy is drop */
@@ -35,6 +47,13 @@ typedef struct sv_op_ctx {
 } sv_op_ctx_t;
 
 typedef struct sv_op sv_op_t;
+
+/* The state a two-input operator holds for one of its inputs. */
+typedef struct sv_op_side_state {
+	uint64_t bytes;
+	uint64_t keys; /* distinct join keys held */
+	uint64_t rows; /* rows (or table versions) held */
+} sv_op_side_state_t;
 
 typedef struct sv_op_ops {
 	const char *name; /* "filter", "select", "window", "dedup" */
@@ -66,12 +85,26 @@ typedef struct sv_op_ops {
 	sv_error_t *(*restore_delta)(sv_op_t *op, const char *data, size_t len);
 	void (*checkpointed)(sv_op_t *op);
 	void (*destroy)(sv_op_t *op);
+
+	/* ---- two-input operators only; NULL for the others ---- */
+	/* Append output rows for the rows of in, a batch of the second input
+	 * (schema op->right_schema), to out. */
+	sv_error_t *(*process_right)(sv_op_t *op, sv_op_ctx_t *ctx,
+				     sv_batch_t *in, sv_batch_t *out);
+	/* The watermark of the output as of the last advance: no row emitted
+	 * later has an event time at or below it. NONE until both inputs
+	 * have one. */
+	int64_t (*out_watermark)(sv_op_t *op);
+	/* State per input: sides[0] the left (first), sides[1] the right. */
+	void (*state_sides)(sv_op_t *op, sv_op_side_state_t sides[2]);
 } sv_op_ops_t;
 
 struct sv_op {
 	const sv_op_ops_t *ops;
 	const sv_schema_t *in_schema; /* borrowed: the previous stage's */
 	sv_schema_t *out_schema; /* owned by the operator */
+	const sv_schema_t *right_schema; /* two-input operators: the second
+					  * input's, borrowed; else NULL */
 };
 
 /* Free an operator through its vtable. */
@@ -85,6 +118,14 @@ sv_error_t *sv_op_filter_new(const sv_schema_t *in, const char *expr,
 sv_error_t *sv_op_select_new(const sv_schema_t *in, size_t n,
 			     const char *const *names, const char *const *exprs,
 			     sv_op_t **out);
+
+/* order: buffer every row, and at the end of input emit them sorted by the
+ * key expressions (desc[i], nulls_first[i]), skipping offset rows and
+ * keeping at most limit (-1: all). Bounded jobs only. */
+sv_error_t *sv_op_order_new(const sv_schema_t *in, size_t nkeys,
+			    const char *const *exprs, const bool *desc,
+			    const bool *nulls_first, int64_t limit,
+			    int64_t offset, sv_op_t **out);
 
 /* ---- pipeline ---- */
 
@@ -105,12 +146,21 @@ const sv_schema_t *sv_pipeline_out_schema(const sv_pipeline_t *pl);
 sv_error_t *sv_pipeline_push(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
 			     sv_batch_t *in, sv_batch_t **out);
 /* Propagate a watermark: each stateful operator's advance output flows
- * through the operators after it. */
+ * through the operators after it. Operators after a two-input operator see
+ * its out_watermark as ctx->watermark_ms (ctx itself is not changed). */
 sv_error_t *sv_pipeline_advance(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
 				sv_batch_t **out);
 /* End of input: finish every operator in order, flowing output down. */
 sv_error_t *sv_pipeline_finish(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
 			       sv_batch_t **out);
+/* The pipeline's two-input operator, or NULL (at most one). */
+sv_op_t *sv_pipeline_join(const sv_pipeline_t *pl);
+/* Run in, a batch of the second input (schema sv_pipeline_join()'s
+ * right_schema), into the two-input operator and its output through the
+ * operators after it. *out and the validity rules as for push. A
+ * SV_ERR_PLANNING error when the pipeline has no two-input operator. */
+sv_error_t *sv_pipeline_push_right(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+				   sv_batch_t *in, sv_batch_t **out);
 /* Sum of the operators' state. */
 void sv_pipeline_state_size(const sv_pipeline_t *pl, uint64_t *bytes,
 			    uint64_t *keys);

@@ -11,7 +11,13 @@
  * processes what the operators before it emitted during this call, then
  * gets its own advance/finish (stateful operators only), so a window's
  * output flows through everything after it, and a downstream window sees
- * those rows before its own watermark moves. */
+ * those rows before its own watermark moves.
+ *
+ * A pipeline may hold one two-input operator (a join). Its second input
+ * enters there (push_right) and flows through the operators after it; in
+ * advance and finish those operators see the join's out_watermark instead
+ * of the source's, so a window after a join closes on the join's output
+ * time. */
 #include "core/operator.h"
 
 #include <assert.h>
@@ -24,12 +30,14 @@ struct sv_pipeline {
 	sv_op_t **ops; /* owned */
 	sv_batch_t **stages; /* owned; stages[i] holds ops[i]'s output */
 	sv_batch_t empty; /* output of advance/finish with no operators */
+	size_t join; /* index of the two-input operator, or SIZE_MAX */
 };
 
 sv_pipeline_t *sv_pipeline_new(const sv_schema_t *in_schema)
 {
 	sv_pipeline_t *pl = sv_calloc(1, sizeof(*pl));
 	pl->in_schema = in_schema;
+	pl->join = SIZE_MAX;
 	sv_batch_init(&pl->empty, in_schema);
 	return pl;
 }
@@ -74,6 +82,10 @@ void sv_pipeline_add(sv_pipeline_t *pl, sv_op_t *op)
 	}
 	sv_batch_t *b = sv_malloc(sizeof(*b));
 	sv_batch_init(b, op->out_schema);
+	if (op->ops->process_right) {
+		assert(pl->join == SIZE_MAX);
+		pl->join = pl->n;
+	}
 	pl->ops[pl->n] = op;
 	pl->stages[pl->n] = b;
 	pl->n++;
@@ -100,14 +112,29 @@ static void reset_stages(sv_pipeline_t *pl)
 		sv_batch_reset(pl->stages[i]);
 }
 
-sv_error_t *sv_pipeline_push(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
-			     sv_batch_t *in, sv_batch_t **out)
+/* The context operator i sees: after a two-input operator, its output
+ * watermark is theirs. */
+static void stage_ctx(const sv_pipeline_t *pl, size_t i, sv_op_ctx_t *c)
 {
-	reset_stages(pl);
-	sv_batch_t *cur = in;
-	for (size_t i = 0; i < pl->n; i++) {
+	if (pl->join != SIZE_MAX && i == pl->join + 1) {
+		sv_op_t *j = pl->ops[pl->join];
+		c->watermark_ms = j->ops->out_watermark(j);
+		c->right_watermark_ms = SV_WATERMARK_NONE;
+	}
+}
+
+/* Run cur through operators from..n-1, the first of them through
+ * process_right when right is set. */
+static sv_error_t *run_from(sv_pipeline_t *pl, sv_op_ctx_t *ctx, size_t from,
+			    bool right, sv_batch_t *cur, sv_batch_t **out)
+{
+	sv_op_ctx_t c = *ctx;
+	for (size_t i = from; i < pl->n; i++) {
 		sv_op_t *op = pl->ops[i];
-		sv_error_t *err = op->ops->process(op, ctx, cur, pl->stages[i]);
+		stage_ctx(pl, i, &c);
+		sv_error_t *err = right && i == from
+			? op->ops->process_right(op, &c, cur, pl->stages[i])
+			: op->ops->process(op, &c, cur, pl->stages[i]);
 		if (err) {
 			*out = pl->stages[i];
 			return err;
@@ -118,6 +145,31 @@ sv_error_t *sv_pipeline_push(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
 	return NULL;
 }
 
+sv_error_t *sv_pipeline_push(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+			     sv_batch_t *in, sv_batch_t **out)
+{
+	reset_stages(pl);
+	return run_from(pl, ctx, 0, false, in, out);
+}
+
+sv_op_t *sv_pipeline_join(const sv_pipeline_t *pl)
+{
+	return pl->join == SIZE_MAX ? NULL : pl->ops[pl->join];
+}
+
+sv_error_t *sv_pipeline_push_right(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+				   sv_batch_t *in, sv_batch_t **out)
+{
+	reset_stages(pl);
+	sv_batch_reset(&pl->empty);
+	*out = &pl->empty;
+	if (pl->join == SIZE_MAX)
+		return sv_error_new(SV_ERR_PLANNING,
+				    "the pipeline has no join to take a "
+				    "second input");
+	return run_from(pl, ctx, pl->join, true, in, out);
+}
+
 /* advance (finishing false) or finish (true), flowing output downstream. */
 static sv_error_t *flow(sv_pipeline_t *pl, sv_op_ctx_t *ctx, bool finishing,
 			sv_batch_t **out)
@@ -125,16 +177,20 @@ static sv_error_t *flow(sv_pipeline_t *pl, sv_op_ctx_t *ctx, bool finishing,
 	reset_stages(pl);
 	sv_batch_reset(&pl->empty);
 	*out = pl->n ? pl->stages[pl->n - 1] : &pl->empty;
+	sv_op_ctx_t c = *ctx;
 	for (size_t i = 0; i < pl->n; i++) {
 		sv_op_t *op = pl->ops[i];
 		sv_error_t *err = NULL;
+		/* the join's output watermark moves with its own advance,
+		 * which ran at i - 1 */
+		stage_ctx(pl, i, &c);
 		if (i > 0 && pl->stages[i - 1]->nrows)
-			err = op->ops->process(op, ctx, pl->stages[i - 1],
+			err = op->ops->process(op, &c, pl->stages[i - 1],
 					       pl->stages[i]);
 		if (!err && finishing && op->ops->finish)
-			err = op->ops->finish(op, ctx, pl->stages[i]);
+			err = op->ops->finish(op, &c, pl->stages[i]);
 		else if (!err && !finishing && op->ops->advance)
-			err = op->ops->advance(op, ctx, pl->stages[i]);
+			err = op->ops->advance(op, &c, pl->stages[i]);
 		if (err)
 			return err;
 	}

@@ -235,6 +235,7 @@ sv_value_t *sv_batch_add_row(sv_batch_t *b, sv_rowmeta_t **meta)
 	memset(row, 0, b->ncols * sizeof(sv_value_t));
 	sv_rowmeta_t *m = &b->meta[r];
 	m->partition = -1;
+	m->flags = 0;
 	m->offset = -1;
 	m->source_ts_ms = -1;
 	m->event_ms = INT64_MIN;

@@ -112,8 +112,11 @@ int sv_schema_find(const sv_schema_t *schema, const char *name);
 int sv_schema_findn(const sv_schema_t *schema, const char *name, size_t len);
 
 /* Where a row came from; used for offsets, partition watermarks, DLQ. */
+#define SV_ROW_DELETE 1u /* a table tombstone: the key's value is null */
+
 typedef struct sv_rowmeta {
 	int32_t partition; /* -1 when not from a partitioned source */
+	uint32_t flags; /* SV_ROW_*; 0 for ordinary rows */
 	int64_t offset;
 	int64_t source_ts_ms; /* broker/creation timestamp, or -1 */
 	int64_t event_ms; /* event time assigned at the source (the spec's

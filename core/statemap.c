@@ -263,6 +263,21 @@ void *sv_statemap_next(const sv_statemap_t *map, size_t *it)
 	return NULL;
 }
 
+void sv_statemap_prefetch(const sv_statemap_t *map, uint64_t hash, int stage)
+{
+	const slot_t *s = &map->slots[hash & map->mask];
+	if (stage == 0) {
+		__builtin_prefetch(s);
+		return;
+	}
+	const entry_t *e = s->e;
+	if (e && e != TOMBSTONE && s->hash == hash) {
+		/* the header and payload, then the key tuple after them */
+		__builtin_prefetch(e);
+		__builtin_prefetch((const char *)e + 64);
+	}
+}
+
 size_t sv_statemap_count(const sv_statemap_t *map)
 {
 	return map->used;

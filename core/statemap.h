@@ -54,6 +54,11 @@ uint64_t sv_statemap_entry_hash(const void *payload);
  * end. Order is the slot order (not meaningful). */
 void *sv_statemap_next(const sv_statemap_t *map, size_t *it);
 
+/* A hint that find(hash) comes soon, for probes of a batch: stage 0
+ * prefetches the hash's first slot, stage 1 (once that slot is cached) the
+ * entry it holds. Changes nothing; a wrong guess only costs the load. */
+void sv_statemap_prefetch(const sv_statemap_t *map, uint64_t hash, int stage);
+
 /* Number of entries. */
 size_t sv_statemap_count(const sv_statemap_t *map);
 /* Bytes held: slot array, entries (payload, key copy, string bytes), the

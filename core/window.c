@@ -263,6 +263,10 @@ static pane_t *pane_upsert(winop_t *op, int64_t ps)
 /* Add a record at time t to its pane; false when it is late. */
 static bool pane_add(winop_t *op, const sv_value_t *row, int64_t t)
 {
+	if (op->type == SV_WIN_GLOBAL) { /* every record in window 0 */
+		add_args(op, pane_upsert(op, 0)->accs, row, t);
+		return true;
+	}
 	int64_t last_start = sv_floor_div(t, op->slide) * op->slide;
 	if (due(op, last_start + op->size, op->wm))
 		return false;
@@ -706,7 +710,8 @@ static sv_error_t *win_process(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *in,
 	for (size_t r = 0; r < in->nrows; r++) {
 		const sv_value_t *row = sv_batch_row(in, r);
 		int64_t t = op->proc ? op->proc_now : in->meta[r].event_ms;
-		if (t <= -SV_TIME_LIMIT || t >= SV_TIME_LIMIT) {
+		if (op->type != SV_WIN_GLOBAL &&
+		    (t <= -SV_TIME_LIMIT || t >= SV_TIME_LIMIT)) {
 			late_row(op, ctx, in, r);
 			continue;
 		}
@@ -1138,6 +1143,9 @@ static sv_error_t *build(winop_t *op, const sv_schema_t *in,
 		if ((err = check_ms("gap_ms", spec->gap_ms, false)))
 			return err;
 		op->gap = spec->gap_ms;
+		break;
+	case SV_WIN_GLOBAL:
+		op->size = op->slide = op->pane = SV_TIME_LIMIT;
 		break;
 	default:
 		return sv_error_set_field(

@@ -3,7 +3,8 @@
  *   {"window": {"type": "tumbling", "size_ms": n, "key": [...],
  *               "aggregates": {"out": "fn(expr)"}, "allowed_lateness_ms": n,
  *               "late": "drop"|"side_output", "time": "event"|"processing"}}
- *   sliding: size_ms + slide_ms (pane-based); session: gap_ms.
+ *   sliding: size_ms + slide_ms (pane-based); session: gap_ms; global: no
+ *   size, one window [0, 2^61) that only the end of input fires.
  *   {"dedup": {"key": [...], "within_ms": n}}  keeps the first of each key.
  * Output rows: key columns, window_start, window_end (timestamp_ms), then
  * the aggregates by name, in the order given. Aggregates: count(), count(x),
@@ -17,6 +18,8 @@ typedef enum sv_wintype {
 	SV_WIN_TUMBLING = 0,
 	SV_WIN_SLIDING,
 	SV_WIN_SESSION,
+	SV_WIN_GLOBAL, /* one window over the whole input, keyed: fires only at
+			* the end of input (bounded jobs; a plain GROUP BY) */
 } sv_wintype_t;
 
 typedef struct sv_window_spec {

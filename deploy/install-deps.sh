@@ -32,6 +32,7 @@ required=(
     build-essential cmake ninja-build pkg-config
     librdkafka-dev librocksdb-dev
     libprotobuf-c-dev protobuf-c-compiler
+    libprotobuf-dev          # google/protobuf/{any,empty}.proto for the Substrait protos
     libmicrohttpd-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
     kcat                     # produce/consume from shell tests
     prometheus               # only for promtool (metrics format checks)
@@ -39,6 +40,8 @@ required=(
     openjdk-17-jdk-headless maven  # the real Kafka broker (deploy/kafka)
     curl jq python3 python3-venv
     clang-format cppcheck    # make lint (STYLE.md)
+    chromium chromium-driver # headless browser test of the dashboard (tests/e2e/dashboard.sh)
+    systemd                  # systemd-analyze verify of deploy/systemd/streamvisor.service
 )
 # Optional: installed only when the distribution has them (libyyjson-dev is
 # not in bookworm; a newer Debian has it).
@@ -76,6 +79,11 @@ missing=()
 for p in "${required[@]}"; do
     is_installed "$p" || missing+=("$p")
 done
+# Node.js and npm (the dashboard's uPlot at build time, web/; the browser
+# test's playwright-core): Debian's, unless the machine has its own.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    for p in nodejs npm; do is_installed "$p" || missing+=("$p"); done
+fi
 missing_opt=()
 for p in "${optional[@]}"; do
     is_installed "$p" || missing_opt+=("$p")
@@ -106,9 +114,11 @@ else
     echo "install-deps: all packages already installed"
 fi
 
-# We need promtool, not a running Prometheus server. Debian's package
-# enables and starts its service where systemd runs (containers usually
-# block it with policy-rc.d); stop and disable it if we just installed it.
+# The tests start their own Prometheus server (tests/e2e/prometheus.sh, on a
+# free loopback port with a temporary config) and use promtool; the
+# system's service is not needed. Debian's package enables and starts it
+# where systemd runs (containers usually block it with policy-rc.d); stop
+# and disable it if we just installed it.
 if [ "$prometheus_was_installed" -eq 0 ] && is_installed prometheus \
    && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
     echo "install-deps: disabling the prometheus service (only promtool is needed)"
@@ -122,6 +132,11 @@ if [ "$fetch_kafka" -eq 1 ]; then
     echo "install-deps: resolving the Kafka broker jars"
     "$here/kafka/kafka.sh" fetch
 
+    # Isthmus (the second Substrait producer of tests/integration/
+    # substrait_diff.sh): its jars into the local Maven repository.
+    echo "install-deps: resolving Isthmus (tests/substrait/isthmus/pom.xml)"
+    mvn -q -B -f "$here/../tests/substrait/isthmus/pom.xml" dependency:resolve >/dev/null
+
     # The Python test venv: one pinned requirements file, a stamp of its hash.
     venv=${SV_VENV:-$here/../build/venv}
     req=$here/requirements-test.txt
@@ -132,6 +147,20 @@ if [ "$fetch_kafka" -eq 1 ]; then
         python3 -m venv "$venv"
         "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
         echo "$want" > "$stamp"
+    fi
+
+    # The browser test's playwright-core (tests/browser/package-lock.json;
+    # it drives /usr/bin/chromium and downloads no browser of its own).
+    bdir=${SV_BROWSER_DIR:-$here/../build/browser}
+    lock=$here/../tests/browser/package-lock.json
+    want=$(sha256sum "$lock" | cut -d' ' -f1)
+    if [ ! -d "$bdir/node_modules/playwright-core" ] ||
+       [ "$(cat "$bdir/.lock.sha256" 2>/dev/null)" != "$want" ]; then
+        echo "install-deps: playwright-core at $bdir"
+        mkdir -p "$bdir"
+        cp "$here/../tests/browser/package.json" "$lock" "$bdir/"
+        (cd "$bdir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+        echo "$want" > "$bdir/.lock.sha256"
     fi
 fi
 

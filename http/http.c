@@ -34,9 +34,12 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "http/http_int.h"
+#include "http/web.h"
 
 #define JSON_TYPE "application/json"
 #define PROTOBUF_TYPE "application/x-protobuf"
+/* what curl -d sends: taken as JSON when the body is JSON */
+#define FORM_TYPE "application/x-www-form-urlencoded"
 #define PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct sv_http {
@@ -64,6 +67,7 @@ static const struct {
 	 SV_VIEW_EXECUTION_OBSERVATIONS},
 	{"preview", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_PREVIEW},
 	{"result", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_RESULT},
+	{"history", SV_HTTP_GET | SV_HTTP_HEAD, -1, SV_VIEW_HISTORY},
 };
 
 unsigned sv_http_method_bit(const char *method)
@@ -125,7 +129,16 @@ sv_http_op_t sv_http_route(const char *method, const char *path,
 
 	sv_http_op_t get_op = SV_HTTP_OP_NOT_FOUND, post_op = get_op,
 		     delete_op = get_op;
-	if (nseg == 1 && seg_is(seg[0], seglen[0], "healthz")) {
+	if (nseg == 0) {
+		r->sub = "index.html";
+		get_op = SV_HTTP_OP_STATIC;
+	} else if (nseg == 2 && seg_is(seg[0], seglen[0], "ui")) {
+		const sv_web_asset_t *a = sv_web_asset_find(seg[1], seglen[1]);
+		if (!a)
+			return r->op;
+		r->sub = a->name;
+		get_op = SV_HTTP_OP_STATIC;
+	} else if (nseg == 1 && seg_is(seg[0], seglen[0], "healthz")) {
 		get_op = SV_HTTP_OP_HEALTHZ;
 	} else if (nseg == 1 && seg_is(seg[0], seglen[0], "metrics")) {
 		get_op = SV_HTTP_OP_METRICS;
@@ -241,6 +254,14 @@ int sv_http_media_type_is(const char *content_type, const char *type)
 	       (content_type[n - 1] == ' ' || content_type[n - 1] == '\t'))
 		n--;
 	return n == strlen(type) && strncasecmp(content_type, type, n) == 0;
+}
+
+int sv_http_body_is_json(const char *body, size_t len)
+{
+	json_t *v = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+	int ok = json_is_object(v);
+	json_decref(v);
+	return ok;
 }
 
 /* ---- error bodies ---- */
@@ -413,6 +434,33 @@ static enum MHD_Result respond_call(sv_http_t *http,
 	return respond_json(http, conn, method, url, ok_status, json);
 }
 
+/* One of the dashboard's embedded files (name from the route). Scripts and
+ * styles come from this origin only. */
+static enum MHD_Result respond_asset(sv_http_t *http,
+				     struct MHD_Connection *conn,
+				     const char *method, const char *url,
+				     const char *name)
+{
+	const sv_web_asset_t *a = sv_web_asset_find(name, strlen(name));
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+	if (!resp)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				a->content_type);
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+				"no-cache");
+	MHD_add_response_header(resp, "Content-Security-Policy",
+				"default-src 'self'; style-src 'self' "
+				"'unsafe-inline'; frame-ancestors 'none'");
+	enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	sv_supervisor_count_http(http->sv, method, 200);
+	sv_log(NULL, SV_LOG_DEBUG, "http", "%s %s 200", method, url);
+	return ret;
+}
+
 /* Reject a request before its body is read (404, 405, 413, 415). */
 static enum MHD_Result reject_early(sv_http_t *http,
 				    struct MHD_Connection *conn,
@@ -488,6 +536,24 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 					     sv_error_new(SV_ERR_SUBMISSION,
 							  "empty job spec"),
 					     NULL);
+		if (sv_http_media_type_is(ct, FORM_TYPE) &&
+		    !sv_http_body_is_json(rq->body.data, rq->body.len))
+			return respond_error(
+				http, conn, method, url, 415,
+				sv_error_new(SV_ERR_SUBMISSION,
+					     "a form-encoded body that is not "
+					     "JSON: send the job spec as "
+					     "application/json"),
+				NULL);
+		const char *dry = MHD_lookup_connection_value(
+			conn, MHD_GET_ARGUMENT_KIND, "dry_run");
+		if (dry && !strcmp(dry, "true")) {
+			err = sv_supervisor_dry_run(sv, rq->body.data,
+						    rq->body.len, protobuf,
+						    &json);
+			return respond_call(http, conn, method, url, 200, err,
+					    json);
+		}
 		err = sv_supervisor_submit(sv, rq->body.data, rq->body.len,
 					   protobuf, &json);
 		return respond_call(http, conn, method, url, 201, err, json);
@@ -509,6 +575,8 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 		err = sv_supervisor_get(sv, r->id, (sv_view_t)r->view,
 					query_of(rq), &json);
 		return respond_call(http, conn, method, url, 200, err, json);
+	case SV_HTTP_OP_STATIC:
+		return respond_asset(http, conn, method, url, r->sub);
 	case SV_HTTP_OP_NOT_FOUND:
 	case SV_HTTP_OP_NOT_ALLOWED:
 		break;
@@ -548,7 +616,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				conn, MHD_HEADER_KIND,
 				MHD_HTTP_HEADER_CONTENT_TYPE);
 			if (ct && !sv_http_media_type_is(ct, JSON_TYPE) &&
-			    !sv_http_media_type_is(ct, PROTOBUF_TYPE))
+			    !sv_http_media_type_is(ct, PROTOBUF_TYPE) &&
+			    !sv_http_media_type_is(ct, FORM_TYPE))
 				return respond_error(
 					http, conn, method, url, 415,
 					sv_error_new(SV_ERR_SUBMISSION,
@@ -620,8 +689,13 @@ sv_error_t *sv_http_start(sv_supervisor_t *sv, const char *host, int port,
 
 	sv_http_t *http = sv_calloc(1, sizeof(*http));
 	http->sv = sv;
+	/* poll(), not select(): every job holds a dozen descriptors (its
+	 * Kafka clients), so past ~60 jobs accepted sockets are numbered
+	 * above FD_SETSIZE (1024), which a select() loop refuses — the API
+	 * stopped answering at 64 jobs (it_faults test_many_jobs) */
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+		MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+		MHD_USE_ERROR_LOG;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	errno = 0;

@@ -35,6 +35,7 @@ typedef enum sv_http_op {
 	SV_HTTP_OP_DELETE, /* DELETE /v1/jobs/{id} */
 	SV_HTTP_OP_ACTION, /* POST /v1/jobs/{id}/{sub}: route.action */
 	SV_HTTP_OP_GET_SUB, /* GET /v1/jobs/{id}/{sub}: route.view */
+	SV_HTTP_OP_STATIC, /* GET / and /ui/{file}: the dashboard (web.h) */
 } sv_http_op_t;
 
 typedef struct sv_http_route {
@@ -42,7 +43,7 @@ typedef struct sv_http_route {
 	unsigned allow; /* methods the path accepts (0 if none) */
 	char id[SV_HTTP_ID_MAX + 1]; /* job id, "" when the path has none */
 	const char *sub; /* static string: "cancel", "preview", ...
-					 * or NULL */
+					 * the asset name for STATIC, or NULL */
 	int action; /* SV_HTTP_OP_ACTION: the sv_action_t */
 	int view; /* SV_HTTP_OP_GET_SUB: the sv_view_t */
 } sv_http_route_t;
@@ -65,5 +66,10 @@ void sv_http_allow_str(unsigned allow, char *buf, size_t n);
  * case, surrounding blanks and parameters ("application/json;
  * charset=utf-8" matches "application/json"). NULL never matches. */
 int sv_http_media_type_is(const char *content_type, const char *type);
+
+/* Whether body[0..len) is a JSON object: a POST /v1/jobs sent as
+ * application/x-www-form-urlencoded (curl -d) is taken as a JSON job spec
+ * when it is one, and refused with 415 otherwise. */
+int sv_http_body_is_json(const char *body, size_t len);
 
 #endif

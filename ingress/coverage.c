@@ -20,6 +20,7 @@
 
 #include "core/expr.h"
 #include "core/util.h"
+#include "ingress/substrait.h"
 
 typedef struct cap {
 	const char *name;
@@ -53,9 +54,11 @@ static const cap_t caps[] = {
 	 "no minimum group size is enforced"},
 	{"region_binding", false, "unknown", NULL},
 	{"ordered_execution", false, "partially_covered",
-	 "no sort operator; rows keep their order within a source "
-	 "partition, and first/last order by event time with equal event "
-	 "times in arrival order, which differs across partitions"},
+	 "bounded jobs sort with the order step (ORDER BY/LIMIT, at the end "
+	 "of input); streams have no sort operator: rows keep their order "
+	 "within a source partition, and first/last order by event time "
+	 "with equal event times in arrival order, which differs across "
+	 "partitions"},
 	{"snapshot_capture", false, "unknown", NULL},
 	{"canonical_digest", false, "unknown", NULL},
 	{"cross_relation_reconciliation", false, "unknown", NULL},
@@ -75,7 +78,14 @@ static const cap_t caps[] = {
 	{"stateful_window_support", true, "covered",
 	 "keyed tumbling, sliding (pane-based) and session windows and "
 	 "dedup with in-memory state, written into checkpoints"},
-	{"stateful_join_support", true, "uncovered", "no join operator exists"},
+	{"stateful_join_support", true, "partially_covered",
+	 "interval, lookup (event or processing time) and bounded hash "
+	 "joins exist as operators with checkpointed, bounded state "
+	 "(core/join.c, docs/joins.md) and a join step is parsed and planned "
+	 "at submit; a job with one is refused with 422 because the worker "
+	 "does not read a second input yet. The two inputs will have to be "
+	 "co-partitioned on the join key (same partition count, keyed by "
+	 "it): there is no repartitioning for joins"},
 	{"checkpoint_recovery", true, "covered",
 	 "periodic and on-demand checkpoints in RocksDB (synced, WAL on, "
 	 "lost commits detected); a new attempt or a restarted supervisor "
@@ -429,6 +439,8 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		[STREAMVISOR__STEP__STEP_SELECT] = "select",
 		[STREAMVISOR__STEP__STEP_WINDOW] = "window",
 		[STREAMVISOR__STEP__STEP_DEDUP] = "dedup",
+		[STREAMVISOR__STEP__STEP_ORDER] = "order",
+		[STREAMVISOR__STEP__STEP_JOIN] = "join",
 	};
 	const Streamvisor__Step *st = js->pipeline[i];
 	if ((size_t)st->step_case >= SV_ARRAY_LEN(kinds) ||
@@ -460,7 +472,9 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		    "window steps keep keyed window state across records "
 		    "and checkpoints",
 		    NULL, NULL, field, ref);
-		if (strcmp(w->time, "processing"))
+		/* a global window fires at the end of input only: no
+		 * record is ever late for it */
+		if (strcmp(w->time, "processing") && strcmp(w->type, "global"))
 			add(in, t, "late_data_policy", "required",
 			    "an event-time window decides what happens to "
 			    "records behind the watermark (late: drop or "
@@ -494,11 +508,30 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		}
 		break;
 	}
+	case STREAMVISOR__STEP__STEP_JOIN:
+		/* valid and planned (its 400s came first), but not runnable */
+		add(in, t, "stateful_join_support", "required",
+		    "a join step keeps state of both inputs to match records",
+		    "uncovered",
+		    "the join operators are built (core/join.c), but the "
+		    "worker does not read a join's second input yet (its "
+		    "source, offsets and checkpoint): the spec is valid but "
+		    "cannot run",
+		    field, ref);
+		break;
 	case STREAMVISOR__STEP__STEP_DEDUP:
 		add(in, t, "stateful_window_support", "required",
 		    "dedup keeps per-key state for within_ms (RFC 048 has "
 		    "no dedup name; bounded keyed state is reported here)",
 		    NULL, NULL, field, ref);
+		break;
+	case STREAMVISOR__STEP__STEP_ORDER:
+		add(in, t, "ordered_execution", "required",
+		    "an order step (ORDER BY/LIMIT) requires ordered adapter "
+		    "execution",
+		    "covered", NULL, field, ref);
+		for (size_t j = 0; j < st->order->n_keys; j++)
+			calls |= calls_function(st->order->keys[j]->expr);
 		break;
 	default:
 		break;
@@ -520,22 +553,36 @@ static void infer_sink(infer_t *in, const Streamvisor__JobSpec *js,
 	const char *reason = "delivery 'exactly_once' needs the sink to "
 			     "commit atomically with the source positions "
 			     "and the checkpoint";
-	const char *sink = js->sink->kind;
-	if (strcmp(sink, "kafka") && strcmp(sink, "file"))
+	const sv_driver_t *snk = sv_drivers_find(env->drivers, SV_DRIVER_SINK,
+						 js->sink->kind);
+	const sv_driver_t *src = sv_drivers_find(env->drivers, SV_DRIVER_SOURCE,
+						 js->source->kind);
+	char kinds[160], msg[400];
+	if (!sv_driver_has(snk, SV_DRIVER_TRANSACTIONAL)) {
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' needs a transactional sink "
+			 "(%s)",
+			 sv_drivers_list(env->drivers, SV_DRIVER_SINK,
+					 SV_DRIVER_TRANSACTIONAL, NULL, kinds,
+					 sizeof(kinds)));
 		add(in, pt, "sink_commit_guarantee", "required", reason,
-		    "uncovered",
-		    "delivery 'exactly_once' needs a transactional sink "
-		    "(kafka or file)",
-		    "sink.kind", NULL);
-	else if (!strcmp(sink, "kafka") && strcmp(js->source->kind, "kafka"))
+		    "uncovered", msg, "sink.kind", NULL);
+	} else if (sv_driver_has(snk, SV_DRIVER_TXN_OFFSETS) &&
+		   !sv_driver_has(src, SV_DRIVER_GROUP)) {
+		snprintf(msg, sizeof(msg),
+			 "delivery 'exactly_once' into a %s sink needs a "
+			 "source with a consumer group (%s): the checkpoint "
+			 "id travels in the source's consumer-group offsets, "
+			 "and a %s source has none",
+			 snk->kind,
+			 sv_drivers_list(env->drivers, SV_DRIVER_SOURCE,
+					 SV_DRIVER_GROUP, NULL, kinds,
+					 sizeof(kinds)),
+			 js->source->kind);
 		add(in, pt, "sink_commit_guarantee", "required", reason,
-		    "uncovered",
-		    "delivery 'exactly_once' into a kafka sink needs a kafka "
-		    "source: the checkpoint id travels in the source's "
-		    "consumer-group offsets, and a generator source has none",
-		    "source.kind", NULL);
-	else if (!strcmp(sink, "kafka") && env->dev_cluster &&
-		 !strcmp(js->sink->cluster, "default"))
+		    "uncovered", msg, "source.kind", NULL);
+	} else if (sv_driver_has(snk, SV_DRIVER_CLUSTER) && env->dev_cluster &&
+		   !strcmp(js->sink->cluster, "default"))
 		add(in, pt, "sink_commit_guarantee", "required", reason,
 		    "partially_covered",
 		    "the 'default' cluster is the embedded development "
@@ -568,7 +615,11 @@ static json_t *infer(const sv_jobspec_t *spec, const json_t *pt,
 	snprintf(path, sizeof(path), "read-root/%s", src);
 	json_t *rt = sub_target(&in, "read_root", "read-root", src, "read-root",
 				path, src, -1, -1);
-	if (stream || !strcmp(js->source->kind, "kafka"))
+	/* a bounded read of a log with offsets still tracks them */
+	if (stream ||
+	    sv_driver_has(sv_drivers_find(env->drivers, SV_DRIVER_SOURCE,
+					  js->source->kind),
+			  SV_DRIVER_GROUP))
 		add(&in, rt, "source_offset_tracking", "required",
 		    stream ? "a stream continues from its tracked source "
 			     "positions after a restart"
@@ -766,6 +817,12 @@ static const struct {
 	{"function:", "extension_function", "scalar_expression"},
 	{"operator:", "null_semantics", "relation_output"},
 	{"plan_ingress:", "extension_function", "plan"},
+	{"substrait_literal:", "null_semantics", "scalar_expression"},
+	{"substrait_read:", "source_offset_tracking", "read_root"},
+	{"function_option:", "extension_function", "scalar_expression"},
+	{"substrait_field:", "extension_function", "plan"},
+	{"substrait_plan:", "extension_function", "plan"},
+	{"substrait_advanced_extension:", "extension_function", "plan"},
 };
 
 static json_t *named_record(const char *plan, const char *name,
@@ -836,6 +893,70 @@ sv_error_t *sv_coverage_refuse(const char *name, const char *reason,
 	return err;
 }
 
+/* ---- parallelism (docs/parallelism.md) ---- */
+
+/* Whether key names every column of partitioned_by (so records with the
+ * same key are in the same source partition). */
+static bool follows_partitioning(const Streamvisor__Source *s, char **key,
+				 size_t nkey)
+{
+	if (!s->n_partitioned_by)
+		return false;
+	for (size_t i = 0; i < s->n_partitioned_by; i++) {
+		bool found = false;
+		for (size_t j = 0; j < nkey; j++)
+			if (!strcmp(key[j], s->partitioned_by[i]))
+				found = true;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec)
+{
+	const Streamvisor__JobSpec *js = spec->msg;
+	if (js->parallelism <= 1)
+		return NULL;
+	for (size_t i = 0; i < js->n_pipeline; i++) {
+		const Streamvisor__Step *st = js->pipeline[i];
+		char **key = NULL;
+		size_t nkey = 0;
+		const char *what;
+		if (st->step_case == STREAMVISOR__STEP__STEP_WINDOW) {
+			key = st->window->key;
+			nkey = st->window->n_key;
+			what = "window";
+		} else if (st->step_case == STREAMVISOR__STEP__STEP_DEDUP) {
+			key = st->dedup->key;
+			nkey = st->dedup->n_key;
+			what = "dedup";
+		} else {
+			continue;
+		}
+		if (follows_partitioning(js->source, key, nkey))
+			continue;
+		char field[64], msg[512];
+		snprintf(field, sizeof(field), "pipeline[%zu].%s", i, what);
+		snprintf(msg, sizeof(msg),
+			 "the %s at pipeline[%zu] is keyed on columns that do "
+			 "not include source.partitioned_by%s; at parallelism "
+			 "%d each task sees one partition, so its groups would "
+			 "be split (declare source.partitioned_by, or use "
+			 "parallelism 1)",
+			 what, i,
+			 js->source->n_partitioned_by ? "" : " (none declared)",
+			 js->parallelism);
+		return sv_coverage_refuse(
+			"stateful_window_support",
+			"at parallelism > 1 a keyed step runs inside a task "
+			"only when its key follows source.partitioned_by; "
+			"there is no repartition stage yet",
+			field, msg);
+	}
+	return NULL;
+}
+
 json_t *sv_coverage_info(const sv_coverage_env_t *env)
 {
 	json_t *recs = json_array();
@@ -876,8 +997,12 @@ json_t *sv_coverage_info(const sv_coverage_env_t *env)
 		{"filter", "row_filter", "covered", NULL},
 		{"window", "stateful_window_support", "covered", NULL},
 		{"dedup", "stateful_window_support", "covered", NULL},
-		{"join", "stateful_join_support", "uncovered",
-		 "no join operator exists"},
+		{"window:global", "stateful_window_support", "covered", NULL},
+		{"order", "ordered_execution", "covered", NULL},
+		{"join", "stateful_join_support", "partially_covered",
+		 "interval, lookup and hash (bounded) equi-joins, inner and "
+		 "left; not runnable in a job until the worker reads a second "
+		 "input"},
 	};
 	for (size_t i = 0; i < SV_ARRAY_LEN(ops); i++) {
 		char tid[96], path[64];
@@ -914,6 +1039,8 @@ json_t *sv_coverage_info(const sv_coverage_env_t *env)
 				"covered", NULL));
 		json_decref(t);
 	}
+	sv_substrait_coverage_rows(recs); /* plan_ingress:substrait and the
+					   * Substrait rel/function/type rows */
 	json_decref(pt);
 	return json_pack(
 		"{s:o, s:{s:o, s:o, s:s}, s:o}", "capabilities", recs,

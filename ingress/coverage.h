@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/driver.h"
 #include "core/error.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
@@ -63,6 +64,9 @@ const json_t *sv_coverage_refusal(const json_t *records);
 typedef struct sv_coverage_env {
 	bool dev_cluster; /* "default" is the embedded development cluster */
 	bool have_store; /* a data directory: checkpoints exist */
+	/* what each source and sink kind can do (core/driver.h; borrowed):
+	 * exactly_once and offset tracking are asked of the descriptors */
+	const sv_drivers_t *drivers;
 } sv_coverage_env_t;
 
 /* The job's IncQL plan target: the client's (plan_target or plan_id in the
@@ -108,6 +112,11 @@ json_t *sv_coverage_record(const char *name, const char *status,
  * IncQL's unavailable plan target (the plan does not exist yet). */
 sv_error_t *sv_coverage_refuse(const char *name, const char *reason,
 			       const char *field, const char *message);
+
+/* Parallelism > 1 (docs/parallelism.md): NULL, or SV_ERR_COVERAGE (422)
+ * naming the first window or dedup step whose key does not include
+ * source.partitioned_by (each task sees one partition). */
+sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec);
 
 /* GET /v1/info's coverage: {"capabilities": [records], "vocabulary": {...},
  * "notes": {capability: how streamvisor covers it}}. New reference. */

@@ -20,6 +20,12 @@ typedef struct sv_plan {
 	 * late sink (that window's input), or NULL. Borrowed from the
 	 * pipeline. At most one window per job may side-output. */
 	const sv_schema_t *late_schema;
+	/* A join step's second input (docs/joins.md): its schema (owned) and
+	 * event-time column, and the step's index; NULL, -1, -1 without a
+	 * join. */
+	sv_schema_t *right_schema;
+	int right_event_time_col;
+	int join_step;
 } sv_plan_t;
 
 /* Errors: SV_ERR_SUBMISSION with err->field ("pipeline[1].filter") for bad

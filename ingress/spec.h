@@ -7,10 +7,12 @@
 #ifndef SV_SPEC_H
 #define SV_SPEC_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/driver.h"
 #include "core/error.h"
 #include "proto/spec.pb-c.h"
 
@@ -18,21 +20,30 @@ typedef struct sv_jobspec {
 	Streamvisor__JobSpec *msg; /* unpacked by protobuf-c; owned */
 	uint8_t *packed; /* canonical bytes; owned */
 	size_t packed_len;
-	char plan_id[65]; /* hex SHA-256 of packed */
+	char plan_id[65]; /* hex SHA-256 of packed without the plan member */
+	char *coverage_json; /* plan specs: partial coverage records of what
+			      * the translation uses (JSON array); or NULL */
 } sv_jobspec_t;
 
 /* Parse a JSON job spec. Errors are SV_ERR_SUBMISSION with err->field set to
  * the path of the offending field ("source.topic", "pipeline[1].filter") and
- * a message naming it: unknown field, wrong type, missing, bad value. */
+ * a message naming it: unknown field, wrong type, missing, bad value.
+ * drivers (borrowed) says which source and sink kinds exist and what each
+ * takes (core/driver.h): the kind-specific fields (topic, path, start, ...)
+ * are checked and defaulted from the kind's descriptor. */
 sv_error_t *sv_jobspec_parse_json(const char *text, size_t len,
+				  const sv_drivers_t *drivers,
 				  sv_jobspec_t **out);
 /* Parse a protobuf-encoded Streamvisor.JobSpec; same validation. */
 sv_error_t *sv_jobspec_parse_proto(const uint8_t *data, size_t len,
+				   const sv_drivers_t *drivers,
 				   sv_jobspec_t **out);
 void sv_jobspec_destroy(sv_jobspec_t *spec);
 
 /* The spec as JSON in the submitted shape, defaults filled in (no secrets:
- * specs only ever name cluster profiles). Caller frees. */
+ * specs only ever name cluster profiles); a plan spec keeps its plan
+ * (as substrait_base64) and bindings, so parsing this text gives the same
+ * job. Caller frees. */
 char *sv_jobspec_to_json(const sv_jobspec_t *spec);
 
 /* checkpoint.full_every when the spec leaves it 0: incremental
@@ -40,9 +51,32 @@ char *sv_jobspec_to_json(const sv_jobspec_t *spec);
  * (docs/checkpoints.md "Incremental checkpoints"; 1 = every one full). */
 #define SV_SPEC_FULL_EVERY_DEFAULT 100
 
+/* The translated job spec: source, schema and pipeline even for a plan
+ * spec, which adds "substrait": {sha256, producer, version, registry}.
+ * What dry_run answers. Caller frees. */
+char *sv_jobspec_translated_json(const sv_jobspec_t *spec);
+
+/* A plan spec's Substrait identity {sha256, producer, version, from_json,
+ * registry} (RFC 032's submitted logical plan identity), or NULL. */
+json_t *sv_jobspec_substrait_json(const sv_jobspec_t *spec);
+
 static inline bool sv_jobspec_bounded(const sv_jobspec_t *spec)
 {
 	return spec->msg->mode[0] == 'b';
+}
+
+/* Worker threads (members) of the job: 1 unless the spec asks for more. */
+static inline int sv_jobspec_parallelism(const sv_jobspec_t *spec)
+{
+	return spec->msg->parallelism > 1 ? spec->msg->parallelism : 1;
+}
+
+/* event_time.watermark_scope is "partition": each task fires on its own
+ * partition's watermark instead of the job-wide minimum. */
+static inline bool sv_jobspec_wm_per_partition(const sv_jobspec_t *spec)
+{
+	const Streamvisor__EventTime *et = spec->msg->event_time;
+	return et && et->watermark_scope && et->watermark_scope[0] == 'p';
 }
 
 /* The transaction timeout of an exactly-once Kafka sink (default 60 s). */

@@ -87,6 +87,42 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 	return max;
 }
 
+int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic)
+{
+	if (!cluster || cluster->dev_embedded || !topic || !*topic)
+		return 0;
+	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
+	char role[300];
+	snprintf(role, sizeof(role), "admin client of cluster '%s'",
+		 cluster->name);
+	sv_kafka_client_conf_t kc = {
+		.type = RD_KAFKA_PRODUCER,
+		.cluster = cluster,
+		.client_id = "streamvisor-admin",
+		.role = role,
+		.tuning = tuning,
+		.ntuning = SV_ARRAY_LEN(tuning),
+	};
+	rd_kafka_t *rk;
+	sv_error_t *cerr = sv_kafka_client_new(&kc, &rk);
+	if (cerr) {
+		sv_error_destroy(cerr); /* the job's start reports it */
+		return 0;
+	}
+	int n = 0;
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	const struct rd_kafka_metadata *md = NULL;
+	if (rkt && !rd_kafka_metadata(rk, 0, rkt, &md, ADMIN_TIMEOUT_MS) &&
+	    md->topic_cnt == 1 && !md->topics[0].err)
+		n = md->topics[0].partition_cnt;
+	if (md)
+		rd_kafka_metadata_destroy(md);
+	if (rkt)
+		rd_kafka_topic_destroy(rkt);
+	sv_kafka_client_destroy(rk);
+	return n;
+}
+
 sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 				       int64_t timeout_ms, const char *field)
 {

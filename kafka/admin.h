@@ -18,4 +18,9 @@
 sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 				       int64_t timeout_ms, const char *field);
 
+/* The partition count of topic, or 0 when the topic does not exist (yet)
+ * or the cluster cannot be asked within a few seconds: the job's start
+ * checks again. The embedded development cluster: 0. */
+int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic);
+
 #endif

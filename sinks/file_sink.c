@@ -782,8 +782,20 @@ static void fsnk_close(sv_sink_t *snk)
 	free(fs);
 }
 
+static const sv_driver_t file_driver = {
+	.kind = "file",
+	.caps = SV_DRIVER_TRANSACTIONAL,
+	.fields =
+		(const sv_driver_field_t[]){
+			{.name = "path",
+			 .flags = SV_DRIVER_FIELD_REQUIRED,
+			 .what = "the output directory"},
+			{NULL},
+		},
+};
+
 const sv_sink_ops_t sv_sink_file_ops = {
-	.name = "file",
+	.driver = &file_driver,
 	.open = fsnk_open,
 	.write = fsnk_write,
 	.write_raw = fsnk_write_raw,
@@ -795,7 +807,7 @@ const sv_sink_ops_t sv_sink_file_ops = {
  * to it), so sv_sink_transactional() is true only for it. No txn_offsets:
  * the worker's checkpoint store holds the source positions. */
 const sv_sink_ops_t sv_sink_file_txn_ops = {
-	.name = "file",
+	.driver = &file_driver,
 	.open = fsnk_open,
 	.write = fsnk_write,
 	.write_raw = fsnk_write_raw,

@@ -46,7 +46,9 @@
 #include <librdkafka/rdkafka.h>
 
 #include "core/log.h"
+#include "core/partition.h"
 #include "core/util.h"
+#include "kafka/admin.h"
 #include "kafka/client.h"
 #include "sinks/sink.h"
 
@@ -469,49 +471,16 @@ fail:
 	return err;
 }
 
-/* Shortest %g form that reads back to the same double. */
-static int fmt_double(char *out, size_t n, double d)
-{
-	int len = 0;
-	for (int prec = 15; prec <= 17; prec++) {
-		len = snprintf(out, n, "%.*g", prec, d);
-		if (strtod(out, NULL) == d)
-			break;
-	}
-	return len;
-}
-
-/* The key column's value as text: string bytes, or the number. NULL when
- * the row has no key (no key column, or a null value). */
+/* The key column's value as text (core/partition.h: the same rendering
+ * the partitioned_by check hashes). NULL when the row has no key (no key
+ * column, or a null value). */
 static const char *ksnk_key(const kafka_sink_t *ks, const sv_value_t *row,
 			    char *tmp, size_t tmplen, size_t *len)
 {
-	const sv_value_t *v;
-	int n;
-
 	*len = 0;
 	if (ks->key_column < 0)
 		return NULL;
-	v = &row[ks->key_column];
-	switch ((sv_type_t)v->type) {
-	case SV_T_STRING:
-		*len = v->len;
-		return v->v.s;
-	case SV_T_INT64:
-	case SV_T_TIMESTAMP:
-		n = snprintf(tmp, tmplen, "%lld", (long long)v->v.i);
-		break;
-	case SV_T_FLOAT64:
-		n = fmt_double(tmp, tmplen, v->v.f);
-		break;
-	case SV_T_BOOL:
-		n = snprintf(tmp, tmplen, "%s", v->v.b ? "true" : "false");
-		break;
-	default:
-		return NULL;
-	}
-	*len = n > 0 ? (size_t)n : 0;
-	return tmp;
+	return sv_key_text(&row[ks->key_column], tmp, tmplen, len);
 }
 
 /* Produce one message, serving delivery reports while the local queue is
@@ -886,19 +855,33 @@ static void ksnk_close(sv_sink_t *snk)
 	free(ks);
 }
 
+static const sv_driver_t kafka_driver = {
+	.kind = "kafka",
+	.caps = SV_DRIVER_CLUSTER | SV_DRIVER_TRANSACTIONAL |
+		SV_DRIVER_TXN_OFFSETS | SV_DRIVER_RAW,
+	.fields =
+		(const sv_driver_field_t[]){
+			{.name = "cluster", .def = "default"},
+			{.name = "topic", .flags = SV_DRIVER_FIELD_REQUIRED},
+			{.name = "transaction_timeout_ms"},
+			{NULL},
+		},
+};
+
 const sv_sink_ops_t sv_sink_kafka_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,
 	.flush = ksnk_flush,
 	.close = ksnk_close,
+	.check_txn = sv_kafka_check_txn_timeout,
 };
 
 /* A sink opened with conf->transactional gets this table (open() switches
  * to it), so sv_sink_transactional() tells the two apart. */
 const sv_sink_ops_t sv_sink_kafka_txn_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,

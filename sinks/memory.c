@@ -298,8 +298,11 @@ void sv_sink_memory_clear(sv_sink_t *snk)
 	pthread_mutex_unlock(&m->lock);
 }
 
+static const sv_driver_t memory_driver = {.kind = "memory",
+					  .caps = SV_DRIVER_RAW};
+
 const sv_sink_ops_t sv_sink_memory_ops = {
-	.name = "memory",
+	.driver = &memory_driver,
 	.open = mem_open,
 	.write = mem_write,
 	.write_raw = mem_write_raw,

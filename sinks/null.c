@@ -41,8 +41,10 @@ static void null_close(sv_sink_t *snk)
 	free(snk);
 }
 
+static const sv_driver_t null_driver = {.kind = "null", .caps = SV_DRIVER_RAW};
+
 const sv_sink_ops_t sv_sink_null_ops = {
-	.name = "null",
+	.driver = &null_driver,
 	.open = null_open,
 	.write = null_write,
 	.write_raw = null_write_raw,

@@ -27,12 +27,13 @@
 
 #include "core/cluster.h"
 #include "core/codec.h"
+#include "core/driver.h"
 #include "core/error.h"
 #include "core/record.h"
 #include "core/util.h"
 
 typedef struct sv_sink_conf {
-	const char *kind; /* "kafka", "memory", "null" */
+	const char *kind; /* a registered driver's kind */
 	const char *job_id;
 	int attempt;
 	const sv_cluster_t *cluster; /* kafka: resolved profile (borrowed) */
@@ -54,7 +55,9 @@ typedef struct sv_sink_conf {
 typedef struct sv_sink sv_sink_t;
 
 typedef struct sv_sink_ops {
-	const char *name;
+	/* What the driver is and takes (core/driver.h): its kind, its
+	 * capabilities, its spec fields. */
+	const sv_driver_t *driver;
 	sv_error_t *(*open)(const sv_sink_conf_t *conf, sv_sink_t **out);
 	/* Encode and enqueue every row of b. */
 	sv_error_t *(*write)(sv_sink_t *snk, const sv_batch_t *b);
@@ -91,6 +94,14 @@ typedef struct sv_sink_ops {
 	 * complete (kafka). */
 	sv_error_t *(*txn_recover)(sv_sink_t *snk, const char *state,
 				   size_t len);
+	/* At submit of an exactly_once job: whether the target allows
+	 * transactions of transaction_timeout_ms (kafka: the broker's
+	 * transaction.max.timeout.ms), so a job is refused now rather than
+	 * at its first transaction; field (borrowed) is the spec field that
+	 * set the timeout, for the error. NULL: nothing to check. */
+	sv_error_t *(*check_txn)(const sv_cluster_t *cluster,
+				 int64_t transaction_timeout_ms,
+				 const char *field);
 } sv_sink_ops_t;
 
 struct sv_sink {
@@ -99,6 +110,14 @@ struct sv_sink {
 };
 
 const sv_sink_ops_t *sv_sink_find(const char *kind);
+/* The i-th driver's descriptor, NULL past the last: the sink half of an
+ * sv_drivers_t catalog. */
+const sv_driver_t *sv_sink_driver(size_t i);
+/* Add a driver beyond the static table (a test's, an out-of-tree one);
+ * borrowed for the life of the process. Returns 0, or -1 when its kind is
+ * taken or the table is full. thread: main, before any spec is parsed or
+ * sink opened. */
+int sv_sink_register(const sv_sink_ops_t *ops);
 /* Errors: SV_ERR_BINDING (unknown kind, cluster, missing topic). */
 sv_error_t *sv_sink_open(const sv_sink_conf_t *conf, sv_sink_t **out);
 

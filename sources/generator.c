@@ -454,8 +454,26 @@ static size_t gen_positions(sv_source_t *src, const sv_partpos_t **pos)
 	return (size_t)g->nparts;
 }
 
+static const char *const generators[] = {"sequence", "nexmark", NULL};
+static const sv_driver_t generator_driver = {
+	.kind = "generator",
+	.caps = SV_DRIVER_BOUNDED,
+	.fields =
+		(const sv_driver_field_t[]){
+			{.name = "generator",
+			 .def = "sequence",
+			 .values = generators},
+			{.name = "count",
+			 .flags = SV_DRIVER_FIELD_BOUNDED,
+			 .what = "the number of rows a bounded job ends after"},
+			{.name = "rate_per_s"},
+			{.name = "seed"},
+			{NULL},
+		},
+};
+
 const sv_source_ops_t sv_source_generator_ops = {
-	.name = "generator",
+	.driver = &generator_driver,
 	.open = gen_open,
 	.poll = gen_poll,
 	.seek = gen_seek,

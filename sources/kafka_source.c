@@ -12,6 +12,13 @@
  * "streamvisor:ck=<id>"; committed_checkpoint() reports that id as read at
  * open, so recovery can tell whether a prepared checkpoint committed.
  *
+ * A member of a job with parallelism N (conf->members) reads only the
+ * partitions p with p mod N == member (docs/parallelism.md); it still
+ * learns the topic's partition count, for the partitioned_by check, and
+ * keeps each partition's committed checkpoint tag, since at parallelism > 1
+ * every member's transaction commits its own partitions and recovery
+ * decides per partition.
+ *
  * Reading is batched: poll() drains the consumer queue with
  * rd_kafka_consume_batch_queue into a reused message array and decodes each
  * payload straight into the caller's batch (no allocation per record on our
@@ -74,6 +81,9 @@ typedef struct kafka_source {
 	size_t msgcap;
 	int64_t committed_ck; /* checkpoint id in the committed offsets'
 				  * metadata at open, or -1 */
+	int64_t *part_ck; /* by index: that partition's tag, or -1 */
+	int32_t topic_nparts; /* all partitions of the topic */
+	int member, members;
 	int64_t wm_next_ms; /* next watermark refresh (monotonic) */
 	sv_error_t *err; /* sticky: the source is broken */
 } kafka_source_t;
@@ -219,12 +229,19 @@ static sv_error_t *ksrc_metadata(kafka_source_t *ks)
 			break;
 		}
 		if (!e && mt->partition_cnt > 0) {
-			ks->nparts = (size_t)mt->partition_cnt;
-			ks->pos = sv_calloc(ks->nparts, sizeof(*ks->pos));
-			for (size_t i = 0; i < ks->nparts; i++) {
-				ks->pos[i].partition = mt->partitions[i].id;
-				ks->pos[i].next_offset = -1;
-				ks->pos[i].end_offset = -1;
+			ks->topic_nparts = mt->partition_cnt;
+			ks->pos = sv_calloc((size_t)mt->partition_cnt,
+					    sizeof(*ks->pos));
+			ks->nparts = 0;
+			for (int i = 0; i < mt->partition_cnt; i++) {
+				int32_t id = mt->partitions[i].id;
+				if (ks->members > 1 &&
+				    id % ks->members != ks->member)
+					continue;
+				sv_partpos_t *p = &ks->pos[ks->nparts++];
+				p->partition = id;
+				p->next_offset = -1;
+				p->end_offset = -1;
 			}
 			qsort(ks->pos, ks->nparts, sizeof(*ks->pos),
 			      cmp_partition);
@@ -288,7 +305,15 @@ static void ksrc_read_committed_ck(kafka_source_t *ks,
 			hi = ck;
 	}
 	ks->committed_ck = lo == INT64_MAX ? -1 : lo;
-	if (lo != INT64_MAX && lo != hi)
+	for (int i = 0; i < list->cnt && (size_t)i < ks->nparts; i++) {
+		const rd_kafka_topic_partition_t *tp = &list->elems[i];
+		ks->part_ck[i] = tp->err || tp->offset < 0
+			? -1
+			: parse_ck_meta(tp->metadata, tp->metadata_size);
+	}
+	/* members commit their own partitions in their own transactions:
+	 * the tags differ by design there */
+	if (lo != INT64_MAX && lo != hi && ks->members <= 1)
 		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
 		       "committed offsets of group '%s' for topic '%s' carry "
 		       "different checkpoints (%lld to %lld; -1: none); using "
@@ -455,6 +480,8 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	ks->bounded = conf->bounded;
 	sv_ratelimit_init(&ks->rl, conf->rate_per_s);
 	ks->committed_ck = -1;
+	ks->member = conf->member;
+	ks->members = conf->members;
 
 	if (!conf->cluster || !conf->cluster->bootstrap ||
 	    !*conf->cluster->bootstrap) {
@@ -507,6 +534,22 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 
 	if ((err = ksrc_metadata(ks)))
 		goto fail;
+	if (ks->members > ks->topic_nparts) {
+		err = sv_error_set_field(
+			ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+				   "parallelism %d is more than the %d "
+				   "partitions of topic '%s'",
+				   ks->members, (int)ks->topic_nparts,
+				   ks->topic),
+			"parallelism");
+		err->retriable = false;
+		err->fatal = true;
+		goto fail;
+	}
+	ks->part_ck = sv_calloc(ks->nparts ? ks->nparts : 1,
+				sizeof(*ks->part_ck));
+	for (size_t i = 0; i < ks->nparts; i++)
+		ks->part_ck[i] = -1;
 	if (ks->bounded) {
 		ks->stop = sv_calloc(ks->nparts, sizeof(*ks->stop));
 		ks->done = sv_calloc(ks->nparts, sizeof(*ks->done));
@@ -769,6 +812,18 @@ static int64_t ksrc_committed_checkpoint(sv_source_t *src)
 	return ((kafka_source_t *)src)->committed_ck;
 }
 
+static int64_t ksrc_committed_checkpoint_of(sv_source_t *src, int32_t partition)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	ssize_t i = ksrc_index(ks, partition);
+	return i >= 0 && ks->part_ck ? ks->part_ck[i] : -1;
+}
+
+static int32_t ksrc_topic_partitions(sv_source_t *src)
+{
+	return ((kafka_source_t *)src)->topic_nparts;
+}
+
 static void ksrc_close(sv_source_t *src)
 {
 	kafka_source_t *ks = (kafka_source_t *)src;
@@ -788,6 +843,7 @@ static void ksrc_close(sv_source_t *src)
 	free(ks->pos);
 	free(ks->stop);
 	free(ks->done);
+	free(ks->part_ck);
 	free(ks->topic);
 	free(ks->group_id);
 	free(ks->cluster_name);
@@ -795,8 +851,22 @@ static void ksrc_close(sv_source_t *src)
 	free(ks);
 }
 
+static const char *const starts[] = {"earliest", "latest", NULL};
+static const sv_driver_t kafka_driver = {
+	.kind = "kafka",
+	.caps = SV_DRIVER_CLUSTER | SV_DRIVER_GROUP | SV_DRIVER_BOUNDED,
+	.fields =
+		(const sv_driver_field_t[]){
+			{.name = "cluster", .def = "default"},
+			{.name = "topic", .flags = SV_DRIVER_FIELD_REQUIRED},
+			{.name = "start", .def = "earliest", .values = starts},
+			{.name = "rate_per_s"},
+			{NULL},
+		},
+};
+
 const sv_source_ops_t sv_source_kafka_ops = {
-	.name = "kafka",
+	.driver = &kafka_driver,
 	.open = ksrc_open,
 	.poll = ksrc_poll,
 	.seek = ksrc_seek,
@@ -804,4 +874,6 @@ const sv_source_ops_t sv_source_kafka_ops = {
 	.commit = ksrc_commit,
 	.close = ksrc_close,
 	.committed_checkpoint = ksrc_committed_checkpoint,
+	.committed_checkpoint_of = ksrc_committed_checkpoint_of,
+	.topic_partitions = ksrc_topic_partitions,
 };

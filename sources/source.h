@@ -14,6 +14,7 @@
 
 #include "core/cluster.h"
 #include "core/codec.h"
+#include "core/driver.h"
 #include "core/error.h"
 #include "core/record.h"
 
@@ -23,7 +24,7 @@ typedef enum sv_start {
 } sv_start_t;
 
 typedef struct sv_source_conf {
-	const char *kind; /* "kafka", "generator" */
+	const char *kind; /* a registered driver's kind */
 	const char *job_id;
 	int attempt;
 	const sv_cluster_t *cluster; /* kafka: resolved profile (borrowed) */
@@ -34,6 +35,10 @@ typedef struct sv_source_conf {
 				   * taken at open, then report eof */
 	sv_format_t format;
 	const sv_schema_t *schema; /* borrowed; outlives the source */
+	/* kafka: read only the partitions p with p mod members == member
+	 * (a member of a job with parallelism members; members <= 1: all) */
+	int member;
+	int members;
 	/* generator */
 	const char *generator; /* "sequence" | "nexmark" */
 	int64_t count; /* rows to generate (bounded), or -1 */
@@ -60,7 +65,9 @@ static inline int64_t sv_partpos_lag(const sv_partpos_t *p)
 typedef struct sv_source sv_source_t;
 
 typedef struct sv_source_ops {
-	const char *name;
+	/* What the driver is and takes (core/driver.h): its kind, its
+	 * capabilities, its spec fields. */
+	const sv_driver_t *driver;
 	sv_error_t *(*open)(const sv_source_conf_t *conf, sv_source_t **out);
 	/* Append up to max_rows rows (and rejects) to b, waiting at most
 	 * timeout_ms for the first. Sets *eof when a bounded source has
@@ -82,6 +89,13 @@ typedef struct sv_source_ops {
 	 * txn_offsets), as read at open (read_committed, so require_stable);
 	 * -1 when none. NULL: the driver has no group (-1). */
 	int64_t (*committed_checkpoint)(sv_source_t *src);
+	/* The same, for one partition this source reads: the tag of its
+	 * own committed offset (-1: none or not a checkpoint). At parallelism
+	 * > 1 recovery decides per partition. NULL: -1. */
+	int64_t (*committed_checkpoint_of)(sv_source_t *src, int32_t partition);
+	/* The topic's partition count (all of them, not only the ones read),
+	 * or 0 when the driver has no partitions. NULL: 0. */
+	int32_t (*topic_partitions)(sv_source_t *src);
 } sv_source_ops_t;
 
 struct sv_source {
@@ -90,6 +104,14 @@ struct sv_source {
 
 /* Find a driver by kind; NULL when there is none. */
 const sv_source_ops_t *sv_source_find(const char *kind);
+/* The i-th driver's descriptor, NULL past the last: the source half of an
+ * sv_drivers_t catalog. */
+const sv_driver_t *sv_source_driver(size_t i);
+/* Add a driver beyond the static table (a test's, an out-of-tree one);
+ * borrowed for the life of the process. Returns 0, or -1 when its kind is
+ * taken or the table is full. thread: main, before any spec is parsed or
+ * source opened. */
+int sv_source_register(const sv_source_ops_t *ops);
 
 /* Open a source of conf->kind. Errors: SV_ERR_BINDING (unknown kind, cluster
  * unreachable, topic missing), SV_ERR_CONFIG. */
@@ -120,6 +142,17 @@ static inline int64_t sv_source_committed_checkpoint(sv_source_t *src)
 	return src->ops->committed_checkpoint
 		? src->ops->committed_checkpoint(src)
 		: -1;
+}
+static inline int64_t sv_source_committed_checkpoint_of(sv_source_t *src,
+							int32_t partition)
+{
+	return src->ops->committed_checkpoint_of
+		? src->ops->committed_checkpoint_of(src, partition)
+		: -1;
+}
+static inline int32_t sv_source_topic_partitions(sv_source_t *src)
+{
+	return src->ops->topic_partitions ? src->ops->topic_partitions(src) : 0;
 }
 static inline void sv_source_close(sv_source_t *src)
 {

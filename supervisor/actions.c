@@ -11,7 +11,10 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "ingress/coverage.h"
+#include "supervisor/drivers.h"
 #include "supervisor/supervisor_int.h"
+#include "supervisor/transitions.h"
 
 #define DRAIN_DEFAULT_TIMEOUT_MS 60000
 #define CHECKPOINT_WAIT_MS 120000 /* POST checkpoints */
@@ -75,7 +78,7 @@ sv_error_t *sv_action_parse(cmd_t *c, const char *body, size_t len)
 	static const char *const drain[] = {"final_watermark", "timeout_ms",
 					    NULL};
 	static const char *const restart[] = {"from_checkpoint", "ignore_state",
-					      NULL};
+					      "parallelism", NULL};
 	c->u.act.from_checkpoint = -1;
 	const char *const *keys = c->u.act.action == SV_ACTION_DRAIN ? drain
 		: c->u.act.action == SV_ACTION_RESTART               ? restart
@@ -113,6 +116,15 @@ sv_error_t *sv_action_parse(cmd_t *c, const char *body, size_t len)
 			err = body_error(c, "ignore_state",
 					 "expected true or false");
 		c->u.act.ignore_state = ign && json_is_true(ign);
+		json_t *par = json_object_get(o, "parallelism");
+		if (!err && par &&
+		    (!json_is_integer(par) || json_integer_value(par) < 1 ||
+		     json_integer_value(par) > 256))
+			err = body_error(c, "parallelism",
+					 "expected an integer from 1 to 256");
+		c->u.act.parallelism = par && !err
+			? (int)json_integer_value(par)
+			: 0;
 	}
 	json_decref(o);
 	return err;
@@ -120,8 +132,9 @@ sv_error_t *sv_action_parse(cmd_t *c, const char *body, size_t len)
 
 static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (sv_jobstate_terminal(job->state))
-		return sv_conflict(job, "cancel");
+	sv_error_t *err = sv_action_check(job, SV_ACTION_CANCEL);
+	if (err)
+		return err;
 	job->cancel_requested = true;
 	job->pending_start = false;
 	if (job->worker) {
@@ -129,7 +142,8 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		sv_worker_wait(job->worker);
 		sv_on_worker_end(sv, job);
 	}
-	if (job->state != SV_JOB_CANCELLED)
+	/* the attempt may have ended on its own first (completed) */
+	if (!sv_jobstate_terminal(job->state))
 		sv_transition(job, SV_JOB_CANCELLED, "cancelled by request");
 	sv_persist_job(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
@@ -138,8 +152,11 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 
 static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
-	    !job->worker || job->pending_start)
+	sv_error_t *err = sv_action_check(job, SV_ACTION_DRAIN);
+	if (err)
+		return err;
+	/* running, but the attempt is ending (a drain that timed out) */
+	if (!job->worker || job->pending_start)
 		return sv_conflict(job, "drain");
 	if (!sv->store)
 		return no_store(job,
@@ -186,23 +203,57 @@ void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now)
 
 static sv_error_t *do_resume(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (job->state != SV_JOB_CHECKPOINTED || job->worker)
+	sv_error_t *err = sv_action_check(job, SV_ACTION_RESUME);
+	if (err)
+		return err;
+	if (job->worker)
 		return sv_conflict(job, "resume");
 	sv_start_attempt(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
 	return NULL;
 }
 
+/* The job's spec with parallelism par, validated as a submitted one. */
+static sv_error_t *rescale_spec(const sv_job_t *job, int par,
+				sv_jobspec_t **out)
+{
+	char *text = sv_jobspec_to_json(job->spec);
+	json_error_t jerr;
+	json_t *o = json_loads(text, 0, &jerr);
+	free(text);
+	if (!o)
+		return sv_error_new(SV_ERR_RUNTIME, "cannot re-read the spec");
+	json_object_set_new(o, "parallelism", json_integer(par));
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	sv_error_t *err = sv_jobspec_parse_json(text, strlen(text),
+						sv_registry_drivers(), out);
+	free(text);
+	if (!err)
+		err = sv_coverage_parallel_check(*out);
+	if (!err && strcmp((*out)->plan_id, job->spec->plan_id))
+		err = sv_error_new(SV_ERR_RUNTIME,
+				   "the rescaled spec has another plan id");
+	if (err) {
+		sv_jobspec_destroy(*out);
+		*out = NULL;
+		if (err->category == SV_ERR_SUBMISSION ||
+		    err->category == SV_ERR_COVERAGE)
+			sv_error_set_field(
+				err, err->field ? err->field : "parallelism");
+	}
+	return err;
+}
+
 static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if (job->state == SV_JOB_PENDING || job->state == SV_JOB_DRAINING ||
-	    job->state == SV_JOB_CANCELLED || job->state == SV_JOB_COMPLETED)
-		return sv_conflict(job, "restart");
+	sv_error_t *err = sv_action_check(job, SV_ACTION_RESTART);
+	if (err)
+		return err;
 	if (!sv->store)
 		return no_store(job,
 				"restart needs checkpoints, and this "
 				"supervisor has no data directory");
-	sv_error_t *err;
 	int64_t ck = c->u.act.from_checkpoint;
 	bool ignore = c->u.act.ignore_state;
 	if (ck < 0) {
@@ -232,7 +283,22 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 					     (long long)ck, job->id),
 				job->id, job->attempt);
 	}
+	/* a rescale: the same spec with another parallelism (not part of the
+	 * plan id: the per-partition checkpoints regroup) */
+	sv_jobspec_t *rescaled = NULL;
+	int par = c->u.act.parallelism;
+	if (par > 0 && par != sv_jobspec_parallelism(job->spec) &&
+	    (err = rescale_spec(job, par, &rescaled)))
+		return sv_error_set_job(err, job->id, job->attempt);
 	job->restart_from = ck; /* -1: no checkpoint yet: empty state */
+	/* Parallel jobs restarted at "latest": the recovery rule, per
+	 * partition, once the attempt has stopped. Members commit on their
+	 * own, so one may commit a newer checkpoint between here and the stop;
+	 * restoring its partitions from the older id would replay committed
+	 * output. */
+	if (c->u.act.from_checkpoint < 0 &&
+	    (sv_jobspec_parallelism(job->spec) > 1 || (rescaled && par > 1)))
+		job->restart_from = -1;
 	job->restart_ignore_state = ignore;
 	job->attempts_in_window = 0;
 	job->backoff_ms = 0;
@@ -241,9 +307,11 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		 "restart requested from checkpoint "
 		 "%lld%s",
 		 (long long)ck, ignore ? " (positions only)" : "");
-	sv_obslog_add(job->obs, job->attempt, "restart_requested",
-		      json_pack("{s:I, s:b}", "from_checkpoint", (json_int_t)ck,
-				"ignore_state", ignore));
+	sv_obslog_add(
+		job->obs, job->attempt, "restart_requested",
+		json_pack("{s:I, s:b, s:i}", "from_checkpoint", (json_int_t)ck,
+			  "ignore_state", ignore, "parallelism",
+			  rescaled ? par : sv_jobspec_parallelism(job->spec)));
 	if (job->worker) {
 		job->pending_start = true;
 		sv_worker_stop(job->worker);
@@ -251,6 +319,12 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		sv_on_worker_end(sv, job);
 	}
 	job->pending_start = false;
+	if (rescaled) {
+		/* the worker that borrowed the old spec is gone */
+		sv_jobspec_destroy(job->spec);
+		job->spec = rescaled;
+		sv_persist_job(sv, job);
+	}
 	sv_log(&(sv_logctx_t){job->id, job->attempt}, SV_LOG_INFO, "lifecycle",
 	       "%s", reason);
 	sv_start_attempt(sv, job);
@@ -262,8 +336,10 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
  * completes it when the worker reports the checkpoint that serves it. */
 static sv_error_t *do_checkpoint(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
-	if ((job->state != SV_JOB_RUNNING && job->state != SV_JOB_LAGGING) ||
-	    !job->worker)
+	sv_error_t *err = sv_action_check(job, SV_ACTION_CHECKPOINT);
+	if (err)
+		return err;
+	if (!job->worker)
 		return sv_conflict(job, "checkpoint");
 	if (!sv->store)
 		return no_store(job,

@@ -103,9 +103,14 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	return NULL;
 }
 
+static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			      int64_t wm, sv_ckpt_info_t *info);
+
 sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			 int64_t wm, sv_ckpt_info_t *info)
 {
+	if (p->ntasks)
+		return take_tasks(conf, p, wm, info);
 	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
 	int64_t id;
 	sv_error_t *err = sv_ckstore_next_id(conf->store, conf->job_id, &id);
@@ -249,6 +254,228 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	return err;
 }
 
+/* ---- take, parallelism > 1 ---- */
+
+/* The snapshot of one task: its partition's position and watermark and its
+ * operators' state, packed inline. The record points into *off, ops and
+ * opbufs (sized for the pipeline), which the caller frees. */
+static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
+			      const sv_partpos_t *pos, int64_t id, ckrec_t *rec,
+			      Streamvisor__PartitionOffset *off,
+			      Streamvisor__PartitionOffset **offp,
+			      Streamvisor__OperatorState *ops,
+			      Streamvisor__OperatorState **opp,
+			      sv_buf_t *opbufs, size_t *nops_out)
+{
+	streamvisor__checkpoint_record__init(rec);
+	rec->id = id;
+	rec->job_id = (char *)conf->job_id;
+	rec->attempt = conf->attempt;
+	rec->plan_id = (char *)conf->plan_id;
+	streamvisor__partition_offset__init(off);
+	off->topic = (char *)conf->topic;
+	off->partition = t->partition;
+	off->next_offset = pos ? pos->next_offset : -1;
+	off->watermark_ms = sv_watermarks_partition(t->wm, t->partition);
+	*offp = off;
+	rec->offsets = offp;
+	rec->n_offsets = 1;
+	rec->watermark_ms = off->watermark_ms;
+	size_t nops = 0;
+	for (size_t i = 0; i < sv_pipeline_len(t->pl); i++) {
+		sv_op_t *op = sv_pipeline_op(t->pl, i);
+		if (!op->ops->snapshot)
+			continue;
+		sv_buf_init(&opbufs[nops]);
+		sv_error_t *err = op->ops->snapshot(op, &opbufs[nops]);
+		if (err) {
+			*nops_out = nops + 1;
+			return ck_error(conf, err,
+					"cannot snapshot an operator");
+		}
+		Streamvisor__OperatorState *os = &ops[nops];
+		streamvisor__operator_state__init(os);
+		os->index = (uint32_t)i;
+		os->kind = (char *)op->ops->name;
+		os->state.data = (uint8_t *)opbufs[nops].data;
+		os->state.len = opbufs[nops].len;
+		rec->bytes += (int64_t)opbufs[nops].len;
+		opp[nops] = os;
+		nops++;
+	}
+	*nops_out = nops;
+	rec->n_operators = nops;
+	rec->operators = opp;
+	return NULL;
+}
+
+static const sv_partpos_t *find_pos(const sv_partpos_t *pos, size_t n,
+				    int32_t partition)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pos[i].partition == partition)
+			return &pos[i];
+	return NULL;
+}
+
+/* One member's checkpoint: the same steps as sv_ckpt_take over the
+ * member's own partitions and transaction; the member record and every
+ * task's snapshot are written in one batch. */
+static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			      int64_t wm, sv_ckpt_info_t *info)
+{
+	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
+	int64_t id;
+	sv_error_t *err = sv_ckstore_next_id(conf->store, conf->job_id, &id);
+	if (err)
+		return err;
+	memset(info, 0, sizeof(*info));
+	info->id = id;
+	info->started_ms = t0;
+	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_started",
+		      json_pack("{s:I, s:i}", "checkpoint_id", (json_int_t)id,
+				"member", p->member));
+	sv_killpoint("before_prepare");
+	sv_delaypoint("before_prepare");
+
+	sv_buf_t sink_state;
+	sv_buf_init(&sink_state);
+	if (conf->transactional)
+		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
+	else
+		err = sv_sink_flush(p->snk, 30000);
+
+	const sv_partpos_t *pos;
+	size_t npos = sv_source_positions(p->src, &pos);
+	size_t nt = p->ntasks;
+	ckrec_t rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	rec.id = id;
+	rec.job_id = (char *)conf->job_id;
+	rec.attempt = conf->attempt;
+	rec.plan_id = (char *)conf->plan_id;
+	rec.status = STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED;
+	rec.watermark_ms = wm;
+	rec.parallelism = p->parallelism;
+	rec.member = p->member;
+	rec.started_at_ms = t0;
+	rec.sink_state.data = (uint8_t *)sink_state.data;
+	rec.sink_state.len = sink_state.len;
+	rec.bytes = (int64_t)sink_state.len;
+	Streamvisor__PartitionOffset *offs = sv_calloc(nt, sizeof(*offs));
+	Streamvisor__PartitionOffset **offp = sv_calloc(nt, sizeof(*offp));
+	Streamvisor__PartitionOffset *toff = sv_calloc(nt, sizeof(*toff));
+	Streamvisor__PartitionOffset **toffp = sv_calloc(nt, sizeof(*toffp));
+	ckrec_t *trec = sv_calloc(nt, sizeof(*trec));
+	const ckrec_t **trecp = sv_calloc(nt, sizeof(*trecp));
+	Streamvisor__OperatorState **ops = sv_calloc(nt, sizeof(*ops));
+	Streamvisor__OperatorState ***opp = sv_calloc(nt, sizeof(*opp));
+	sv_buf_t **opbufs = sv_calloc(nt, sizeof(*opbufs));
+	size_t *nops = sv_calloc(nt, sizeof(*nops));
+	int32_t *parts = sv_calloc(nt, sizeof(int32_t));
+	int64_t *next = sv_calloc(nt, sizeof(int64_t));
+	for (size_t i = 0; i < nt; i++) {
+		sv_ckpt_task_t *t = &p->tasks[i];
+		const sv_partpos_t *tp = find_pos(pos, npos, t->partition);
+		size_t nmax = sv_pipeline_len(t->pl);
+		ops[i] = sv_calloc(nmax ? nmax : 1, sizeof(**ops));
+		opp[i] = sv_calloc(nmax ? nmax : 1, sizeof(**opp));
+		opbufs[i] = sv_calloc(nmax ? nmax : 1, sizeof(**opbufs));
+		if (!err)
+			err = build_task(conf, t, tp, id, &trec[i], &toff[i],
+					 &toffp[i], ops[i], opp[i], opbufs[i],
+					 &nops[i]);
+		trecp[i] = &trec[i];
+		rec.bytes += trec[i].bytes;
+		streamvisor__partition_offset__init(&offs[i]);
+		offs[i].topic = (char *)conf->topic;
+		offs[i].partition = t->partition;
+		offs[i].next_offset = tp ? tp->next_offset : -1;
+		offs[i].watermark_ms = toff[i].watermark_ms;
+		offp[i] = &offs[i];
+		parts[i] = t->partition;
+		next[i] = offs[i].next_offset;
+	}
+	rec.offsets = offp;
+	rec.n_offsets = nt;
+	if (!err)
+		err = sv_ckstore_put_tasks(conf->store, &rec, trecp, nt);
+	info->bytes = rec.bytes;
+	for (size_t i = 0; i < nt; i++) {
+		for (size_t j = 0; j < nops[i]; j++)
+			sv_buf_release(&opbufs[i][j]);
+		free(opbufs[i]);
+		free(ops[i]);
+		free(opp[i]);
+	}
+	free(opbufs);
+	free(ops);
+	free(opp);
+	free(nops);
+	free(trec);
+	free(trecp);
+	free(toff);
+	free(toffp);
+	free(offs);
+	free(offp);
+	sv_buf_release(&sink_state);
+	if (!err)
+		sv_killpoint("after_prepare");
+	if (!err) {
+		if (conf->transactional)
+			err = sv_sink_txn_offsets(p->snk, id, conf->topic,
+						  parts, next, nt);
+		else
+			err = sv_source_commit(p->src);
+	}
+	free(parts);
+	free(next);
+	if (!err)
+		sv_killpoint("after_send_offsets");
+	if (!err && conf->transactional)
+		err = sv_sink_txn_commit(p->snk);
+	if (!err)
+		sv_killpoint("after_commit");
+	if (!err)
+		err = sv_ckstore_mark(
+			conf->store, conf->job_id, id,
+			STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
+			sv_mono_ms() - m0);
+	if (!err)
+		sv_killpoint("after_mark_committed");
+	if (!err) {
+		int32_t *tp = sv_calloc(nt, sizeof(*tp));
+		for (size_t i = 0; i < nt; i++)
+			tp[i] = p->tasks[i].partition;
+		err = sv_ckstore_retain_tasks(conf->store, conf->job_id, tp, nt,
+					      conf->retain);
+		free(tp);
+	}
+	info->duration_ms = sv_mono_ms() - m0;
+	if (err) {
+		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed",
+			      json_pack("{s:I, s:i, s:s, s:s}", "checkpoint_id",
+					(json_int_t)id, "member", p->member,
+					"category",
+					sv_errcat_name(err->category),
+					"message", err->message));
+		return sv_error_set_job(err, conf->job_id, conf->attempt);
+	}
+	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed",
+		      json_pack("{s:I, s:i, s:I, s:I, s:I}", "checkpoint_id",
+				(json_int_t)id, "member", p->member,
+				"duration_ms", (json_int_t)info->duration_ms,
+				"bytes", (json_int_t)info->bytes,
+				"watermark_ms", (json_int_t)wm));
+	sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
+		      json_pack("{s:I, s:i, s:s, s:s}", "checkpoint_id",
+				(json_int_t)id, "member", p->member, "kind",
+				conf->transactional ? "transaction" : "offsets",
+				"outcome", "committed"));
+	if (conf->transactional)
+		err = sv_sink_txn_begin(p->snk);
+	return err;
+}
+
 /* ---- recover ---- */
 
 /* The operator state of pipeline index in rec, or NULL. */
@@ -301,8 +528,8 @@ static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 	return err;
 }
 
-static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
-			   const ckrec_t *rec, int64_t *wm_out)
+static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
+			       const ckrec_t *rec)
 {
 	if (conf->incr) { /* the next checkpoint is a full one */
 		conf->incr->prev = 0;
@@ -310,8 +537,8 @@ static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	}
 	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
 		const Streamvisor__OperatorState *os = rec->operators[i];
-		sv_op_t *op = os->index < sv_pipeline_len(p->pl)
-			? sv_pipeline_op(p->pl, os->index)
+		sv_op_t *op = os->index < sv_pipeline_len(pl)
+			? sv_pipeline_op(pl, os->index)
 			: NULL;
 		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
 			return sv_error_set_job(
@@ -327,6 +554,191 @@ static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			return ck_error(conf, err,
 					"cannot restore an operator");
 	}
+	return NULL;
+}
+
+static bool stateful(sv_pipeline_t *pl)
+{
+	for (size_t i = 0; i < sv_pipeline_len(pl); i++)
+		if (sv_pipeline_op(pl, i)->ops->snapshot)
+			return true;
+	return false;
+}
+
+/* The newest record was taken at another kind of parallelism (1 vs > 1):
+ * positions carry over through the group's committed offsets, where the
+ * source opened; operator state is laid out differently and cannot. */
+static sv_error_t *regroup_refused(const sv_ckpt_conf_t *conf,
+				   const ckrec_t *rec, int now, bool has_state)
+{
+	int was = rec->parallelism > 1 ? rec->parallelism : 1;
+	if (!has_state || conf->ignore_state) {
+		sv_logctx_t lc = {conf->job_id, conf->attempt};
+		sv_log(&lc, SV_LOG_INFO, "checkpoint",
+		       "checkpoint %lld was taken at parallelism %d, this "
+		       "attempt runs %d: continuing from the group's committed "
+		       "offsets, without operator state",
+		       (long long)rec->id, was, now);
+		return NULL;
+	}
+	return sv_error_set_job(
+		sv_error_new(SV_ERR_CHECKPOINT,
+			     "checkpoint %lld was taken at parallelism %d and "
+			     "this attempt runs %d: state at parallelism 1 is "
+			     "one snapshot over all partitions, at more it is "
+			     "one per partition, and one cannot become the "
+			     "other (restart with ignore_state, or keep both "
+			     "sides of the change above 1)",
+			     (long long)rec->id, was, now),
+		conf->job_id, conf->attempt);
+}
+
+/* Parallelism > 1: each task from the newest usable snapshot of its own
+ * partition. A PREPARED member checkpoint is decided by the tag of the
+ * partition's committed offset (its transaction carried it), so
+ * partitions of one old member agree, and a regrouped partition is
+ * decided the same way wherever it lands. */
+static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+				 int64_t *restored, int64_t *wm_out)
+{
+	ckrec_t *latest = NULL;
+	/* the record that decides the layout: the chosen one (restart from a
+	 * checkpoint), else the newest */
+	sv_error_t *err = conf->restore_from >= 0
+		? sv_ckstore_get(conf->store, conf->job_id, conf->restore_from,
+				 &latest)
+		: sv_ckstore_latest(conf->store, conf->job_id, &latest);
+	if (err)
+		return err;
+	if (latest && latest->parallelism <= 1 &&
+	    latest->status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
+		err = regroup_refused(conf, latest, p->parallelism,
+				      p->ntasks && stateful(p->tasks[0].pl));
+		sv_ckstore_free_record(latest);
+		return err;
+	}
+	sv_ckstore_free_record(latest);
+	sv_partpos_t *seek = sv_calloc(p->ntasks, sizeof(*seek));
+	size_t nseek = 0;
+	int64_t now = sv_mono_ms();
+	for (size_t i = 0; i < p->ntasks && !err; i++) {
+		sv_ckpt_task_t *t = &p->tasks[i];
+		int64_t *ids;
+		size_t n;
+		if ((err = sv_ckstore_task_ids(conf->store, conf->job_id,
+					       t->partition, &ids, &n))) {
+			free(ids);
+			break;
+		}
+		int64_t chosen = -1;
+		const char *decision = "committed";
+		for (size_t j = 0; j < n && chosen < 0 && !err; j++) {
+			int64_t id = ids[j];
+			if (conf->restore_from >= 0 && id > conf->restore_from)
+				continue;
+			ckrec_t *ck;
+			if ((err = sv_ckstore_get(conf->store, conf->job_id, id,
+						  &ck)) ||
+			    !ck)
+				continue;
+			if (strcmp(ck->plan_id, conf->plan_id)) {
+				err = sv_error_new(SV_ERR_CHECKPOINT,
+						   "checkpoint %lld belongs to "
+						   "plan %s, not %s",
+						   (long long)id, ck->plan_id,
+						   conf->plan_id);
+			} else if (ck->status ==
+				   STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED) {
+				chosen = id;
+			} else if (ck->status ==
+					   STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED &&
+				   conf->restore_from < 0) {
+				bool done;
+				if (!conf->transactional) {
+					done = true;
+					decision = "prepared; its output was "
+						   "flushed before it";
+				} else {
+					int64_t tag =
+						sv_source_committed_checkpoint_of(
+							p->src, t->partition);
+					done = tag == id;
+					decision = "prepared; its transaction "
+						   "committed (the partition's "
+						   "offsets carry it)";
+				}
+				err = sv_ckstore_mark(
+					conf->store, conf->job_id, id,
+					done ? STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED
+					     : STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED,
+					-1);
+				if (done)
+					chosen = id;
+			}
+			sv_ckstore_free_record(ck);
+		}
+		free(ids);
+		if (err || chosen < 0)
+			continue;
+		ckrec_t *tr;
+		if ((err = sv_ckstore_get_task(conf->store, conf->job_id,
+					       t->partition, chosen, &tr)))
+			break;
+		if (!tr || tr->n_offsets != 1) {
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "the snapshot of partition %d in "
+					   "checkpoint %lld is missing",
+					   t->partition, (long long)chosen);
+			sv_ckstore_free_record(tr);
+			break;
+		}
+		err = restore_ops(conf, t->pl, tr);
+		if (!err && !conf->ignore_state) {
+			int64_t pwm = tr->offsets[0]->watermark_ms;
+			sv_watermarks_set(t->wm, t->partition, pwm, now);
+			if (pwm != SV_WATERMARK_NONE)
+				sv_watermarks_set_current(t->wm, pwm);
+		}
+		seek[nseek].partition = t->partition;
+		seek[nseek].next_offset = tr->offsets[0]->next_offset;
+		seek[nseek].end_offset = -1;
+		nseek++;
+		sv_ckstore_free_record(tr);
+		if (chosen > *restored)
+			*restored = chosen;
+		sv_logctx_t plc = {conf->job_id, conf->attempt};
+		sv_log(&plc, SV_LOG_INFO, "checkpoint",
+		       "member %d, partition %d: restored checkpoint %lld "
+		       "(%s)",
+		       p->member, t->partition, (long long)chosen, decision);
+		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
+			      json_pack("{s:I, s:i, s:i, s:s}", "checkpoint_id",
+					(json_int_t)chosen, "partition",
+					t->partition, "member", p->member,
+					"decision", decision));
+	}
+	if (!err && nseek && (err = sv_source_seek(p->src, seek, nseek)))
+		err = ck_error(conf, err,
+			       "cannot seek the source to the "
+			       "checkpoint's positions");
+	free(seek);
+	(void)wm_out;
+	if (!err && *restored >= 0) {
+		sv_logctx_t lc = {conf->job_id, conf->attempt};
+		sv_log(&lc, SV_LOG_INFO, "checkpoint",
+		       "member %d restored %zu of %zu partitions (newest "
+		       "checkpoint %lld)",
+		       p->member, nseek, p->ntasks, (long long)*restored);
+	}
+	return err ? sv_error_set_job(err, conf->job_id, conf->attempt) : NULL;
+}
+
+static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			   const ckrec_t *rec, int64_t *wm_out)
+{
+	sv_error_t *oerr = restore_ops(conf, p->pl, rec);
+	if (oerr)
+		return oerr;
 	int64_t now = sv_mono_ms();
 	sv_partpos_t *pos = sv_calloc(rec->n_offsets ? rec->n_offsets : 1,
 				      sizeof(*pos));
@@ -356,12 +768,19 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 {
 	*restored = -1;
 	*wm_out = SV_WATERMARK_NONE;
+	if (p->ntasks)
+		return recover_tasks(conf, p, restored, wm_out);
 	ckrec_t *rec = NULL;
 	sv_error_t *err;
 	if (conf->restore_from >= 0) {
 		/* restart from a chosen checkpoint: it must have committed */
 		err = sv_ckstore_get(conf->store, conf->job_id,
 				     conf->restore_from, &rec);
+		if (!err && rec && rec->parallelism > 1) {
+			err = regroup_refused(conf, rec, 1, stateful(p->pl));
+			sv_ckstore_free_record(rec);
+			return err;
+		}
 		if (!err &&
 		    (!rec ||
 		     rec->status !=
@@ -386,6 +805,12 @@ sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	err = sv_ckstore_latest(conf->store, conf->job_id, &rec);
 	if (err || !rec)
 		return err;
+	if (rec->parallelism > 1 &&
+	    rec->status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__ABORTED) {
+		err = regroup_refused(conf, rec, 1, stateful(p->pl));
+		sv_ckstore_free_record(rec);
+		return err;
+	}
 	if (strcmp(rec->plan_id, conf->plan_id)) {
 		err = sv_error_new(SV_ERR_CHECKPOINT,
 				   "checkpoint %lld belongs to "

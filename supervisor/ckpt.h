@@ -49,11 +49,28 @@ typedef struct sv_ckpt_conf {
 	sv_ckpt_incr_t *incr; /* borrowed, NULL: every checkpoint is full */
 } sv_ckpt_conf_t;
 
+/* One task of a member at parallelism > 1: one source partition with its
+ * own pipeline instance and watermark. */
+typedef struct sv_ckpt_task {
+	int32_t partition;
+	sv_pipeline_t *pl;
+	sv_watermarks_t *wm;
+} sv_ckpt_task_t;
+
 typedef struct sv_ckpt_parts {
 	sv_source_t *src;
 	sv_sink_t *snk;
+	/* parallelism 1: one pipeline and watermark tracker over every
+	 * partition, snapshotted into the checkpoint record */
 	sv_pipeline_t *pl;
 	sv_watermarks_t *wm;
+	/* parallelism > 1 (ntasks > 0): member `member` of `parallelism`,
+	 * one snapshot per task under ts/ (docs/checkpoints.md), and
+	 * recovery decides per partition */
+	sv_ckpt_task_t *tasks;
+	size_t ntasks;
+	int member;
+	int parallelism;
 } sv_ckpt_parts_t;
 
 typedef struct sv_ckpt_info {

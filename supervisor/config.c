@@ -39,6 +39,7 @@ void sv_svconf_init(sv_svconf_t *conf)
 	conf->listen_host = sv_strdup("127.0.0.1");
 	conf->listen_port = 8080;
 	conf->data_dir = sv_strdup("./streamvisor-data");
+	conf->shutdown_timeout_ms = SV_SHUTDOWN_TIMEOUT_DEFAULT_MS;
 }
 
 static void free_secret(char *s)
@@ -668,6 +669,19 @@ static sv_error_t *read_root(const loader_t *L, struct fy_node *root,
 				tmp->identity = s;
 				s = NULL;
 			}
+		} else if (strcmp(key, "shutdown_timeout_ms") == 0) {
+			err = get_str(L, k, v, key, &s);
+			char *end = NULL;
+			long long ms = err ? 0 : strtoll(s, &end, 10);
+			if (!err &&
+			    (end == s || *end || ms < 0 || ms > 86400000LL))
+				err = lerr(L, k,
+					   "'shutdown_timeout_ms' must be "
+					   "milliseconds from 0 to 86400000, "
+					   "not '%s'",
+					   s);
+			if (!err)
+				tmp->shutdown_timeout_ms = ms;
 		} else if (strcmp(key, "secrets_file") == 0) {
 			err = get_str(L, k, v, key, &s);
 			if (!err) {
@@ -730,6 +744,7 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 	struct fy_document *doc = NULL, *sdoc = NULL;
 	sv_svconf_t tmp;
 	memset(&tmp, 0, sizeof(tmp));
+	tmp.shutdown_timeout_ms = -1; /* not in the file */
 	char **creds = NULL;
 	bool has_listen = false;
 
@@ -776,6 +791,8 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 			tmp.f = NULL;    \
 		}                        \
 	} while (0)
+		if (tmp.shutdown_timeout_ms >= 0)
+			conf->shutdown_timeout_ms = tmp.shutdown_timeout_ms;
 		MOVE(data_dir);
 		MOVE(identity);
 		MOVE(secrets_path);

@@ -19,6 +19,7 @@
 
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "supervisor/drivers.h"
 #include "supervisor/supervisor_int.h"
 
 #define MAX_OBS 300
@@ -40,7 +41,8 @@ static int64_t wall_ns(void)
 
 sv_coverage_env_t sv_coverage_env(sv_supervisor_t *sv)
 {
-	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL};
+	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL,
+				 sv_registry_drivers()};
 	return env;
 }
 
@@ -328,10 +330,16 @@ static void write_facts(sv_supervisor_t *sv, obs_t *o, sv_job_t *job,
 {
 	const Streamvisor__JobSpec *js = job->spec->msg;
 	const char *sink = js->sink->kind;
+	/* what the sink can do, from its driver (core/driver.h): a
+	 * transaction that carries the source positions (kafka) commits
+	 * atomically with them; one without (file) publishes atomically */
+	const sv_driver_t *drv = sv_drivers_find(sv_registry_drivers(),
+						 SV_DRIVER_SINK, sink);
+	bool txn_offsets = sv_driver_has(drv, SV_DRIVER_TXN_OFFSETS);
 	bool eo = !strcmp(js->delivery, "exactly_once");
-	bool txn_sink = !strcmp(sink, "kafka") || !strcmp(sink, "file");
-	bool dev = !strcmp(sink, "kafka") && sv_dev_default(sv) &&
-		!strcmp(js->sink->cluster, "default");
+	bool txn_sink = sv_driver_has(drv, SV_DRIVER_TRANSACTIONAL);
+	bool dev = sv_driver_has(drv, SV_DRIVER_CLUSTER) &&
+		sv_dev_default(sv) && !strcmp(js->sink->cluster, "default");
 	bool transactional = eo && sv->store && txn_sink;
 	bool claim_eo = transactional && !dev;
 	diag(o, pt, "info", "streamvisor.sink", "sink %s%s%s", sink,
@@ -396,10 +404,9 @@ static void write_facts(sv_supervisor_t *sv, obs_t *o, sv_job_t *job,
 			  : "at-least-once: the sink is flushed before the "
 			    "source positions are committed; a failure replays "
 			    "records");
-	const char *cg = !strcmp(sink, "kafka") && transactional
-		? "atomic_transaction"
-		: !strcmp(sink, "file") && transactional ? "atomic_publication"
-							 : "best_effort";
+	const char *cg = !transactional ? "best_effort"
+		: txn_offsets           ? "atomic_transaction"
+					: "atomic_publication";
 	snprintf(code, sizeof(code), "streamvisor.write.commit_guarantee.%s",
 		 cg);
 	diag(o, pt, "info", code, "commit guarantee %s", cg);
@@ -410,10 +417,9 @@ static void write_facts(sv_supervisor_t *sv, obs_t *o, sv_job_t *job,
 		    job->id, js->source->kind);
 		ref(o,
 		    "streamvisor:job:%s:exactly_once_evidence:transactional_"
-		    "sink:%s",
-		    job->id,
-		    !strcmp(sink, "kafka") ? "kafka_transactions"
-					   : "file_two_phase_commit");
+		    "sink:%s_%s",
+		    job->id, sink,
+		    txn_offsets ? "transactions" : "two_phase_commit");
 		if (last_ck >= 0)
 			ref(o,
 			    "streamvisor:job:%s:exactly_once_evidence:"

@@ -84,6 +84,7 @@ typedef struct sv_job {
 	char *result;
 	size_t result_rows;
 	bool result_truncated;
+	struct sv_history *history; /* samples for the dashboard; owned */
 	sv_evidence_t *ev; /* IncQL evidence; owned, NULL until needed */
 } sv_job_t;
 

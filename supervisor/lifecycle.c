@@ -1,11 +1,13 @@
 /* lifecycle.c — a job's attempts and states (DESIGN.md §3): starting an
- * attempt, what happens when it ends, the restart policy (exponential
- * backoff with jitter, bounded attempts within a window, reset after a
- * healthy period), running <-> lagging, and the actions (cancel, drain,
- * resume, restart, checkpoint). Every state change goes through
- * sv_transition(), which logs and observes old state, new state, reason and
- * attempt. thread: supervisor. */
+ * attempt (with the cluster profiles its drivers need), what happens when
+ * it ends, applying the restart policy (the decision is the pure
+ * sv_restart_decide of restart.c), and running <-> lagging. Every state
+ * change goes through sv_transition(), which refuses what the lifecycle
+ * table (transitions.c) does not allow, and logs and observes old state,
+ * new state, reason and attempt. The operator's actions are actions.c.
+ * thread: supervisor. */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +17,22 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/drivers.h"
+#include "supervisor/restart.h"
 #include "supervisor/supervisor_int.h"
+#include "supervisor/transitions.h"
 
 void sv_transition(sv_job_t *job, sv_jobstate_t to, const char *reason)
 {
 	sv_logctx_t lc = {job->id, job->attempt};
+	if (!sv_transition_allowed(job->state, to)) {
+		/* a bug: the lifecycle table (transitions.c) says no */
+		sv_log(&lc, SV_LOG_ERROR, "lifecycle",
+		       "transition %s -> %s is not in the lifecycle table (%s)",
+		       sv_jobstate_name(job->state), sv_jobstate_name(to),
+		       reason);
+		assert(!"transition not in the lifecycle table");
+	}
 	sv_log(&lc, SV_LOG_INFO, "lifecycle", "state %s -> %s (%s)",
 	       sv_jobstate_name(job->state), sv_jobstate_name(to), reason);
 	sv_obslog_add(job->obs, job->attempt, "state_transition",
@@ -51,12 +64,16 @@ static void done_cb(void *opaque, sv_worker_t *w)
 	pthread_mutex_unlock(&sv->lock);
 }
 
-sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
-			       const char *name, const char *field,
-			       const sv_cluster_t **out)
+/* The profile of one section whose driver reaches a cluster
+ * (SV_DRIVER_CLUSTER); NULL for the others. */
+static sv_error_t *resolve_one(sv_supervisor_t *sv, sv_driver_role_t role,
+			       const char *kind, const char *name,
+			       const char *field, const sv_cluster_t **out)
 {
 	*out = NULL;
-	if (strcmp(kind, "kafka"))
+	const sv_driver_t *drv = sv_drivers_find(sv_registry_drivers(), role,
+						 kind);
+	if (!sv_driver_has(drv, SV_DRIVER_CLUSTER))
 		return NULL;
 	*out = sv_svconf_cluster(&sv->conf, name);
 	if (!*out) {
@@ -64,6 +81,29 @@ sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
 			SV_ERR_BINDING, "unknown cluster profile '%s'", name);
 		return sv_error_set_field(err, field);
 	}
+	return NULL;
+}
+
+sv_error_t *sv_resolve_clusters(sv_supervisor_t *sv,
+				const Streamvisor__JobSpec *js,
+				sv_clusters_t *out)
+{
+	const Streamvisor__Sink *dl = js->dead_letter, *ls = js->late_sink;
+	sv_error_t *err;
+	*out = (sv_clusters_t){0};
+	if ((err = resolve_one(sv, SV_DRIVER_SOURCE, js->source->kind,
+			       js->source->cluster, "source.cluster",
+			       &out->source)) ||
+	    (err = resolve_one(sv, SV_DRIVER_SINK, js->sink->kind,
+			       js->sink->cluster, "sink.cluster",
+			       &out->sink)) ||
+	    (dl &&
+	     (err = resolve_one(sv, SV_DRIVER_SINK, dl->kind, dl->cluster,
+				"dead_letter.cluster", &out->dlq))) ||
+	    (ls &&
+	     (err = resolve_one(sv, SV_DRIVER_SINK, ls->kind, ls->cluster,
+				"late_sink.cluster", &out->late))))
+		return err;
 	return NULL;
 }
 
@@ -78,18 +118,12 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 		.opaque = sv,
 	};
 	/* Profiles were checked at submit; the config cannot change since. */
-	sv_resolve_cluster(sv, js->source->kind, js->source->cluster,
-			   "source.cluster", &wc.source_cluster);
-	sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster,
-			   "sink.cluster", &wc.sink_cluster);
-	if (js->dead_letter)
-		sv_resolve_cluster(sv, js->dead_letter->kind,
-				   js->dead_letter->cluster,
-				   "dead_letter.cluster", &wc.dlq_cluster);
-	if (js->late_sink)
-		sv_resolve_cluster(sv, js->late_sink->kind,
-				   js->late_sink->cluster, "late_sink.cluster",
-				   &wc.late_cluster);
+	sv_clusters_t cl;
+	sv_error_destroy(sv_resolve_clusters(sv, js, &cl));
+	wc.source_cluster = cl.source;
+	wc.sink_cluster = cl.sink;
+	wc.dlq_cluster = cl.dlq;
+	wc.late_cluster = cl.late;
 	job->attempt++;
 	job->attempt_started_ms = sv_now_ms();
 	wc.obs = job->obs;
@@ -99,8 +133,13 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	job->restart_from = -1;
 	job->restart_ignore_state = false;
 	job->drain_deadline_ms = 0;
+	int par = sv_jobspec_parallelism(job->spec);
+	json_t *members = json_array();
+	for (int k = 0; k < par; k++)
+		json_array_append_new(members, json_integer(k));
 	sv_obslog_add(job->obs, job->attempt, "attempt_started",
-		      json_pack("{s:i}", "restarts", job->restarts));
+		      json_pack("{s:i, s:i, s:o}", "restarts", job->restarts,
+				"parallelism", par, "members", members));
 	sv_evidence_attempt_started(sv, job);
 	sv_error_t *err = sv_worker_start(&wc, &job->worker);
 	if (err) {
@@ -191,32 +230,38 @@ static void absorb_counters(sv_job_t *job)
 	sv_refresh_last_checkpoint(job);
 }
 
-/* Restart policy: exponential backoff with jitter, bounded attempts within a
- * window, reset after a healthy period. Decides from category and flags. */
+/* Apply the restart policy (supervisor/restart.h) to a failed attempt. */
 static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 {
 	const Streamvisor__Restart *rp = job->spec->msg->restart;
+	const sv_restart_policy_t policy = {
+		.max_attempts = rp->max_attempts,
+		.initial_backoff_ms = rp->initial_backoff_ms,
+		.max_backoff_ms = rp->max_backoff_ms,
+		.multiplier = rp->multiplier,
+		.window_ms = rp->window_ms,
+		.reset_after_ms = rp->reset_after_ms,
+	};
+	const sv_restart_state_t st = {
+		.window_start_ms = job->window_start_ms,
+		.attempts_in_window = job->attempts_in_window,
+		.backoff_ms = job->backoff_ms,
+	};
 	int64_t now = sv_now_ms();
-	if (job->attempt_started_ms &&
-	    now - job->attempt_started_ms >= rp->reset_after_ms) {
-		job->attempts_in_window = 0;
-		job->backoff_ms = 0;
-	}
-	if (!job->window_start_ms ||
-	    now - job->window_start_ms > rp->window_ms) {
-		job->window_start_ms = now;
-		job->attempts_in_window = 0;
-	}
-	job->attempts_in_window++;
-	/* A fatal sink error (fenced producer, broken transaction) ends this
-	 * producer, not the job: a new attempt opens a new one and recovery
-	 * decides what committed. Other fatal or non-retriable errors fail. */
-	bool sink_fatal = err->category == SV_ERR_SINK_COMMIT && err->fatal;
-	if (!sink_fatal && (!err->retriable || err->fatal)) {
+	uint32_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)now;
+	sv_restart_decision_t d = sv_restart_decide(
+		&policy, &st, sv_errclass_of(err), job->attempt_started_ms, now,
+		r);
+	job->window_start_ms = d.next.window_start_ms;
+	job->attempts_in_window = d.next.attempts_in_window;
+	job->backoff_ms = d.next.backoff_ms;
+	if (d.verdict == SV_RESTART_FAIL) {
 		sv_transition(job, SV_JOB_FAILED, err->message);
 		return;
 	}
-	if (job->attempts_in_window >= rp->max_attempts) {
+	if (d.verdict == SV_RESTART_EXHAUSTED) {
 		sv_error_t *ex = sv_error_new(
 			SV_ERR_RETRY_EXHAUSTED, "gave up after %d attempts: %s",
 			job->attempts_in_window, err->message);
@@ -226,29 +271,19 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 		sv_transition(job, SV_JOB_FAILED, ex->message);
 		return;
 	}
-	int64_t b = job->backoff_ms
-		? (int64_t)(job->backoff_ms * rp->multiplier)
-		: rp->initial_backoff_ms;
-	if (b > rp->max_backoff_ms)
-		b = rp->max_backoff_ms;
-	job->backoff_ms = b;
-	/* full jitter in [b/2, b] keeps the growth visible and spreads herds */
-	uint32_t r = 0;
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (uint32_t)now;
-	int64_t wait = b / 2 + (int64_t)(r % (uint32_t)(b / 2 + 1));
-	job->next_attempt_at_ms = now + wait;
+	job->next_attempt_at_ms = d.at_ms;
 	job->restarts++;
 	sv_obslog_add(job->obs, job->attempt, "restart_scheduled",
 		      json_pack("{s:I, s:I, s:i, s:s}", "backoff_ms",
-				(json_int_t)wait, "next_attempt_at_ms",
+				(json_int_t)d.wait_ms, "next_attempt_at_ms",
 				(json_int_t)job->next_attempt_at_ms, "restarts",
 				job->restarts, "category",
 				sv_errcat_name(err->category)));
 	char reason[512];
 	snprintf(reason, sizeof(reason),
 		 "%s error, next attempt in %lld ms: %s",
-		 sv_errcat_name(err->category), (long long)wait, err->message);
+		 sv_errcat_name(err->category), (long long)d.wait_ms,
+		 err->message);
 	sv_transition(job, SV_JOB_RESTARTING, reason);
 }
 

@@ -7,16 +7,22 @@
  * bind the "default" cluster profile (--bootstrap-servers, the config file,
  * or else the embedded development cluster), start the supervisor and the
  * HTTP API, optionally submit an example job, then wait for SIGINT/SIGTERM
- * and shut down in reverse order. The signals are blocked before any thread
- * starts and collected with sigwait() on the main thread, so no handler runs
- * in the middle of a library call. Exit codes: 0 after a clean shutdown,
- * 1 when something fails at run time (config file, bind), 2 for bad usage.
+ * and shut down in reverse order: HTTP first, then every running job takes
+ * a final checkpoint within shutdown_timeout_ms (sv_supervisor_shutdown;
+ * what cannot commit is aborted), then the supervisor. The signals are
+ * blocked before any thread starts and collected with sigwait(), so no
+ * handler runs in the middle of a library call; a second signal during the
+ * shutdown exits at once (status 1; the next start recovers as after a
+ * crash). Exit codes: 0 after a shutdown (also when a final checkpoint
+ * could not commit: that job resumes from its previous one), 1 when
+ * something fails at run time (config file, bind), 2 for bad usage.
  *
  * The CLI subcommands are in cli.c (cli.h). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -34,6 +41,7 @@
 #include "cli/cli.h"
 #include "supervisor/config_int.h"
 #include "http/http.h"
+#include "supervisor/notify.h"
 #include "supervisor/supervisor.h"
 
 #ifndef SV_VERSION_STRING
@@ -56,12 +64,20 @@ static const command_t commands[] = {
 	 "                    [--bootstrap-servers HOST:PORT[,...]] "
 	 "[--example-job FILE]",
 	 "run the supervisor and its HTTP API"},
-	{"submit", NULL, cli_submit, OPT_JSON, "FILE", "FILE|-",
-	 "submit a JSON job spec (- reads stdin); prints the job id"},
+	{"submit", NULL, cli_submit, OPT_JSON | OPT_PLAN | OPT_DRY_RUN, "FILE",
+	 "[--plan PLAN] [--dry-run] FILE|-",
+	 "submit a JSON job spec (- reads stdin); prints the job id. With "
+	 "--plan, PLAN is a Substrait plan (proto3 JSON or binary) that goes "
+	 "into FILE's \"plan\" member beside its bindings; --dry-run prints "
+	 "the translated spec and coverage and starts nothing"},
 	{"jobs", NULL, cli_jobs, OPT_JSON, NULL, "",
 	 "list jobs: id, name, mode, state, attempt"},
 	{"status", NULL, cli_status, OPT_JSON, "ID", "ID",
 	 "a job's status document, summarized"},
+	{"wait", NULL, cli_wait, OPT_JSON | OPT_TIMEOUT, "ID",
+	 "ID [--timeout-ms N]",
+	 "follow a job (progress, ETA) until it ends; exits with its "
+	 "outcome"},
 	{"lag", NULL, cli_lag, OPT_JSON, "ID", "ID",
 	 "a job's lag per source partition, totals, watermark lag"},
 	{"cancel", NULL, cli_cancel, OPT_JSON, "ID", "ID",
@@ -72,9 +88,9 @@ static const command_t commands[] = {
 	{"resume", NULL, cli_resume, OPT_JSON, "ID", "ID",
 	 "continue a checkpointed job"},
 	{"restart", NULL, cli_restart,
-	 OPT_JSON | OPT_FROM_CK | OPT_IGNORE_STATE, "ID",
-	 "ID [--from-checkpoint ID|latest] [--ignore-state]",
-	 "start a new attempt from a checkpoint"},
+	 OPT_JSON | OPT_FROM_CK | OPT_IGNORE_STATE | OPT_PARALLELISM, "ID",
+	 "ID [--from-checkpoint ID|latest] [--ignore-state] [--parallelism N]",
+	 "start a new attempt from a checkpoint (at parallelism N: a rescale)"},
 	{"checkpoint", NULL, cli_checkpoint, OPT_JSON, "ID", "ID",
 	 "take a checkpoint now; prints its id"},
 	{"checkpoints", NULL, cli_checkpoints, OPT_JSON, "ID", "ID",
@@ -124,7 +140,9 @@ static void usage(FILE *out)
 		"                            development cluster is started\n"
 		"  -e, --example-job FILE    submit this JSON job spec at "
 		"start (creates its\n"
-		"                            topics on the development "
+		"                            topics, and those of the other "
+		"specs in its\n"
+		"                            directory, on the development "
 		"cluster)\n"
 		"\nclient options (every command but serve, help, version):\n"
 		"  -s, --server URL          the supervisor's API (default "
@@ -200,49 +218,97 @@ static size_t spec_topics(json_t *root, const char **topics, size_t max)
 	return n;
 }
 
-/* Submit the example job in path; on the development cluster create its
- * topics first. Failures are reported and leave the server running. */
-static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
-			   const char *path, const char *base_url)
+/* Read the file at path into b (initialized here). false: cannot. */
+static bool read_file(const char *path, sv_buf_t *b)
 {
+	sv_buf_init(b);
 	FILE *f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr,
-			"streamvisor: cannot read example job '%s': %s\n", path,
-			strerror(errno));
-		return;
-	}
-	sv_buf_t body;
-	sv_buf_init(&body);
+	if (!f)
+		return false;
 	char chunk[8192];
 	size_t n;
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		sv_buf_append(&body, chunk, n);
+		sv_buf_append(b, chunk, n);
 	fclose(f);
+	return true;
+}
 
+/* Add the topics the spec in body names to names[*n] (strdup'd, no
+ * duplicates, at most max). */
+static void collect_spec_topics(const sv_buf_t *body, char **names, size_t *n,
+				size_t max)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(body->data ? body->data : "", body->len, 0,
+				  &jerr);
+	const char *topics[3];
+	size_t nt = root ? spec_topics(root, topics, 3) : 0;
+	for (size_t i = 0; i < nt && *n < max; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < *n; j++)
+			dup |= strcmp(names[j], topics[i]) == 0;
+		if (!dup)
+			names[(*n)++] = sv_strdup(topics[i]);
+	}
+	json_decref(root); /* a bad file is the submit's to report */
+}
+
+/* Submit the example job in path. On the development cluster first create
+ * its topics and those of every other job spec (*.json) in its directory,
+ * so that the other examples can be submitted as they are (README). Failures
+ * are reported and leave the server running. */
+static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
+			   const char *path, const char *base_url)
+{
+	sv_buf_t body;
+	if (!read_file(path, &body)) {
+		fprintf(stderr,
+			"streamvisor: cannot read example job '%s': %s\n", path,
+			strerror(errno));
+		sv_buf_release(&body);
+		return;
+	}
 	if (dc) {
-		json_error_t jerr;
-		json_t *root = json_loadb(body.data ? body.data : "", body.len,
-					  0, &jerr);
-		const char *topics[3];
-		size_t nt = root ? spec_topics(root, topics, 3) : 0;
-		for (size_t i = 0; i < nt; i++) {
+		char *names[64];
+		size_t nn = 0;
+		collect_spec_topics(&body, names, &nn, SV_ARRAY_LEN(names));
+		char *dir = sv_strdup(path), *pattern = NULL;
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = '\0';
+		if (asprintf(&pattern, "%s/*.json", slash ? dir : ".") < 0)
+			abort();
+		glob_t g;
+		if (glob(pattern, 0, NULL, &g) == 0) {
+			for (size_t i = 0; i < g.gl_pathc; i++) {
+				sv_buf_t other;
+				if (read_file(g.gl_pathv[i], &other))
+					collect_spec_topics(
+						&other, names, &nn,
+						SV_ARRAY_LEN(names));
+				sv_buf_release(&other);
+			}
+			globfree(&g);
+		}
+		free(pattern);
+		free(dir);
+		for (size_t i = 0; i < nn; i++) {
 			sv_error_t *err = sv_devcluster_create_topic(
-				dc, topics[i], DEV_TOPIC_PARTITIONS);
+				dc, names[i], DEV_TOPIC_PARTITIONS);
 			if (err) {
 				sv_log(NULL, SV_LOG_WARN, "main",
 				       "topic '%s' on the development cluster: "
 				       "%s",
-				       topics[i], err->message);
+				       names[i], err->message);
 				sv_error_destroy(err);
 			} else {
 				sv_log(NULL, SV_LOG_INFO, "main",
 				       "created topic '%s' (%d partitions) on "
 				       "the development cluster",
-				       topics[i], DEV_TOPIC_PARTITIONS);
+				       names[i], DEV_TOPIC_PARTITIONS);
 			}
+			free(names[i]);
 		}
-		json_decref(root); /* a bad file is the submit's to report */
 	}
 
 	char *resp = NULL;
@@ -281,6 +347,21 @@ static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
 	fflush(stdout);
 	json_decref(r);
 	free(resp);
+}
+
+/* During the shutdown: a second SIGINT/SIGTERM means "now". */
+static void *second_signal(void *arg)
+{
+	sigset_t *sigs = arg;
+	int sig = 0;
+	while (sigwait(sigs, &sig) != 0)
+		;
+	fprintf(stderr,
+		"streamvisor: second %s during shutdown: exiting now "
+		"(open transactions are settled by the next start)\n",
+		sig == SIGINT ? "SIGINT" : "SIGTERM");
+	_exit(1);
+	return NULL;
 }
 
 static int cmd_serve(int argc, char **argv)
@@ -414,23 +495,46 @@ static int cmd_serve(int argc, char **argv)
 		 sv_http_port(http));
 	snprintf(base, sizeof(base), "http://%s", hostport);
 	printf("streamvisor listening on %s\n"
+	       "  dashboard: %s/\n"
 	       "  curl -s %s/healthz\n"
 	       "  curl -s %s/v1/info\n"
 	       "  curl -s %s/v1/jobs\n"
 	       "  curl -s %s/metrics\n"
 	       "  curl -s -X POST -H 'Content-Type: application/json' "
 	       "--data-binary @examples/generated-orders.json %s/v1/jobs\n",
-	       base, base, base, base, base, base);
+	       base, base, base, base, base, base, base);
 	fflush(stdout);
 
 	if (example)
 		submit_example(sv, dc, example, base);
+	if (sv_notify("READY=1") < 0)
+		sv_log(NULL, SV_LOG_WARN, "main",
+		       "cannot notify the service manager: %s",
+		       strerror(errno));
 
 	int sig = 0;
 	while (sigwait(&sigs, &sig) != 0)
 		;
-	sv_log(NULL, SV_LOG_INFO, "main", "%s received, shutting down",
-	       sig == SIGINT ? "SIGINT" : "SIGTERM");
+	sv_log(NULL, SV_LOG_INFO, "main",
+	       "%s received, shutting down: final checkpoints within %lld ms",
+	       sig == SIGINT ? "SIGINT" : "SIGTERM",
+	       (long long)conf.shutdown_timeout_ms);
+	sv_notify("STOPPING=1");
+	pthread_t th2;
+	if (pthread_create(&th2, NULL, second_signal, &sigs) == 0)
+		pthread_detach(th2);
+	sv_http_stop(http); /* no handler runs after this */
+	http = NULL;
+	if (sv_supervisor_shutdown(sv, conf.shutdown_timeout_ms) > 0) {
+		/* an attempt is stuck in a client call: joining it could
+		 * outlast any stop timeout; its work is settled by the next
+		 * start as after a crash */
+		sv_log(NULL, SV_LOG_WARN, "main",
+		       "exiting with attempts still running");
+		fflush(NULL);
+		_exit(0);
+	}
+	sv_log(NULL, SV_LOG_INFO, "main", "shutdown complete");
 
 out:
 	sv_http_stop(http); /* no handler runs after this */

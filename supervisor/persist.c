@@ -13,6 +13,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/drivers.h"
 #include "supervisor/supervisor_int.h"
 
 void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job)
@@ -72,7 +73,8 @@ static sv_error_t *load_one(void *opaque, const char *id, const char *data,
 	char *spec_text = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = spec_text
-		? sv_jobspec_parse_json(spec_text, strlen(spec_text), &spec)
+		? sv_jobspec_parse_json(spec_text, strlen(spec_text),
+					sv_registry_drivers(), &spec)
 		: sv_error_new(SV_ERR_CHECKPOINT,
 			       "stored job '%s' is not a job "
 			       "record",

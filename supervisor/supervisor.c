@@ -9,7 +9,6 @@
  * attempt. */
 #define _GNU_SOURCE
 #include "supervisor/supervisor_int.h"
-#include "kafka/admin.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -23,8 +22,13 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/admin.h"
+#include "sinks/sink.h"
+#include "supervisor/drivers.h"
+#include "supervisor/history.h"
 #include "supervisor/job.h"
 #include "supervisor/metrics.h"
+#include "ingress/coverage.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
 
@@ -51,6 +55,7 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 	dst->listen_host = src->listen_host ? sv_strdup(src->listen_host)
 					    : NULL;
 	dst->listen_port = src->listen_port;
+	dst->shutdown_timeout_ms = src->shutdown_timeout_ms;
 	dst->data_dir = src->data_dir ? sv_strdup(src->data_dir) : NULL;
 	dst->secrets_path = src->secrets_path ? sv_strdup(src->secrets_path)
 					      : NULL;
@@ -120,6 +125,8 @@ static void new_job_id(char *out, size_t len)
 
 static void tick(sv_supervisor_t *sv)
 {
+	if (sv->shutting_down)
+		return; /* jobs stay as they are in the store */
 	int64_t now = sv_now_ms();
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *job = sv->jobs[i];
@@ -127,6 +134,7 @@ static void tick(sv_supervisor_t *sv)
 		    sv_worker_end(job->worker) != SV_WORKER_RUNNING)
 			sv_on_worker_end(sv, job);
 		sv_watch_progress(job, now);
+		sv_job_history_tick(job, now);
 		sv_check_drain(sv, job, now);
 		if (job->pending_start && !job->worker) {
 			job->pending_start = false;
@@ -144,48 +152,57 @@ static void tick(sv_supervisor_t *sv)
 
 /* ---- commands (run on the supervisor thread) ---- */
 
-/* exactly_once into Kafka: the broker must allow our transaction timeout
- * (asked now, not at the first init_transactions). */
-static sv_error_t *check_transactions(sv_supervisor_t *sv,
-				      const Streamvisor__JobSpec *js)
+/* exactly_once: the sink's target must allow our transactions (kafka: the
+ * broker's maximum transaction timeout), asked now rather than at the
+ * first transaction. */
+static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
+				      const sv_clusters_t *cl)
 {
-	if (strcmp(js->delivery, "exactly_once") ||
-	    strcmp(js->sink->kind, "kafka"))
+	const sv_sink_ops_t *ops = sv_sink_find(js->sink->kind);
+	if (strcmp(js->delivery, "exactly_once") || !ops || !ops->check_txn)
 		return NULL;
-	const sv_cluster_t *cl;
-	sv_error_t *err = sv_resolve_cluster(
-		sv, js->sink->kind, js->sink->cluster, "sink.cluster", &cl);
-	if (!err)
-		err = sv_kafka_check_txn_timeout(
-			cl, sv_sink_txn_timeout_ms(js->sink),
-			"sink.transaction_timeout_ms");
-	return err;
+	return ops->check_txn(cl->sink, sv_sink_txn_timeout_ms(js->sink),
+			      "sink.transaction_timeout_ms");
 }
 
-static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
+/* parallelism at most the source topic's partition count (when the topic
+ * exists already; otherwise the job's start checks it). */
+static sv_error_t *check_parallelism(const Streamvisor__JobSpec *js,
+				     const sv_clusters_t *cl)
+{
+	if (js->parallelism <= 1 || !cl->source)
+		return NULL;
+	int n = sv_kafka_topic_partitions(cl->source, js->source->topic);
+	if (n > 0 && js->parallelism > n)
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "field 'parallelism': %d is more than "
+				     "the %d partitions of topic '%s'",
+				     js->parallelism, n, js->source->topic),
+			"parallelism");
+	return NULL;
+}
+
+/* Parse and check a submitted spec as far as a job could start: clusters,
+ * the plan built, coverage (the evidence), transactions. On success *specp,
+ * *evp and *summaryp are the caller's. POST /v1/jobs and its dry run share
+ * it. */
+static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
+			      sv_jobspec_t **specp, sv_evidence_t **evp,
+			      json_t **summaryp)
 {
 	sv_jobspec_t *spec = NULL;
 	sv_error_t *err = c->u.submit.protobuf
 		? sv_jobspec_parse_proto((const uint8_t *)c->u.submit.body,
-					 c->u.submit.len, &spec)
+					 c->u.submit.len, sv_registry_drivers(),
+					 &spec)
 		: sv_jobspec_parse_json(c->u.submit.body, c->u.submit.len,
-					&spec);
+					sv_registry_drivers(), &spec);
 	if (err)
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
-	const sv_cluster_t *cl;
-	if ((err = sv_resolve_cluster(sv, js->source->kind, js->source->cluster,
-				      "source.cluster", &cl)) ||
-	    (err = sv_resolve_cluster(sv, js->sink->kind, js->sink->cluster,
-				      "sink.cluster", &cl)) ||
-	    (js->dead_letter &&
-	     (err = sv_resolve_cluster(sv, js->dead_letter->kind,
-				       js->dead_letter->cluster,
-				       "dead_letter.cluster", &cl))) ||
-	    (js->late_sink &&
-	     (err = sv_resolve_cluster(sv, js->late_sink->kind,
-				       js->late_sink->cluster,
-				       "late_sink.cluster", &cl)))) {
+	sv_clusters_t cl;
+	if ((err = sv_resolve_clusters(sv, js, &cl))) {
 		sv_jobspec_destroy(spec);
 		return err;
 	}
@@ -193,15 +210,65 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_evidence_t *ev = NULL;
 	if ((err = sv_plan_build(spec, &plan)) ||
 	    (err = sv_evidence_check(sv, spec, plan, &ev)) ||
-	    (err = check_transactions(sv, js))) {
+	    (err = sv_coverage_parallel_check(spec)) ||
+	    (err = check_transactions(js, &cl)) ||
+	    (err = check_parallelism(js, &cl))) {
 		sv_evidence_plan_error(err, spec);
 		sv_evidence_destroy(ev);
 		sv_plan_destroy(plan);
 		sv_jobspec_destroy(spec);
 		return err;
 	}
-	json_t *summary = sv_plan_summary(spec, plan);
+	*summaryp = sv_plan_summary(spec, plan);
 	sv_plan_destroy(plan);
+	*specp = spec;
+	*evp = ev;
+	return NULL;
+}
+
+/* POST /v1/jobs?dry_run=true: the translated spec and its coverage. */
+static sv_error_t *do_dry_run(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_jobspec_t *spec = NULL;
+	sv_evidence_t *ev = NULL;
+	json_t *summary = NULL;
+	sv_error_t *err = check_spec(sv, c, &spec, &ev, &summary);
+	if (err)
+		return err;
+	char *text = sv_jobspec_translated_json(spec);
+	json_t *o = json_pack("{s:o, s:s, s:o}", "spec",
+			      json_loads(text, 0, NULL), "plan_id",
+			      spec->plan_id, "physical_plan", summary);
+	free(text);
+	/* the job's coverage records (as a submit answers them), then the
+	 * Substrait translation's partial records */
+	sv_job_t tmp = {.spec = spec, .ev = ev};
+	sv_evidence_answer(sv, &tmp, o);
+	json_t *cov = json_object_get(o, "coverage");
+	json_t *part = spec->coverage_json
+		? json_loads(spec->coverage_json, 0, NULL)
+		: NULL;
+	if (json_is_array(cov) && part)
+		json_array_extend(cov, part);
+	json_decref(part);
+	json_t *sub = sv_jobspec_substrait_json(spec);
+	if (sub)
+		json_object_set_new(o, "substrait", sub);
+	c->json = sv_json_dump(o);
+	sv_evidence_destroy(tmp.ev);
+	sv_jobspec_destroy(spec);
+	return NULL;
+}
+
+static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
+{
+	sv_jobspec_t *spec = NULL;
+	sv_evidence_t *ev = NULL;
+	json_t *summary = NULL;
+	sv_error_t *err = check_spec(sv, c, &spec, &ev, &summary);
+	if (err)
+		return err;
+	const Streamvisor__JobSpec *js = spec->msg;
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *o = sv->jobs[i];
 		if (!sv_jobstate_terminal(o->state) &&
@@ -225,14 +292,15 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	job->state = SV_JOB_PENDING;
 	job->last_ck.id = -1;
 	job->obs = sv_obslog_new(job->id, SV_OBSLOG_DEFAULT_CAP);
-	sv_obslog_add(job->obs, 0, "job_submitted",
-		      json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}",
-				"backend_kind", "streamvisor",
-				"backend_version", SV_VERSION_STRING,
-				"supervisor_identity",
-				sv->conf.identity ? sv->conf.identity : "",
-				"name", js->name, "plan_id", spec->plan_id,
-				"physical_plan", summary));
+	json_t *facts = json_pack(
+		"{s:s, s:s, s:s, s:s, s:s, s:o}", "backend_kind", "streamvisor",
+		"backend_version", SV_VERSION_STRING, "supervisor_identity",
+		sv->conf.identity ? sv->conf.identity : "", "name", js->name,
+		"plan_id", spec->plan_id, "physical_plan", summary);
+	json_t *sub = sv_jobspec_substrait_json(spec);
+	if (sub) /* RFC 032's submitted logical plan identity */
+		json_object_set_new(facts, "substrait", sub);
+	sv_obslog_add(job->obs, 0, "job_submitted", facts);
 	sv->jobs = sv_realloc(sv->jobs, (sv->njobs + 1) * sizeof(*sv->jobs));
 	sv->jobs[sv->njobs++] = job;
 	sv_logctx_t lc = {job->id, 0};
@@ -273,6 +341,7 @@ void sv_job_free(sv_job_t *job)
 	sv_error_destroy(job->error);
 	free(job->result);
 	sv_obslog_destroy(job->obs);
+	sv_history_destroy(job->history);
 	sv_evidence_destroy(job->ev);
 	free(job);
 }
@@ -301,10 +370,15 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 
 /* What runs each command type on the supervisor thread. */
 static cmd_fn *const handlers[SV_CMD__COUNT] = {
-	[SV_CMD_SUBMIT] = do_submit,      [SV_CMD_LIST] = do_list,
-	[SV_CMD_STATUS] = do_status,      [SV_CMD_DELETE] = do_delete,
-	[SV_CMD_ACTION] = sv_do_action,   [SV_CMD_VIEW] = sv_do_get,
+	[SV_CMD_SUBMIT] = do_submit,
+	[SV_CMD_DRY_RUN] = do_dry_run,
+	[SV_CMD_LIST] = do_list,
+	[SV_CMD_STATUS] = do_status,
+	[SV_CMD_DELETE] = do_delete,
+	[SV_CMD_ACTION] = sv_do_action,
+	[SV_CMD_VIEW] = sv_do_get,
 	[SV_CMD_METRICS] = sv_do_metrics,
+	[SV_CMD_SHUTDOWN] = sv_do_shutdown,
 };
 
 /* Complete the parked commands whose answer is ready; called with
@@ -481,6 +555,15 @@ sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 	return call(sv, &c, json);
 }
 
+sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
+				  size_t len, bool protobuf, char **json)
+{
+	cmd_t c = {
+		.type = SV_CMD_DRY_RUN,
+		.u.submit = {.body = body, .len = len, .protobuf = protobuf}};
+	return call(sv, &c, json);
+}
+
 sv_error_t *sv_supervisor_list(sv_supervisor_t *sv, char **json)
 {
 	cmd_t c = {.type = SV_CMD_LIST};
@@ -505,6 +588,7 @@ static const char *const view_names[SV_VIEW__COUNT] = {
 	[SV_VIEW_OBSERVATIONS] = "observations",
 	[SV_VIEW_PREVIEW] = "preview",
 	[SV_VIEW_RESULT] = "result",
+	[SV_VIEW_HISTORY] = "history",
 	[SV_VIEW_EXECUTION_OBSERVATIONS] = "execution-observations",
 };
 
@@ -535,6 +619,18 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 	return call(sv, &c, json);
 }
 
+int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms)
+{
+	cmd_t c = {.type = SV_CMD_SHUTDOWN,
+		   .u.shutdown.timeout_ms = timeout_ms};
+	char *left = NULL;
+	sv_error_t *err = call(sv, &c, &left);
+	int n = left ? atoi(left) : 0;
+	free(left);
+	sv_error_destroy(err);
+	return n;
+}
+
 sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 			      sv_view_t view, const char *query, char **json)
 {
@@ -542,7 +638,12 @@ sv_error_t *sv_supervisor_get(sv_supervisor_t *sv, const char *id,
 		   .id = id,
 		   .u.view = {.view = view,
 			      .limit = sv_query_uint(query, "limit", 0),
-			      .after = sv_query_uint(query, "after", 0)}};
+			      /* history: samples after this time (ms) */
+			      .after = sv_query_uint(query,
+						     view == SV_VIEW_HISTORY
+							     ? "since"
+							     : "after",
+						     0)}};
 	return call(sv, &c, json);
 }
 

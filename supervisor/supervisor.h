@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/cluster.h"
 #include "core/error.h"
@@ -25,7 +26,15 @@ typedef struct sv_svconf {
 	sv_cluster_t *clusters; /* profiles; "default" may be absent */
 	char *secrets_path; /* file with credentials, or NULL */
 	char *identity; /* supervisor identity; default host:port */
+	/* SIGTERM/SIGINT: how long the final checkpoints of the running jobs
+	 * may take before what has not committed is aborted (default
+	 * SV_SHUTDOWN_TIMEOUT_DEFAULT_MS; 0: abort at once) */
+	int64_t shutdown_timeout_ms;
 } sv_svconf_t;
+
+/* 60 s for the final checkpoints leaves 30 s of systemd's default 90 s
+ * stop timeout (DefaultTimeoutStopSec) for aborting and closing. */
+#define SV_SHUTDOWN_TIMEOUT_DEFAULT_MS 60000
 
 void sv_svconf_init(sv_svconf_t *conf);
 void sv_svconf_release(sv_svconf_t *conf);
@@ -42,6 +51,16 @@ typedef struct sv_supervisor sv_supervisor_t;
 
 /* Start the supervisor thread. conf is copied. */
 sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out);
+/* Graceful stop ("checkpoint all and stop"): every running attempt takes a
+ * final checkpoint at its next batch boundary and stops; what has not
+ * committed within timeout_ms is told to abort its open transaction and
+ * stop. Jobs stay as they are in the store, so the next start resumes each
+ * from its last committed checkpoint (the final one when it made it).
+ * Nothing is started afterwards; call sv_supervisor_destroy next. Returns
+ * how many attempts were still running (stuck in a client call) after a
+ * further grace period: then the caller should exit without destroy.
+ * thread: any but the supervisor's */
+int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms);
 /* Stop every job attempt (jobs stay as they are in the store) and join. */
 void sv_supervisor_destroy(sv_supervisor_t *sv);
 
@@ -49,6 +68,12 @@ void sv_supervisor_destroy(sv_supervisor_t *sv);
  * 201 body {"id","name","state","plan_id"}. thread: any */
 sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 				 size_t len, bool protobuf, char **json);
+/* POST /v1/jobs?dry_run=true: parse, translate and check the spec as a
+ * submission would, start nothing. 200 body {"spec": <translated spec>,
+ * "plan_id", "coverage": [<partial records>], "physical_plan",
+ * "substrait": {...} for plans}. thread: any */
+sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
+				  size_t len, bool protobuf, char **json);
 /* GET /v1/jobs. thread: any */
 sv_error_t *sv_supervisor_list(sv_supervisor_t *sv, char **json);
 /* GET /v1/jobs/{id}. thread: any */
@@ -72,6 +97,7 @@ typedef enum sv_view {
 	SV_VIEW_OBSERVATIONS, /* ?after=seq&limit=n */
 	SV_VIEW_PREVIEW, /* ?limit=n */
 	SV_VIEW_RESULT, /* ?limit=n */
+	SV_VIEW_HISTORY, /* ?since=epoch_ms&limit=n (supervisor/history.h) */
 	SV_VIEW_EXECUTION_OBSERVATIONS, /* RFC 032 records (docs/incql.md) */
 	SV_VIEW__COUNT
 } sv_view_t;

@@ -2,7 +2,11 @@
  * supervisor and command structs and the functions that run on the
  * supervisor thread.
  *   supervisor.c  the thread, the command queue, submit/list/status/delete
- *   lifecycle.c   attempts, the restart policy, transitions, actions
+ *   lifecycle.c   attempts, applying the restart policy, transitions
+ *   actions.c     cancel, drain, resume, restart, checkpoint
+ *   restart.c     the restart policy, a pure function (restart.h)
+ *   transitions.c the lifecycle table (transitions.h)
+ *   drivers.c     the driver registries as one catalog (drivers.h)
  *   views.c       JSON views (status, observations, results), metrics, info
  *   evidence.c    IncQL evidence: coverage records, execution observations
  * thread: everything here runs on the supervisor thread unless noted. */
@@ -24,12 +28,14 @@ typedef sv_error_t *(cmd_fn)(sv_supervisor_t *sv, cmd_t *c);
 
 typedef enum sv_cmd_type {
 	SV_CMD_SUBMIT = 0,
+	SV_CMD_DRY_RUN, /* POST /v1/jobs?dry_run=true; arguments u.submit */
 	SV_CMD_LIST,
 	SV_CMD_STATUS,
 	SV_CMD_DELETE,
 	SV_CMD_ACTION,
 	SV_CMD_VIEW,
 	SV_CMD_METRICS,
+	SV_CMD_SHUTDOWN,
 	SV_CMD__COUNT
 } sv_cmd_type_t;
 
@@ -57,7 +63,11 @@ struct cmd {
 			int64_t timeout_ms; /* drain; 0: the default */
 			int64_t from_checkpoint; /* restart; -1: latest */
 			bool ignore_state; /* restart */
+			int parallelism; /* restart; 0: unchanged */
 		} act;
+		struct {
+			int64_t timeout_ms; /* final checkpoints' deadline */
+		} shutdown;
 		struct {
 			sv_view_t view;
 			size_t limit; /* 0: the view's default */
@@ -85,6 +95,8 @@ struct sv_supervisor {
 	cmd_t *head, *tail;
 	cmd_t *parked; /* supervisor thread only: waiting for a worker */
 	bool stop;
+	bool shutting_down; /* sv_do_shutdown ran: start nothing, apply
+			     * no lifecycle to attempts that end */
 	bool worker_event;
 	/* job table: supervisor thread only */
 	sv_job_t **jobs;
@@ -107,9 +119,15 @@ char *sv_json_dump(json_t *o); /* compact; steals o */
 sv_job_t *sv_find_job(sv_supervisor_t *sv, const char *id);
 sv_error_t *sv_no_job(const char *id);
 void sv_job_free(sv_job_t *job);
-sv_error_t *sv_resolve_cluster(sv_supervisor_t *sv, const char *kind,
-			       const char *name, const char *field,
-			       const sv_cluster_t **out);
+/* lifecycle.c: the cluster profiles of a spec's source and sinks, NULL
+ * for a driver without SV_DRIVER_CLUSTER. Error: SV_ERR_BINDING naming the
+ * field of an unknown profile. */
+typedef struct sv_clusters {
+	const sv_cluster_t *source, *sink, *dlq, *late;
+} sv_clusters_t;
+sv_error_t *sv_resolve_clusters(sv_supervisor_t *sv,
+				const Streamvisor__JobSpec *js,
+				sv_clusters_t *out);
 
 /* lifecycle.c */
 void sv_transition(sv_job_t *job, sv_jobstate_t to, const char *reason);
@@ -134,6 +152,9 @@ sv_error_t *sv_do_action(sv_supervisor_t *sv, cmd_t *c);
 bool sv_ck_ready(sv_supervisor_t *sv, cmd_t *c, int64_t now);
 sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c);
 void sv_check_drain(sv_supervisor_t *sv, sv_job_t *job, int64_t now);
+
+/* shutdown.c */
+sv_error_t *sv_do_shutdown(sv_supervisor_t *sv, cmd_t *c);
 
 /* persist.c */
 void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job);

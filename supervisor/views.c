@@ -9,6 +9,8 @@
 
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "supervisor/drivers.h"
+#include "supervisor/history.h"
 #include "supervisor/metrics.h"
 #include "supervisor/supervisor_int.h"
 
@@ -23,6 +25,64 @@ static json_t *error_json(const sv_error_t *err)
 	if (err->field)
 		json_object_set_new(o, "field", json_string(err->field));
 	return o;
+}
+
+/* Per member (worker thread): its transactional id, checkpoint timings and
+ * busy/idle time (Flink's busyTimeMsPerSecond, here as totals and the
+ * share of busy time over the attempt). */
+static json_t *members_json(sv_job_t *job, int par)
+{
+	json_t *a = json_array();
+	bool txn = !strcmp(job->spec->msg->delivery, "exactly_once");
+	for (int k = 0; k < par; k++) {
+		const sv_member_stats_t *ms = job->worker
+			? sv_worker_member_stats(job->worker, k)
+			: NULL;
+		char txn_id[200];
+		snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d", job->id,
+			 k);
+		json_t *m = json_pack("{s:i, s:o}", "member", k,
+				      "transactional_id",
+				      txn ? json_string(txn_id) : json_null());
+		if (ms) {
+			uint64_t busy = atomic_load(&ms->busy_us);
+			uint64_t idle = atomic_load(&ms->idle_us);
+			uint64_t cks = atomic_load(&ms->checkpoints);
+			int64_t last = atomic_load(&ms->last_checkpoint);
+			json_object_set_new(
+				m, "records_in",
+				json_integer((json_int_t)atomic_load(
+					&ms->records_in)));
+			json_object_set_new(
+				m, "busy_ms",
+				json_integer((json_int_t)(busy / 1000)));
+			json_object_set_new(
+				m, "idle_ms",
+				json_integer((json_int_t)(idle / 1000)));
+			json_object_set_new(
+				m, "busy_ratio",
+				busy + idle ? json_real((double)busy /
+							(double)(busy + idle))
+					    : json_null());
+			json_object_set_new(
+				m, "checkpoint",
+				json_pack(
+					"{s:o, s:I, s:I, s:I}", "last_id",
+					last >= 0 ? json_integer(last)
+						  : json_null(),
+					"count", (json_int_t)cks,
+					"last_duration_ms",
+					(json_int_t)atomic_load(
+						&ms->last_checkpoint_duration_ms),
+					"avg_duration_ms",
+					(json_int_t)(cks ? atomic_load(
+								   &ms->ck_sum_us) /
+								     1000 / cks
+							 : 0)));
+		}
+		json_array_append_new(a, m);
+	}
+	return a;
 }
 
 static json_t *last_checkpoint_json(sv_job_t *job)
@@ -55,6 +115,9 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    json_string(sv_jobstate_name(job->state)));
 	json_object_set_new(o, "attempt", json_integer(job->attempt));
 	json_object_set_new(o, "plan_id", json_string(job->spec->plan_id));
+	json_t *sub = sv_jobspec_substrait_json(job->spec);
+	if (sub) /* the submitted Substrait plan's identity */
+		json_object_set_new(o, "substrait", sub);
 	if (!full)
 		return o;
 	json_object_set_new(o, "delivery", json_string(js->delivery));
@@ -74,18 +137,22 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	size_t npos = job->worker ? sv_worker_positions(job->worker, &pos) : 0;
 	json_object_set_new(o, "watermark_ms",
 			    wm == INT64_MIN ? json_null() : json_integer(wm));
+	int par = sv_jobspec_parallelism(job->spec);
+	json_object_set_new(o, "parallelism", json_integer(par));
+	json_object_set_new(o, "members", members_json(job, par));
 	json_t *parts = json_array();
 	int64_t lag_records = 0;
 	for (size_t i = 0; i < npos; i++) {
 		int64_t lag = sv_partpos_lag(&pos[i]);
 		lag_records += lag;
 		json_t *p = json_pack(
-			"{s:s, s:i, s:I, s:I, s:I}", "topic",
+			"{s:s, s:i, s:I, s:I, s:I, s:i}", "topic",
 			js->source->topic ? js->source->topic : "", "partition",
 			pos[i].partition, "next_offset",
 			(json_int_t)pos[i].next_offset, "end_offset",
 			(json_int_t)pos[i].end_offset, "lag_records",
-			(json_int_t)lag);
+			(json_int_t)lag, "member",
+			pos[i].partition >= 0 ? pos[i].partition % par : 0);
 		json_array_append_new(parts, p);
 	}
 	free(pos);
@@ -120,11 +187,12 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    json_pack("{s:I, s:I}", "bytes",
 				      (json_int_t)pr.state_bytes, "keys",
 				      (json_int_t)pr.state_keys));
+	sv_job_history_status(job, o);
 	return o;
 }
 
-/* The physical plan as observations report it: one chain of operators at
- * parallelism 1 (one worker thread per job). */
+/* The physical plan as observations report it: one chain of operators,
+ * run by `parallelism` members (one instance per task at more than 1). */
 json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
@@ -141,12 +209,13 @@ json_t *sv_plan_summary(const sv_jobspec_t *spec, const sv_plan_t *plan)
 	json_array_append_new(ops,
 			      json_pack("{s:s, s:s}", "operator", "sink",
 					"kind", js->sink->kind));
-	return json_pack(
-		"{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
-		"source_kind", js->source->kind, "source_topic",
-		js->source->topic && *js->source->topic ? js->source->topic
-							: NULL,
-		"parallelism", 1, "delivery", js->delivery, "operators", ops);
+	return json_pack("{s:s, s:s, s:s?, s:i, s:s, s:o}", "mode", js->mode,
+			 "source_kind", js->source->kind, "source_topic",
+			 js->source->topic && *js->source->topic
+				 ? js->source->topic
+				 : NULL,
+			 "parallelism", sv_jobspec_parallelism(spec),
+			 "delivery", js->delivery, "operators", ops);
 }
 
 uint64_t sv_query_uint(const char *query, const char *key, uint64_t def)
@@ -205,6 +274,10 @@ sv_error_t *sv_do_get(sv_supervisor_t *sv, cmd_t *c)
 		c->json = sv_json_dump(page);
 		return NULL;
 	}
+	case SV_VIEW_HISTORY:
+		c->json = sv_json_dump(sv_job_history_json(
+			job, (int64_t)c->u.view.after, lim ? lim : SIZE_MAX));
+		return NULL;
 	case SV_VIEW_EXECUTION_OBSERVATIONS:
 		return sv_do_execution_observations(sv, c);
 	case SV_VIEW_RESULT: {
@@ -254,6 +327,67 @@ static void job_labels(sv_buf_t *l, const sv_job_t *job)
 	sv_buf_reset(l);
 	sv_prom_label(l, "job", job->id);
 	sv_prom_label(l, "name", job->spec->msg->name);
+}
+
+/* Per member of every running job: busy and idle seconds (rate() of the
+ * busy counter is Flink's busyTimeMsPerSecond / 1000), checkpoints and
+ * their total duration. */
+static void member_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
+{
+	static const char *const names[][3] = {
+		{"streamvisor_member_busy_seconds_total", "counter",
+		 "time a member (worker thread) spent processing"},
+		{"streamvisor_member_idle_seconds_total", "counter",
+		 "time a member waited for input"},
+		{"streamvisor_member_checkpoints_total", "counter",
+		 "checkpoints a member committed"},
+		{"streamvisor_member_checkpoint_seconds_total", "counter",
+		 "time a member spent taking its checkpoints"},
+		{"streamvisor_member_last_checkpoint_duration_seconds", "gauge",
+		 "duration of a member's last checkpoint"},
+	};
+	for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
+		sv_prom_family(b, names[f][0], names[f][1], names[f][2]);
+		for (size_t i = 0; i < sv->njobs; i++) {
+			sv_job_t *job = sv->jobs[i];
+			if (!job->worker)
+				continue;
+			int par = sv_worker_parallelism(job->worker);
+			for (int k = 0; k < par; k++) {
+				const sv_member_stats_t *ms =
+					sv_worker_member_stats(job->worker, k);
+				double v = 0;
+				switch (f) {
+				case 0:
+					v = (double)atomic_load(&ms->busy_us) /
+						1e6;
+					break;
+				case 1:
+					v = (double)atomic_load(&ms->idle_us) /
+						1e6;
+					break;
+				case 2:
+					v = (double)atomic_load(
+						&ms->checkpoints);
+					break;
+				case 3:
+					v = (double)atomic_load(
+						    &ms->ck_sum_us) /
+						1e6;
+					break;
+				default:
+					v = (double)atomic_load(
+						    &ms->last_checkpoint_duration_ms) /
+						1e3;
+				}
+				char member[16];
+				snprintf(member, sizeof(member), "%d", k);
+				job_labels(l, job);
+				sv_prom_label(l, "member", member);
+				sv_prom_sample(b, names[f][0], l->data, v);
+			}
+		}
+	}
 }
 
 sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
@@ -445,6 +579,7 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		}
 		free(pos);
 	}
+	member_metrics(sv, &b, &l);
 	sv_prom_family(&b, "streamvisor_http_requests_total", "counter",
 		       "HTTP requests served");
 	pthread_mutex_lock(&sv->http_lock);
@@ -471,7 +606,8 @@ bool sv_dev_default(sv_supervisor_t *sv)
 
 char *sv_supervisor_info(sv_supervisor_t *sv)
 {
-	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL};
+	sv_coverage_env_t env = {sv_dev_default(sv), sv->store != NULL,
+				 sv_registry_drivers()};
 	json_t *cov = sv_coverage_info(&env);
 	json_t *clusters = json_array();
 	for (size_t i = 0; i < sv->conf.nclusters; i++)

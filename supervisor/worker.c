@@ -1,18 +1,33 @@
 /* worker.c — the attempt loop (see worker.h).
  *
- *   loop: poll ≤ BATCH rows from the source (decoded into typed rows)
- *         assign each row its event time (event_time.field, else now)
- *         and feed it to the per-partition watermarks (core/watermark.h)
- *         count rejects; dead-letter or fail per the spec's on_invalid
- *         push the batch through the pipeline; write the output to the sink
- *         when the combined watermark moved (or, for processing-time
- *         windows, on every pass) advance the pipeline and write what fired
- *         every commit interval: flush the sink, then commit the source
- *         positions (at-least-once: nothing is committed before it is out)
- *   end:  bounded input done → finish the pipeline (all windows fire),
- *         write, flush, commit → COMPLETED.
+ * An attempt has `parallelism` N members (docs/parallelism.md): member k is
+ * a thread with its own consumer of the partitions p mod N == k, its own
+ * producer (transactional id streamvisor-<job>-<k>) and its tasks: one per
+ * partition at N > 1, each with its own pipeline instance and watermark
+ * tracker, or one over every partition at N = 1 (the job as it always ran).
+ * The attempt thread initialises the transactional ids of members the job
+ * no longer has (scale-in), then starts the member threads, which open
+ * their clients at once; once all are open it reports the binding and lets
+ * them read, then joins them. The first member error is the attempt's, and
+ * stops the rest.
  *
- * Counters are atomics read by the supervisor; positions and the preview
+ * A member loops:
+ *   poll ≤ BATCH rows from its source (decoded into typed rows)
+ *   check source.partitioned_by per record (Kafka's murmur2 of the key)
+ *   assign each row its event time (event_time.field, else now), feed it
+ *   to its task's watermarks and, at N > 1, copy it to the task's batch
+ *   count rejects; dead-letter or fail per the spec's on_invalid
+ *   push each task's rows through its pipeline; write the output
+ *   when a task's watermark moved (scope job: the minimum every member
+ *   published; scope partition: its own) or, for processing-time windows,
+ *   on every pass, advance the pipeline and write what fired
+ *   every checkpoint interval: checkpoint (ckpt.c) over its own tasks, or
+ *   without a store flush the sink and commit the positions
+ * end: bounded input done → finish the pipelines (all windows fire), write,
+ *   take a final checkpoint → COMPLETED once every member is done.
+ *
+ * Counters are atomics read by the supervisor (the job's, summed or
+ * maxed by the members, and each member's own); positions and the preview
  * ring are behind a mutex taken once per batch. */
 #define _GNU_SOURCE
 #include "supervisor/worker.h"
@@ -20,9 +35,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/codec.h"
 #include "core/log.h"
+#include "core/partition.h"
 #include "core/util.h"
 #include "core/watermark.h"
 #include "sinks/sink.h"
@@ -38,62 +55,164 @@ const double sv_ck_buckets_s[SV_CK_BUCKETS] = {
 	0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 };
 
+/* One row of the preview ring: the output row's cells as they were, its
+ * strings copied into bytes (both reused: no allocation once warm). It is
+ * encoded only when someone asks for the preview. */
+typedef struct preview_row {
+	sv_value_t *cells; /* ncols cells, or NULL while unused */
+	size_t ncols;
+	sv_buf_t bytes;
+} preview_row_t;
+
+/* One source partition with its own pipeline instance, watermark tracker
+ * and operator state (at parallelism 1: one task over every partition). */
+typedef struct task {
+	int32_t partition; /* -1: every partition of the member */
+	sv_plan_t *plan;
+	sv_watermarks_t *wm;
+	sv_op_ctx_t ctx;
+	sv_opstats_t opstats;
+	sv_batch_t in; /* this task's rows of a polled batch (ntasks > 1) */
+} task_t;
+
+/* One worker thread: its own consumer (the partitions p with p mod N ==
+ * index), its own transactional producer streamvisor-<job>-<index> and its
+ * tasks. Members share no state; they read each other's published
+ * watermarks only (scope job). */
+typedef struct member {
+	struct sv_worker *w;
+	int index;
+	pthread_t thread;
+	bool thread_started;
+	sv_logctx_t log;
+	sv_source_t *src;
+	sv_sink_t *snk;
+	sv_sink_t *dlq;
+	sv_sink_t *late;
+	task_t *tasks;
+	size_t ntasks;
+	int32_t *task_of; /* partition id -> task index, or -1 */
+	int32_t ntask_of;
+	sv_ckpt_task_t *cktasks;
+	sv_plan_t *plan; /* the member's own: its schemas outlive the clients */
+	sv_batch_t in;
+	sv_batch_t late_rows;
+	sv_ckpt_conf_t ck;
+	sv_ckpt_incr_t incr; /* incremental checkpoint chain (ck.incr) */
+	int64_t wm; /* the watermark its windows see (scope job), clamped */
+	int key_col; /* source.partitioned_by column, or -1 */
+	int32_t topic_nparts;
+	sv_error_t *error;
+	bool drained;
+	sv_partpos_t *pos; /* under w->lock */
+	size_t npos;
+	sv_member_stats_t stats;
+} member_t;
+
 struct sv_worker {
 	sv_worker_conf_t conf;
 	char *job_id;
 	sv_logctx_t log;
 	pthread_t thread;
 	atomic_bool stop;
+	atomic_bool failing; /* a member failed: the others stop */
 	atomic_int drain; /* 0 no, 1 drain, 2 drain with final watermark */
+	atomic_bool final_ck; /* shutdown: a final checkpoint, then stop */
 	bool drained;
 	_Atomic int end; /* sv_worker_end_t */
 	sv_error_t *error;
 	sv_worker_stats_t stats;
 
-	sv_plan_t *plan;
-	sv_source_t *src;
-	sv_sink_t *snk;
-	sv_sink_t *dlq;
-	sv_sink_t *late;
-	sv_batch_t in;
-	sv_batch_t late_rows;
-	sv_watermarks_t *wm;
-	sv_ckpt_conf_t ck;
-	sv_ckpt_incr_t incr; /* incremental checkpoint chain (ck.incr) */
+	int nmembers;
+	member_t *members;
 	bool checkpointing; /* a store is configured */
+	bool transactional;
+	bool wm_per_partition;
 
-	pthread_mutex_t lock; /* guards pos, preview, result */
+	pthread_mutex_t lock; /* guards members' pos, preview, result */
 	pthread_cond_t ended; /* signalled (under lock) when end is set */
-	sv_partpos_t *pos;
-	size_t npos;
-	char *preview[PREVIEW_ROWS];
+	/* the members open their clients on their own threads, at once;
+	 * they start reading when the attempt thread says go (under lock) */
+	pthread_cond_t opened;
+	int nopened;
+	bool go;
+	preview_row_t preview[PREVIEW_ROWS];
 	size_t preview_next;
+	const sv_schema_t *preview_schema; /* the pipeline's output */
 	sv_buf_t result; /* bounded jobs: collected output, JSON lines */
 	size_t result_rows;
 	bool result_truncated;
-	sv_buf_t enc;
 };
 
-static void set_error(sv_worker_t *w, sv_error_t *err)
+static void max64(_Atomic int64_t *a, int64_t v)
 {
-	if (!w->error)
-		w->error = sv_error_set_job(err, w->job_id, w->conf.attempt);
+	int64_t cur = atomic_load(a);
+	while (cur < v && !atomic_compare_exchange_weak(a, &cur, v))
+		;
+}
+
+/* Raise *a to v; whether this call raised it. */
+static bool maxu64(_Atomic uint64_t *a, uint64_t v)
+{
+	uint64_t cur = atomic_load(a);
+	while (cur < v)
+		if (atomic_compare_exchange_weak(a, &cur, v))
+			return true;
+	return false;
+}
+
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void set_error(member_t *m, sv_error_t *err)
+{
+	if (!m->error)
+		m->error = sv_error_set_job(err, m->w->job_id,
+					    m->w->conf.attempt);
 	else
 		sv_error_destroy(err);
 }
 
-static void publish_positions(sv_worker_t *w)
+static void publish_positions(member_t *m)
 {
 	const sv_partpos_t *pos;
-	size_t n = sv_source_positions(w->src, &pos);
-	pthread_mutex_lock(&w->lock);
-	if (n != w->npos) {
-		w->pos = sv_realloc(w->pos, (n ? n : 1) * sizeof(*pos));
-		w->npos = n;
+	size_t n = sv_source_positions(m->src, &pos);
+	pthread_mutex_lock(&m->w->lock);
+	if (n != m->npos) {
+		m->pos = sv_realloc(m->pos, (n ? n : 1) * sizeof(*pos));
+		m->npos = n;
 	}
 	if (n)
-		memcpy(w->pos, pos, n * sizeof(*pos));
-	pthread_mutex_unlock(&w->lock);
+		memcpy(m->pos, pos, n * sizeof(*pos));
+	pthread_mutex_unlock(&m->w->lock);
+}
+
+/* Copy row into the preview slot: a memcpy of the cells and of the string
+ * bytes, no encoding (that waits for sv_worker_preview). */
+static void preview_keep(preview_row_t *p, const sv_value_t *row, size_t ncols)
+{
+	if (p->ncols != ncols) {
+		p->cells = sv_realloc(p->cells,
+				      (ncols ? ncols : 1) * sizeof(*p->cells));
+		p->ncols = ncols;
+	}
+	memcpy(p->cells, row, ncols * sizeof(*row));
+	sv_buf_reset(&p->bytes);
+	for (size_t c = 0; c < ncols; c++)
+		if (row[c].type == SV_T_STRING)
+			sv_buf_append(&p->bytes, row[c].v.s, row[c].len);
+	/* point the strings into bytes once it no longer moves */
+	size_t off = 0;
+	for (size_t c = 0; c < ncols; c++)
+		if (row[c].type == SV_T_STRING) {
+			p->cells[c].v.s = p->bytes.data ? p->bytes.data + off
+							: "";
+			off += row[c].len;
+		}
 }
 
 /* Keep a sample of the output for preview, and everything for the result
@@ -117,39 +236,41 @@ static void remember_output(sv_worker_t *w, const sv_batch_t *out)
 			w->result_rows++;
 		}
 	}
+	w->preview_schema = schema;
 	for (size_t r = first; r < out->nrows; r++) {
-		sv_buf_reset(&w->enc);
-		sv_json_encode_row(schema, sv_batch_row(out, r), &w->enc);
-		free(w->preview[w->preview_next]);
-		w->preview[w->preview_next] = sv_strdup(w->enc.data);
+		preview_keep(&w->preview[w->preview_next], sv_batch_row(out, r),
+			     out->ncols);
 		w->preview_next = (w->preview_next + 1) % PREVIEW_ROWS;
 	}
 	pthread_mutex_unlock(&w->lock);
 }
 
-static sv_error_t *emit(sv_worker_t *w, sv_batch_t *out)
+static sv_error_t *emit(member_t *m, sv_batch_t *out)
 {
+	sv_worker_t *w = m->w;
 	if (out->nrows) {
-		sv_error_t *err = sv_sink_write(w->snk, out);
+		sv_error_t *err = sv_sink_write(m->snk, out);
 		if (err)
 			return err;
 		atomic_fetch_add(&w->stats.records_out, out->nrows);
+		atomic_fetch_add(&m->stats.records_out, out->nrows);
 		remember_output(w, out);
 	}
-	if (w->late_rows.nrows) {
-		if (w->late) {
-			sv_error_t *err = sv_sink_write(w->late, &w->late_rows);
+	if (m->late_rows.nrows) {
+		if (m->late) {
+			sv_error_t *err = sv_sink_write(m->late, &m->late_rows);
 			if (err)
 				return err;
 		}
-		sv_batch_reset(&w->late_rows);
+		sv_batch_reset(&m->late_rows);
 	}
 	return NULL;
 }
 
-static sv_error_t *handle_rejects(sv_worker_t *w)
+static sv_error_t *handle_rejects(member_t *m)
 {
-	sv_batch_t *b = &w->in;
+	sv_worker_t *w = m->w;
+	sv_batch_t *b = &m->in;
 	if (!b->nrejects)
 		return NULL;
 	atomic_fetch_add(&w->stats.records_invalid, b->nrejects);
@@ -163,14 +284,14 @@ static sv_error_t *handle_rejects(sv_worker_t *w)
 	}
 	for (size_t i = 0; i < b->nrejects; i++) {
 		const sv_reject_t *rj = &b->rejects[i];
-		if (w->dlq) {
+		if (m->dlq) {
 			sv_error_t *err = sv_sink_write_raw(
-				w->dlq, rj->payload, rj->len, rj->reason);
+				m->dlq, rj->payload, rj->len, rj->reason);
 			if (err)
 				return err;
 			atomic_fetch_add(&w->stats.records_dead_letter, 1);
 		} else if (i < 5) {
-			sv_log(&w->log, SV_LOG_WARN, "worker",
+			sv_log(&m->log, SV_LOG_WARN, "worker",
 			       "skipped invalid record at partition %d offset "
 			       "%lld: %s",
 			       rj->partition, (long long)rj->offset,
@@ -180,68 +301,173 @@ static sv_error_t *handle_rejects(sv_worker_t *w)
 	return NULL;
 }
 
-/* Flush everything downstream, then commit the source positions. */
+/* source.partitioned_by, checked record by record: Kafka's default
+ * partitioner must put the record's key where the record is. A record
+ * elsewhere would land in another task than its key's other records, so
+ * its window or dedup state would be split: fail loudly instead. */
+static sv_error_t *check_partitioning(member_t *m)
+{
+	if (m->key_col < 0 || m->topic_nparts <= 0)
+		return NULL;
+	const Streamvisor__Source *s = m->w->conf.spec->msg->source;
+	char tmp[64];
+	for (size_t r = 0; r < m->in.nrows; r++) {
+		const sv_rowmeta_t *meta = &m->in.meta[r];
+		size_t len;
+		const char *key = sv_key_text(
+			&sv_batch_row(&m->in, r)[m->key_col], tmp, sizeof(tmp),
+			&len);
+		int32_t want = key ? sv_partition_of(key, len, m->topic_nparts)
+				   : -1;
+		if (want == meta->partition)
+			continue;
+		sv_error_t *err = sv_error_new(
+			SV_ERR_RUNTIME,
+			"record at partition %d offset %lld has %s %s%.*s%s, "
+			"which Kafka's default partitioner puts in %s%d: topic "
+			"'%s' is not partitioned by '%s' as "
+			"source.partitioned_by declares",
+			meta->partition, (long long)meta->offset,
+			s->partitioned_by[0], key ? "'" : "",
+			key ? (int)len : 4, key ? key : "null", key ? "'" : "",
+			key ? "partition " : "no partition (null key) ",
+			key ? want : 0, s->topic, s->partitioned_by[0]);
+		err->retriable = false;
+		err->fatal = true;
+		return err;
+	}
+	return NULL;
+}
+
 /* Dead letters and late records are at-least-once: flushed before any
  * commit of the positions. */
-static sv_error_t *flush_side_sinks(sv_worker_t *w)
+static sv_error_t *flush_side_sinks(member_t *m)
 {
 	sv_error_t *err;
-	if (w->dlq && (err = sv_sink_flush(w->dlq, FLUSH_TIMEOUT_MS)))
+	if (m->dlq && (err = sv_sink_flush(m->dlq, FLUSH_TIMEOUT_MS)))
 		return err;
-	if (w->late && (err = sv_sink_flush(w->late, FLUSH_TIMEOUT_MS)))
+	if (m->late && (err = sv_sink_flush(m->late, FLUSH_TIMEOUT_MS)))
 		return err;
 	return NULL;
 }
 
-static sv_error_t *commit(sv_worker_t *w)
+/* The member's output so far is committed (checkpoint or offset commit):
+ * the job's committed count is the sum over members, since each commits
+ * only its own output. */
+static void publish_committed(member_t *m)
+{
+	sv_worker_t *w = m->w;
+	atomic_store(&m->stats.records_out_committed,
+		     atomic_load(&m->stats.records_out));
+	uint64_t sum = 0;
+	for (int k = 0; k < w->nmembers; k++)
+		sum += atomic_load(&w->members[k].stats.records_out_committed);
+	atomic_store(&w->stats.records_out_committed, sum);
+}
+
+/* No store: flush everything downstream, then commit the source
+ * positions. */
+static sv_error_t *commit(member_t *m)
 {
 	sv_error_t *err;
-	if ((err = sv_sink_flush(w->snk, FLUSH_TIMEOUT_MS)))
+	if ((err = sv_sink_flush(m->snk, FLUSH_TIMEOUT_MS)))
 		return err;
-	if ((err = flush_side_sinks(w)))
+	if ((err = flush_side_sinks(m)))
 		return err;
-	if ((err = sv_source_commit(w->src)))
+	if ((err = sv_source_commit(m->src)))
 		return err;
-	atomic_store(&w->stats.last_commit_ms, sv_now_ms());
-	atomic_store(&w->stats.records_out_committed,
-		     atomic_load(&w->stats.records_out));
+	atomic_store(&m->w->stats.last_commit_ms, sv_now_ms());
+	publish_committed(m);
 	return NULL;
 }
 
-static void update_state_size(sv_worker_t *w)
+static void update_state_size(member_t *m)
 {
 	uint64_t bytes = 0, keys = 0;
-	sv_pipeline_state_size(w->plan->pipeline, &bytes, &keys);
+	for (size_t i = 0; i < m->ntasks; i++) {
+		uint64_t b = 0, k = 0;
+		sv_pipeline_state_size(m->tasks[i].plan->pipeline, &b, &k);
+		bytes += b;
+		keys += k;
+	}
+	atomic_store(&m->stats.state_bytes, bytes);
+	atomic_store(&m->stats.state_keys, keys);
+	sv_worker_t *w = m->w;
+	bytes = keys = 0;
+	for (int k = 0; k < w->nmembers; k++) {
+		bytes += atomic_load(&w->members[k].stats.state_bytes);
+		keys += atomic_load(&w->members[k].stats.state_keys);
+	}
 	atomic_store(&w->stats.state_bytes, bytes);
 	atomic_store(&w->stats.state_keys, keys);
 }
 
-/* Flush the side sinks (dead letters, late records: at-least-once), then
- * take checkpoint n through the main sink. */
-static sv_error_t *checkpoint(sv_worker_t *w, int64_t wm)
+static sv_ckpt_parts_t parts_of(member_t *m)
 {
+	sv_ckpt_parts_t parts = {
+		.src = m->src,
+		.snk = m->snk,
+		.pl = m->tasks[0].plan->pipeline,
+		.wm = m->tasks[0].wm,
+		.member = m->index,
+		.parallelism = m->w->nmembers,
+	};
+	if (m->w->nmembers > 1) {
+		parts.tasks = m->cktasks;
+		parts.ntasks = m->ntasks;
+	}
+	return parts;
+}
+
+/* The job's checkpoint requests are served once every member served them.
+ * Returns whether this call moved the job's count. */
+static bool publish_served(sv_worker_t *w)
+{
+	uint64_t lo = UINT64_MAX;
+	for (int k = 0; k < w->nmembers; k++) {
+		uint64_t s = atomic_load(
+			&w->members[k].stats.checkpoint_served);
+		if (s < lo)
+			lo = s;
+	}
+	return maxu64(&w->stats.checkpoint_served, lo);
+}
+
+/* Flush the side sinks (dead letters, late records: at-least-once), then
+ * take the member's checkpoint through its main sink. */
+static sv_error_t *checkpoint(member_t *m, int64_t wm)
+{
+	sv_worker_t *w = m->w;
 	sv_error_t *err;
-	if ((err = flush_side_sinks(w)))
+	if ((err = flush_side_sinks(m)))
 		return err;
 	uint64_t asked = atomic_load(&w->stats.checkpoint_requests);
-	update_state_size(w);
-	sv_ckpt_parts_t parts = {w->src, w->snk, w->plan->pipeline, w->wm};
+	update_state_size(m);
+	sv_ckpt_parts_t parts = parts_of(m);
 	sv_ckpt_info_t info;
-	if ((err = sv_ckpt_take(&w->ck, &parts, wm, &info))) {
+	if ((err = sv_ckpt_take(&m->ck, &parts, wm, &info))) {
 		atomic_fetch_add(&w->stats.checkpoint_failures, 1);
 		return err;
 	}
-	atomic_store(&w->stats.last_checkpoint, info.id);
-	atomic_store(&w->stats.last_checkpoint_ms, sv_now_ms());
+	int64_t now = sv_now_ms();
+	sv_member_stats_t *ms = &m->stats;
+	atomic_store(&ms->last_checkpoint, info.id);
+	atomic_store(&ms->last_checkpoint_ms, now);
+	atomic_store(&ms->last_checkpoint_duration_ms, info.duration_ms);
+	atomic_store(&ms->last_checkpoint_bytes, info.bytes);
+	atomic_fetch_add(&ms->checkpoints, 1);
+	atomic_fetch_add(&ms->ck_sum_us, (uint64_t)info.duration_ms * 1000);
+	max64(&w->stats.last_checkpoint, info.id);
+	atomic_store(&w->stats.last_checkpoint_ms, now);
 	atomic_store(&w->stats.last_checkpoint_duration_ms, info.duration_ms);
 	atomic_store(&w->stats.last_checkpoint_bytes, info.bytes);
-	atomic_store(&w->stats.last_commit_ms, sv_now_ms());
-	atomic_store(&w->stats.records_out_committed,
-		     atomic_load(&w->stats.records_out));
+	atomic_store(&w->stats.last_commit_ms, now);
+	publish_committed(m);
 	atomic_fetch_add(&w->stats.checkpoints, 1);
-	bool served = asked > atomic_load(&w->stats.checkpoint_served);
-	atomic_store(&w->stats.checkpoint_served, asked);
-	if (served && w->conf.done)
+	atomic_store(&ms->checkpoint_served, asked);
+	/* the job's request is served once every member served it; then
+	 * the supervisor hears of it (its parked checkpoint command) */
+	if (publish_served(w) && w->conf.done)
 		w->conf.done(w->conf.opaque, w);
 	double secs = (double)info.duration_ms / 1000.0;
 	for (int b = 0; b < SV_CK_BUCKETS; b++)
@@ -253,166 +479,282 @@ static sv_error_t *checkpoint(sv_worker_t *w, int64_t wm)
 	return NULL;
 }
 
-/* Restore the job's checkpoint (if any) and open the first transaction. */
-static sv_error_t *recover(sv_worker_t *w, sv_op_ctx_t *ctx)
+/* Restore the member's checkpointed state (if any) and open its first
+ * transaction. */
+static sv_error_t *recover(member_t *m)
 {
-	sv_ckpt_parts_t parts = {w->src, w->snk, w->plan->pipeline, w->wm};
+	sv_worker_t *w = m->w;
+	sv_ckpt_parts_t parts = parts_of(m);
 	int64_t restored, wm;
-	sv_error_t *err = sv_ckpt_recover(&w->ck, &parts, &restored, &wm);
+	sv_error_t *err = sv_ckpt_recover(&m->ck, &parts, &restored, &wm);
 	if (err)
 		return err;
-	atomic_store(&w->stats.restored_checkpoint, restored);
+	max64(&w->stats.restored_checkpoint, restored);
 	if (restored >= 0) {
-		atomic_store(&w->stats.last_checkpoint, restored);
+		max64(&w->stats.last_checkpoint, restored);
+		atomic_store(&m->stats.last_checkpoint, restored);
 		if (wm != SV_WATERMARK_NONE) {
-			ctx->watermark_ms = wm;
-			atomic_store(&w->stats.watermark_ms, wm);
+			m->tasks[0].ctx.watermark_ms = wm;
+			m->wm = wm;
+			max64(&w->stats.watermark_ms, wm);
 		}
-		publish_positions(w);
-		update_state_size(w);
+		publish_positions(m);
+		update_state_size(m);
 	}
-	if (w->ck.transactional)
-		return sv_sink_txn_begin(w->snk);
+	if (m->ck.transactional)
+		return sv_sink_txn_begin(m->snk);
 	return NULL;
 }
 
-/* Move the combined watermark and let the windows fire. Processing-time
- * windows read ctx->now_ms, so they are advanced on every pass. */
-static sv_error_t *advance(sv_worker_t *w, sv_op_ctx_t *ctx, int64_t mono)
+/* The watermark the member's windows see. Parallelism 1: the one tracker's
+ * combined watermark, as always. Otherwise each task's own (scope
+ * partition), or the minimum over every member's non-idle tasks (scope
+ * job: each member publishes its own minimum and whether all its tasks are
+ * idle; a value read late is only lower, so firing is never early), never
+ * going back. */
+static int64_t combine(member_t *m, int64_t mono)
 {
-	int64_t wm = sv_watermarks_current(w->wm, mono);
-	bool moved = wm != ctx->watermark_ms;
-	if (moved) {
-		ctx->watermark_ms = wm;
-		atomic_store(&w->stats.watermark_ms, wm);
+	sv_worker_t *w = m->w;
+	if (w->nmembers == 1 && m->ntasks == 1)
+		return sv_watermarks_current(m->tasks[0].wm, mono);
+	int64_t own = INT64_MAX;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		int64_t cur = sv_watermarks_current(t->wm, mono);
+		if (!sv_watermarks_idle(t->wm, t->partition, mono) && cur < own)
+			own = cur;
 	}
-	if (!w->plan->has_windows || (!moved && !w->plan->has_proc_windows))
-		return NULL;
-	sv_batch_t *out;
-	sv_error_t *err = sv_pipeline_advance(w->plan->pipeline, ctx, &out);
-	if (!err)
-		err = emit(w, out);
-	if (!err)
-		update_state_size(w);
-	return err;
+	if (own != INT64_MAX) {
+		atomic_store(&m->stats.watermark_ms, own);
+		atomic_store(&m->stats.idle, false);
+	} else {
+		atomic_store(&m->stats.idle, true);
+	}
+	int64_t lo = INT64_MAX;
+	for (int k = 0; k < w->nmembers; k++) {
+		const sv_member_stats_t *ms = &w->members[k].stats;
+		if (atomic_load(&ms->idle))
+			continue;
+		int64_t v = atomic_load(&ms->watermark_ms);
+		if (v < lo)
+			lo = v;
+	}
+	if (lo == INT64_MAX || lo < m->wm)
+		return m->wm; /* all idle, or behind: stays */
+	return lo;
 }
 
-static sv_error_t *run(sv_worker_t *w)
+/* Move the watermarks and let the windows fire. Processing-time windows
+ * read ctx->now_ms, so they are advanced on every pass. */
+static sv_error_t *advance(member_t *m, int64_t mono)
 {
+	sv_worker_t *w = m->w;
+	int64_t wm = combine(m, mono);
+	m->wm = wm;
+	max64(&w->stats.watermark_ms, wm);
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		int64_t twm = w->wm_per_partition && w->nmembers > 1
+			? sv_watermarks_current(t->wm, mono)
+			: wm;
+		bool moved = twm != t->ctx.watermark_ms;
+		t->ctx.watermark_ms = twm;
+		if (!t->plan->has_windows ||
+		    (!moved && !t->plan->has_proc_windows))
+			continue;
+		sv_batch_t *out;
+		sv_error_t *err = sv_pipeline_advance(t->plan->pipeline,
+						      &t->ctx, &out);
+		if (!err)
+			err = emit(m, out);
+		if (err)
+			return err;
+	}
+	update_state_size(m);
+	return NULL;
+}
+
+static void count_late(member_t *m)
+{
+	uint64_t late = 0;
+	for (size_t i = 0; i < m->ntasks; i++)
+		late += m->tasks[i].opstats.records_late;
+	atomic_store(&m->stats.records_late, late);
+	sv_worker_t *w = m->w;
+	late = 0;
+	for (int k = 0; k < w->nmembers; k++)
+		late += atomic_load(&w->members[k].stats.records_late);
+	atomic_store(&w->stats.records_late, late);
+}
+
+static bool keep_running(const sv_worker_t *w)
+{
+	return !atomic_load(&w->stop) && !atomic_load(&w->drain) &&
+		!atomic_load(&w->failing) && !atomic_load(&w->final_ck);
+}
+
+/* Event time and watermarks per record, then the rows to their tasks. */
+static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
+{
+	sv_worker_t *w = m->w;
+	size_t n = m->in.nrows;
+	int et = m->tasks[0].plan->event_time_col;
+	for (size_t r = 0; r < n; r++) {
+		sv_rowmeta_t *meta = &m->in.meta[r];
+		const sv_value_t *v = et >= 0 ? &sv_batch_row(&m->in, r)[et]
+					      : NULL;
+		meta->event_ms = v && v->type != SV_T_NULL ? v->v.i : now;
+		task_t *t = &m->tasks[0];
+		if (m->ntasks > 1) {
+			int32_t p = meta->partition;
+			int32_t ti = p >= 0 && p < m->ntask_of ? m->task_of[p]
+							       : -1;
+			if (ti < 0)
+				return sv_error_new(SV_ERR_RUNTIME,
+						    "record of partition %d, "
+						    "which member %d does not "
+						    "own",
+						    p, m->index);
+			t = &m->tasks[ti];
+			sv_batch_copy_row(&t->in, &m->in, r);
+		}
+		sv_watermarks_observe(t->wm, meta->partition, meta->event_ms,
+				      mono);
+	}
+	if (n) {
+		int64_t hi = SV_WATERMARK_NONE;
+		for (size_t i = 0; i < m->ntasks; i++) {
+			int64_t e = sv_watermarks_max_event(m->tasks[i].wm);
+			if (e > hi)
+				hi = e;
+		}
+		max64(&w->stats.last_event_ms, hi);
+	}
+	atomic_fetch_add(&w->stats.records_in, n);
+	atomic_fetch_add(&m->stats.records_in, n);
+	sv_error_t *err;
+	if ((err = handle_rejects(m)))
+		return err;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		sv_batch_t *in = m->ntasks > 1 ? &t->in : &m->in;
+		if (!in->nrows)
+			continue;
+		t->ctx.now_ms = now;
+		sv_batch_t *out;
+		if ((err = sv_pipeline_push(t->plan->pipeline, &t->ctx, in,
+					    &out)))
+			return err;
+		if ((err = emit(m, out)))
+			return err;
+		if (m->ntasks > 1)
+			sv_batch_reset(&t->in);
+	}
+	return NULL;
+}
+
+static sv_error_t *run(member_t *m)
+{
+	sv_worker_t *w = m->w;
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
-	sv_opstats_t opstats = {0};
-	sv_op_ctx_t ctx = {.watermark_ms = SV_WATERMARK_NONE,
-			   .stats = &opstats,
-			   .late = NULL};
-	const sv_schema_t *in_schema = w->plan->schema;
-	sv_batch_init(&w->in, in_schema);
-	sv_batch_init(&w->late_rows,
-		      w->plan->late_schema ? w->plan->late_schema : in_schema);
-	if (w->late)
-		ctx.late = &w->late_rows;
-	const Streamvisor__EventTime *evt = js->event_time;
-	w->wm = sv_watermarks_new(evt ? evt->max_out_of_orderness_ms : 0,
-				  evt ? evt->idle_timeout_ms : 0);
-	const sv_partpos_t *pos0;
-	size_t npos0 = sv_source_positions(w->src, &pos0);
-	for (size_t i = 0; i < npos0; i++)
-		sv_watermarks_add_partition(w->wm, pos0[i].partition,
-					    sv_mono_ms());
 	int64_t interval = js->checkpoint->interval_ms;
 	if (!w->checkpointing && (interval > 1000 || interval <= 0))
 		interval = 1000; /* no store: commit offsets every second */
 	sv_error_t *err;
-	if (w->checkpointing && (err = recover(w, &ctx)))
+	if (w->checkpointing && (err = recover(m)))
 		return err;
 	int64_t next_commit = sv_mono_ms() + interval;
-	int et = w->plan->event_time_col;
 	bool eof = false;
+	int64_t t_loop = mono_us();
 
-	while (!atomic_load(&w->stop) && !atomic_load(&w->drain)) {
-		sv_batch_reset(&w->in);
-		if ((err = sv_source_poll(w->src, &w->in, BATCH_ROWS,
+	while (keep_running(w)) {
+		sv_batch_reset(&m->in);
+		int64_t t_poll = mono_us();
+		if ((err = sv_source_poll(m->src, &m->in, BATCH_ROWS,
 					  POLL_TIMEOUT_MS, &eof)))
 			return err;
+		int64_t t_polled = mono_us();
+		if (!m->in.nrows)
+			atomic_fetch_add(&m->stats.idle_us,
+					 (uint64_t)(t_polled - t_poll));
 		int64_t now = sv_now_ms();
-		ctx.now_ms = now;
-		size_t n = w->in.nrows;
 		int64_t mono = sv_mono_ms();
-		for (size_t r = 0; r < n; r++) {
-			sv_rowmeta_t *m = &w->in.meta[r];
-			const sv_value_t *v = et >= 0
-				? &sv_batch_row(&w->in, r)[et]
-				: NULL;
-			m->event_ms = v && v->type != SV_T_NULL ? v->v.i : now;
-			sv_watermarks_observe(w->wm, m->partition, m->event_ms,
-					      mono);
-		}
-		if (n)
-			atomic_store(&w->stats.last_event_ms,
-				     sv_watermarks_max_event(w->wm));
-		atomic_fetch_add(&w->stats.records_in, n);
-		if ((err = handle_rejects(w)))
+		for (size_t i = 0; i < m->ntasks; i++)
+			m->tasks[i].ctx.now_ms = now;
+		if ((err = check_partitioning(m)))
 			return err;
-		if (n) {
-			sv_batch_t *out;
-			if ((err = sv_pipeline_push(w->plan->pipeline, &ctx,
-						    &w->in, &out)))
-				return err;
-			if ((err = emit(w, out)))
-				return err;
-		}
-		if ((err = advance(w, &ctx, mono)))
+		if ((err = process(m, now, mono)))
 			return err;
-		atomic_store(&w->stats.records_late, opstats.records_late);
-		publish_positions(w);
+		if ((err = advance(m, mono)))
+			return err;
+		count_late(m);
+		publish_positions(m);
+		int64_t t_end = mono_us();
+		int64_t busy = (t_end - t_loop) -
+			(m->in.nrows ? 0 : (t_polled - t_poll));
+		if (busy > 0)
+			atomic_fetch_add(&m->stats.busy_us, (uint64_t)busy);
+		t_loop = t_end;
 		if (eof)
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
-			atomic_load(&w->stats.checkpoint_served);
+			atomic_load(&m->stats.checkpoint_served);
 		if (sv_mono_ms() >= next_commit || asked) {
-			if ((err = w->checkpointing
-				     ? checkpoint(w, ctx.watermark_ms)
-				     : commit(w)))
+			if ((err = w->checkpointing ? checkpoint(m, m->wm)
+						    : commit(m)))
 				return err;
-			update_state_size(w);
+			update_state_size(m);
 			next_commit = sv_mono_ms() + interval;
+			t_loop = mono_us(); /* checkpoint time is its own */
 		}
 	}
+	if (atomic_load(&w->failing))
+		eof = false;
 	int drain = atomic_load(&w->drain);
 	if (eof || drain == 2) {
-		sv_batch_t *out;
-		ctx.now_ms = sv_now_ms();
-		if ((err = sv_pipeline_finish(w->plan->pipeline, &ctx, &out)))
-			return err;
-		if ((err = emit(w, out)))
-			return err;
-		atomic_store(&w->stats.records_late, opstats.records_late);
+		for (size_t i = 0; i < m->ntasks; i++) {
+			task_t *t = &m->tasks[i];
+			sv_batch_t *out;
+			t->ctx.now_ms = sv_now_ms();
+			if ((err = sv_pipeline_finish(t->plan->pipeline,
+						      &t->ctx, &out)))
+				return err;
+			if ((err = emit(m, out)))
+				return err;
+		}
+		count_late(m);
 	}
-	if (w->checkpointing && (eof || drain)) {
-		/* bounded end or drain: a final checkpoint commits the last
-		 * output (and, drained, is where resume continues) */
-		if ((err = checkpoint(w, ctx.watermark_ms)))
+	bool final_ck = atomic_load(&w->final_ck) && !atomic_load(&w->stop);
+	if (w->checkpointing && !atomic_load(&w->failing) &&
+	    (eof || drain || final_ck)) {
+		/* bounded end, drain or shutdown: a final checkpoint commits
+		 * the last output (and, drained or shut down, is where the
+		 * job continues) */
+		if ((err = checkpoint(m, m->wm)))
 			return err;
-		w->drained = drain && !eof;
+		m->drained = drain && !eof;
 	} else if (w->checkpointing) {
-		/* stopped (cancel): the open transaction is aborted; the last
-		 * checkpoint stays */
-		if (w->ck.transactional && (err = sv_sink_txn_abort(w->snk)))
+		/* stopped (cancel, or another member failed): the open
+		 * transaction is aborted; the last checkpoint stays */
+		if (m->ck.transactional && (err = sv_sink_txn_abort(m->snk)))
 			return err;
-	} else if ((err = commit(w))) {
+	} else if ((err = commit(m))) {
 		return err;
 	}
-	publish_positions(w);
-	update_state_size(w);
+	publish_positions(m);
+	update_state_size(m);
 	return NULL;
 }
 
-static sv_error_t *open_sink(sv_worker_t *w, const Streamvisor__Sink *s,
+static sv_error_t *open_sink(member_t *m, const Streamvisor__Sink *s,
 			     const sv_cluster_t *cluster,
 			     const sv_schema_t *schema, int key_col, bool raw,
-			     bool txn, sv_sink_t **out)
+			     bool txn, int txn_member, sv_sink_t **out)
 {
+	sv_worker_t *w = m->w;
 	char txn_id[160], group[160];
-	snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-0", w->job_id);
+	snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d", w->job_id,
+		 txn_member);
 	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
 	sv_sink_conf_t sc = {
 		.kind = s->kind,
@@ -433,53 +775,134 @@ static sv_error_t *open_sink(sv_worker_t *w, const Streamvisor__Sink *s,
 	return sv_sink_open(&sc, out);
 }
 
-/* The physical plan as bound: the source partitions this attempt reads. */
+/* The physical plan as bound: the source partitions this attempt reads,
+ * and which member reads them. */
 static void observe_bound(sv_worker_t *w)
 {
-	const sv_partpos_t *pos;
-	size_t n = sv_source_positions(w->src, &pos);
 	json_t *parts = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(
-			parts,
-			json_pack("{s:i, s:I}", "partition", pos[i].partition,
-				  "next_offset",
-				  (json_int_t)pos[i].next_offset));
+	json_t *members = json_array();
+	for (int k = 0; k < w->nmembers; k++) {
+		member_t *m = &w->members[k];
+		const sv_partpos_t *pos;
+		size_t n = sv_source_positions(m->src, &pos);
+		json_t *mine = json_array();
+		for (size_t i = 0; i < n; i++) {
+			json_array_append_new(
+				parts,
+				json_pack("{s:i, s:I, s:i}", "partition",
+					  pos[i].partition, "next_offset",
+					  (json_int_t)pos[i].next_offset,
+					  "member", k));
+			json_array_append_new(mine,
+					      json_integer(pos[i].partition));
+		}
+		char txn_id[160];
+		snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d", w->job_id,
+			 k);
+		json_array_append_new(members,
+				      json_pack("{s:i, s:o, s:o}", "member", k,
+						"transactional_id",
+						w->transactional
+							? json_string(txn_id)
+							: json_null(),
+						"partitions", mine));
+	}
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
 	sv_obslog_add(w->conf.obs, w->conf.attempt, "source_bound",
-		      json_pack("{s:s, s:s, s:i, s:o}", "source_kind",
+		      json_pack("{s:s, s:s, s:i, s:o, s:o}", "source_kind",
 				js->source->kind, "topic",
 				js->source->topic ? js->source->topic : "",
-				"parallelism", 1, "partitions", parts));
+				"parallelism", w->nmembers, "partitions", parts,
+				"members", members));
 }
 
-static sv_error_t *open_all(sv_worker_t *w)
+/* One task per partition the member reads (parallelism > 1), or one over
+ * all of them: each with its own plan instance and watermark tracker. */
+static sv_error_t *make_tasks(member_t *m)
 {
+	sv_worker_t *w = m->w;
+	const Streamvisor__EventTime *evt = w->conf.spec->msg->event_time;
+	const sv_partpos_t *pos;
+	size_t npos = sv_source_positions(m->src, &pos);
+	m->ntasks = w->nmembers > 1 ? npos : 1;
+	if (!m->ntasks)
+		return sv_error_new(SV_ERR_RUNTIME,
+				    "member %d has no partition to read",
+				    m->index);
+	m->tasks = sv_calloc(m->ntasks, sizeof(*m->tasks));
+	m->cktasks = sv_calloc(m->ntasks, sizeof(*m->cktasks));
+	m->ntask_of = m->topic_nparts > 0 ? m->topic_nparts : 1;
+	for (size_t i = 0; i < npos; i++)
+		if (pos[i].partition >= m->ntask_of)
+			m->ntask_of = pos[i].partition + 1;
+	m->task_of = sv_calloc((size_t)m->ntask_of, sizeof(*m->task_of));
+	for (int32_t p = 0; p < m->ntask_of; p++)
+		m->task_of[p] = -1;
+	int64_t mono = sv_mono_ms();
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		sv_error_t *err = sv_plan_build(w->conf.spec, &t->plan);
+		if (err)
+			return err;
+		t->partition = w->nmembers > 1 ? pos[i].partition : -1;
+		t->wm = sv_watermarks_new(evt ? evt->max_out_of_orderness_ms
+					      : 0,
+					  evt ? evt->idle_timeout_ms : 0);
+		t->ctx = (sv_op_ctx_t){.watermark_ms = SV_WATERMARK_NONE,
+				       .stats = &t->opstats,
+				       .late = NULL};
+		sv_batch_init(&t->in, t->plan->schema);
+		if (w->nmembers > 1) {
+			sv_watermarks_add_partition(t->wm, t->partition, mono);
+			m->task_of[t->partition] = (int32_t)i;
+		} else {
+			for (size_t j = 0; j < npos; j++)
+				sv_watermarks_add_partition(
+					t->wm, pos[j].partition, mono);
+		}
+		m->cktasks[i] = (sv_ckpt_task_t){t->partition,
+						 t->plan->pipeline, t->wm};
+	}
+	return NULL;
+}
+
+static sv_error_t *open_member(member_t *m)
+{
+	sv_worker_t *w = m->w;
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
-	sv_error_t *err = sv_plan_build(w->conf.spec, &w->plan);
+	/* a plan of our own for the columns and the schemas the clients
+	 * borrow; the tasks build theirs once the partitions are known */
+	sv_error_t *err = sv_plan_build(w->conf.spec, &m->plan);
 	if (err)
 		return err;
-	w->checkpointing = w->conf.store != NULL;
-	w->ck = (sv_ckpt_conf_t){
+	const sv_plan_t *plan = m->plan;
+	m->ck = (sv_ckpt_conf_t){
 		.store = w->conf.store,
 		.job_id = w->job_id,
 		.plan_id = w->conf.spec->plan_id,
 		.topic = js->source->topic ? js->source->topic : "",
 		.attempt = w->conf.attempt,
 		.retain = js->checkpoint->retain,
-		.transactional = w->checkpointing &&
-			!strcmp(js->delivery, "exactly_once"),
+		.transactional = w->transactional,
 		.obs = w->conf.obs,
 		.restore_from = w->conf.restore_from,
 		.ignore_state = w->conf.ignore_state,
 	};
-	w->incr = (sv_ckpt_incr_t){
+	/* incremental checkpoints: the parallelism-1 record's operators
+	 * (per-task snapshots, parallelism > 1, are written whole) */
+	m->incr = (sv_ckpt_incr_t){
 		.full_every = js->checkpoint->full_every
 			? js->checkpoint->full_every
 			: SV_SPEC_FULL_EVERY_DEFAULT,
 	};
-	if (w->incr.full_every > 1)
-		w->ck.incr = &w->incr;
+	if (m->incr.full_every > 1)
+		m->ck.incr = &m->incr;
+	m->key_col = -1;
+	for (size_t i = 0;
+	     js->source->n_partitioned_by && i < plan->schema->nfields; i++)
+		if (!strcmp(plan->schema->fields[i].name,
+			    js->source->partitioned_by[0]))
+			m->key_col = (int)i;
 	char group[160];
 	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
 	sv_format_t fmt = SV_FMT_JSON;
@@ -496,73 +919,213 @@ static sv_error_t *open_all(sv_worker_t *w)
 			: SV_START_EARLIEST,
 		.bounded = sv_jobspec_bounded(w->conf.spec),
 		.format = fmt,
-		.schema = w->plan->schema,
+		.schema = plan->schema,
+		.member = m->index,
+		.members = w->nmembers,
 		.generator = js->source->generator,
 		.count = js->source->count,
-		.rate_per_s = js->source->rate_per_s,
+		/* source.rate_per_s is the job's: each member takes its share */
+		.rate_per_s = js->source->rate_per_s > 0
+			? (js->source->rate_per_s + w->nmembers - 1) /
+				w->nmembers
+			: 0,
 		.seed = js->source->seed,
 	};
 	/* The sink first: a transactional sink's init_transactions aborts a
 	 * crashed attempt's open transaction, which otherwise keeps the
 	 * group's offsets unreadable (require_stable) until it times out. */
-	if ((err = open_sink(w, js->sink, w->conf.sink_cluster,
-			     sv_pipeline_out_schema(w->plan->pipeline),
-			     w->plan->sink_key_col, false, w->ck.transactional,
-			     &w->snk)))
+	err = open_sink(m, js->sink, w->conf.sink_cluster,
+			sv_pipeline_out_schema(plan->pipeline),
+			plan->sink_key_col, false, w->transactional, m->index,
+			&m->snk);
+	if (!err && w->transactional && !sv_sink_transactional(m->snk))
+		err = sv_error_new(SV_ERR_COVERAGE,
+				   "sink kind '%s' has no "
+				   "transactions: exactly_once is not "
+				   "available with it",
+				   js->sink->kind);
+	if (!err)
+		err = sv_source_open(&sc, &m->src);
+	if (!err) {
+		m->topic_nparts = sv_source_topic_partitions(m->src);
+		err = make_tasks(m);
+	}
+	if (err)
 		return err;
-	if (w->ck.transactional && !sv_sink_transactional(w->snk))
-		return sv_error_new(
-			SV_ERR_COVERAGE,
-			"sink kind '%s' has no "
-			"transactions: exactly_once is not available "
-			"with it",
-			js->sink->kind);
-	if ((err = sv_source_open(&sc, &w->src)))
+	const sv_plan_t *p0 = m->plan;
+	sv_batch_init(&m->in, p0->schema);
+	sv_batch_init(&m->late_rows,
+		      p0->late_schema ? p0->late_schema : p0->schema);
+	if (js->late_sink && p0->late_schema &&
+	    (err = open_sink(m, js->late_sink, w->conf.late_cluster,
+			     p0->late_schema, -1, false, false, 0, &m->late)))
 		return err;
-	observe_bound(w);
-	if (js->late_sink && w->plan->late_schema &&
-	    (err = open_sink(w, js->late_sink, w->conf.late_cluster,
-			     w->plan->late_schema, -1, false, false, &w->late)))
-		return err;
+	if (m->late)
+		for (size_t i = 0; i < m->ntasks; i++)
+			m->tasks[i].ctx.late = &m->late_rows;
 	if (js->dead_letter && !strcmp(js->on_invalid, "dead_letter") &&
-	    (err = open_sink(w, js->dead_letter, w->conf.dlq_cluster,
-			     w->plan->schema, -1, true, false, &w->dlq)))
+	    (err = open_sink(m, js->dead_letter, w->conf.dlq_cluster,
+			     p0->schema, -1, true, false, 0, &m->dlq)))
 		return err;
 	return NULL;
+}
+
+/* When the job ran with more members before, their transactional ids
+ * (k >= now) may hold a killed run's open transaction, which keeps the
+ * output's last stable offset (read_committed readers) and the group's
+ * offsets (require_stable) blocked until transaction.timeout.ms. One
+ * init_transactions on each such id aborts it (Flink's KafkaSink does
+ * the same after scale-in). */
+static sv_error_t *abort_unused_ids(sv_worker_t *w)
+{
+	int before = 0;
+	sv_error_t *err = sv_ckstore_max_parallelism(w->conf.store, w->job_id,
+						     w->nmembers, &before);
+	if (err || before <= w->nmembers || !w->transactional)
+		return err;
+	if (getenv("STREAMVISOR_TEST_NO_ABORT_UNUSED")) {
+		sv_log(&w->log, SV_LOG_WARN, "worker",
+		       "STREAMVISOR_TEST_NO_ABORT_UNUSED: transactional ids "
+		       "%d..%d of the job are left as they are",
+		       w->nmembers, before - 1);
+		return NULL;
+	}
+	const Streamvisor__JobSpec *js = w->conf.spec->msg;
+	sv_plan_t *plan;
+	if ((err = sv_plan_build(w->conf.spec, &plan)))
+		return err;
+	json_t *ids = json_array();
+	member_t tmp = {.w = w};
+	for (int k = w->nmembers; k < before && !err; k++) {
+		sv_sink_t *snk = NULL;
+		err = open_sink(&tmp, js->sink, w->conf.sink_cluster,
+				sv_pipeline_out_schema(plan->pipeline), -1,
+				false, true, k, &snk);
+		sv_sink_close(snk);
+		char id[160];
+		snprintf(id, sizeof(id), "streamvisor-%s-%d", w->job_id, k);
+		json_array_append_new(ids, json_string(id));
+	}
+	sv_plan_destroy(plan);
+	if (!err) {
+		sv_log(&w->log, SV_LOG_INFO, "worker",
+		       "parallelism %d, was up to %d: initialised the unused "
+		       "transactional ids %d..%d (aborts their open "
+		       "transactions)",
+		       w->nmembers, before, w->nmembers, before - 1);
+		sv_obslog_add(w->conf.obs, w->conf.attempt,
+			      "unused_transactional_ids_initialised",
+			      json_pack("{s:i, s:i, s:O}", "parallelism",
+					w->nmembers, "max_parallelism", before,
+					"transactional_ids", ids));
+	}
+	json_decref(ids);
+	return err;
+}
+
+static void *member_main(void *arg)
+{
+	member_t *m = arg;
+	sv_worker_t *w = m->w;
+	sv_error_t *err = open_member(m);
+	if (err) {
+		set_error(m, err);
+		atomic_store(&w->failing, true);
+	}
+	pthread_mutex_lock(&w->lock);
+	w->nopened++;
+	pthread_cond_broadcast(&w->opened);
+	while (!w->go)
+		pthread_cond_wait(&w->opened, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	if (!m->error && !atomic_load(&w->failing) && (err = run(m))) {
+		set_error(m, err);
+		atomic_store(&w->failing, true);
+	}
+	/* done reading: the others' watermark no longer waits for ours */
+	atomic_store(&m->stats.idle, true);
+	return NULL;
+}
+
+static void close_member(member_t *m)
+{
+	sv_sink_close(m->snk);
+	sv_sink_close(m->dlq);
+	sv_sink_close(m->late);
+	sv_source_close(m->src);
+	m->snk = m->dlq = m->late = NULL;
+	m->src = NULL;
 }
 
 static void *worker_main(void *arg)
 {
 	sv_worker_t *w = arg;
-	sv_log(&w->log, SV_LOG_INFO, "worker", "attempt started");
-	sv_error_t *err = open_all(w);
-	if (!err)
-		err = run(w);
+	sv_log(&w->log, SV_LOG_INFO, "worker",
+	       "attempt started (parallelism %d)", w->nmembers);
+	sv_error_t *err = NULL;
+	if (w->checkpointing)
+		err = abort_unused_ids(w);
+	int started = 0;
+	for (int k = 0; k < w->nmembers && !err; k++) {
+		member_t *m = &w->members[k];
+		if (pthread_create(&m->thread, NULL, member_main, m) != 0) {
+			err = sv_error_new(SV_ERR_RUNTIME,
+					   "cannot start the thread of member "
+					   "%d",
+					   k);
+			atomic_store(&w->failing, true);
+		} else {
+			m->thread_started = true;
+			started++;
+		}
+	}
+	/* every member opened (or failed to): bind, then go */
+	pthread_mutex_lock(&w->lock);
+	while (w->nopened < started)
+		pthread_cond_wait(&w->opened, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	if (!err && !atomic_load(&w->failing))
+		observe_bound(w);
+	pthread_mutex_lock(&w->lock);
+	w->go = true;
+	pthread_cond_broadcast(&w->opened);
+	pthread_mutex_unlock(&w->lock);
+	for (int k = 0; k < w->nmembers; k++)
+		if (w->members[k].thread_started)
+			pthread_join(w->members[k].thread, NULL);
+	/* the first member error is the attempt's */
+	for (int k = 0; k < w->nmembers && !err; k++)
+		if (w->members[k].error) {
+			err = w->members[k].error;
+			w->members[k].error = NULL;
+		}
+	if (err)
+		w->error = sv_error_set_job(err, w->job_id, w->conf.attempt);
+	bool drained = w->nmembers > 0;
+	for (int k = 0; k < w->nmembers; k++)
+		drained = drained && w->members[k].drained;
 	sv_worker_end_t end;
-	if (err) {
-		set_error(w, err);
+	if (w->error) {
 		sv_log(&w->log, SV_LOG_ERROR, "worker",
 		       "attempt failed: %s: %s",
 		       sv_errcat_name(w->error->category), w->error->message);
 		end = SV_WORKER_FAILED;
-	} else if (w->drained) {
+	} else if (drained) {
+		w->drained = true;
 		end = SV_WORKER_DRAINED;
-	} else if (atomic_load(&w->stop)) {
+	} else if (atomic_load(&w->stop) || atomic_load(&w->final_ck)) {
 		end = SV_WORKER_STOPPED;
 	} else {
 		end = SV_WORKER_COMPLETED;
 	}
 	/* Close the clients here, on the worker thread, so a slow close does not
 	 * hold up the supervisor. */
-	sv_sink_close(w->snk);
-	sv_sink_close(w->dlq);
-	sv_sink_close(w->late);
-	sv_source_close(w->src);
-	w->snk = w->dlq = w->late = NULL;
-	w->src = NULL;
+	for (int k = 0; k < w->nmembers; k++)
+		close_member(&w->members[k]);
 	sv_log(&w->log, SV_LOG_INFO, "worker", "attempt ended: %s",
 	       end == SV_WORKER_COMPLETED         ? "completed"
 		       : end == SV_WORKER_STOPPED ? "stopped"
+		       : end == SV_WORKER_DRAINED ? "drained"
 						  : "failed");
 	pthread_mutex_lock(&w->lock);
 	atomic_store(&w->end, end);
@@ -587,11 +1150,28 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	atomic_store(&w->stats.last_checkpoint, -1);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->ended, NULL);
+	pthread_cond_init(&w->opened, NULL);
 	sv_buf_init(&w->result);
-	sv_buf_init(&w->enc);
+	w->checkpointing = conf->store != NULL;
+	w->transactional = w->checkpointing &&
+		!strcmp(conf->spec->msg->delivery, "exactly_once");
+	w->wm_per_partition = sv_jobspec_wm_per_partition(conf->spec);
+	w->nmembers = sv_jobspec_parallelism(conf->spec);
+	w->members = sv_calloc((size_t)w->nmembers, sizeof(*w->members));
+	for (int k = 0; k < w->nmembers; k++) {
+		member_t *m = &w->members[k];
+		m->w = w;
+		m->index = k;
+		m->log = w->log;
+		m->wm = SV_WATERMARK_NONE;
+		atomic_store(&m->stats.watermark_ms, SV_WATERMARK_NONE);
+		atomic_store(&m->stats.last_checkpoint, -1);
+	}
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_mutex_destroy(&w->lock);
 		pthread_cond_destroy(&w->ended);
+		pthread_cond_destroy(&w->opened);
+		free(w->members);
 		free(w->job_id);
 		free(w);
 		return sv_error_new(SV_ERR_RUNTIME,
@@ -609,6 +1189,11 @@ uint64_t sv_worker_request_checkpoint(sv_worker_t *w)
 void sv_worker_drain(sv_worker_t *w, bool final_watermark)
 {
 	atomic_store(&w->drain, final_watermark ? 2 : 1);
+}
+
+void sv_worker_stop_checkpoint(sv_worker_t *w)
+{
+	atomic_store(&w->final_ck, true);
 }
 
 void sv_worker_stop(sv_worker_t *w)
@@ -630,18 +1215,32 @@ void sv_worker_destroy(sv_worker_t *w)
 		return;
 	atomic_store(&w->stop, true);
 	pthread_join(w->thread, NULL);
-	sv_plan_destroy(w->plan);
-	sv_batch_release(&w->in);
-	sv_batch_release(&w->late_rows);
-	sv_watermarks_destroy(w->wm);
+	for (int k = 0; k < w->nmembers; k++) {
+		member_t *m = &w->members[k];
+		for (size_t i = 0; i < m->ntasks; i++) {
+			sv_plan_destroy(m->tasks[i].plan);
+			sv_watermarks_destroy(m->tasks[i].wm);
+			sv_batch_release(&m->tasks[i].in);
+		}
+		free(m->tasks);
+		free(m->cktasks);
+		sv_plan_destroy(m->plan);
+		free(m->task_of);
+		sv_batch_release(&m->in);
+		sv_batch_release(&m->late_rows);
+		sv_error_destroy(m->error);
+		free(m->pos);
+	}
+	free(w->members);
 	sv_error_destroy(w->error);
-	for (size_t i = 0; i < PREVIEW_ROWS; i++)
-		free(w->preview[i]);
-	free(w->pos);
+	for (size_t i = 0; i < PREVIEW_ROWS; i++) {
+		free(w->preview[i].cells);
+		sv_buf_release(&w->preview[i].bytes);
+	}
 	sv_buf_release(&w->result);
-	sv_buf_release(&w->enc);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->ended);
+	pthread_cond_destroy(&w->opened);
 	free(w->job_id);
 	free(w);
 }
@@ -661,15 +1260,41 @@ const sv_error_t *sv_worker_error(const sv_worker_t *w)
 	return w->error;
 }
 
+static int cmp_pos(const void *a, const void *b)
+{
+	int32_t x = ((const sv_partpos_t *)a)->partition;
+	int32_t y = ((const sv_partpos_t *)b)->partition;
+	return (x > y) - (x < y);
+}
+
 size_t sv_worker_positions(sv_worker_t *w, sv_partpos_t **pos)
 {
 	pthread_mutex_lock(&w->lock);
-	size_t n = w->npos;
+	size_t n = 0;
+	for (int k = 0; k < w->nmembers; k++)
+		n += w->members[k].npos;
 	*pos = sv_malloc((n ? n : 1) * sizeof(**pos));
-	if (n)
-		memcpy(*pos, w->pos, n * sizeof(**pos));
+	size_t at = 0;
+	for (int k = 0; k < w->nmembers; k++) {
+		const member_t *m = &w->members[k];
+		if (m->npos)
+			memcpy(*pos + at, m->pos, m->npos * sizeof(**pos));
+		at += m->npos;
+	}
 	pthread_mutex_unlock(&w->lock);
+	if (w->nmembers > 1)
+		qsort(*pos, n, sizeof(**pos), cmp_pos);
 	return n;
+}
+
+int sv_worker_parallelism(const sv_worker_t *w)
+{
+	return w->nmembers;
+}
+
+const sv_member_stats_t *sv_worker_member_stats(const sv_worker_t *w, int k)
+{
+	return k >= 0 && k < w->nmembers ? &w->members[k].stats : NULL;
 }
 
 char *sv_worker_preview(sv_worker_t *w, size_t limit)
@@ -681,14 +1306,14 @@ char *sv_worker_preview(sv_worker_t *w, size_t limit)
 		limit = PREVIEW_ROWS;
 	size_t have = 0;
 	for (size_t i = 0; i < PREVIEW_ROWS; i++)
-		if (w->preview[i])
+		if (w->preview[i].cells)
 			have++;
 	if (limit > have)
 		limit = have;
 	for (size_t k = 0; k < limit; k++) {
 		size_t i = (w->preview_next + PREVIEW_ROWS - limit + k) %
 			PREVIEW_ROWS;
-		sv_buf_puts(&b, w->preview[i]);
+		sv_json_encode_row(w->preview_schema, w->preview[i].cells, &b);
 		sv_buf_putc(&b, '\n');
 	}
 	pthread_mutex_unlock(&w->lock);

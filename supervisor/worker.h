@@ -1,7 +1,8 @@
-/* worker.h — one job attempt running on its own thread: poll a batch from
- * the source, run it through the plan's operators, hand output to the sink,
- * commit progress, until the input ends (bounded), it is told to stop, or it
- * fails.
+/* worker.h — one job attempt running on its own thread(s): poll a batch
+ * from the source, run it through the plan's operators, hand output to the
+ * sink, commit progress, until the input ends (bounded), it is told to stop,
+ * or it fails. With parallelism N the attempt runs N member threads, each
+ * over its own partitions (docs/parallelism.md).
  *
  * The supervisor thread starts and stops workers and reads their counters;
  * a worker never touches the job table. When it ends, and when it
@@ -11,6 +12,7 @@
 #define SV_WORKER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <pthread.h>
 
@@ -66,6 +68,31 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t ck_sum_us;
 } sv_worker_stats_t;
 
+/* One member (worker thread) of a job with parallelism N; member k reads
+ * the partitions p with p mod N == k. Updated by the member, read by
+ * anyone. */
+typedef struct sv_member_stats {
+	_Atomic uint64_t records_in;
+	_Atomic uint64_t records_late;
+	_Atomic uint64_t records_out;
+	_Atomic uint64_t records_out_committed; /* at its last commit */
+	_Atomic int64_t watermark_ms; /* min over its non-idle tasks */
+	_Atomic bool idle; /* every task idle (or the member ended) */
+	_Atomic uint64_t state_bytes;
+	_Atomic uint64_t state_keys;
+	_Atomic int64_t last_checkpoint; /* id, or -1 */
+	_Atomic int64_t last_checkpoint_ms;
+	_Atomic int64_t last_checkpoint_duration_ms;
+	_Atomic int64_t last_checkpoint_bytes;
+	_Atomic uint64_t checkpoints;
+	_Atomic uint64_t ck_sum_us;
+	_Atomic uint64_t checkpoint_served;
+	/* time in the loop: waiting for input (a poll that returned nothing)
+	 * vs everything else (Flink's idle and busy time) */
+	_Atomic uint64_t busy_us;
+	_Atomic uint64_t idle_us;
+} sv_member_stats_t;
+
 typedef struct sv_worker sv_worker_t;
 
 typedef void(sv_worker_done_cb)(void *opaque, sv_worker_t *w);
@@ -101,6 +128,12 @@ uint64_t sv_worker_request_checkpoint(sv_worker_t *w);
  * for workers with a store (the supervisor refuses drain without one).
  * thread: any */
 void sv_worker_drain(sv_worker_t *w, bool final_watermark);
+/* Stop with a final checkpoint (shutdown): stop reading at the next batch
+ * boundary, take a checkpoint (window state kept, as a drain without final
+ * watermark) and end STOPPED, so the job resumes from it. A stop asked
+ * later wins (the open transaction is aborted instead). Without a store,
+ * the same as stop. thread: any */
+void sv_worker_stop_checkpoint(sv_worker_t *w);
 /* Ask the worker to stop at the next batch boundary. thread: any */
 void sv_worker_stop(sv_worker_t *w);
 /* Block until the worker ended (a condition variable, not polling).
@@ -116,6 +149,10 @@ sv_worker_end_t sv_worker_end(const sv_worker_t *w);
 const sv_error_t *sv_worker_error(const sv_worker_t *w);
 /* Copy of the source positions as last published; caller frees. thread: any */
 size_t sv_worker_positions(sv_worker_t *w, sv_partpos_t **pos);
+/* The number of members (worker threads): the spec's parallelism. */
+int sv_worker_parallelism(const sv_worker_t *w);
+/* Member k's counters (0 <= k < parallelism), or NULL. thread: any */
+const sv_member_stats_t *sv_worker_member_stats(const sv_worker_t *w, int k);
 /* The collected output of a bounded job, at most limit JSON lines; *rows
  * says how many, *truncated whether there is more. Caller frees. */
 char *sv_worker_result(sv_worker_t *w, size_t limit, size_t *rows,

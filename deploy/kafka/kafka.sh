@@ -22,6 +22,9 @@
 #   KAFKA_LIBDIR      [$KAFKA_STATE_DIR/libs]  the resolved jars
 #   KAFKA_PORT        [19092]               PLAINTEXT listener, 127.0.0.1
 #   KAFKA_CONTROLLER_PORT [KAFKA_PORT+1]    KRaft controller listener
+#   KAFKA_ADVERTISED_PORT [KAFKA_PORT]      the port clients are told to use
+#                     (a fault-injecting proxy in front of the broker:
+#                     tests/integration/faultproxy.py)
 #   KAFKA_NUM_PARTITIONS  [4]               default partitions of new topics
 #   KAFKA_BOOTSTRAP   [127.0.0.1:$KAFKA_PORT]  used by topic-create
 #   KAFKA_START_TIMEOUT [90]                seconds to wait for the broker
@@ -37,6 +40,7 @@ STATE_DIR=${KAFKA_STATE_DIR:-${KAFKA_HOME_DIR:-$repo/build/kafka}}
 LIBDIR=${KAFKA_LIBDIR:-$STATE_DIR/libs}
 PORT=${KAFKA_PORT:-19092}
 CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-$((PORT + 1))}
+ADVERTISED_PORT=${KAFKA_ADVERTISED_PORT:-$PORT}
 NUM_PARTITIONS=${KAFKA_NUM_PARTITIONS:-4}
 START_TIMEOUT=${KAFKA_START_TIMEOUT:-90}
 HEAP_OPTS=${KAFKA_HEAP_OPTS:--Xms256m -Xmx1g}
@@ -136,6 +140,7 @@ show_logs() {
 write_props() {
     mkdir -p "$DATA_DIR" "$LOG_DIR"
     sed -e "s|@KAFKA_PORT@|$PORT|g" \
+        -e "s|@ADVERTISED_PORT@|$ADVERTISED_PORT|g" \
         -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" \
         -e "s|@DATA_DIR@|$DATA_DIR|g" \
         -e "s|@NUM_PARTITIONS@|$NUM_PARTITIONS|g" \

@@ -110,7 +110,7 @@ num_ge() { [ "$(json_of status "$1" | jq -r "$2")" -ge "$3" ]; }
 
 run help
 expect_rc 0 "help"
-for c in serve submit jobs status lag cancel drain resume restart checkpoint \
+for c in serve submit jobs status wait lag cancel drain resume restart checkpoint \
          checkpoints observations preview result delete info metrics help version; do
     grep -Eq "^  $c +[a-z]" "$tmp/out" || fail "help does not list '$c'"
 done

@@ -27,9 +27,26 @@
  *   file_sink       exactly_once passthrough into a file sink, random kills
  *                   and one cycle per kill point; every visible *.jsonl file
  *                   must be complete whenever we look, and never change.
+ *   crash_parallel  parallelism mode (docs/parallelism.md): the jobs of
+ *                   crash_loop at parallelism 4 over keyed input
+ *                   (source.partitioned_by k); every kill point once
+ *                   (long: three times) and >= 5 (long: 12) random kills
+ *                   over 50,000 (long: 200,000) records; the at_least_once
+ *                   job must show duplicates (negative control).
+ *   scale_in        parallelism 4, a kill mid-transaction, restart at 2:
+ *                   read_committed output moves within 2 s; exact output.
+ *   scale_in_no_abort  its negative control: without the abort of the
+ *                   unused transactional ids the output stalls (>= 5 s).
+ *
+ * crash_loop asserts that a negative control did show a duplicate: without
+ * one, no kill is known to have landed mid-transaction and the exact
+ * exactly_once output proves nothing. SV_CRASH_NO_KILLS=1 runs crash_loop
+ * without its kills (one incarnation throughout), which must fail that
+ * assertion: the check that the check can fail.
  *
  * Environment: KAFKA_BOOTSTRAP, STREAMVISOR_BIN (set by ctest), SV_BUILD_DIR
- * (temp dirs; /tmp without it), SV_CRASH_LONG=1, SV_CRASH_SEED=<n>,
+ * (temp dirs; /tmp without it), SV_CRASH_LONG=1, SV_CRASH_NO_KILLS=1,
+ * SV_CRASH_SEED=<n>,
  * SV_CRASH_ONLY=<test name pattern>, SV_CRASH_KEEP=1 (keep the temp dir with
  * the supervisor logs and data dir). */
 #define _GNU_SOURCE
@@ -64,1764 +81,12 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "checkpoint/store.h"
 #include "core/util.h"
 #include "tests/integration/testkit.h"
+#include "tests/integration/crashkit.h"
 
 extern char **environ;
-
-/* ---- the input: a pure function of the sequence number ---- */
-
-#define PARTS 4
-#define N_KEYS 16
-#define BASE_MS 1700000000000LL /* a multiple of WIN_MS */
-#define JITTER_MS 400 /* per-partition disorder < OOO_MS */
-#define OOO_MS 2000
-#define WIN_MS 5000
-#define CK_MS 500
-#define SENTINEL_TS (BASE_MS + 10000000000LL)
-#define DEFAULT_SEED 20240604u
-#define HTTP_TIMEOUT_MS 5000
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static int key_of(int64_t seq)
-{
-	return (int)(mix64((uint64_t)seq) % N_KEYS);
-}
-static int part_of(int64_t seq)
-{
-	return (int)(seq % PARTS);
-}
-/* One millisecond of event time per record plus jitter: within a partition
- * (every 4th record) event time moves forward 4 ms per record with less
- * disorder than the watermark allows, so no record is ever late. */
-static int64_t ts_of(int64_t seq)
-{
-	return BASE_MS + seq +
-		(int64_t)(mix64((uint64_t)seq ^ 0x5bd1e995ULL) % JITTER_MS);
-}
-
-static int fmt_record(char *buf, size_t len, int64_t seq)
-{
-	return snprintf(buf, len,
-			"{\"seq\":%" PRId64 ",\"k\":\"k%02d\",\"ts\":%" PRId64
-			"}",
-			seq, key_of(seq), ts_of(seq));
-}
-
-static int64_t part_count(int64_t n, int p)
-{
-	return n > p ? (n - p + PARTS - 1) / PARTS : 0;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static bool env_on(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v && strcmp(v, "0");
-}
-
-/* ---- the input producer (a thread; never calls cmocka) ---- */
-
-typedef struct producer {
-	pthread_t th;
-	bool started;
-	char *topic;
-	int64_t target; /* records to write (a cap when until_stopped) */
-	double rate; /* records per second */
-	atomic_llong produced;
-	atomic_bool stop, done;
-	atomic_int failures;
-	char err[640];
-} producer_t;
-
-static void producer_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
-			void *opaque)
-{
-	(void)rk;
-	producer_t *p = opaque;
-	if (m->err && atomic_fetch_add(&p->failures, 1) == 0)
-		snprintf(p->err, sizeof(p->err), "delivery failed: %s",
-			 rd_kafka_err2str(m->err));
-}
-
-static void *producer_main(void *arg)
-{
-	producer_t *p = arg;
-	char err[512];
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof(err));
-	rd_kafka_conf_set(conf, "acks", "all", err, sizeof(err));
-	rd_kafka_conf_set(conf, "linger.ms", "5", err, sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_conf_set_opaque(conf, p);
-	rd_kafka_conf_set_dr_msg_cb(conf, producer_dr);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
-				      sizeof(err));
-	if (!rk) {
-		snprintf(p->err, sizeof(p->err), "producer: %s", err);
-		atomic_fetch_add(&p->failures, 1);
-		atomic_store(&p->done, true);
-		return NULL;
-	}
-	int64_t t0 = sv_mono_ms(), seq = 0;
-	char buf[160];
-	while (seq < p->target && !atomic_load(&p->stop)) {
-		int64_t allowed = (int64_t)((double)(sv_mono_ms() - t0) *
-					    p->rate / 1000.0) +
-			1;
-		if (allowed > p->target)
-			allowed = p->target;
-		while (seq < allowed && !atomic_load(&p->stop)) {
-			int n = fmt_record(buf, sizeof(buf), seq);
-			rd_kafka_resp_err_t r = rd_kafka_producev(
-				rk, RD_KAFKA_V_TOPIC(p->topic),
-				RD_KAFKA_V_PARTITION(part_of(seq)),
-				RD_KAFKA_V_VALUE(buf, (size_t)n),
-				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-				RD_KAFKA_V_END);
-			if (r == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-				rd_kafka_poll(rk, 10);
-				continue;
-			}
-			if (r) {
-				snprintf(p->err, sizeof(p->err), "produce: %s",
-					 rd_kafka_err2str(r));
-				atomic_fetch_add(&p->failures, 1);
-				goto out;
-			}
-			atomic_store(&p->produced, ++seq);
-		}
-		rd_kafka_poll(rk, 0);
-		usleep(5000);
-	}
-out:
-	rd_kafka_flush(rk, 60000);
-	if (rd_kafka_outq_len(rk) > 0 && atomic_fetch_add(&p->failures, 1) == 0)
-		snprintf(p->err, sizeof(p->err),
-			 "flush timed out with %d "
-			 "records undelivered",
-			 rd_kafka_outq_len(rk));
-	rd_kafka_destroy(rk);
-	atomic_store(&p->done, true);
-	return NULL;
-}
-
-static void producer_start(producer_t *p, const char *topic, int64_t target,
-			   double rate)
-{
-	p->topic = sv_strdup(topic);
-	p->target = target;
-	p->rate = rate;
-	if (pthread_create(&p->th, NULL, producer_main, p))
-		fail_msg("cannot start the producer thread");
-	p->started = true;
-}
-
-/* Stop (if still running) and join; bounded by the flush timeout. */
-static void producer_join(producer_t *p, bool stop)
-{
-	if (!p->started)
-		return;
-	if (stop)
-		atomic_store(&p->stop, true);
-	pthread_join(p->th, NULL);
-	p->started = false;
-}
-
-/* ---- jobs and the crash context ---- */
-
-typedef enum {
-	J_PASS,
-	J_WINDOW
-} jkind_t;
-typedef enum {
-	S_KAFKA,
-	S_FILE
-} skind_t;
-
-typedef struct cjob {
-	const char *label;
-	jkind_t kind;
-	skind_t sink;
-	bool exactly_once;
-	char *out; /* topic, or directory of the file sink */
-	char *id;
-	/* from the last status seen */
-	int64_t in, out_n, ck, lag, late, restarts;
-	char state[24];
-	bool answered; /* status seen in the current incarnation */
-} cjob_t;
-
-typedef struct seenfile {
-	char *path;
-	int64_t size;
-} seenfile_t;
-
-typedef struct crash {
-	const char *test;
-	char *root, *data_dir, *log_dir;
-	char *in_topic;
-	cjob_t jobs[4];
-	int njobs;
-	producer_t prod;
-	int64_t n; /* records written (known once the producer ends) */
-	pid_t pid;
-	int port;
-	int incarnation;
-	char log_path[600];
-	uint64_t rng;
-	unsigned seed;
-	int kills_random, kills_point, kills_inflight;
-	int64_t t0;
-	bool passed;
-	seenfile_t *seen; /* file sink: files visible at some kill */
-	size_t nseen, capseen;
-	size_t torn_seen; /* incomplete visible files found at kills */
-	char summary[4096]; /* SUMMARY lines, printed again at the end */
-} crash_t;
-
-static crash_t *g_live; /* for the atexit safety net */
-
-static void kill_group(pid_t pid)
-{
-	if (pid > 0) {
-		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
-	}
-}
-
-static void atexit_kill(void)
-{
-	if (g_live && g_live->pid > 0)
-		kill_group(g_live->pid);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	sv_buf_t b;
-	sv_buf_init(&b);
-	char buf[65536];
-	size_t r;
-	while ((r = fread(buf, 1, sizeof(buf), f)) > 0)
-		sv_buf_append(&b, buf, r);
-	fclose(f);
-	if (len)
-		*len = b.len;
-	if (!b.data)
-		return sv_strdup("");
-	return sv_buf_detach(&b);
-}
-
-static void print_log_tail(crash_t *c, int lines)
-{
-	if (!c->log_path[0])
-		return;
-	size_t len;
-	char *s = slurp(c->log_path, &len);
-	if (!s)
-		return;
-	const char *p = s + len;
-	int n = 0;
-	while (p > s && n <= lines)
-		if (*--p == '\n')
-			n++;
-	fprintf(stderr,
-		"---- last lines of %s ----\n%s\n---- end of log ----\n",
-		c->log_path, p);
-	free(s);
-}
-
-/* Fail the test, showing the end of the current supervisor log first. */
-static void fail_c(crash_t *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void fail_c(crash_t *c, const char *fmt, ...)
-{
-	char msg[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "it_crash[%s]: FAIL: %s\n", c->test, msg);
-	print_log_tail(c, 40);
-	fail_msg("%s", msg);
-}
-
-static double secs(crash_t *c)
-{
-	return (double)(sv_mono_ms() - c->t0) / 1000.0;
-}
-
-static int rm_entry(const char *p, const struct stat *sb, int flag,
-		    struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	remove(p);
-	return 0;
-}
-
-static crash_t *crash_new(void **state, const char *test, unsigned salt)
-{
-	const char *bin = getenv("STREAMVISOR_BIN");
-	if (!bin || !*bin || access(bin, X_OK))
-		fail_msg("STREAMVISOR_BIN is not set or not executable ('%s'): "
-			 "run through ctest, or point it at the built "
-			 "streamvisor",
-			 bin ? bin : "");
-	tk_bootstrap(); /* fails loudly without a broker */
-	crash_t *c = sv_calloc(1, sizeof(*c));
-	*state = c;
-	g_live = c;
-	c->test = test;
-	c->t0 = sv_mono_ms();
-	const char *s = getenv("SV_CRASH_SEED");
-	c->seed = s && *s ? (unsigned)strtoul(s, NULL, 0) : DEFAULT_SEED;
-	c->rng = mix64(c->seed ^ salt) | 1;
-	const char *base = getenv("SV_BUILD_DIR");
-	if (!base || !*base)
-		base = "/tmp";
-	if (asprintf(&c->root, "%s/it-crash-%s-XXXXXX", base, test) < 0 ||
-	    !mkdtemp(c->root))
-		fail_msg("cannot create a temp dir under %s: %s", base,
-			 strerror(errno));
-	if (asprintf(&c->data_dir, "%s/data", c->root) < 0 ||
-	    asprintf(&c->log_dir, "%s/logs", c->root) < 0)
-		abort();
-	mkdir(c->data_dir, 0755);
-	mkdir(c->log_dir, 0755);
-	c->in_topic = tk_unique("it-crash-in");
-	tk_create_topic(c->in_topic, PARTS);
-	printf("[%s] seed=%u root=%s input=%s\n", test, c->seed, c->root,
-	       c->in_topic);
-	fflush(stdout);
-	return c;
-}
-
-static cjob_t *add_job(crash_t *c, const char *label, jkind_t kind,
-		       skind_t sink, bool eo)
-{
-	cjob_t *j = &c->jobs[c->njobs++];
-	j->label = label;
-	j->kind = kind;
-	j->sink = sink;
-	j->exactly_once = eo;
-	j->ck = -1;
-	if (sink == S_KAFKA) {
-		j->out = tk_unique("it-crash-out");
-		tk_create_topic(j->out, kind == J_PASS ? 4 : 2);
-	} else if (asprintf(&j->out, "%s/out-%s", c->root, label) < 0) {
-		abort();
-	}
-	return j;
-}
-
-/* ---- the supervisor process ---- */
-
-static void sv_sigkill(crash_t *c);
-
-static void sv_start(crash_t *c, const char *kill_at)
-{
-	const char *bin = getenv("STREAMVISOR_BIN");
-	if (c->pid > 0) /* never two supervisors on one data dir */
-		sv_sigkill(c);
-	c->incarnation++;
-	snprintf(c->log_path, sizeof(c->log_path), "%s/sv-%02d%s%s.log",
-		 c->log_dir, c->incarnation, kill_at ? "-" : "",
-		 kill_at ? kill_at : "");
-	for (char *p = strrchr(c->log_path, '/'); p && *p; p++)
-		if (*p == ':')
-			*p = '_';
-	/* everything the child needs is prepared before fork: the child only
-	 * calls async-signal-safe functions (the test has threads) */
-	char *argv[] = {(char *)bin,
-			"serve",
-			"--listen",
-			"127.0.0.1:0",
-			"--data-dir",
-			c->data_dir,
-			"--bootstrap-servers",
-			(char *)tk_bootstrap(),
-			NULL};
-	size_t ne = 0;
-	while (environ[ne])
-		ne++;
-	char **envp = sv_calloc(ne + 2, sizeof(char *));
-	size_t k = 0;
-	for (size_t i = 0; i < ne; i++)
-		if (strncmp(environ[i], "STREAMVISOR_KILL_AT=", 20))
-			envp[k++] = environ[i];
-	char *ka = NULL;
-	if (kill_at) {
-		if (asprintf(&ka, "STREAMVISOR_KILL_AT=%s", kill_at) < 0)
-			abort();
-		envp[k++] = ka;
-	}
-	envp[k] = NULL;
-	int fd = open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-		      0644);
-	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || nul < 0)
-		fail_c(c, "cannot open %s: %s", c->log_path, strerror(errno));
-	fflush(NULL);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* dies with the test, even if the test is killed (ctest timeout) */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(126);
-		setpgid(0, 0);
-		dup2(nul, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execve(bin, argv, envp);
-		_exit(127);
-	}
-	close(fd);
-	close(nul);
-	free(envp);
-	free(ka);
-	if (pid < 0)
-		fail_c(c, "fork: %s", strerror(errno));
-	setpgid(pid, pid); /* either side may win the race */
-	c->pid = pid;
-	c->port = 0;
-	for (int i = 0; i < c->njobs; i++)
-		c->jobs[i].answered = false;
-}
-
-/* Reap the supervisor if it has exited within timeout_ms. */
-static bool sv_reap(crash_t *c, int timeout_ms, int *status)
-{
-	if (c->pid <= 0)
-		return false;
-	int64_t deadline = sv_mono_ms() + timeout_ms;
-	for (;;) {
-		int st;
-		pid_t r = waitpid(c->pid, &st, WNOHANG);
-		if (r == c->pid) {
-			kill(-c->pid, SIGKILL); /* anything left in its group */
-			c->pid = 0;
-			c->port = 0;
-			if (status)
-				*status = st;
-			return true;
-		}
-		if (r < 0 && errno != EINTR)
-			fail_c(c, "waitpid: %s", strerror(errno));
-		if (sv_mono_ms() >= deadline)
-			return false;
-		usleep(10000);
-	}
-}
-
-static const char *describe_exit(int st, char *buf, size_t len)
-{
-	if (WIFSIGNALED(st))
-		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(st),
-			 strsignal(WTERMSIG(st)));
-	else if (WIFEXITED(st))
-		snprintf(buf, len, "exit status %d", WEXITSTATUS(st));
-	else
-		snprintf(buf, len, "wait status 0x%x", st);
-	return buf;
-}
-
-static void sv_sigkill(crash_t *c)
-{
-	pid_t pid = c->pid;
-	kill_group(pid);
-	if (!sv_reap(c, 15000, NULL))
-		fail_c(c, "supervisor pid %d survived SIGKILL for 15 s",
-		       (int)pid);
-}
-
-/* SIGTERM, then SIGKILL after 20 s. */
-static void sv_stop(crash_t *c)
-{
-	if (c->pid <= 0)
-		return;
-	kill(c->pid, SIGTERM);
-	if (!sv_reap(c, 20000, NULL)) {
-		fprintf(stderr,
-			"it_crash: supervisor did not stop within 20 s "
-			"of SIGTERM; SIGKILL\n");
-		sv_sigkill(c);
-	}
-}
-
-/* The port from the "listening on http://127.0.0.1:PORT" line; 0 if not
- * printed yet. */
-static int log_port(crash_t *c)
-{
-	char *s = slurp(c->log_path, NULL);
-	int port = 0;
-	const char *p = s ? strstr(s, "listening on http://127.0.0.1:") : NULL;
-	if (p)
-		port = atoi(p + strlen("listening on http://127.0.0.1:"));
-	free(s);
-	return port;
-}
-
-static bool log_contains(crash_t *c, const char *needle)
-{
-	char *s = slurp(c->log_path, NULL);
-	bool r = s && strstr(s, needle);
-	free(s);
-	return r;
-}
-
-/* ---- HTTP that never fails the test by itself (the server may be dead) ---- */
-
-static int http_do(int port, const char *method, const char *path,
-		   const char *body, char **resp, int timeout_ms)
-{
-	if (resp)
-		*resp = NULL;
-	if (port <= 0)
-		return -1;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	struct sockaddr_in a = {.sin_family = AF_INET,
-				.sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		close(fd);
-		return -1;
-	}
-	sv_buf_t req, in;
-	sv_buf_init(&req);
-	sv_buf_init(&in);
-	size_t blen = body ? strlen(body) : 0;
-	sv_buf_printf(&req,
-		      "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-		      "Connection: close\r\nContent-Type: application/json\r\n"
-		      "Content-Length: %zu\r\n\r\n",
-		      method, path, blen);
-	if (body)
-		sv_buf_append(&req, body, blen);
-	int status = -1;
-	int64_t deadline = sv_mono_ms() + timeout_ms;
-	size_t off = 0;
-	while (off < req.len) {
-		ssize_t w = send(fd, req.data + off, req.len - off,
-				 MSG_NOSIGNAL);
-		if (w <= 0)
-			goto out;
-		off += (size_t)w;
-	}
-	char buf[65536];
-	ssize_t r;
-	while ((r = recv(fd, buf, sizeof(buf), 0)) > 0) {
-		sv_buf_append(&in, buf, (size_t)r);
-		if (sv_mono_ms() > deadline)
-			goto out;
-	}
-	if (r < 0 || !in.data)
-		goto out;
-	sv_buf_putc(&in, '\0');
-	if (sscanf(in.data, "HTTP/1.%*d %d", &status) != 1) {
-		status = -1;
-		goto out;
-	}
-	char *hdr_end = strstr(in.data, "\r\n\r\n");
-	const char *b = hdr_end ? hdr_end + 4 : "";
-	sv_buf_t outb;
-	sv_buf_init(&outb);
-	char *te = strcasestr(in.data, "transfer-encoding: chunked");
-	if (te && (!hdr_end || te < hdr_end)) {
-		const char *p = b;
-		for (;;) {
-			unsigned long sz = strtoul(p, NULL, 16);
-			const char *nl = strstr(p, "\r\n");
-			if (!sz || !nl)
-				break;
-			sv_buf_append(&outb, nl + 2, sz);
-			p = nl + 2 + sz + 2;
-		}
-		sv_buf_putc(&outb, '\0');
-	} else {
-		sv_buf_puts(&outb, b);
-		sv_buf_putc(&outb, '\0');
-	}
-	if (resp)
-		*resp = sv_buf_detach(&outb);
-	else
-		sv_buf_release(&outb);
-out:
-	close(fd);
-	sv_buf_release(&req);
-	sv_buf_release(&in);
-	return status;
-}
-
-/* NULL when the server does not answer or the body is not JSON. */
-static json_t *http_json(crash_t *c, const char *method, const char *path,
-			 const char *body, int *status, char **raw)
-{
-	char *resp = NULL;
-	int st = http_do(c->port, method, path, body, &resp, HTTP_TIMEOUT_MS);
-	if (status)
-		*status = st;
-	if (st < 0) {
-		free(resp);
-		return NULL;
-	}
-	json_error_t jerr;
-	json_t *j = resp ? json_loads(resp, 0, &jerr) : NULL;
-	if (raw)
-		*raw = resp;
-	else
-		free(resp);
-	return j;
-}
-
-static int64_t jint(json_t *o, const char *k, int64_t dflt)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
-}
-
-/* GET the job's status and remember its counters. NULL when the server
- * does not answer (it may have been killed) or does not know the job yet.
- * A job in state "failed" fails the test. */
-static json_t *job_get(crash_t *c, cjob_t *j)
-{
-	if (!c->port || !j->id)
-		return NULL;
-	char path[256];
-	snprintf(path, sizeof(path), "/v1/jobs/%s", j->id);
-	int st;
-	json_t *s = http_json(c, "GET", path, NULL, &st, NULL);
-	if (!s || st != 200) {
-		json_decref(s);
-		return NULL;
-	}
-	j->answered = true;
-	snprintf(j->state, sizeof(j->state), "%s",
-		 json_string_value(json_object_get(s, "state")) ?: "?");
-	j->in = jint(s, "records_in", j->in);
-	j->out_n = jint(s, "records_out", j->out_n);
-	j->late = jint(s, "records_late", j->late);
-	j->restarts = jint(s, "restarts", j->restarts);
-	json_t *ck = json_object_get(s, "last_checkpoint");
-	j->ck = json_is_object(ck) ? jint(ck, "id", -1) : -1;
-	j->lag = jint(json_object_get(s, "lag"), "records", -1);
-	if (!strcmp(j->state, "failed")) {
-		char *d = json_dumps(s, JSON_COMPACT);
-		fail_c(c, "job %s (%s) is failed in incarnation %d: %s",
-		       j->label, j->id, c->incarnation, d);
-	}
-	return s;
-}
-
-static void poll_jobs(crash_t *c)
-{
-	if (!c->port)
-		c->port = log_port(c);
-	for (int i = 0; i < c->njobs; i++)
-		json_decref(job_get(c, &c->jobs[i]));
-}
-
-static void wait_port(crash_t *c, int timeout_ms)
-{
-	int64_t deadline = sv_mono_ms() + timeout_ms;
-	while (!(c->port = log_port(c))) {
-		int st;
-		char d[96];
-		if (sv_reap(c, 0, &st))
-			fail_c(c,
-			       "the supervisor exited during startup "
-			       "(incarnation %d): %s",
-			       c->incarnation, describe_exit(st, d, sizeof(d)));
-		if (sv_mono_ms() > deadline)
-			fail_c(c,
-			       "the supervisor printed no listen address "
-			       "within %d ms",
-			       timeout_ms);
-		usleep(20000);
-	}
-}
-
-static bool is_live_state(const char *s)
-{
-	return !strcmp(s, "running") || !strcmp(s, "lagging");
-}
-
-/* After a restart: every job must come back by itself, with its id. */
-static void wait_back(crash_t *c, int timeout_ms)
-{
-	wait_port(c, timeout_ms);
-	int64_t deadline = sv_mono_ms() + timeout_ms;
-	for (int i = 0; i < c->njobs; i++) {
-		cjob_t *j = &c->jobs[i];
-		for (;;) {
-			json_t *s = job_get(c, j);
-			json_decref(s);
-			if (s && is_live_state(j->state))
-				break;
-			int st;
-			char d[96];
-			if (sv_reap(c, 0, &st))
-				fail_c(c,
-				       "the supervisor exited while jobs came "
-				       "back: %s",
-				       describe_exit(st, d, sizeof(d)));
-			if (sv_mono_ms() > deadline)
-				fail_c(c,
-				       "job %s (%s) did not come back running "
-				       "within %d ms after restart %d (last "
-				       "state "
-				       "'%s', %s)",
-				       j->label, j->id, timeout_ms,
-				       c->incarnation, j->state,
-				       j->answered ? "answered"
-						   : "never answered / 404");
-			usleep(100000);
-		}
-	}
-}
-
-/* ---- job specs ---- */
-
-static const char *window_step =
-	"{\"window\": {\"type\": \"tumbling\", \"size_ms\": 5000,"
-	" \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\","
-	" \"total\": \"sum(seq)\", \"lo\": \"min(seq)\", \"hi\": "
-	"\"max(seq)\"}}}";
-
-static char *job_spec(crash_t *c, cjob_t *j)
-{
-	char *sink, *s;
-	if (j->sink == S_KAFKA) {
-		if (asprintf(&sink, "{\"kind\": \"kafka\", \"topic\": \"%s\"}",
-			     j->out) < 0)
-			abort();
-	} else if (asprintf(&sink, "{\"kind\": \"file\", \"path\": \"%s\"}",
-			    j->out) < 0) {
-		abort();
-	}
-	if (asprintf(&s,
-		     "{\"name\": \"%s-%s\","
-		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
-		     " \"schema\": [{\"name\": \"seq\", \"type\": \"int64\"},"
-		     "   {\"name\": \"k\", \"type\": \"string\"},"
-		     "   {\"name\": \"ts\", \"type\": \"int64\"}],"
-		     " \"event_time\": {\"field\": \"ts\","
-		     "   \"max_out_of_orderness_ms\": %d},"
-		     " \"pipeline\": [{\"filter\": \"seq >= 0\"}%s%s],"
-		     " \"sink\": %s,"
-		     " \"delivery\": \"%s\","
-		     " \"checkpoint\": {\"interval_ms\": %d, \"retain\": 3},"
-		     " \"restart\": {\"max_attempts\": 1000,"
-		     "   \"initial_backoff_ms\": 100, \"max_backoff_ms\": "
-		     "2000}}",
-		     c->test, j->label, c->in_topic, OOO_MS,
-		     j->kind == J_WINDOW ? ", " : "",
-		     j->kind == J_WINDOW ? window_step : "", sink,
-		     j->exactly_once ? "exactly_once" : "at_least_once",
-		     CK_MS) < 0)
-		abort();
-	free(sink);
-	return s;
-}
-
-static void submit_jobs(crash_t *c)
-{
-	for (int i = 0; i < c->njobs; i++) {
-		cjob_t *j = &c->jobs[i];
-		char *spec = job_spec(c, j), *raw = NULL;
-		int st;
-		json_t *r = http_json(c, "POST", "/v1/jobs", spec, &st, &raw);
-		const char *id = json_string_value(json_object_get(r, "id"));
-		if (st != 201 || !id)
-			fail_c(c,
-			       "submit %s: HTTP %d: %s\n(an exactly_once job "
-			       "or a file sink is refused until checkpoints "
-			       "and "
-			       "exactly-once land: see issue 4)\nspec: %s",
-			       j->label, st, raw ? raw : "(no answer)", spec);
-		j->id = sv_strdup(id);
-		printf("[%s] submitted %s as %s (%s, %s sink %s)\n", c->test,
-		       j->label, j->id,
-		       j->exactly_once ? "exactly_once" : "at_least_once",
-		       j->sink == S_KAFKA ? "kafka" : "file", j->out);
-		fflush(stdout);
-		json_decref(r);
-		free(raw);
-		free(spec);
-	}
-}
-
-/* ---- file sink: what is visible ---- */
-
-typedef struct lines {
-	char **v;
-	size_t n, cap;
-} lines_t;
-
-static void lines_add(lines_t *l, const char *s, size_t n)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 1024;
-		l->v = sv_realloc(l->v, l->cap * sizeof(char *));
-	}
-	l->v[l->n++] = sv_strndup(s, n);
-}
-
-static void lines_free(lines_t *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
-static bool ends_with(const char *s, const char *suf)
-{
-	size_t a = strlen(s), b = strlen(suf);
-	return a >= b && !strcmp(s + a - b, suf);
-}
-
-/* Every non-hidden *.jsonl file under dir (recursively, skipping hidden
- * directories such as .staging). Lines go to out (may be NULL); a file that
- * does not end in a newline or holds a line that is not a JSON object is
- * counted in *torn and named on stderr. visit(path, size) is called per
- * file when given. */
-static void scan_files(crash_t *c, const char *dir, lines_t *out, size_t *torn,
-		       size_t *files,
-		       void (*visit)(crash_t *, const char *, int64_t))
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char *p;
-		if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
-			abort();
-		struct stat sb;
-		if (!stat(p, &sb) && S_ISDIR(sb.st_mode)) {
-			scan_files(c, p, out, torn, files, visit);
-		} else if (!stat(p, &sb) && S_ISREG(sb.st_mode) &&
-			   ends_with(e->d_name, ".jsonl")) {
-			size_t len;
-			char *s = slurp(p, &len);
-			if (s) {
-				(*files)++;
-				bool bad = len > 0 && s[len - 1] != '\n';
-				const char *q = s, *end = s + len;
-				while (q < end) {
-					const char *nl = memchr(
-						q, '\n', (size_t)(end - q));
-					size_t n = nl ? (size_t)(nl - q)
-						      : (size_t)(end - q);
-					if (n) {
-						json_error_t jerr;
-						json_t *o = json_loadb(q, n, 0,
-								       &jerr);
-						if (!json_is_object(o))
-							bad = true;
-						json_decref(o);
-						if (out)
-							lines_add(out, q, n);
-					}
-					q += n + 1;
-				}
-				if (bad) {
-					(*torn)++;
-					fprintf(stderr,
-						"it_crash: visible file %s is "
-						"incomplete or holds a "
-						"non-JSON line "
-						"(%zu bytes)\n",
-						p, len);
-				}
-				if (visit)
-					visit(c, p, (int64_t)len);
-				free(s);
-			}
-		}
-		free(p);
-	}
-	closedir(d);
-}
-
-static void remember_file(crash_t *c, const char *path, int64_t size)
-{
-	for (size_t i = 0; i < c->nseen; i++)
-		if (!strcmp(c->seen[i].path, path)) {
-			if (c->seen[i].size != size)
-				fprintf(stderr,
-					"it_crash: visible file %s changed "
-					"size %" PRId64 " -> %" PRId64 "\n",
-					path, c->seen[i].size, size);
-			return;
-		}
-	if (c->nseen == c->capseen) {
-		c->capseen = c->capseen ? c->capseen * 2 : 64;
-		c->seen = sv_realloc(c->seen, c->capseen * sizeof(seenfile_t));
-	}
-	c->seen[c->nseen].path = sv_strdup(path);
-	c->seen[c->nseen++].size = size;
-}
-
-/* At a kill: every visible file of every file sink must be complete. */
-static void snapshot_files(crash_t *c)
-{
-	for (int i = 0; i < c->njobs; i++) {
-		if (c->jobs[i].sink != S_FILE)
-			continue;
-		size_t files = 0;
-		scan_files(c, c->jobs[i].out, NULL, &c->torn_seen, &files,
-			   remember_file);
-	}
-}
-
-/* Files seen at a kill that are gone or changed by the end. */
-static size_t changed_files(crash_t *c)
-{
-	size_t bad = 0;
-	for (size_t i = 0; i < c->nseen; i++) {
-		struct stat sb;
-		if (stat(c->seen[i].path, &sb) ||
-		    sb.st_size != c->seen[i].size) {
-			if (bad < 10)
-				fprintf(stderr,
-					"it_crash: file %s (%" PRId64
-					" bytes when seen) is now %s\n",
-					c->seen[i].path, c->seen[i].size,
-					stat(c->seen[i].path, &sb)
-						? "gone"
-						: "a different size");
-			bad++;
-		}
-	}
-	return bad;
-}
-
-/* ---- the crash loop ---- */
-
-static bool producer_done(crash_t *c)
-{
-	return atomic_load(&c->prod.done);
-}
-
-static void print_kill(crash_t *c, const char *how, int64_t uptime_ms,
-		       int64_t produced0)
-{
-	int64_t produced = atomic_load(&c->prod.produced);
-	bool inflight = produced > produced0;
-	char jobs[512] = "";
-	size_t o = 0;
-	for (int i = 0; i < c->njobs && o < sizeof(jobs); i++) {
-		cjob_t *j = &c->jobs[i];
-		if (j->lag > 0)
-			inflight = true;
-		o += (size_t)snprintf(
-			jobs + o, sizeof(jobs) - o,
-			" | %s %s in=%" PRId64 " lag=%" PRId64 " ck=%" PRId64,
-			j->label, j->answered ? j->state : "(no answer)", j->in,
-			j->lag, j->ck);
-	}
-	if (inflight)
-		c->kills_inflight++;
-	printf("[%s %6.1fs] kill %d (%s, %" PRId64 " ms after start): "
-	       "produced=%" PRId64 " (+%" PRId64 ")%s\n",
-	       c->test, secs(c), c->kills_random + c->kills_point, how,
-	       uptime_ms, produced, produced - produced0, jobs);
-	fflush(stdout);
-}
-
-/* First incarnation: submit the jobs, wait until each has committed a
- * first checkpoint, kill. */
-static void first_incarnation(crash_t *c)
-{
-	sv_start(c, NULL);
-	int64_t start = sv_mono_ms();
-	int64_t produced0 = atomic_load(&c->prod.produced);
-	wait_port(c, 30000);
-	submit_jobs(c);
-	int64_t deadline = sv_mono_ms() + 60000;
-	for (;;) {
-		poll_jobs(c);
-		bool all = true;
-		for (int i = 0; i < c->njobs; i++)
-			all = all && c->jobs[i].ck >= 0;
-		if (all)
-			break;
-		int st;
-		char d[96];
-		if (sv_reap(c, 0, &st))
-			fail_c(c,
-			       "the supervisor exited before the first "
-			       "checkpoint: %s",
-			       describe_exit(st, d, sizeof(d)));
-		if (sv_mono_ms() > deadline)
-			fail_c(c,
-			       "not every job committed a first checkpoint "
-			       "within 60 s (interval %d ms): last_checkpoint "
-			       "stays null",
-			       CK_MS);
-		usleep(100000);
-	}
-	snapshot_files(c);
-	sv_sigkill(c);
-	c->kills_random++;
-	print_kill(c, "after first checkpoint", sv_mono_ms() - start,
-		   produced0);
-}
-
-/* Start, let it run delay_ms, SIGKILL. */
-static void cycle_random(crash_t *c, int delay_ms)
-{
-	sv_start(c, NULL);
-	int64_t start = sv_mono_ms(), at = start + delay_ms;
-	int64_t produced0 = atomic_load(&c->prod.produced);
-	while (sv_mono_ms() < at) {
-		int st;
-		char d[96];
-		if (sv_reap(c, 0, &st))
-			fail_c(c,
-			       "the supervisor exited by itself during a "
-			       "random cycle: %s",
-			       describe_exit(st, d, sizeof(d)));
-		poll_jobs(c);
-		int64_t left = at - sv_mono_ms();
-		if (left > 0)
-			usleep((useconds_t)(left < 100 ? left : 100) * 1000);
-	}
-	snapshot_files(c);
-	sv_sigkill(c);
-	c->kills_random++;
-	print_kill(c, "random", sv_mono_ms() - start, produced0);
-}
-
-/* Start with STREAMVISOR_KILL_AT=kill_at and wait for the self-kill. */
-static void cycle_point(crash_t *c, const char *kill_at)
-{
-	sv_start(c, kill_at);
-	int64_t start = sv_mono_ms(), deadline = start + 60000;
-	int64_t produced0 = atomic_load(&c->prod.produced);
-	char point[64];
-	snprintf(point, sizeof(point), "%s", kill_at);
-	if (strchr(point, ':'))
-		*strchr(point, ':') = '\0';
-	for (;;) {
-		int st;
-		char d[96];
-		if (sv_reap(c, 0, &st)) {
-			if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
-				fail_c(c,
-				       "with STREAMVISOR_KILL_AT=%s the "
-				       "supervisor ended with %s, expected "
-				       "SIGKILL at the kill point",
-				       kill_at,
-				       describe_exit(st, d, sizeof(d)));
-			char needle[96];
-			snprintf(needle, sizeof(needle), "kill point %s",
-				 point);
-			if (!log_contains(c, needle))
-				printf("[%s] note: SIGKILL with "
-				       "STREAMVISOR_KILL_AT"
-				       "=%s but the log does not mention "
-				       "'%s'\n",
-				       c->test, kill_at, needle);
-			break;
-		}
-		if (sv_mono_ms() > deadline)
-			fail_c(c,
-			       "STREAMVISOR_KILL_AT=%s: the supervisor did not "
-			       "kill itself within 60 s (kill point never "
-			       "reached: are checkpoints running every %d ms?)",
-			       kill_at, CK_MS);
-		poll_jobs(c);
-		usleep(50000);
-	}
-	snapshot_files(c);
-	c->kills_point++;
-	char how[96];
-	snprintf(how, sizeof(how), "kill point %s", kill_at);
-	print_kill(c, how, sv_mono_ms() - start, produced0);
-}
-
-/* ---- the end: sentinels, drain, read back ---- */
-
-static void input_ends(crash_t *c, int64_t ends[PARTS])
-{
-	char err[512];
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		fail_c(c, "kafka client: %s", err);
-	for (int p = 0; p < PARTS; p++) {
-		int64_t lo, hi;
-		rd_kafka_resp_err_t r = rd_kafka_query_watermark_offsets(
-			rk, c->in_topic, p, &lo, &hi, 10000);
-		if (r)
-			fail_c(c, "watermarks of %s/%d: %s", c->in_topic, p,
-			       rd_kafka_err2str(r));
-		ends[p] = hi;
-	}
-	rd_kafka_destroy(rk);
-}
-
-/* The job's committed group offsets (group streamvisor-<id>, read with
- * require_stable through read_committed) equal ends. */
-static bool group_at_end(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
-			 int64_t got[PARTS])
-{
-	char err[512], group[200];
-	snprintf(group, sizeof(group), "streamvisor-%s", j->id);
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		fail_c(c, "kafka client: %s", err);
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
-		PARTS);
-	for (int p = 0; p < PARTS; p++)
-		rd_kafka_topic_partition_list_add(l, c->in_topic, p);
-	bool at = !rd_kafka_committed(rk, l, 5000);
-	for (int p = 0; p < PARTS; p++) {
-		got[p] = l->elems[p].err ? -1 : l->elems[p].offset;
-		at = at && got[p] == ends[p];
-	}
-	rd_kafka_topic_partition_list_destroy(l);
-	rd_kafka_destroy(rk);
-	return at;
-}
-
-/* Wait until the job has read its input to ends and committed that: the
- * group's offsets are at the end (Kafka sinks), or two more checkpoints
- * completed after the status first showed the end. */
-static void wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
-			 int timeout_ms)
-{
-	int64_t deadline = sv_mono_ms() + timeout_ms, next_group = 0;
-	int64_t ck_at_end = -2, got[PARTS] = {-1, -1, -1, -1};
-	json_t *last = NULL;
-	for (;;) {
-		json_t *s = job_get(c, j);
-		if (s) {
-			json_decref(last);
-			last = s;
-			json_t *parts = json_object_get(s, "partitions");
-			int at = 0;
-			size_t i;
-			json_t *pe;
-			json_array_foreach (parts, i, pe) {
-				int64_t p = jint(pe, "partition", -1);
-				if (p >= 0 && p < PARTS &&
-				    jint(pe, "next_offset", -1) == ends[p])
-					at++;
-			}
-			if (at == PARTS && ck_at_end == -2)
-				ck_at_end = j->ck;
-			if (ck_at_end != -2 && j->ck >= ck_at_end + 2)
-				break;
-		}
-		if (ck_at_end != -2 && j->sink == S_KAFKA &&
-		    sv_mono_ms() >= next_group) {
-			if (group_at_end(c, j, ends, got))
-				break;
-			next_group = sv_mono_ms() + 1000;
-		}
-		int st;
-		char d[96];
-		if (sv_reap(c, 0, &st))
-			fail_c(c,
-			       "the supervisor died during the final drain: %s",
-			       describe_exit(st, d, sizeof(d)));
-		if (sv_mono_ms() > deadline) {
-			char *dump = last ? json_dumps(last, JSON_COMPACT)
-					  : NULL;
-			fail_c(c,
-			       "job %s (%s) did not consume its input to the "
-			       "end "
-			       "(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-			       ") and "
-			       "commit within %d ms; group offsets %" PRId64
-			       ",%" PRId64 ",%" PRId64 ",%" PRId64
-			       "; last status %s",
-			       j->label, j->id, ends[0], ends[1], ends[2],
-			       ends[3], timeout_ms, got[0], got[1], got[2],
-			       got[3], dump ? dump : "(none)");
-		}
-		usleep(200000);
-	}
-	json_decref(last);
-}
-
-/* Read every partition of topic from the beginning to its current end
- * (end of partition at or past the high watermark taken now; for
- * read_committed the end is the last stable offset). */
-static void read_topic(crash_t *c, const char *topic, bool read_committed,
-		       lines_t *out)
-{
-	char err[512];
-	char *group = tk_unique("it-crash-reader");
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level",
-			  read_committed ? "read_committed"
-					 : "read_uncommitted",
-			  err, sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	free(group);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		fail_c(c, "kafka consumer: %s", err);
-	rd_kafka_poll_set_consumer(rk);
-	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-	const struct rd_kafka_metadata *md;
-	if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) || md->topic_cnt != 1 ||
-	    md->topics[0].err)
-		fail_c(c, "no metadata for topic '%s'", topic);
-	int np = md->topics[0].partition_cnt;
-	rd_kafka_metadata_destroy(md);
-	rd_kafka_topic_destroy(rkt);
-	int64_t *hw = sv_calloc((size_t)np, sizeof(int64_t));
-	bool *done = sv_calloc((size_t)np, sizeof(bool));
-	rd_kafka_topic_partition_list_t *parts =
-		rd_kafka_topic_partition_list_new(np);
-	for (int p = 0; p < np; p++) {
-		int64_t lo;
-		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hw[p],
-						     10000))
-			fail_c(c, "watermarks of %s/%d", topic, p);
-		rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
-			RD_KAFKA_OFFSET_BEGINNING;
-	}
-	rd_kafka_assign(rk, parts);
-	rd_kafka_topic_partition_list_destroy(parts);
-	int ndone = 0;
-	int64_t deadline = sv_mono_ms() + 120000;
-	int64_t *eof_at = sv_calloc((size_t)np, sizeof(int64_t));
-	while (ndone < np) {
-		if (sv_mono_ms() > deadline) {
-			char pos[256] = "";
-			size_t o = 0;
-			for (int p = 0; p < np && o < sizeof(pos); p++)
-				o += (size_t)snprintf(pos + o, sizeof(pos) - o,
-						      " p%d: eof at %" PRId64
-						      " of %" PRId64,
-						      p, eof_at[p], hw[p]);
-			fail_c(c,
-			       "reading %s (%s) did not reach the end within "
-			       "120 s:%s (an open transaction holds the last "
-			       "stable offset?)",
-			       topic,
-			       read_committed ? "read_committed"
-					      : "read_uncommitted",
-			       pos);
-		}
-		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-		if (!m)
-			continue;
-		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-			int p = m->partition;
-			if (p >= 0 && p < np) {
-				eof_at[p] = m->offset;
-				if (!done[p] && m->offset >= hw[p]) {
-					done[p] = true;
-					ndone++;
-				}
-			}
-		} else if (!m->err) {
-			lines_add(out, m->payload ? m->payload : "", m->len);
-		} else {
-			fprintf(stderr, "it_crash: reading %s: %s\n", topic,
-				rd_kafka_message_errstr(m));
-		}
-		rd_kafka_message_destroy(m);
-	}
-	free(eof_at);
-	free(hw);
-	free(done);
-	rd_kafka_consumer_close(rk);
-	rd_kafka_destroy(rk);
-}
-
-/* ---- verification against the offline computation ---- */
-
-typedef struct tally {
-	size_t expected, got, dup, missing, wrong, unexpected, torn;
-} tally_t;
-
-static void note_list(const char *what, const char *label, int64_t *v, size_t n,
-		      size_t total)
-{
-	if (!total)
-		return;
-	printf("    %s %s (%zu):", label, what, total);
-	for (size_t i = 0; i < n; i++)
-		printf(" %" PRId64, v[i]);
-	printf("%s\n", total > n ? " ..." : "");
-}
-
-static void note_strs(const char *what, const char *label, char v[][40],
-		      size_t n, size_t total)
-{
-	if (!total)
-		return;
-	printf("    %s %s (%zu):", label, what, total);
-	for (size_t i = 0; i < n; i++)
-		printf(" %s", v[i]);
-	printf("%s\n", total > n ? " ..." : "");
-}
-
-/* Passthrough: every seq in [0, n) exactly once, with its own k and ts. */
-static tally_t verify_pass(const char *label, char **lines, size_t nl,
-			   int64_t n)
-{
-	tally_t t = {.expected = (size_t)n, .got = nl};
-	uint16_t *cnt = sv_calloc((size_t)n + 1, sizeof(uint16_t));
-	int64_t ex_wrong[8], ex_dup[8], ex_miss[8];
-	size_t nw = 0, nd = 0, nm = 0;
-	for (size_t i = 0; i < nl; i++) {
-		json_error_t jerr;
-		json_t *o = json_loads(lines[i], 0, &jerr);
-		json_t *sv = json_object_get(o, "seq");
-		if (!json_is_integer(sv) || json_integer_value(sv) < 0 ||
-		    json_integer_value(sv) >= n) {
-			if (t.unexpected++ < 3)
-				printf("    %s unexpected row: %.200s\n", label,
-				       lines[i]);
-			json_decref(o);
-			continue;
-		}
-		int64_t seq = json_integer_value(sv);
-		char k[16];
-		snprintf(k, sizeof(k), "k%02d", key_of(seq));
-		const char *ok = json_string_value(json_object_get(o, "k"));
-		if (!ok || strcmp(ok, k) || jint(o, "ts", -1) != ts_of(seq)) {
-			if (nw < 8)
-				ex_wrong[nw++] = seq;
-			t.wrong++;
-		}
-		if (cnt[seq] < UINT16_MAX)
-			cnt[seq]++;
-		json_decref(o);
-	}
-	for (int64_t s = 0; s < n; s++) {
-		if (cnt[s] == 0) {
-			t.missing++;
-			if (nm < 8)
-				ex_miss[nm++] = s;
-		} else if (cnt[s] > 1) {
-			t.dup += cnt[s] - 1u;
-			if (nd < 8)
-				ex_dup[nd++] = s;
-		}
-	}
-	note_list("duplicated seq", label, ex_dup, nd, t.dup);
-	note_list("missing seq", label, ex_miss, nm, t.missing);
-	note_list("seq with wrong k/ts", label, ex_wrong, nw, t.wrong);
-	free(cnt);
-	return t;
-}
-
-/* Window: one row per (k, window) with n, total, lo, hi of seq. */
-typedef struct wexp {
-	int64_t n, total, lo, hi;
-	unsigned seen;
-} wexp_t;
-
-static tally_t verify_window(const char *label, char **lines, size_t nl,
-			     int64_t n)
-{
-	size_t nwin = (size_t)((n + JITTER_MS) / WIN_MS + 2);
-	wexp_t *w = sv_calloc(nwin * N_KEYS, sizeof(wexp_t));
-	for (int64_t s = 0; s < n; s++) {
-		int64_t ts = ts_of(s);
-		wexp_t *e = &w[(size_t)((ts - BASE_MS) / WIN_MS) * N_KEYS +
-			       (size_t)key_of(s)];
-		if (!e->n)
-			e->lo = e->hi = s;
-		e->n++;
-		e->total += s;
-		if (s < e->lo)
-			e->lo = s;
-		if (s > e->hi)
-			e->hi = s;
-	}
-	tally_t t = {.got = nl};
-	for (size_t i = 0; i < nwin * N_KEYS; i++)
-		t.expected += w[i].n > 0;
-	char ex_dup[8][40], ex_miss[8][40], ex_wrong[8][40];
-	size_t nd = 0, nm = 0, nw = 0;
-	for (size_t i = 0; i < nl; i++) {
-		json_error_t jerr;
-		json_t *o = json_loads(lines[i], 0, &jerr);
-		const char *k = json_string_value(json_object_get(o, "k"));
-		int64_t ws = jint(o, "window_start", -1);
-		int key = -1;
-		if (k && sscanf(k, "k%d", &key) != 1)
-			key = -1;
-		int64_t wi = (ws - BASE_MS) / WIN_MS;
-		if (key < 0 || key >= N_KEYS || ws < BASE_MS ||
-		    (ws - BASE_MS) % WIN_MS || wi >= (int64_t)nwin ||
-		    !w[(size_t)wi * N_KEYS + (size_t)key].n) {
-			if (t.unexpected++ < 3)
-				printf("    %s unexpected row: %.200s\n", label,
-				       lines[i]);
-			json_decref(o);
-			continue;
-		}
-		wexp_t *e = &w[(size_t)wi * N_KEYS + (size_t)key];
-		if (e->seen++ && nd < 8)
-			snprintf(ex_dup[nd++], 40, "k%02d@%" PRId64, key, ws);
-		if (jint(o, "window_end", -1) != ws + WIN_MS ||
-		    jint(o, "n", -1) != e->n ||
-		    jint(o, "total", -1) != e->total ||
-		    jint(o, "lo", -1) != e->lo || jint(o, "hi", -1) != e->hi) {
-			t.wrong++;
-			if (nw < 8)
-				snprintf(ex_wrong[nw++], 40, "k%02d@%" PRId64,
-					 key, ws);
-			if (t.wrong <= 3)
-				printf("    %s wrong row: %.200s (expected "
-				       "n=%" PRId64 " total=%" PRId64
-				       " lo=%" PRId64 " hi=%" PRId64 ")\n",
-				       label, lines[i], e->n, e->total, e->lo,
-				       e->hi);
-		}
-		json_decref(o);
-	}
-	for (size_t i = 0; i < nwin * N_KEYS; i++) {
-		if (!w[i].n)
-			continue;
-		if (!w[i].seen) {
-			t.missing++;
-			if (nm < 8)
-				snprintf(ex_miss[nm++], 40, "k%02d@%" PRId64,
-					 (int)(i % N_KEYS),
-					 (int64_t)(BASE_MS +
-						   (int64_t)(i / N_KEYS) *
-							   WIN_MS));
-		} else {
-			t.dup += w[i].seen - 1;
-		}
-	}
-	note_strs("duplicated window (key@start)", label, ex_dup, nd, t.dup);
-	note_strs("missing window (key@start)", label, ex_miss, nm, t.missing);
-	note_strs("wrong window (key@start)", label, ex_wrong, nw, t.wrong);
-	free(w);
-	return t;
-}
-
-static void summary(crash_t *c, cjob_t *j, const char *reader, const tally_t *t,
-		    const char *role)
-{
-	char line[512];
-	int n = snprintf(
-		line, sizeof(line),
-		"SUMMARY test=%s job=%s delivery=%s sink=%s reader=%s "
-		"expected=%zu got=%zu duplicates=%zu missing=%zu wrong=%zu "
-		"unexpected=%zu%s%s (%s)\n",
-		c->test, j->label,
-		j->exactly_once ? "exactly_once" : "at_least_once",
-		j->sink == S_KAFKA ? "kafka" : "file", reader, t->expected,
-		t->got, t->dup, t->missing, t->wrong, t->unexpected,
-		j->sink == S_FILE ? " torn=" : "",
-		j->sink == S_FILE ? (t->torn ? "yes" : "0") : "", role);
-	fputs(line, stdout);
-	fflush(stdout);
-	size_t used = strlen(c->summary);
-	if (n > 0 && used + (size_t)n < sizeof(c->summary))
-		memcpy(c->summary + used, line, (size_t)n + 1);
-}
-
-static bool exact(const tally_t *t)
-{
-	return !t->dup && !t->missing && !t->wrong && !t->unexpected &&
-		!t->torn && t->got == t->expected;
-}
-
-/* Read one job's output with one reader and verify. */
-static tally_t check_output(crash_t *c, cjob_t *j, bool read_committed)
-{
-	lines_t l = {0};
-	size_t torn = 0, files = 0;
-	const char *reader;
-	if (j->sink == S_KAFKA) {
-		read_topic(c, j->out, read_committed, &l);
-		reader = read_committed ? "read_committed" : "read_uncommitted";
-	} else {
-		scan_files(c, j->out, &l, &torn, &files, NULL);
-		reader = "files";
-	}
-	char label[128];
-	snprintf(label, sizeof(label), "%s/%s", j->label, reader);
-	tally_t t = j->kind == J_PASS ? verify_pass(label, l.v, l.n, c->n)
-				      : verify_window(label, l.v, l.n, c->n);
-	t.torn = torn;
-	lines_free(&l);
-	return t;
-}
-
-/* Wait until the producer has written the whole input. */
-static void wait_input(crash_t *c)
-{
-	int64_t deadline = sv_mono_ms() + 300000;
-	while (!producer_done(c)) {
-		if (sv_mono_ms() > deadline)
-			fail_c(c, "the input producer did not finish within 300 s");
-		usleep(100000);
-	}
-	producer_join(&c->prod, false);
-	if (atomic_load(&c->prod.failures))
-		fail_c(c, "the input producer failed: %s", c->prod.err);
-	c->n = atomic_load(&c->prod.produced);
-	printf("[%s %6.1fs] input complete: %" PRId64 " records\n", c->test,
-	       secs(c), c->n);
-	fflush(stdout);
-}
-
-/* A last incarnation without kills: every job comes back with its id,
- * none twice, none new. */
-static void final_incarnation(crash_t *c)
-{
-	sv_start(c, NULL);
-	wait_back(c, 60000);
-	int st;
-	json_t *list = http_json(c, "GET", "/v1/jobs", NULL, &st, NULL);
-	json_t *arr = json_object_get(list, "jobs");
-	if (st != 200 || !json_is_array(arr))
-		fail_c(c, "GET /v1/jobs: HTTP %d", st);
-	size_t idx;
-	json_t *je;
-	int known = 0;
-	json_array_foreach (arr, idx, je) {
-		const char *id = json_string_value(json_object_get(je, "id"));
-		for (int i = 0; i < c->njobs; i++)
-			known += id && !strcmp(id, c->jobs[i].id);
-	}
-	if (json_array_size(arr) != (size_t)c->njobs || known != c->njobs) {
-		char *d = json_dumps(list, JSON_COMPACT);
-		fail_c(c,
-		       "after %d restarts GET /v1/jobs lists %zu jobs (%d of "
-		       "ours), expected exactly our %d: %.2000s",
-		       c->incarnation - 1, json_array_size(arr), known,
-		       c->njobs, d);
-	}
-	json_decref(list);
-	printf("[%s %6.1fs] final incarnation %d: every job back\n", c->test,
-	       secs(c), c->incarnation);
-	fflush(stdout);
-}
-
-/* Sentinels, then wait until every job has drained and committed. */
-static void drain_all(crash_t *c)
-{
-	char *sentinels[PARTS];
-	for (int p = 0; p < PARTS; p++)
-		if (asprintf(&sentinels[p],
-			     "{\"seq\":-1,\"k\":\"end\",\"ts\":%lld}",
-			     (long long)SENTINEL_TS) < 0)
-			abort();
-	tk_produce(c->in_topic, (const char *const *)sentinels, PARTS);
-	for (int p = 0; p < PARTS; p++)
-		free(sentinels[p]);
-	int64_t ends[PARTS];
-	input_ends(c, ends);
-	for (int p = 0; p < PARTS; p++)
-		if (ends[p] != part_count(c->n, p) + 1)
-			fail_c(c,
-			       "input partition %d holds %" PRId64 " records, "
-			       "expected %" PRId64
-			       " + 1 sentinel: the test's own "
-			       "producer lost or duplicated input",
-			       p, ends[p], part_count(c->n, p));
-	int drain_ms = 120000 + (int)(c->n / 10);
-	for (int i = 0; i < c->njobs; i++)
-		wait_drained(c, &c->jobs[i], ends, drain_ms);
-	printf("[%s %6.1fs] every job drained and committed\n", c->test,
-	       secs(c));
-	fflush(stdout);
-}
-
-static void finish(crash_t *c)
-{
-	wait_input(c);
-	final_incarnation(c);
-	drain_all(c);
-}
-
-/* Recovery decisions the supervisor logged ("restored checkpoint N
- * (<decision>)", one per job and attempt), counted per job and decision
- * from every incarnation's log: which recovery paths the kills exercised.
- * Best effort (log text), reported, never asserted. */
-static void print_recoveries(crash_t *c)
-{
-	struct {
-		int job;
-		char what[96];
-		int n;
-	} tab[48];
-	int nt = 0;
-	DIR *d = opendir(c->log_dir);
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char path[1200];
-		snprintf(path, sizeof(path), "%s/%s", c->log_dir, e->d_name);
-		char *s = slurp(path, NULL);
-		for (char *l = s; l && *l;) {
-			char *nl = strchr(l, '\n');
-			if (nl)
-				*nl = '\0';
-			char *r = strstr(l, "restored checkpoint");
-			char *jid = strstr(l, "job=");
-			char *op = r ? strchr(r, '(') : NULL;
-			char *cp = op ? strrchr(op, ')') : NULL;
-			int job = -1;
-			for (int i = 0; jid && i < c->njobs; i++)
-				if (c->jobs[i].id &&
-				    !strncmp(jid + 4, c->jobs[i].id,
-					     strlen(c->jobs[i].id)))
-					job = i;
-			if (job >= 0 && op && cp) {
-				char what[96];
-				snprintf(what, sizeof(what), "%.*s",
-					 (int)(cp - op - 1), op + 1);
-				int i;
-				for (i = 0; i < nt; i++)
-					if (tab[i].job == job &&
-					    !strcmp(tab[i].what, what))
-						break;
-				if (i == nt && nt < 48) {
-					tab[nt].job = job;
-					snprintf(tab[nt].what,
-						 sizeof(tab[nt].what), "%s",
-						 what);
-					tab[nt++].n = 0;
-				}
-				if (i < nt)
-					tab[i].n++;
-			}
-			l = nl ? nl + 1 : NULL;
-		}
-		free(s);
-	}
-	if (d)
-		closedir(d);
-	for (int j = 0; j < c->njobs; j++) {
-		printf("[%s] RECOVERY %s:", c->test, c->jobs[j].label);
-		int any = 0;
-		for (int i = 0; i < nt; i++)
-			if (tab[i].job == j)
-				printf("%s %d x \"%s\"", any++ ? "," : "",
-				       tab[i].n, tab[i].what);
-		printf("%s\n", any ? "" : " (none logged)");
-	}
-}
-
-static void print_end(crash_t *c)
-{
-	print_recoveries(c);
-	printf("[%s] KILLS random=%d kill_points=%d with_data_in_flight=%d "
-	       "incarnations=%d seed=%u\n",
-	       c->test, c->kills_random, c->kills_point, c->kills_inflight,
-	       c->incarnation, c->seed);
-	for (int i = 0; i < c->njobs; i++) {
-		cjob_t *j = &c->jobs[i];
-		printf("[%s] JOB %s id=%s state=%s (last attempt:) "
-		       "records_in=%" PRId64 " records_out=%" PRId64
-		       " records_late=%" PRId64 " restarts=%" PRId64
-		       " last_checkpoint=%" PRId64 "\n",
-		       c->test, j->label, j->id, j->state, j->in, j->out_n,
-		       j->late, j->restarts, j->ck);
-	}
-	printf("[%s] ---- summary ----\n%s[%s] TIME %.1f s\n", c->test,
-	       c->summary, c->test, secs(c));
-	fflush(stdout);
-}
-
-static int crash_teardown(void **state)
-{
-	crash_t *c = *state;
-	if (!c)
-		return 0;
-	producer_join(&c->prod, true);
-	if (c->pid > 0) {
-		kill_group(c->pid);
-		sv_reap(c, 15000, NULL);
-	}
-	if (c->passed || !env_on("SV_CRASH_KEEP"))
-		nftw(c->root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	if (!c->passed)
-		fprintf(stderr, "it_crash[%s]: failed; %s\n", c->test,
-			env_on("SV_CRASH_KEEP")
-				? "logs and data kept in the temp dir"
-				: "set SV_CRASH_KEEP=1 to keep the logs and "
-				  "data dir");
-	if (!c->passed && env_on("SV_CRASH_KEEP"))
-		fprintf(stderr, "it_crash[%s]: kept %s\n", c->test, c->root);
-	for (int i = 0; i < c->njobs; i++) {
-		free(c->jobs[i].out);
-		free(c->jobs[i].id);
-	}
-	for (size_t i = 0; i < c->nseen; i++)
-		free(c->seen[i].path);
-	free(c->seen);
-	free(c->prod.topic);
-	free(c->in_topic);
-	free(c->root);
-	free(c->data_dir);
-	free(c->log_dir);
-	free(c);
-	g_live = NULL;
-	*state = NULL;
-	return 0;
-}
 
 /* ---- tests ---- */
 
@@ -1838,26 +103,26 @@ static void test_verifier_self_check(void **state)
 		if (s == 17)
 			continue; /* missing */
 		int len = fmt_record(buf, sizeof(buf), s);
-		lines_add(&l, buf, (size_t)len);
+		cr_lines_add(&l, buf, (size_t)len);
 		if (s == 42)
-			lines_add(&l, buf, (size_t)len); /* duplicate */
+			cr_lines_add(&l, buf, (size_t)len); /* duplicate */
 	}
 	{
 		const char *wr = "{\"seq\":5,\"k\":\"k99\",\"ts\":1}";
-		lines_add(&l, wr, strlen(wr)); /* wrong + dup */
+		cr_lines_add(&l, wr, strlen(wr)); /* wrong + dup */
 	}
 	{
 		const char *st = "{\"seq\":-1,\"k\":\"end\"}";
-		lines_add(&l, st, strlen(st)); /* stray */
+		cr_lines_add(&l, st, strlen(st)); /* stray */
 	}
-	tally_t t = verify_pass("self-check", l.v, l.n, n);
+	tally_t t = cr_verify_pass("self-check", l.v, l.n, n);
 	assert_int_equal(t.expected, 1000);
 	assert_int_equal(t.missing, 1);
 	assert_int_equal(t.dup, 2);
 	assert_int_equal(t.wrong, 1);
 	assert_int_equal(t.unexpected, 1);
-	assert_false(exact(&t));
-	lines_free(&l);
+	assert_false(cr_exact(&t));
+	cr_lines_free(&l);
 
 	/* windows: build the exact rows, then repeat one and break one */
 	size_t nwin = (size_t)((n + JITTER_MS) / WIN_MS + 2);
@@ -1887,18 +152,18 @@ static void test_verifier_self_check(void **state)
 				",\"total\":%" PRId64 ",\"lo\":%" PRId64
 				",\"hi\":%" PRId64 "}",
 				k, ws, ws + WIN_MS, cnt, tot, lo, hi);
-			lines_add(&w, buf, (size_t)len);
+			cr_lines_add(&w, buf, (size_t)len);
 		}
-	tally_t ok = verify_window("self-check", w.v, w.n, n);
-	assert_true(exact(&ok));
-	lines_add(&w, w.v[0], strlen(w.v[0]));
+	tally_t ok = cr_verify_window("self-check", w.v, w.n, n);
+	assert_true(cr_exact(&ok));
+	cr_lines_add(&w, w.v[0], strlen(w.v[0]));
 	free(w.v[1]);
 	w.v[1] = sv_strdup("{\"k\":\"k00\",\"window_start\":1,\"n\":1}");
-	tally_t bad = verify_window("self-check", w.v, w.n, n);
+	tally_t bad = cr_verify_window("self-check", w.v, w.n, n);
 	assert_int_equal(bad.dup, 1);
 	assert_int_equal(bad.missing, 1);
 	assert_int_equal(bad.unexpected, 1);
-	lines_free(&w);
+	cr_lines_free(&w);
 	printf("[self_check] the verifier counts duplicates, losses, wrong "
 	       "values and stray rows\n");
 }
@@ -1923,9 +188,11 @@ static int kill_delay(crash_t *c)
 static void random_kills(crash_t *c, int kills)
 {
 	int cycles = 0;
-	while ((c->kills_random < kills || !producer_done(c)) &&
+	if (c->no_kills)
+		return; /* finish() waits for the input */
+	while ((c->kills_random < kills || !cr_producer_done(c)) &&
 	       cycles < 4 * kills) {
-		cycle_random(c, kill_delay(c));
+		cr_cycle_random(c, kill_delay(c));
 		cycles++;
 	}
 }
@@ -1937,51 +204,61 @@ static void test_crash_loop(void **state)
 	bool lng = env_on("SV_CRASH_LONG");
 	int64_t n = lng ? 1000000 : 200000;
 	int kills = lng ? 30 : 12;
-	crash_t *c = crash_new(state, "crash_loop", 1);
-	cjob_t *pass = add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
-	cjob_t *win = add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
-	cjob_t *alo = add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
+	crash_t *c = cr_new(state, "crash_loop", 1);
+	c->no_kills = env_on("SV_CRASH_NO_KILLS");
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	cjob_t *alo = cr_add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
 	/* delays ~2.5 s on average plus ~0.7 s to restart: the input spans
 	 * the kills */
 	double rate = (double)n / (kills * 3.2);
 	printf("[crash_loop] %" PRId64 " records at %.0f/s, >= %d random "
 	       "SIGKILLs%s\n",
 	       n, rate, kills, lng ? " (SV_CRASH_LONG)" : "");
-	producer_start(&c->prod, c->in_topic, n, rate);
-	first_incarnation(c);
+	cr_producer_start(&c->prod, c->in_topic, n, rate);
+	cr_first_incarnation(c);
 	random_kills(c, kills);
-	finish(c);
+	cr_finish(c);
 
-	tally_t tp = check_output(c, pass, true);
-	summary(c, pass, "read_committed", &tp, "asserted");
-	tally_t tw = check_output(c, win, true);
-	summary(c, win, "read_committed", &tw, "asserted");
-	tally_t ta = check_output(c, alo, true);
-	summary(c, alo, "read_committed", &ta,
-		"negative control: duplicates allowed, missing asserted 0");
-	tally_t tpu = check_output(c, pass, false);
-	summary(c, pass, "read_uncommitted", &tpu,
-		"negative control: duplicates allowed");
-	tally_t twu = check_output(c, win, false);
-	summary(c, win, "read_uncommitted", &twu,
-		"negative control: duplicates allowed");
-	sv_stop(c);
-	print_end(c);
-	if (!ta.dup && !tpu.dup)
-		printf("[crash_loop] WARNING: no negative control showed a "
-		       "duplicate: did any kill land mid-transaction?\n");
+	tally_t tp = cr_check_output(c, pass, true);
+	cr_summary(c, pass, "read_committed", &tp, "asserted");
+	tally_t tw = cr_check_output(c, win, true);
+	cr_summary(c, win, "read_committed", &tw, "asserted");
+	tally_t ta = cr_check_output(c, alo, true);
+	cr_summary(c, alo, "read_committed", &ta,
+		   "negative control: duplicates allowed, missing asserted 0");
+	tally_t tpu = cr_check_output(c, pass, false);
+	cr_summary(c, pass, "read_uncommitted", &tpu,
+		   "negative control: duplicates allowed");
+	tally_t twu = cr_check_output(c, win, false);
+	cr_summary(c, win, "read_uncommitted", &twu,
+		   "negative control: duplicates allowed");
+	cr_stop(c);
+	cr_print_end(c);
 
 	assert_int_equal(c->n, n);
-	assert_true(c->kills_random >= kills);
-	if (!exact(&tp) || !exact(&tw))
-		fail_c(c,
-		       "exactly_once output is not exact after %d kills (see "
-		       "SUMMARY lines above)",
-		       c->kills_random);
+	if (!cr_exact(&tp) || !cr_exact(&tw))
+		cr_fail(c,
+			"exactly_once output is not exact after %d kills (see "
+			"SUMMARY lines above)",
+			c->kills_random);
 	if (ta.missing || ta.wrong || ta.unexpected)
-		fail_c(c,
-		       "at_least_once output lost or changed records (see "
-		       "SUMMARY lines above)");
+		cr_fail(c,
+			"at_least_once output lost or changed records (see "
+			"SUMMARY lines above)");
+	/* The negative controls: a kill mid-transaction leaves the aborted
+	 * records visible to read_uncommitted and makes the at_least_once
+	 * job replay; if no control shows a duplicate, no kill is known to
+	 * have landed there and the exact output above proves nothing. */
+	if (!ta.dup && !tpu.dup && !twu.dup)
+		cr_fail(c,
+			"no negative control showed a duplicate after %d "
+			"kills%s: no kill is known to have landed "
+			"mid-transaction, so the exact exactly_once output "
+			"proves nothing",
+			c->kills_random,
+			c->no_kills ? " (SV_CRASH_NO_KILLS)" : "");
+	assert_true(c->kills_random >= kills);
 	c->passed = true;
 }
 
@@ -1996,41 +273,277 @@ static const char *const points[] = {
 static void test_kill_points(void **state)
 {
 	bool lng = env_on("SV_CRASH_LONG");
-	crash_t *c = crash_new(state, "kill_points", 2);
+	crash_t *c = cr_new(state, "kill_points", 2);
 	/* only exactly_once jobs: every kill point reached is one of theirs
 	 * (the counter of STREAMVISOR_KILL_AT is per process) */
-	cjob_t *pass = add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
-	cjob_t *win = add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
 	/* written until the cycles are done (capped) */
-	producer_start(&c->prod, c->in_topic, lng ? 2000000 : 400000,
-		       lng ? 8000 : 2500);
-	first_incarnation(c);
+	cr_producer_start(&c->prod, c->in_topic, lng ? 2000000 : 400000,
+			  lng ? 8000 : 2500);
+	cr_first_incarnation(c);
 	int rounds = lng ? 5 : 3;
 	for (int r = 0; r < rounds; r++)
 		for (size_t p = 0; p < N_POINTS; p++) {
 			char ka[64];
 			int nth = r < 2 ? r + 1 : uniform(c, 3, 5);
 			snprintf(ka, sizeof(ka), "%s:%d", points[p], nth);
-			cycle_point(c, ka);
+			cr_cycle_point(c, ka);
 		}
 	atomic_store(&c->prod.stop, true);
-	finish(c);
+	cr_finish(c);
 
-	tally_t tp = check_output(c, pass, true);
-	summary(c, pass, "read_committed", &tp, "asserted");
-	tally_t tw = check_output(c, win, true);
-	summary(c, win, "read_committed", &tw, "asserted");
-	tally_t tpu = check_output(c, pass, false);
-	summary(c, pass, "read_uncommitted", &tpu,
-		"negative control: duplicates allowed");
-	sv_stop(c);
-	print_end(c);
+	tally_t tp = cr_check_output(c, pass, true);
+	cr_summary(c, pass, "read_committed", &tp, "asserted");
+	tally_t tw = cr_check_output(c, win, true);
+	cr_summary(c, win, "read_committed", &tw, "asserted");
+	tally_t tpu = cr_check_output(c, pass, false);
+	cr_summary(c, pass, "read_uncommitted", &tpu,
+		   "negative control: duplicates allowed");
+	cr_stop(c);
+	cr_print_end(c);
 	assert_true(c->kills_point >= (int)(3 * N_POINTS));
-	if (!exact(&tp) || !exact(&tw))
-		fail_c(c,
-		       "exactly_once output is not exact after %d kill-point "
-		       "kills (see SUMMARY lines above)",
-		       c->kills_point);
+	if (!cr_exact(&tp) || !cr_exact(&tw))
+		cr_fail(c,
+			"exactly_once output is not exact after %d kill-point "
+			"kills (see SUMMARY lines above)",
+			c->kills_point);
+	c->passed = true;
+}
+
+/* ---- parallelism (issue 12, docs/parallelism.md) ---- */
+
+typedef struct {
+	const char *id;
+	char *text;
+} found_job_t;
+
+static sv_error_t *find_job_cb(void *opaque, const char *job_id,
+			       const char *data, size_t len)
+{
+	found_job_t *f = opaque;
+	if (!strcmp(job_id, f->id))
+		f->text = sv_strndup(data, len);
+	return NULL;
+}
+
+/* The crash loop and every kill point at parallelism 4: an exactly_once
+ * passthrough and window and an at_least_once passthrough, each job four
+ * worker threads with their own transactions, over keyed input
+ * (partitioned_by k). Every kill point (default once each, SV_CRASH_LONG
+ * three times), then random kills, all while the input is written. The
+ * at_least_once job is the negative control: it must show duplicates. */
+static void test_crash_parallel(void **state)
+{
+	bool lng = env_on("SV_CRASH_LONG");
+	int64_t n = lng ? 200000 : 50000;
+	int kills = lng ? 12 : 5;
+	int rounds = lng ? 3 : 1;
+	cr_par = 4;
+	crash_t *c = cr_new(state, "crash_parallel", 4);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	cjob_t *alo = cr_add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
+	double rate = (double)n / (kills * 3.2 + rounds * N_POINTS * 1.5);
+	printf("[crash_parallel] parallelism %d, %" PRId64
+	       " records at %.0f/s, >= %d random SIGKILLs + %d x %zu kill "
+	       "points%s\n",
+	       cr_par, n, rate, kills, rounds, N_POINTS,
+	       lng ? " (SV_CRASH_LONG)" : "");
+	cr_producer_start(&c->prod, c->in_topic, n, rate);
+	cr_first_incarnation(c);
+	/* the kill points first, so they too land while input flows; the
+	 * random kills go on until the input is complete */
+	for (int r = 0; r < rounds; r++)
+		for (size_t p = 0; p < N_POINTS; p++) {
+			char ka[64];
+			int nth = r < 2 ? r + 1 : uniform(c, 3, 5);
+			snprintf(ka, sizeof(ka), "%s:%d", points[p], nth);
+			cr_cycle_point(c, ka);
+		}
+	random_kills(c, kills);
+	cr_finish(c);
+
+	tally_t tp = cr_check_output(c, pass, true);
+	cr_summary(c, pass, "read_committed", &tp, "asserted");
+	tally_t tw = cr_check_output(c, win, true);
+	cr_summary(c, win, "read_committed", &tw, "asserted");
+	tally_t ta = cr_check_output(c, alo, true);
+	cr_summary(c, alo, "read_committed", &ta,
+		   "negative control: duplicates asserted > 0, missing 0");
+	cr_stop(c);
+	cr_print_end(c);
+	cr_par = 1;
+	assert_int_equal(c->n, n);
+	assert_true(c->kills_random >= kills);
+	assert_true(c->kills_point >= rounds * (int)N_POINTS);
+	if (!cr_exact(&tp) || !cr_exact(&tw))
+		cr_fail(c,
+			"exactly_once output at parallelism 4 is not exact "
+			"after %d kills (see SUMMARY lines above)",
+			c->kills_random + c->kills_point);
+	if (ta.missing || ta.wrong || ta.unexpected)
+		cr_fail(c, "at_least_once output lost or changed records");
+	if (!ta.dup)
+		cr_fail(c,
+			"the at_least_once negative control shows no "
+			"duplicate: the kills did not land between commits, "
+			"so the exactly_once result proves nothing");
+	c->passed = true;
+}
+
+/* Rewrite the stored definition of job j with another parallelism while
+ * the supervisor is down: what a restart with a new parallelism does. */
+static void set_parallelism(crash_t *c, cjob_t *j, int par)
+{
+	char *dir;
+	if (asprintf(&dir, "%s/checkpoints", c->data_dir) < 0)
+		abort();
+	sv_ckstore_t *st;
+	sv_error_t *err = sv_ckstore_open(dir, &st);
+	free(dir);
+	if (err)
+		cr_fail(c, "open the store: %s", err->message);
+	found_job_t f = {j->id, NULL};
+	err = sv_ckstore_each_job(st, find_job_cb, &f);
+	if (err || !f.text)
+		cr_fail(c, "job %s is not in the store", j->id);
+	json_error_t jerr;
+	json_t *o = json_loads(f.text, 0, &jerr);
+	json_object_set_new(json_object_get(o, "spec"), "parallelism",
+			    json_integer(par));
+	char *text = json_dumps(o, JSON_COMPACT);
+	err = sv_ckstore_put_job(st, j->id, text, strlen(text));
+	if (err)
+		cr_fail(c, "rewrite job %s: %s", j->id, err->message);
+	free(text);
+	json_decref(o);
+	free(f.text);
+	sv_ckstore_close(st);
+}
+
+/* The output topic's last stable offsets (read_committed end). */
+static void output_lso(crash_t *c, const char *topic, int64_t lso[4])
+{
+	char err[512];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+				      sizeof(err));
+	if (!rk)
+		cr_fail(c, "kafka client: %s", err);
+	for (int p = 0; p < 4; p++) {
+		int64_t lo, hi;
+		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+						     10000))
+			hi = -1;
+		lso[p] = hi;
+	}
+	rd_kafka_destroy(rk);
+}
+
+/* Kill mid-transaction at parallelism 4, restart at 2; the time until
+ * every output partition's read_committed end moved past where it stood
+ * (or stall_ms when it did not within that long). */
+static int64_t scale_in_cycle(crash_t *c, cjob_t *j, int stall_ms)
+{
+	cr_cycle_point(c, "after_send_offsets:6");
+	set_parallelism(c, j, 2);
+	int64_t before[4], now[4];
+	output_lso(c, j->out, before);
+	cr_start(c, NULL);
+	int64_t t0 = sv_mono_ms();
+	for (;;) {
+		output_lso(c, j->out, now);
+		bool all = true;
+		for (int p = 0; p < 4; p++)
+			all = all && now[p] > before[p];
+		int64_t dt = sv_mono_ms() - t0;
+		if (all)
+			return dt;
+		if (dt >= stall_ms)
+			return stall_ms;
+		int st;
+		char d[96];
+		if (cr_reap(c, 0, &st))
+			cr_fail(c,
+				"the supervisor exited after the scale-in: %s",
+				cr_describe_exit(st, d, sizeof(d)));
+		usleep(50000);
+	}
+}
+
+/* Scale-in 4 -> 2 after a kill in the middle of a transaction: the ids of
+ * members 2 and 3 are initialised at start, so read_committed output moves
+ * within 2 s of the restart, and the output stays exact. */
+static void test_scale_in(void **state)
+{
+	cr_par = 4;
+	crash_t *c = cr_new(state, "scale_in", 5);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	/* a bounded transaction timeout: the negative control waits it out */
+	pass->sink_extra = "\"transaction_timeout_ms\": 15000";
+	cr_producer_start(&c->prod, c->in_topic, 40000, 2500);
+	cr_first_incarnation(c);
+	int64_t ms = scale_in_cycle(c, pass, 15000);
+	printf("[scale_in] read_committed output of every partition moved "
+	       "%" PRId64 " ms after the restart at parallelism 2\n",
+	       ms);
+	bool logged = cr_log_contains(c, "initialised the unused");
+	cr_finish(c);
+	tally_t tp = cr_check_output(c, pass, true);
+	cr_summary(c, pass, "read_committed", &tp, "asserted");
+	cr_stop(c);
+	cr_print_end(c);
+	cr_par = 1;
+	if (!logged)
+		cr_fail(c,
+			"the restart at parallelism 2 did not initialise "
+			"the unused transactional ids");
+	if (ms > 2000)
+		cr_fail(c,
+			"read_committed output moved only %" PRId64
+			" ms after the restart (expected within 2 s)",
+			ms);
+	if (!cr_exact(&tp))
+		cr_fail(c,
+			"exactly_once output is not exact after the "
+			"scale-in");
+	c->passed = true;
+}
+
+/* The negative control: without the abort of unused ids
+ * (STREAMVISOR_TEST_NO_ABORT_UNUSED=1), the open transactions of members
+ * 2 and 3 hold read_committed output until transaction.timeout.ms
+ * (15 s here): no movement within 5 s. */
+static void test_scale_in_no_abort(void **state)
+{
+	cr_par = 4;
+	crash_t *c = cr_new(state, "scale_in_no_abort", 6);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	/* a bounded transaction timeout: the negative control waits it out */
+	pass->sink_extra = "\"transaction_timeout_ms\": 15000";
+	cr_producer_start(&c->prod, c->in_topic, 40000, 2500);
+	cr_first_incarnation(c);
+	setenv("STREAMVISOR_TEST_NO_ABORT_UNUSED", "1", 1);
+	int64_t ms = scale_in_cycle(c, pass, 5000);
+	unsetenv("STREAMVISOR_TEST_NO_ABORT_UNUSED");
+	printf("[scale_in_no_abort] read_committed output %s%" PRId64
+	       " ms after the restart (negative control: a stall)\n",
+	       ms >= 5000 ? "had not moved everywhere " : "moved ", ms);
+	cr_stop(c);
+	cr_par = 1;
+	if (ms < 5000)
+		cr_fail(c,
+			"without the abort of unused ids the output moved "
+			"after %" PRId64
+			" ms: the scale-in test cannot fail, it proves "
+			"nothing",
+			ms);
 	c->passed = true;
 }
 
@@ -2042,51 +555,55 @@ static void test_file_sink(void **state)
 	bool lng = env_on("SV_CRASH_LONG");
 	int64_t n = lng ? 300000 : 60000;
 	int kills = lng ? 30 : 10;
-	crash_t *c = crash_new(state, "file_sink", 3);
-	cjob_t *f = add_job(c, "eo-file-pass", J_PASS, S_FILE, true);
+	crash_t *c = cr_new(state, "file_sink", 3);
+	cjob_t *f = cr_add_job(c, "eo-file-pass", J_PASS, S_FILE, true);
 	double rate = (double)n / (kills * 3.2 + N_POINTS * 1.5);
 	printf("[file_sink] %" PRId64 " records at %.0f/s, >= %d random "
 	       "SIGKILLs + %zu kill points\n",
 	       n, rate, kills, N_POINTS);
-	producer_start(&c->prod, c->in_topic, n, rate);
-	first_incarnation(c);
+	cr_producer_start(&c->prod, c->in_topic, n, rate);
+	cr_first_incarnation(c);
 	while (c->kills_random < kills)
-		cycle_random(c, kill_delay(c));
+		cr_cycle_random(c, kill_delay(c));
 	for (size_t p = 0; p < N_POINTS; p++) {
 		char ka[64];
 		snprintf(ka, sizeof(ka), "%s:%d", points[p], uniform(c, 1, 3));
-		cycle_point(c, ka);
+		cr_cycle_point(c, ka);
 	}
-	finish(c);
-	tally_t t = check_output(c, f, true);
-	size_t changed = changed_files(c);
+	cr_finish(c);
+	tally_t t = cr_check_output(c, f, true);
+	size_t changed = cr_changed_files(c);
 	t.torn += c->torn_seen;
-	summary(c, f, "files", &t, "asserted");
+	cr_summary(c, f, "files", &t, "asserted");
 	printf("[file_sink] files seen at kills: %zu, incomplete when seen: "
 	       "%zu, changed or gone later: %zu\n",
 	       c->nseen, c->torn_seen, changed);
-	sv_stop(c);
-	print_end(c);
-	if (!exact(&t) || changed)
-		fail_c(c,
-		       "file sink output is not exact after %d kills (torn "
-		       "files seen %zu, changed %zu; see SUMMARY above)",
-		       c->kills_random + c->kills_point, c->torn_seen, changed);
+	cr_stop(c);
+	cr_print_end(c);
+	if (!cr_exact(&t) || changed)
+		cr_fail(c,
+			"file sink output is not exact after %d kills (torn "
+			"files seen %zu, changed %zu; see SUMMARY above)",
+			c->kills_random + c->kills_point, c->torn_seen,
+			changed);
 	c->passed = true;
 }
 
 int main(void)
 {
-	atexit(atexit_kill);
+	atexit(cr_atexit_kill);
 	signal(SIGPIPE, SIG_IGN);
 	const char *only = getenv("SV_CRASH_ONLY");
 	if (only && *only)
 		cmocka_set_test_filter(only);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verifier_self_check),
-		cmocka_unit_test_teardown(test_crash_loop, crash_teardown),
-		cmocka_unit_test_teardown(test_kill_points, crash_teardown),
-		cmocka_unit_test_teardown(test_file_sink, crash_teardown),
+		cmocka_unit_test_teardown(test_crash_loop, cr_teardown),
+		cmocka_unit_test_teardown(test_kill_points, cr_teardown),
+		cmocka_unit_test_teardown(test_file_sink, cr_teardown),
+		cmocka_unit_test_teardown(test_crash_parallel, cr_teardown),
+		cmocka_unit_test_teardown(test_scale_in, cr_teardown),
+		cmocka_unit_test_teardown(test_scale_in_no_abort, cr_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,7 +50,15 @@ for _ in $(seq 300); do
     sleep 0.1
 done
 [ "$n" = 2000 ] || fail "job read $n of 2000 records"
-sleep 1.2 # at least one checkpoint after the input
+# at least one checkpoint completed after the whole input was read: wait
+# for a checkpoint id above the one current when records_in reached 2000
+ck0=$(curl -sf "$url/v1/jobs/$id" | jq -r '.last_checkpoint.id // -1')
+for _ in $(seq 300); do
+    ck=$(curl -sf "$url/v1/jobs/$id" | jq -r '.last_checkpoint.id // -1')
+    [ "$ck" -gt "$ck0" ] && break
+    sleep 0.1
+done
+[ "$ck" -gt "$ck0" ] || fail "no checkpoint after the input within 30 s (last $ck)"
 
 curl -sf "$url/metrics" >"$work/metrics" || fail "scrape failed"
 state=$(curl -sf "$url/v1/jobs/$id" | jq -r .state)

@@ -15,6 +15,9 @@
 
 /* The broker address from KAFKA_BOOTSTRAP; fails when unset or unreachable. */
 const char *tk_bootstrap(void);
+/* Point every helper at another broker (a test's own, e.g. behind a
+ * proxy), without the reachability check; NULL: back to KAFKA_BOOTSTRAP. */
+void tk_use_bootstrap(const char *bootstrap);
 /* A topic name unique to this process and call: "<prefix>-<pid>-<n>". */
 char *tk_unique(const char *prefix);
 /* Create a topic and wait until it has leaders. */
@@ -22,6 +25,12 @@ void tk_create_topic(const char *topic, int partitions);
 /* Produce n payloads (round-robin over partitions, key NULL); waits for
  * delivery of all. */
 void tk_produce(const char *topic, const char *const *payloads, size_t n);
+/* Produce n payloads with message keys: into partitions[i] when
+ * partitions is not NULL, else where Kafka's default partitioner
+ * (murmur2_random, as the Java client) puts the key. Waits for delivery. */
+void tk_produce_keyed(const char *topic, const char *const *payloads,
+		      const char *const *keys, const int32_t *partitions,
+		      size_t n);
 /* Read the topic from the beginning with isolation.level (read_committed
  * or read_uncommitted) until expect messages arrived (then one more idle
  * second to catch extras) or timeout_ms passed. Returns the payloads

@@ -1,6 +1,8 @@
 /* test_checkpoint_store.c — the RocksDB checkpoint store: records survive a
  * reopen, ids are never reused, latest/latest-committed/list, retention
  * keeps the newest committed (and pending) ones, job definitions, delete;
+ * per-task snapshots (parallelism > 1) keyed by partition, with retention
+ * per partition;
  * a torn WAL tail (what kill -9 leaves) recovers silently, and corruption in
  * the middle of the log or a record that does not unpack is a loud
  * checkpoint error, never a silent fall-back to older state. */
@@ -176,6 +178,129 @@ static void test_retention(void **state)
 	int64_t id;
 	assert_null(sv_ckstore_next_id(st, "j", &id));
 	assert_int_equal(id, 8);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+/* One member checkpoint at parallelism > 1: the member record over
+ * partitions (a, b) and a task snapshot of each, with state bytes. */
+static int64_t put_member(sv_ckstore_t *st, int32_t a, int32_t b,
+			  Streamvisor__CheckpointRecord__Status status)
+{
+	int64_t id;
+	assert_null(sv_ckstore_next_id(st, "j", &id));
+	Streamvisor__PartitionOffset po[2] = {
+		STREAMVISOR__PARTITION_OFFSET__INIT,
+		STREAMVISOR__PARTITION_OFFSET__INIT};
+	Streamvisor__PartitionOffset *pos[2] = {&po[0], &po[1]};
+	po[0].partition = a;
+	po[0].next_offset = 100 + id;
+	po[1].partition = b;
+	po[1].next_offset = 200 + id;
+	Streamvisor__CheckpointRecord rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	rec.id = id;
+	rec.job_id = "j";
+	rec.plan_id = "p";
+	rec.n_offsets = 2;
+	rec.offsets = pos;
+	rec.parallelism = 2;
+	Streamvisor__CheckpointRecord t[2] = {
+		STREAMVISOR__CHECKPOINT_RECORD__INIT,
+		STREAMVISOR__CHECKPOINT_RECORD__INIT};
+	Streamvisor__OperatorState os = STREAMVISOR__OPERATOR_STATE__INIT;
+	Streamvisor__OperatorState *osp[1] = {&os};
+	char bytes[16];
+	snprintf(bytes, sizeof(bytes), "state-%lld", (long long)id);
+	os.kind = "window";
+	os.state.data = (uint8_t *)bytes;
+	os.state.len = strlen(bytes);
+	const Streamvisor__CheckpointRecord *tp[2] = {&t[0], &t[1]};
+	for (int i = 0; i < 2; i++) {
+		t[i].id = id;
+		t[i].job_id = "j";
+		t[i].n_offsets = 1;
+		t[i].offsets = &pos[i];
+		t[i].n_operators = 1;
+		t[i].operators = osp;
+	}
+	assert_null(sv_ckstore_put_tasks(st, &rec, tp, 2));
+	if (status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED)
+		assert_null(sv_ckstore_mark(st, "j", id, status, 1));
+	return id;
+}
+
+/* Task snapshots are keyed by partition: listed newest first per
+ * partition, read back with their state; retention keeps the newest
+ * `retain` committed per partition (and newer pending ones), and drops a
+ * member record once none of its partitions has a snapshot of it; the
+ * largest parallelism is remembered. */
+static void test_task_snapshots(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	const Streamvisor__CheckpointRecord__Status C =
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
+	const Streamvisor__CheckpointRecord__Status P =
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED;
+	/* member 0 owns 0 and 2, member 1 owns 1 and 3 */
+	put_member(st, 0, 2, C); /* 1 */
+	put_member(st, 1, 3, C); /* 2 */
+	put_member(st, 0, 2, C); /* 3 */
+	put_member(st, 0, 2, C); /* 4 */
+	put_member(st, 1, 3, C); /* 5 */
+	put_member(st, 0, 2, P); /* 6 */
+	int64_t *ids;
+	size_t n;
+	assert_null(sv_ckstore_task_ids(st, "j", 2, &ids, &n));
+	assert_int_equal(n, 4);
+	assert_int_equal(ids[0], 6);
+	assert_int_equal(ids[3], 1);
+	free(ids);
+	sv_ckrec_t *t;
+	assert_null(sv_ckstore_get_task(st, "j", 3, 5, &t));
+	assert_non_null(t);
+	assert_int_equal(t->offsets[0]->partition, 3);
+	assert_int_equal(t->offsets[0]->next_offset, 205);
+	assert_int_equal(t->n_operators, 1);
+	assert_memory_equal(t->operators[0]->state.data, "state-5", 7);
+	sv_ckstore_free_record(t);
+	assert_null(sv_ckstore_get_task(st, "j", 0, 5, &t));
+	assert_null(t);
+
+	/* member 0's retention (retain 2): partitions 0 and 2 keep 6 (pending),
+	 * 4 and 3; 1 goes, with its member record. Member 1's records stay. */
+	int32_t mine[2] = {0, 2};
+	assert_null(sv_ckstore_retain_tasks(st, "j", mine, 2, 2));
+	assert_null(sv_ckstore_task_ids(st, "j", 0, &ids, &n));
+	assert_int_equal(n, 3);
+	assert_int_equal(ids[2], 3);
+	free(ids);
+	sv_ckrec_t *rec;
+	assert_null(sv_ckstore_get(st, "j", 1, &rec));
+	assert_null(rec);
+	assert_null(sv_ckstore_get(st, "j", 2, &rec));
+	assert_non_null(rec);
+	assert_int_equal(rec->parallelism, 2);
+	sv_ckstore_free_record(rec);
+
+	int before;
+	assert_null(sv_ckstore_max_parallelism(st, "j", 4, &before));
+	assert_int_equal(before, 0);
+	assert_null(sv_ckstore_max_parallelism(st, "j", 2, &before));
+	assert_int_equal(before, 4);
+	assert_null(sv_ckstore_max_parallelism(st, "j", 2, &before));
+	assert_int_equal(before, 4);
+
+	/* deleting the job with its checkpoints removes the snapshots too */
+	assert_null(sv_ckstore_delete_job(st, "j", true));
+	assert_null(sv_ckstore_task_ids(st, "j", 3, &ids, &n));
+	assert_int_equal(n, 0);
+	free(ids);
+	assert_null(sv_ckstore_max_parallelism(st, "j", 1, &before));
+	assert_int_equal(before, 0);
 	sv_ckstore_close(st);
 	rmtree(dir);
 	free(dir);
@@ -372,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_records_and_reopen),
 		cmocka_unit_test(test_many_ids_ordered),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_task_snapshots),
 		cmocka_unit_test(test_jobs),
 		cmocka_unit_test(test_torn_tail_recovers),
 		cmocka_unit_test(test_mid_log_corruption_is_loud),

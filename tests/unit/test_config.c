@@ -105,6 +105,27 @@ static void test_defaults(void **state)
 	assert_null(fx->conf.secrets_path);
 	assert_null(fx->conf.identity);
 	assert_null(sv_svconf_cluster(&fx->conf, "default"));
+	assert_int_equal(fx->conf.shutdown_timeout_ms,
+			 SV_SHUTDOWN_TIMEOUT_DEFAULT_MS);
+	/* within systemd's default 90 s stop timeout, with room to close */
+	assert_true(SV_SHUTDOWN_TIMEOUT_DEFAULT_MS <= 60000);
+}
+
+static void test_shutdown_timeout(void **state)
+{
+	fixture_t *fx = *state;
+	load_expect(fx, "shutdown_timeout_ms: 2500\n", NULL);
+	assert_int_equal(fx->conf.shutdown_timeout_ms, 2500);
+	load_expect(fx, "identity: x\n", NULL); /* absent: kept */
+	assert_int_equal(fx->conf.shutdown_timeout_ms, 2500);
+	load_expect(fx, "shutdown_timeout_ms: 0\n", NULL);
+	assert_int_equal(fx->conf.shutdown_timeout_ms, 0);
+	load_expect(fx, "shutdown_timeout_ms: -1\n",
+		    "config '%s': 'shutdown_timeout_ms' must be milliseconds "
+		    "from 0 to 86400000, not '-1' (line 1)");
+	load_expect(fx, "shutdown_timeout_ms: 5s\n",
+		    "config '%s': 'shutdown_timeout_ms' must be milliseconds "
+		    "from 0 to 86400000, not '5s' (line 1)");
 }
 
 static void test_full_file(void **state)
@@ -456,6 +477,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_shutdown_timeout, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_full_file, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_empty_file_keeps_defaults,

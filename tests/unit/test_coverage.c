@@ -16,6 +16,9 @@
 #include "ingress/coverage.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
+#include "supervisor/drivers.h"
+
+#define DRV sv_registry_drivers()
 
 static void test_record_shape(void **state)
 {
@@ -132,7 +135,7 @@ static void test_policy(void **state)
 static sv_jobspec_t *parse(const char *json)
 {
 	sv_jobspec_t *spec = NULL;
-	sv_error_t *err = sv_jobspec_parse_json(json, strlen(json), &spec);
+	sv_error_t *err = sv_jobspec_parse_json(json, strlen(json), DRV, &spec);
 	if (err)
 		fail_msg("%s", err->message);
 	return spec;
@@ -148,7 +151,7 @@ static sv_jobspec_t *parse(const char *json)
 static void test_plan_target(void **state)
 {
 	(void)state;
-	sv_coverage_env_t env = {false, true};
+	sv_coverage_env_t env = {false, true, DRV};
 	/* derived as IncQL's _substrait_plan_target: a filter root is not a
 	 * read, so root kind "Unknown" and no table name */
 	sv_jobspec_t *spec = parse("{" BASE ", \"pipeline\": [{\"filter\": "
@@ -212,8 +215,8 @@ static void test_plan_target(void **state)
 			    "required");
 	sv_jobspec_destroy(back);
 	/* the protobuf form carries the same evidence */
-	assert_null(
-		sv_jobspec_parse_proto(spec->packed, spec->packed_len, &back));
+	assert_null(sv_jobspec_parse_proto(spec->packed, spec->packed_len, DRV,
+					   &back));
 	assert_string_equal(back->plan_id, plan_id);
 	assert_string_equal(back->msg->evidence->plan_target->scope_id, "plan");
 	assert_string_equal(back->msg->evidence->requirements[0]->capability,
@@ -246,7 +249,7 @@ static void test_bad_evidence(void **state)
 		char buf[1024];
 		snprintf(buf, sizeof(buf), "{" BASE ", %s}", cases[i].extra);
 		sv_jobspec_t *spec = NULL;
-		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf),
+		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf), DRV,
 							&spec);
 		if (!err || !err->field || strcmp(err->field, cases[i].field))
 			fail_msg("case %zu: %s", i,

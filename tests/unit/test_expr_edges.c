@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "core/expr_int.h"
+#include "core/util.h"
 
 /* the columns of the test schema */
 enum {
@@ -577,6 +578,144 @@ static void test_fuzz_grammar(void **state)
 	assert_true(st.coverage > 100);
 }
 
+/* What cast(x as string) printed with snprintf before the printf-free
+ * paths (core/func.c format_value); the casts must print the same. */
+static int ref_format(const sv_value_t *v, char *buf, size_t cap)
+{
+	switch (v->type) {
+	case SV_T_BOOL:
+		return snprintf(buf, cap, "%s", v->v.b ? "true" : "false");
+	case SV_T_INT64:
+		return snprintf(buf, cap, "%lld", (long long)v->v.i);
+	case SV_T_FLOAT64: {
+		double x = v->v.f;
+		if (isnan(x))
+			return snprintf(buf, cap, "NaN");
+		if (isinf(x))
+			return snprintf(buf, cap, "%s",
+					x < 0 ? "-Infinity" : "Infinity");
+		int len = 0;
+		for (int prec = 15; prec <= 17; prec++) {
+			len = snprintf(buf, cap, "%.*g", prec, x);
+			if (strtod(buf, NULL) == x)
+				break;
+		}
+		if (!strpbrk(buf, ".e") && (size_t)len + 2 < cap) {
+			memcpy(buf + len, ".0", 3);
+			len += 2;
+		}
+		return len;
+	}
+	case SV_T_TIMESTAMP: {
+		int64_t ms = v->v.i, days = ms / 86400000, rem = ms % 86400000;
+		if (rem < 0)
+			rem += 86400000, days--;
+		int64_t y;
+		int m, d;
+		sv_civil_from_days(days, &y, &m, &d);
+		return snprintf(buf, cap,
+				"%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ",
+				(long long)y, m, d, (int)(rem / 3600000),
+				(int)(rem / 60000 % 60), (int)(rem / 1000 % 60),
+				(int)(rem % 1000));
+	}
+	default:
+		return 0;
+	}
+}
+
+static void cast_same(fx_t *f, const sv_expr_t *e, int col, sv_value_t x)
+{
+	char want[128];
+	f->row[col] = x;
+	int n = ref_format(&x, want, sizeof(want));
+	sv_value_t v;
+	sv_expr_eval(e, f->row, &f->arena, &v);
+	if (v.type != SV_T_STRING || v.len != (uint32_t)n ||
+	    memcmp(v.v.s, want, (size_t)n))
+		fail_msg("cast of %s gave '%.*s', printf gives '%s'",
+			 show(f, &x), (int)v.len, v.v.s ? v.v.s : "", want);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* cast(x as string) prints what printf printed, over edges and random
+ * values of every castable type. */
+static void test_cast_to_string_as_printf(void **state)
+{
+	fx_t *f = *state;
+	sv_expr_t *ei, *ef, *et, *eb;
+	assert_null(sv_expr_parse("cast(i as string)", f->schema, &ei));
+	assert_null(sv_expr_parse("cast(f as string)", f->schema, &ef));
+	assert_null(sv_expr_parse("cast(t as string)", f->schema, &et));
+	assert_null(sv_expr_parse("cast(b as string)", f->schema, &eb));
+	cast_same(f, eb, C_B, sv_bool(true));
+	cast_same(f, eb, C_B, sv_bool(false));
+	static const int64_t ints[] = {
+		0,   1,    -1,       9,         10,        -10,          99,
+		100, -100, 12345678, INT64_MAX, INT64_MIN, INT64_MIN + 1};
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		cast_same(f, ei, C_I, sv_int(ints[i]));
+		cast_same(f, et, C_T, sv_ts(ints[i] / 1000 * 1000));
+	}
+	static const double floats[] = {
+		0.0,       -0.0,      0.5,
+		-0.5,      0.1,       0.0001,
+		-0.0001,   0.00011,   0.00009,
+		1e-5,      123456.5,  999999999.5,
+		1e9 + .5,  1e15 - 1,  1e15,
+		1e15 + 1,  -1e15,     1e16,
+		1e21,      2.5e-300,  1.0,
+		-3.0,      1.0 / 3.0, 0.1 + 0.2,
+		12.345678, 1e300,     NAN,
+		INFINITY,  -INFINITY, 9007199254740993.0};
+	for (size_t i = 0; i < sizeof(floats) / sizeof(floats[0]); i++)
+		cast_same(f, ef, C_F, sv_float(floats[i]));
+	/* timestamps around the epoch, far past and future, year 10000 */
+	static const int64_t ts[] = {0,
+				     -1,
+				     1,
+				     999,
+				     -86400000,
+				     TS_0301,
+				     253402300799999LL, /* 9999-12-31 */
+				     253402300800000LL, /* 10000-01-01 */
+				     -62135596800000LL, /* 0001-01-01 */
+				     -62167219200001LL}; /* year -1 */
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+		cast_same(f, et, C_T, sv_ts(ts[i]));
+	uint64_t s = 0x9e3779b97f4a7c15ULL;
+	for (int i = 0; i < 20000; i++) {
+		uint64_t r = xorshift(&s);
+		cast_same(f, ei, C_I, sv_int((int64_t)r >> (r % 60)));
+		cast_same(f, et, C_T,
+			  sv_ts((int64_t)(r % 400000000000000ULL) -
+				100000000000000LL));
+		/* decimals with 0..8 places, below and above 1e9 */
+		int k = (int)(r % 9);
+		double x = (double)((int64_t)(xorshift(&s) % 2000000000000ULL) -
+				    1000000000000LL) /
+			pow(10, k);
+		cast_same(f, ef, C_F, sv_float(x));
+		/* any bit pattern */
+		double y;
+		uint64_t bits = xorshift(&s);
+		memcpy(&y, &bits, sizeof(y));
+		cast_same(f, ef, C_F, sv_float(y));
+	}
+	sv_expr_destroy(ei);
+	sv_expr_destroy(ef);
+	sv_expr_destroy(et);
+	sv_expr_destroy(eb);
+	default_row(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -585,6 +724,7 @@ int main(void)
 		T(test_empty_strings_without_bytes),
 		T(test_round_int_far_left),
 		T(test_fuzz_grammar),
+		T(test_cast_to_string_as_printf),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -106,6 +106,16 @@ void sv_supervisor_destroy(sv_supervisor_t *sv)
 	free(sv);
 }
 
+sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
+				  size_t len, bool protobuf, char **json)
+{
+	SV_UNUSED(sv);
+	record("dry_run", NULL, NULL, body, len);
+	stub.protobuf = protobuf;
+	*json = sv_strdup("{\"spec\":{},\"coverage\":[]}");
+	return NULL;
+}
+
 sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 				 size_t len, bool protobuf, char **json)
 {
@@ -258,6 +268,17 @@ static void test_route_known_paths(void **state)
 	expect_route("GET", "/healthz/", SV_HTTP_OP_HEALTHZ, "", NULL, GH);
 	expect_route("GET", "/metrics", SV_HTTP_OP_METRICS, "", NULL, GH);
 	expect_route("GET", "/v1/info", SV_HTTP_OP_INFO, "", NULL, GH);
+	/* the dashboard: / and the embedded files, nothing else under /ui */
+	expect_route("GET", "/", SV_HTTP_OP_STATIC, "", "index.html", GH);
+	expect_route("GET", "/ui/app.js", SV_HTTP_OP_STATIC, "", "app.js", GH);
+	expect_route("HEAD", "/ui/uPlot.iife.min.js", SV_HTTP_OP_STATIC, "",
+		     "uPlot.iife.min.js", GH);
+	expect_route("POST", "/", SV_HTTP_OP_NOT_ALLOWED, "", "index.html", GH);
+	expect_route("GET", "/ui/nope.js", SV_HTTP_OP_NOT_FOUND, "", NULL, 0);
+	expect_route("GET", "/ui", SV_HTTP_OP_NOT_FOUND, "", NULL, 0);
+	expect_route("GET", "/ui/app.js/x", SV_HTTP_OP_NOT_FOUND, "", NULL, 0);
+	expect_route("GET", "/v1/jobs/j1/history", SV_HTTP_OP_GET_SUB, "j1",
+		     "history", GH);
 	expect_route("GET", "/v1/jobs", SV_HTTP_OP_LIST, "", NULL,
 		     GH | SV_HTTP_POST);
 	expect_route("POST", "/v1/jobs/", SV_HTTP_OP_SUBMIT, "", NULL,
@@ -310,7 +331,6 @@ static void test_route_unknown_paths(void **state)
 	SV_UNUSED(state);
 	static const char *const paths[] = {
 		"",
-		"/",
 		"healthz",
 		"//healthz",
 		"/healthz//",
@@ -370,6 +390,11 @@ static void test_allow_and_media_type(void **state)
 		sv_http_media_type_is("application/jsonx", "application/json"));
 	assert_false(sv_http_media_type_is("text/plain", "application/json"));
 	assert_false(sv_http_media_type_is(NULL, "application/json"));
+	/* a form-encoded submission is taken when its body is a JSON object */
+	assert_true(sv_http_body_is_json("{\"a\": 1}", 8));
+	assert_false(sv_http_body_is_json("[1]", 3));
+	assert_false(sv_http_body_is_json("name=a", 6));
+	assert_false(sv_http_body_is_json("", 0));
 	assert_int_equal(sv_http_method_bit("PATCH"), 0);
 }
 
@@ -577,6 +602,31 @@ static void test_daemon_healthz(void **state)
 	assert_string_equal(stub.last_count, "GET 200");
 }
 
+/* With more than FD_SETSIZE descriptors open (a supervisor with ~64 jobs
+ * holds that many for their Kafka clients) the API still answers: a
+ * select() loop refused every new connection there. */
+static void test_daemon_many_descriptors(void **state)
+{
+	fixture_t *fx = *state;
+	enum {
+		N = 1100
+	};
+	int *fds = calloc(N, sizeof(int));
+	int n = 0;
+	for (; n < N; n++)
+		if ((fds[n] = dup(0)) < 0)
+			break;
+	if (n < N)
+		fail_msg("cannot open %d descriptors (ulimit -n?)", N);
+	resp_t r;
+	request(fx, "GET", "/healthz", NULL, NULL, 0, &r);
+	expect_json(&r, 200, "{\"status\":\"ok\"}");
+	resp_free(&r);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
 static void test_daemon_not_found_and_method(void **state)
 {
 	fixture_t *fx = *state;
@@ -646,6 +696,27 @@ static void test_daemon_submit(void **state)
 	assert_true(stub.protobuf);
 	assert_int_equal(stub.len, sizeof(pb));
 	assert_memory_equal(stub.body, pb, sizeof(pb));
+
+	/* what curl -d sends: a form type with a JSON body is a JSON spec */
+	request(fx, "POST", "/v1/jobs",
+		"Content-Type: application/x-www-form-urlencoded\r\n", spec,
+		strlen(spec), &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	assert_false(stub.protobuf);
+	assert_string_equal(stub.body, spec);
+
+	/* ?dry_run=true translates and checks, 200, starts nothing */
+	request(fx, "POST", "/v1/jobs?dry_run=true", NULL, spec, strlen(spec),
+		&r);
+	expect_json(&r, 200, "{\"spec\":{},\"coverage\":[]}");
+	resp_free(&r);
+	assert_string_equal(stub.fn, "dry_run");
+	request(fx, "POST", "/v1/jobs?dry_run=false", NULL, spec, strlen(spec),
+		&r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	assert_string_equal(stub.fn, "submit");
 }
 
 static void test_daemon_submit_errors(void **state)
@@ -680,6 +751,15 @@ static void test_daemon_submit_errors(void **state)
 	resp_free(&r);
 	assert_int_equal(stub.calls, 2);
 	assert_string_equal(stub.last_count, "POST 415");
+
+	/* a real form body is not a job spec: refused, never submitted */
+	request(fx, "POST", "/v1/jobs",
+		"Content-Type: application/x-www-form-urlencoded\r\n",
+		"name=a&mode=stream", 18, &r);
+	assert_int_equal(r.status, 415);
+	assert_non_null(strstr(r.body, "a form-encoded body that is not JSON"));
+	resp_free(&r);
+	assert_int_equal(stub.calls, 2);
 }
 
 static void test_daemon_body_limit(void **state)
@@ -875,6 +955,8 @@ int main(void)
 		cmocka_unit_test(test_allow_and_media_type),
 		cmocka_unit_test(test_error_json),
 		cmocka_unit_test_setup_teardown(test_daemon_healthz,
+						daemon_setup, daemon_teardown),
+		cmocka_unit_test_setup_teardown(test_daemon_many_descriptors,
 						daemon_setup, daemon_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_daemon_not_found_and_method, daemon_setup,

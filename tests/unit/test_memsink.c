@@ -276,7 +276,7 @@ static void test_null_sink(void **state)
 	sv_sink_conf_t conf = f->conf;
 	conf.kind = "null";
 	assert_null(sv_sink_null_ops.open(&conf, &snk));
-	assert_string_equal(sv_sink_null_ops.name, "null");
+	assert_string_equal(sv_sink_null_ops.driver->kind, "null");
 	add_rows(&f->b, 0, 123);
 	assert_null(sv_sink_null_ops.write(snk, &f->b));
 	assert_null(sv_sink_null_ops.write(snk, &f->b));
@@ -284,7 +284,7 @@ static void test_null_sink(void **state)
 	assert_null(sv_sink_null_ops.flush(snk, 0));
 	assert_int_equal(snk->records_out, 247);
 	sv_sink_null_ops.close(snk);
-	assert_string_equal(sv_sink_memory_ops.name, "memory");
+	assert_string_equal(sv_sink_memory_ops.driver->kind, "memory");
 }
 
 int main(void)

@@ -1,0 +1,725 @@
+/* join_lookup.c — the lookup join: a stream (left) joined with a versioned
+ * table (right).
+ *
+ * The right input is a changelog: each row sets its key's value from its
+ * event time on, and a row flagged SV_ROW_DELETE (a tombstone) removes the
+ * key from its time on. The table keeps, per key, its versions sorted by
+ * effective time. A left row at time l joins the version of its key whose
+ * effective time is the latest <= l (none, or a tombstone: no match).
+ *
+ * Event time (Flink's temporal join): a left row can be answered once the
+ * table's watermark has reached l, since then no version <= l is still to
+ * come; until then it waits in a min-heap by time (or, with retention_ms,
+ * until the left watermark reaches l + retention_ms). A table row that
+ * arrives at or behind the table's watermark w is not dropped: it takes
+ * effect at w + 1, the earliest time no left row has been answered for.
+ * Versions are pruned at the horizon H = min(left watermark, table
+ * watermark): every left row still to be answered has l > H, so of the
+ * versions <= H only the latest is needed, and not even that one when it
+ * is a tombstone; a key with no version left goes. Pruning is driven by a
+ * lazy min-heap of (due, key), due being the time at which the key's
+ * oldest version can go.
+ *
+ * Processing time (Kafka Streams' KStream-KTable join): the table is the
+ * latest value per key in arrival order and a left row is answered at once.
+ * See docs/joins.md. */
+#include "core/join_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LOOKUP_SNAPSHOT_KIND 'L'
+
+typedef struct tver {
+	int64_t t; /* effective time */
+	sv_jrow_t *row; /* NULL: tombstone */
+} tver_t;
+
+typedef struct tkey {
+	tver_t *v; /* sorted by t, distinct t */
+	uint32_t n, cap;
+	uint32_t nrefs; /* prune heap items pointing here */
+	int64_t queued; /* smallest due queued, or NONE */
+} tkey_t;
+
+typedef struct titem {
+	int64_t due;
+	tkey_t *key;
+} titem_t;
+
+typedef struct pitem {
+	int64_t t;
+	uint64_t seq;
+	sv_jrow_t *row;
+} pitem_t;
+
+typedef struct lookupjoin {
+	sv_joinbase_t jb;
+	bool proc;
+	int64_t retention;
+	sv_statemap_t *table; /* key -> tkey_t */
+	uint64_t live_keys; /* keys with at least one version */
+	uint64_t versions;
+	uint64_t table_bytes; /* version rows and arrays */
+	titem_t *prune;
+	size_t nprune, prcap;
+	pitem_t *pending; /* event time: left rows waiting, by (t, seq) */
+	size_t npending, pcap;
+	uint64_t pending_bytes;
+	int64_t wl, wr; /* watermarks of the last advance */
+	uint64_t seq;
+	struct lrun *run; /* left rows being answered (scratch) */
+} lookupjoin_t;
+
+/* ---- heaps ---- */
+
+static void prune_push(lookupjoin_t *op, int64_t due, tkey_t *k)
+{
+	if (op->nprune == op->prcap) {
+		op->prcap = op->prcap ? op->prcap * 2 : 64;
+		op->prune = sv_realloc(op->prune, op->prcap * sizeof(titem_t));
+	}
+	size_t i = op->nprune++;
+	while (i > 0 && op->prune[(i - 1) / 2].due > due) {
+		op->prune[i] = op->prune[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	op->prune[i] = (titem_t){due, k};
+	k->nrefs++;
+}
+
+static titem_t prune_pop(lookupjoin_t *op)
+{
+	titem_t top = op->prune[0];
+	titem_t last = op->prune[--op->nprune];
+	size_t i = 0, n = op->nprune;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && op->prune[c + 1].due < op->prune[c].due)
+			c++;
+		if (op->prune[c].due >= last.due)
+			break;
+		op->prune[i] = op->prune[c];
+		i = c;
+	}
+	if (n)
+		op->prune[i] = last;
+	return top;
+}
+
+static bool pless(const pitem_t *a, const pitem_t *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static void pending_push(lookupjoin_t *op, pitem_t it)
+{
+	if (op->npending == op->pcap) {
+		op->pcap = op->pcap ? op->pcap * 2 : 64;
+		op->pending = sv_realloc(op->pending,
+					 op->pcap * sizeof(pitem_t));
+	}
+	size_t i = op->npending++;
+	while (i > 0 && pless(&it, &op->pending[(i - 1) / 2])) {
+		op->pending[i] = op->pending[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	op->pending[i] = it;
+}
+
+static pitem_t pending_pop(lookupjoin_t *op)
+{
+	pitem_t top = op->pending[0];
+	pitem_t last = op->pending[--op->npending];
+	size_t i = 0, n = op->npending;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && pless(&op->pending[c + 1], &op->pending[c]))
+			c++;
+		if (!pless(&op->pending[c], &last))
+			break;
+		op->pending[i] = op->pending[c];
+		i = c;
+	}
+	if (n)
+		op->pending[i] = last;
+	return top;
+}
+
+/* ---- the table ---- */
+
+static void ver_free(lookupjoin_t *op, tver_t *v)
+{
+	if (v->row) {
+		op->table_bytes -= v->row->bytes;
+		free(v->row);
+	}
+	op->versions--;
+}
+
+/* When the key's oldest version can go: a tombstone at its own time, a
+ * value once the next version's time is behind the horizon. */
+static int64_t key_due(const tkey_t *k)
+{
+	if (k->n == 0)
+		return SV_WATERMARK_NONE;
+	if (!k->v[0].row)
+		return k->v[0].t;
+	return k->n >= 2 ? k->v[1].t : SV_WATERMARK_NONE;
+}
+
+static void schedule(lookupjoin_t *op, tkey_t *k)
+{
+	if (op->proc)
+		return;
+	int64_t due = key_due(k);
+	if (due == SV_WATERMARK_NONE)
+		return;
+	if (k->queued != SV_WATERMARK_NONE && k->queued <= due)
+		return;
+	k->queued = due;
+	prune_push(op, due, k);
+}
+
+/* Drop the versions of k no left row at a time > h can need. */
+static void prune_key(lookupjoin_t *op, tkey_t *k, int64_t h)
+{
+	uint32_t drop = 0;
+	while (drop + 1 < k->n && k->v[drop + 1].t <= h)
+		drop++;
+	if (drop < k->n && !k->v[drop].row && k->v[drop].t <= h)
+		drop++;
+	if (!drop)
+		return;
+	for (uint32_t i = 0; i < drop; i++)
+		ver_free(op, &k->v[i]);
+	memmove(k->v, k->v + drop, (k->n - drop) * sizeof(tver_t));
+	k->n -= drop;
+	if (k->n == 0)
+		op->live_keys--;
+}
+
+static void key_forget(lookupjoin_t *op, tkey_t *k)
+{
+	op->table_bytes -= k->cap * sizeof(tver_t);
+	free(k->v);
+	sv_statemap_remove(op->table, k);
+}
+
+static void prune_to(lookupjoin_t *op, int64_t h)
+{
+	while (op->nprune && op->prune[0].due <= h) {
+		titem_t it = prune_pop(op);
+		tkey_t *k = it.key;
+		k->nrefs--;
+		if (k->queued == it.due)
+			k->queued = SV_WATERMARK_NONE;
+		prune_key(op, k, h);
+		schedule(op, k);
+		if (k->n == 0 && k->nrefs == 0)
+			key_forget(op, k);
+	}
+}
+
+/* Set the key in keybuf to row (NULL: tombstone) from time t on. */
+static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
+{
+	uint64_t h = sv_statemap_hash(op->table, op->jb.keybuf);
+	bool created;
+	tkey_t *k = sv_statemap_upsert(op->table, op->jb.keybuf, h, &created);
+	if (created)
+		k->queued = SV_WATERMARK_NONE;
+	if (op->proc) {
+		/* the latest value only; a tombstone removes the key */
+		if (!created) {
+			ver_free(op, &k->v[0]);
+			k->n = 0;
+			op->live_keys--;
+		}
+		if (!row) {
+			key_forget(op, k);
+			return;
+		}
+	}
+	uint32_t i = k->n;
+	while (i > 0 && k->v[i - 1].t > t)
+		i--;
+	sv_jrow_t *jr = row ? sv_jrow_new(row, op->jb.nright) : NULL;
+	if (jr) {
+		jr->t = t;
+		jr->key = k;
+		op->table_bytes += jr->bytes;
+	}
+	if (i > 0 && k->v[i - 1].t == t) {
+		/* the later arrival of one time wins */
+		ver_free(op, &k->v[i - 1]);
+		k->v[i - 1] = (tver_t){t, jr};
+		op->versions++;
+		schedule(op, k);
+		return;
+	}
+	if (k->n == k->cap) {
+		uint32_t cap = k->cap ? k->cap * 2 : 2;
+		op->table_bytes += (cap - k->cap) * sizeof(tver_t);
+		k->v = sv_realloc(k->v, cap * sizeof(tver_t));
+		k->cap = cap;
+	}
+	memmove(k->v + i + 1, k->v + i, (k->n - i) * sizeof(tver_t));
+	k->v[i] = (tver_t){t, jr};
+	if (k->n++ == 0)
+		op->live_keys++;
+	op->versions++;
+	schedule(op, k);
+}
+
+/* The value of the key in keybuf (hash h) at time t, or NULL. */
+static const sv_value_t *table_get(lookupjoin_t *op, int64_t t, uint64_t h)
+{
+	tkey_t *k = sv_statemap_find(op->table, op->jb.keybuf, h);
+	if (!k || k->n == 0)
+		return NULL;
+	if (op->proc)
+		return k->v[0].row ? k->v[0].row->vals : NULL;
+	uint32_t lo = 0, hi = k->n; /* first version with t > t */
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (k->v[mid].t <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || !k->v[lo - 1].row)
+		return NULL;
+	return k->v[lo - 1].row->vals;
+}
+
+/* ---- the operator ---- */
+
+/* ---- answering left rows, a run at a time ----
+ *
+ * A large table misses the cache on every probe (its slot, then its
+ * entry), so a run of left rows is answered in two passes: hash every key
+ * first, then probe each while the slot of the row PF_SLOT ahead and the
+ * entry of the row PF_ENTRY ahead are being fetched. */
+
+#define PF_SLOT 16
+#define PF_ENTRY 8
+#define NO_KEY \
+	UINT64_MAX /* in hashes: a null key (a real hash of it is
+			   * only a wasted prefetch) */
+
+typedef struct lrun {
+	const sv_value_t **rows;
+	int64_t *t;
+	uint64_t *h;
+	sv_jrow_t **own; /* a waiting row to free once answered, or NULL */
+	size_t n, cap;
+} lrun_t;
+
+static void run_add(lrun_t *run, const sv_value_t *row, int64_t t,
+		    sv_jrow_t *own)
+{
+	if (run->n == run->cap) {
+		run->cap = run->cap ? run->cap * 2 : 256;
+		run->rows = sv_realloc(run->rows,
+				       run->cap * sizeof(*run->rows));
+		run->t = sv_realloc(run->t, run->cap * sizeof(*run->t));
+		run->h = sv_realloc(run->h, run->cap * sizeof(*run->h));
+		run->own = sv_realloc(run->own, run->cap * sizeof(*run->own));
+	}
+	run->rows[run->n] = row;
+	run->t[run->n] = t;
+	run->own[run->n++] = own;
+}
+
+static void run_destroy(lrun_t *run)
+{
+	if (!run)
+		return;
+	free(run->rows);
+	free(run->t);
+	free(run->h);
+	free(run->own);
+	free(run);
+}
+
+static void answer_run(lookupjoin_t *op, lrun_t *run, sv_batch_t *out)
+{
+	sv_joinbase_t *jb = &op->jb;
+	for (size_t i = 0; i < run->n; i++)
+		run->h[i] = sv_join_key(jb, run->rows[i], jb->lkeys)
+			? sv_statemap_hash(op->table, jb->keybuf)
+			: NO_KEY;
+	for (size_t i = 0; i < run->n; i++) {
+		if (i + PF_SLOT < run->n && run->h[i + PF_SLOT] != NO_KEY)
+			sv_statemap_prefetch(op->table, run->h[i + PF_SLOT], 0);
+		if (i + PF_ENTRY < run->n && run->h[i + PF_ENTRY] != NO_KEY)
+			sv_statemap_prefetch(op->table, run->h[i + PF_ENTRY],
+					     1);
+		const sv_value_t *r = NULL;
+		if (run->h[i] != NO_KEY) {
+			sv_join_key(jb, run->rows[i], jb->lkeys);
+			r = table_get(op, run->t[i], run->h[i]);
+		}
+		if (r || jb->kind == SV_JOIN_LEFT)
+			sv_join_emit(jb, out, run->rows[i], r, run->t[i]);
+		if (run->own[i]) {
+			op->pending_bytes -= run->own[i]->bytes;
+			free(run->own[i]);
+		}
+	}
+	run->n = 0;
+}
+
+/* Left rows at or before this time can be answered now. */
+static int64_t release_bound(const lookupjoin_t *op)
+{
+	int64_t b = op->wr;
+	/* wl - retention, saturating (watermarks are any int64) */
+	if (op->retention && op->wl != SV_WATERMARK_NONE &&
+	    op->wl > INT64_MIN + op->retention && op->wl - op->retention > b)
+		b = op->wl - op->retention;
+	return b;
+}
+
+static uint64_t lk_left_bytes(const lookupjoin_t *op)
+{
+	return op->pending_bytes + op->pcap * sizeof(pitem_t);
+}
+
+static uint64_t lk_right_bytes(const lookupjoin_t *op)
+{
+	return sv_statemap_bytes(op->table) + op->table_bytes +
+		op->prcap * sizeof(titem_t);
+}
+
+static sv_error_t *lk_cap(const lookupjoin_t *op)
+{
+	if (!op->jb.max_rows && !op->jb.max_bytes)
+		return NULL;
+	return sv_join_check_cap(&op->jb, op->npending, op->versions,
+				 lk_left_bytes(op) + lk_right_bytes(op));
+}
+
+static sv_error_t *lk_process(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *in,
+			      sv_batch_t *out)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	for (size_t r = 0; r < in->nrows; r++) {
+		const sv_value_t *row = sv_batch_row(in, r);
+		int64_t t = in->meta[r].event_ms;
+		if (op->proc) {
+			run_add(op->run, row, t, NULL);
+			continue;
+		}
+		if (t <= -SV_TIME_LIMIT || t >= SV_TIME_LIMIT ||
+		    (op->wl != SV_WATERMARK_NONE && t <= op->wl)) {
+			/* a version it needs may be pruned */
+			if (ctx->stats)
+				ctx->stats->records_late++;
+			continue;
+		}
+		int64_t b = release_bound(op);
+		if (b != SV_WATERMARK_NONE && t <= b) {
+			run_add(op->run, row, t, NULL);
+			continue;
+		}
+		sv_jrow_t *jr = sv_jrow_new(row, in->ncols);
+		jr->t = t;
+		op->pending_bytes += jr->bytes;
+		pending_push(op, (pitem_t){t, op->seq++, jr});
+	}
+	answer_run(op, op->run, out);
+	return lk_cap(op);
+}
+
+static sv_error_t *lk_process_right(sv_op_t *base, sv_op_ctx_t *ctx,
+				    sv_batch_t *in, sv_batch_t *out)
+{
+	SV_UNUSED(out);
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	for (size_t r = 0; r < in->nrows; r++) {
+		const sv_value_t *row = sv_batch_row(in, r);
+		int64_t t = in->meta[r].event_ms;
+		if (!op->proc) {
+			if (t <= -SV_TIME_LIMIT || t >= SV_TIME_LIMIT) {
+				if (ctx->stats)
+					ctx->stats->records_late++;
+				continue;
+			}
+			/* a late table row takes effect where the table's
+			 * time stands (none after the end of input) */
+			if (op->wr != SV_WATERMARK_NONE && t <= op->wr) {
+				if (op->wr >= SV_TIME_LIMIT) {
+					if (ctx->stats)
+						ctx->stats->records_late++;
+					continue;
+				}
+				t = op->wr + 1;
+			}
+		}
+		if (!sv_join_key(&op->jb, row, op->jb.rkeys))
+			continue; /* a null key is no table row */
+		bool del = in->meta[r].flags & SV_ROW_DELETE;
+		table_put(op, del ? NULL : row, t);
+	}
+	return lk_cap(op);
+}
+
+static void release(lookupjoin_t *op, int64_t b, sv_batch_t *out)
+{
+	while (op->npending &&
+	       (b == INT64_MAX ||
+		(b != SV_WATERMARK_NONE && op->pending[0].t <= b))) {
+		pitem_t it = pending_pop(op);
+		run_add(op->run, it.row->vals, it.t, it.row);
+		if (op->run->n == 1024)
+			answer_run(op, op->run, out);
+	}
+	answer_run(op, op->run, out);
+}
+
+static void move_wm(int64_t *wm, int64_t to)
+{
+	if (to != SV_WATERMARK_NONE && (*wm == SV_WATERMARK_NONE || to > *wm))
+		*wm = to;
+}
+
+static sv_error_t *lk_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	move_wm(&op->wl, ctx->watermark_ms);
+	move_wm(&op->wr, ctx->right_watermark_ms);
+	if (op->proc)
+		return NULL;
+	release(op, release_bound(op), out);
+	if (op->wl != SV_WATERMARK_NONE && op->wr != SV_WATERMARK_NONE)
+		prune_to(op, op->wl < op->wr ? op->wl : op->wr);
+	return NULL;
+}
+
+static void lk_clear(lookupjoin_t *op)
+{
+	size_t it = 0;
+	tkey_t *k;
+	while ((k = sv_statemap_next(op->table, &it))) {
+		for (uint32_t i = 0; i < k->n; i++)
+			free(k->v[i].row);
+		free(k->v);
+	}
+	sv_statemap_clear(op->table);
+	for (size_t i = 0; i < op->npending; i++)
+		free(op->pending[i].row);
+	op->npending = 0;
+	op->nprune = 0;
+	op->live_keys = op->versions = 0;
+	op->table_bytes = op->pending_bytes = 0;
+	op->wl = op->wr = SV_WATERMARK_NONE;
+}
+
+static sv_error_t *lk_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
+{
+	SV_UNUSED(ctx);
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	/* end of input: both inputs are complete */
+	release(op, INT64_MAX, out);
+	lk_clear(op);
+	op->wl = op->wr = INT64_MAX;
+	return NULL;
+}
+
+static int64_t lk_out_watermark(sv_op_t *base)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	if (op->proc)
+		return op->wl;
+	if (op->wl == SV_WATERMARK_NONE || op->wr == SV_WATERMARK_NONE)
+		return SV_WATERMARK_NONE;
+	return op->wl < op->wr ? op->wl : op->wr;
+}
+
+static void lk_state_sides(sv_op_t *base, sv_op_side_state_t sides[2])
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	sides[0].bytes = lk_left_bytes(op);
+	sides[0].keys = 0;
+	sides[0].rows = op->npending;
+	sides[1].bytes = lk_right_bytes(op);
+	sides[1].keys = op->live_keys;
+	sides[1].rows = op->versions;
+}
+
+static void lk_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
+{
+	sv_op_side_state_t sides[2];
+	lk_state_sides(base, sides);
+	if (bytes)
+		*bytes = sides[0].bytes + sides[1].bytes;
+	if (keys)
+		*keys = sides[0].keys + sides[1].keys;
+}
+
+/* Snapshot: the join header ('L'), u8 processing time, i64 left and i64
+ * table watermark, u64 sequence, u64 nkeys, each: the key's values, u32 n,
+ * n times i64 time, u8 present, then (present) the row's values; u64
+ * npending, each: i64 time, u64 seq, the row's values. */
+static sv_error_t *lk_snapshot(sv_op_t *base, sv_buf_t *out)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	sv_join_ser_header(&op->jb, out, LOOKUP_SNAPSHOT_KIND);
+	sv_ser_u8(out, op->proc);
+	sv_ser_i64(out, op->wl);
+	sv_ser_i64(out, op->wr);
+	sv_ser_u64(out, op->seq);
+	sv_ser_u64(out, op->live_keys);
+	size_t it = 0;
+	tkey_t *k;
+	while ((k = sv_statemap_next(op->table, &it))) {
+		if (!k->n)
+			continue;
+		const sv_value_t *key = sv_statemap_key(op->table, k);
+		for (size_t c = 0; c < op->jb.nkeys; c++)
+			sv_ser_value(out, &key[c]);
+		sv_ser_u32(out, k->n);
+		for (uint32_t i = 0; i < k->n; i++) {
+			sv_ser_i64(out, k->v[i].t);
+			sv_ser_u8(out, k->v[i].row != NULL);
+			for (size_t c = 0; k->v[i].row && c < op->jb.nright;
+			     c++)
+				sv_ser_value(out, &k->v[i].row->vals[c]);
+		}
+	}
+	sv_ser_u64(out, op->npending);
+	for (size_t i = 0; i < op->npending; i++) {
+		sv_ser_i64(out, op->pending[i].t);
+		sv_ser_u64(out, op->pending[i].seq);
+		for (size_t c = 0; c < op->jb.nleft; c++)
+			sv_ser_value(out, &op->pending[i].row->vals[c]);
+	}
+	return NULL;
+}
+
+static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	sv_deser_t d = {.p = data, .len = len};
+	lk_clear(op);
+	sv_error_t *err = sv_join_deser_header(&op->jb, &d,
+					       LOOKUP_SNAPSHOT_KIND);
+	if (err)
+		return err;
+	uint8_t proc = sv_deser_u8(&d);
+	if (!d.bad && proc != op->proc)
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "lookup join state snapshot is of %s time "
+				    "and the operator of %s time",
+				    proc ? "processing" : "event",
+				    op->proc ? "processing" : "event");
+	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
+	uint64_t seq = sv_deser_u64(&d);
+	uint64_t nkeys = sv_deser_u64(&d);
+	size_t width = op->jb.nleft > op->jb.nright ? op->jb.nleft
+						    : op->jb.nright;
+	sv_value_t *row = sv_calloc(width + 1, sizeof(sv_value_t));
+	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
+	/* versions go in with the watermarks unset, so nothing is moved */
+	for (uint64_t i = 0; i < nkeys && !d.bad; i++) {
+		for (size_t c = 0; c < op->jb.nkeys; c++)
+			sv_deser_value(&d, &key[c]);
+		uint32_t n = sv_deser_u32(&d);
+		for (uint32_t j = 0; j < n && !d.bad; j++) {
+			int64_t t = sv_deser_i64(&d);
+			bool present = sv_deser_u8(&d);
+			for (size_t c = 0; present && c < op->jb.nright; c++)
+				sv_deser_value(&d, &row[c]);
+			if (d.bad)
+				break;
+			memcpy(op->jb.keybuf, key,
+			       op->jb.nkeys * sizeof(sv_value_t));
+			table_put(op, present ? row : NULL, t);
+		}
+	}
+	uint64_t np = sv_deser_u64(&d);
+	for (uint64_t i = 0; i < np && !d.bad; i++) {
+		int64_t t = sv_deser_i64(&d);
+		uint64_t s = sv_deser_u64(&d);
+		for (size_t c = 0; c < op->jb.nleft; c++)
+			sv_deser_value(&d, &row[c]);
+		if (d.bad)
+			break;
+		sv_jrow_t *jr = sv_jrow_new(row, op->jb.nleft);
+		jr->t = t;
+		op->pending_bytes += jr->bytes;
+		pending_push(op, (pitem_t){t, s, jr});
+	}
+	free(row);
+	free(key);
+	if (d.bad || d.off != d.len) {
+		lk_clear(op);
+		return sv_join_corrupt(&op->jb, &d);
+	}
+	op->wl = wl;
+	op->wr = wr;
+	op->seq = seq;
+	return NULL;
+}
+
+static void lk_destroy(sv_op_t *base)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	if (!op)
+		return;
+	lk_clear(op);
+	sv_statemap_destroy(op->table);
+	free(op->prune);
+	free(op->pending);
+	run_destroy(op->run);
+	sv_joinbase_release(&op->jb);
+	free(op);
+}
+
+static const sv_op_ops_t lookup_ops = {
+	.name = "join",
+	.process = lk_process,
+	.advance = lk_advance,
+	.finish = lk_finish,
+	.state_size = lk_state_size,
+	.snapshot = lk_snapshot,
+	.restore = lk_restore,
+	.destroy = lk_destroy,
+	.process_right = lk_process_right,
+	.out_watermark = lk_out_watermark,
+	.state_sides = lk_state_sides,
+};
+
+sv_error_t *sv_op_lookup_join_new(const sv_schema_t *left,
+				  const sv_schema_t *right,
+				  const sv_join_spec_t *spec, sv_op_t **out)
+{
+	*out = NULL;
+	if (spec->retention_ms < 0 || spec->retention_ms >= SV_TIME_LIMIT)
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_SUBMISSION,
+				     "lookup join 'retention_ms' must be >= 0 "
+				     "and below 2^61, got %lld",
+				     (long long)spec->retention_ms),
+			"retention_ms");
+	lookupjoin_t *op = sv_calloc(1, sizeof(*op));
+	sv_error_t *err = sv_joinbase_init(&op->jb, left, right, spec);
+	if (err) {
+		free(op);
+		return err;
+	}
+	op->jb.base.ops = &lookup_ops;
+	op->proc = spec->processing_time;
+	op->retention = spec->retention_ms;
+	op->table = sv_statemap_new(op->jb.nkeys, sizeof(tkey_t));
+	op->run = sv_calloc(1, sizeof(*op->run));
+	op->wl = op->wr = SV_WATERMARK_NONE;
+	*out = &op->jb.base;
+	return NULL;
+}
