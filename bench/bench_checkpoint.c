@@ -13,8 +13,20 @@
  * → keyed tumbling window of one hour (count, sum) → null sink; the state
  * holds K keys once K rows went through.
  *
+ * The changed-fraction case (--changed 0.01): K = 10^6 keys of state (a
+ * window that never closes), then the input switches to a generator over
+ * the first K * fraction keys, so each checkpoint interval changes exactly
+ * that fraction of the state (at least K * fraction rows between two
+ * checkpoints; at full speed every hot key changes within any second). It
+ * runs twice: every checkpoint full (incremental off), and incremental
+ * (deltas with the size-bounded full rewrite of supervisor/ckpt.c, chain
+ * cap --full-every, default 100) — its p99 counts the full rewrites it
+ * makes ("fulls" in the row).
+ *
  * usage: bench_checkpoint [--keys 100000,1000000] [--checkpoints 20]
- *                         [--seconds 3] [--json PATH]
+ *                         [--seconds 3] [--changed 0.01] [--changed-keys
+ *                         1000000] [--full-every 100] [--json PATH]
+ *                         (--changed 0: no changed-fraction case)
  * Reproduce: cmake --preset release && cmake --build --preset release
  *            --target bench_checkpoint && build/release/bench_checkpoint */
 #define _GNU_SOURCE
@@ -38,6 +50,7 @@
 typedef struct rig {
 	sv_schema_t *schema;
 	sv_source_t *src;
+	sv_source_t *hot; /* changed-fraction case: the input after the fill */
 	sv_pipeline_t *pl;
 	sv_sink_t *snk;
 	sv_watermarks_t *wm;
@@ -47,6 +60,7 @@ typedef struct rig {
 	sv_ckstore_t *store;
 	sv_obslog_t *obs;
 	sv_ckpt_conf_t ck;
+	sv_ckpt_incr_t incr;
 	char dir[64];
 } rig_t;
 
@@ -57,7 +71,9 @@ static void die(const char *what, sv_error_t *err)
 	exit(1);
 }
 
-static void rig_open(rig_t *r, long keys)
+/* hot_keys > 0: the changed-fraction case (a window that never closes, a
+ * second generator over keys 0..hot_keys-1); full_every > 1: incremental. */
+static void rig_open(rig_t *r, long keys, long hot_keys, int full_every)
 {
 	sv_error_t *err;
 	memset(r, 0, sizeof(*r));
@@ -80,11 +96,19 @@ static void rig_open(rig_t *r, long keys)
 	go.keys = keys;
 	if ((err = sv_generator_set_options(r->src, &go)))
 		die("generator options", err);
+	if (hot_keys > 0) {
+		if ((err = sv_source_open(&sc, &r->hot)))
+			die("generator", err);
+		go.keys = hot_keys;
+		if ((err = sv_generator_set_options(r->hot, &go)))
+			die("generator options", err);
+	}
 	r->pl = sv_pipeline_new(r->schema);
 	const char *k[] = {"key"}, *an[] = {"n", "total"};
 	const char *ae[] = {"count()", "sum(amount)"};
 	sv_window_spec_t ws = {.type = SV_WIN_TUMBLING,
-			       .size_ms = 3600000,
+			       .size_ms = hot_keys > 0 ? 1000000000000LL
+						       : 3600000,
 			       .nkeys = 1,
 			       .keys = k,
 			       .naggs = 2,
@@ -119,6 +143,20 @@ static void rig_open(rig_t *r, long keys)
 				 .retain = 3,
 				 .obs = r->obs,
 				 .restore_from = -1};
+	if (full_every > 1) {
+		r->incr = (sv_ckpt_incr_t){.full_every = full_every};
+		r->ck.incr = &r->incr;
+	}
+}
+
+/* After the fill: the input becomes the hot generator. */
+static void rig_go_hot(rig_t *r)
+{
+	if (!r->hot)
+		return;
+	sv_source_close(r->src);
+	r->src = r->hot;
+	r->hot = NULL;
 }
 
 static void rig_close(rig_t *r)
@@ -134,6 +172,8 @@ static void rig_close(rig_t *r)
 	sv_sink_close(r->snk);
 	sv_pipeline_destroy(r->pl);
 	sv_source_close(r->src);
+	if (r->hot)
+		sv_source_close(r->hot);
 	sv_schema_destroy(r->schema);
 }
 
@@ -215,6 +255,9 @@ int main(int argc, char **argv)
 	int nkeys = 2, nck = 20;
 	double seconds = 3;
 	const char *json_path = NULL;
+	double changed = 0.01;
+	long changed_keys = 1000000;
+	int full_every = 100;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
 			nkeys = 0;
@@ -225,12 +268,19 @@ int main(int argc, char **argv)
 			nck = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
 			seconds = atof(argv[++i]);
+		} else if (!strcmp(argv[i], "--changed") && i + 1 < argc) {
+			changed = atof(argv[++i]);
+		} else if (!strcmp(argv[i], "--changed-keys") && i + 1 < argc) {
+			changed_keys = atol(argv[++i]);
+		} else if (!strcmp(argv[i], "--full-every") && i + 1 < argc) {
+			full_every = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
 			json_path = argv[++i];
 		} else {
 			fprintf(stderr,
 				"usage: bench_checkpoint [--keys N,M] "
-				"[--checkpoints N] [--seconds S] [--json "
+				"[--checkpoints N] [--seconds S] [--changed F] "
+				"[--changed-keys N] [--full-every N] [--json "
 				"PATH]\n");
 			return 2;
 		}
@@ -240,22 +290,48 @@ int main(int argc, char **argv)
 	FILE *js = json_path ? fopen(json_path, "w") : NULL;
 	if (js)
 		fprintf(js, "[");
-	printf("| state keys | state MB | checkpoint p50 ms | p99 ms | fsync'd "
-	       "write of the same bytes p50 ms | ratio | rows/cpu-s no "
-	       "checkpoints | with 1/s | overhead |\n|---:|---:|---:|---:|---:|"
-	       "---:|---:|---:|---:|\n");
-	for (int k = 0; k < nkeys; k++) {
+	printf("| state keys | changed per interval | checkpoints | state MB "
+	       "| written MB (p50) | checkpoint p50 ms | p99 ms | max ms | "
+	       "fsync'd write of the written bytes p50 ms | ratio | rows/cpu-s "
+	       "no checkpoints | with 1/s | overhead |\n|---:|---:|---|---:|"
+	       "---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	/* cases: the --keys list (full state changes, every checkpoint full),
+	 * then the changed-fraction case full and incremental */
+	int ncases = nkeys + (changed > 0 ? 2 : 0);
+	for (int k = 0; k < ncases; k++) {
+		bool frac = k >= nkeys;
+		bool incr = frac && k == nkeys + 1;
+		long keys = frac ? changed_keys : keys_list[k];
+		long hot = frac ? (long)(changed_keys * changed + 0.5) : 0;
+		if (frac && hot < 1)
+			hot = 1;
 		rig_t r;
-		rig_open(&r, keys_list[k]);
+		rig_open(&r, keys, hot, incr ? full_every : 0);
 		/* fill: every key twice */
 		uint64_t rows = 0;
-		while (rows < 2 * (uint64_t)keys_list[k])
+		while (rows < 2 * (uint64_t)keys)
 			rows += step(&r);
+		double base_ms = 0;
+		if (frac) {
+			/* the chain's first full snapshot, before the measure */
+			sv_ckpt_parts_t p = {r.src, r.snk, r.pl, r.wm};
+			sv_ckpt_info_t info;
+			int64_t t0 = sv_mono_ns();
+			sv_error_t *err = sv_ckpt_take(
+				&r.ck, &p, r.ctx.watermark_ms, &info);
+			if (err)
+				die("checkpoint", err);
+			base_ms = (double)(sv_mono_ns() - t0) / 1e6;
+			rig_go_hot(&r);
+		}
+		double *wb = calloc((size_t)nck, sizeof(double));
 		double *d = calloc((size_t)nck, sizeof(double));
 		double *ref = calloc((size_t)nck, sizeof(double));
 		int64_t bytes = 0;
 		for (int i = 0; i < nck; i++) {
-			step(&r);
+			uint64_t n = step(&r);
+			while (frac && n < (uint64_t)hot)
+				n += step(&r);
 			sv_ckpt_parts_t p = {r.src, r.snk, r.pl, r.wm};
 			sv_ckpt_info_t info;
 			int64_t t0 = sv_mono_ns();
@@ -265,6 +341,7 @@ int main(int argc, char **argv)
 			if (err)
 				die("checkpoint", err);
 			bytes = info.bytes;
+			wb[i] = (double)bytes;
 			/* reference: the same bytes, written and synced once */
 			char path[96];
 			snprintf(path, sizeof(path), "%s/ref.bin", r.dir);
@@ -280,6 +357,8 @@ int main(int argc, char **argv)
 			unlink(path);
 		}
 		double p50 = pct(d, nck, 0.5), p99 = pct(d, nck, 0.99);
+		double dmax = pct(d, nck, 1.0), w50 = pct(wb, nck, 0.5);
+		int64_t fulls0 = r.incr.fulls;
 		double r50 = pct(ref, nck, 0.5);
 		/* overhead: interleaved, best of 2 each */
 		double none = 0, with = 0;
@@ -296,14 +375,25 @@ int main(int argc, char **argv)
 		}
 		uint64_t sbytes = 0, skeys = 0;
 		sv_pipeline_state_size(r.pl, &sbytes, &skeys);
-		printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.1fx | %.2fM | "
-		       "%.2fM "
-		       "| %.1f%% |\n",
-		       keys_list[k], (double)bytes / 1e6, p50, p99, r50,
-		       p50 / (r50 > 0 ? r50 : 1e-9), none / 1e6, with / 1e6,
-		       100.0 * (1.0 - with / none));
+		char chg[64], mode[64];
+		if (frac)
+			snprintf(chg, sizeof(chg), "%g (%ld keys)", changed,
+				 hot);
+		else
+			snprintf(chg, sizeof(chg), "all");
+		if (incr)
+			snprintf(mode, sizeof(mode),
+				 "incremental, %lld full of %d",
+				 (long long)(fulls0 - 1), nck);
+		else
+			snprintf(mode, sizeof(mode), "full");
+		printf("| %ld | %s | %s | %.1f | %.2f | %.1f | %.1f | %.1f | "
+		       "%.1f | %.1fx | %.2fM | %.2fM | %.1f%% |\n",
+		       keys, chg, mode, (double)sbytes / 1e6, w50 / 1e6, p50,
+		       p99, dmax, r50, p50 / (r50 > 0 ? r50 : 1e-9), none / 1e6,
+		       with / 1e6, 100.0 * (1.0 - with / none));
 		fflush(stdout);
-		if (js)
+		if (js) {
 			fprintf(js,
 				"%s{\"state_keys\":%ld,\"state_bytes\":%lld,"
 				"\"checkpoint_p50_ms\":%.3f,\"checkpoint_p99_"
@@ -311,9 +401,26 @@ int main(int argc, char **argv)
 				"\"reference_fsync_p50_ms\":%.3f,"
 				"\"rows_per_cpu_s_no_checkpoints\":%.0f,"
 				"\"rows_per_cpu_s_checkpoint_1s\":%.0f,"
-				"\"checkpoints_in_overhead_run\":%d}",
-				k ? "," : "", keys_list[k], (long long)bytes,
-				p50, p99, r50, none, with, taken);
+				"\"checkpoints_in_overhead_run\":%d",
+				k ? "," : "", keys, (long long)bytes, p50, p99,
+				r50, none, with, taken);
+			if (frac)
+				fprintf(js,
+					",\"changed_fraction\":%g,"
+					"\"incremental\":%s,"
+					"\"checkpoint_max_ms\":%.3f,"
+					"\"written_bytes_p50\":%.0f,"
+					"\"state_memory_bytes\":%llu,"
+					"\"full_snapshots_measured\":%lld,"
+					"\"base_full_ms\":%.3f",
+					changed, incr ? "true" : "false", dmax,
+					w50, (unsigned long long)sbytes,
+					incr ? (long long)(fulls0 - 1)
+					     : (long long)nck,
+					base_ms);
+			fprintf(js, "}");
+		}
+		free(wb);
 		free(d);
 		free(ref);
 		rig_close(&r);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench/run.sh — streamvisor side by side with raw librdkafka and Apache
-# Flink, on one real Kafka broker, the same input bytes, one machine, one
+# bench/run.sh — streamvisor side by side with raw librdkafka, Kafka
+# Streams and Apache Flink, on one real Kafka broker, the same input bytes, one machine, one
 # run (issue 7; bench/README.md "run.sh").
 #
 # Usage: bench/run.sh [--quick] [--json PATH] [--records N]
-#                     [--contenders raw,streamvisor,flink] [--workloads W1,W2,W3]
+#                     [--contenders raw,streamvisor,kstreams,flink] [--workloads W1,W2,W3]
 #                     [--no-latency] [--latency-s S] [--keep-broker]
 #                     [--parallelism 1,2]
 #
@@ -30,7 +30,8 @@
 # working tree at that moment).
 #
 # Steps: build (release streamvisor and bench_raw_kafka in build/bench/sv,
-# the Flink peer with Maven into build/bench/flink); start the broker; load
+# the Kafka Streams and Flink peers with Maven into build/bench/kstreams
+# and build/bench/flink); start the broker; load
 # the input topic once (Nexmark bids as ~200-byte JSON, 8 partitions); for
 # each workload and delivery guarantee run each contender in turn on that
 # topic in bounded mode (throughput, CPU, peak RSS, checkpoint durations,
@@ -48,7 +49,7 @@ ORIG_ARGS="$*"
 QUICK=0
 JSON_OUT=""
 RECORDS=""
-CONTENDERS="raw,streamvisor,flink"
+CONTENDERS="raw,streamvisor,kstreams,flink"
 WORKLOADS="W1,W2,W3"
 LATENCY=1
 LATENCY_S=""
@@ -90,6 +91,7 @@ RUN=$OUT/run
 JSON_OUT=${JSON_OUT:-$OUT/results.json}
 SVB=$OUT/sv
 FLB=$OUT/flink
+KSB=$OUT/kstreams
 ROWS=$RUN/rows.jsonl
 LOGS=$RUN/logs
 export KAFKA_PORT=${BENCH_KAFKA_PORT:-19492}
@@ -138,6 +140,12 @@ build() {
     fi
     cmake --build "$SVB" --target streamvisor bench_raw_kafka >"$OUT/build.log" 2>&1 ||
         { tail -30 "$OUT/build.log" >&2; die "build failed"; }
+    if has "$CONTENDERS" kstreams; then
+        say "building the Kafka Streams peer with Maven into $KSB"
+        (cd bench/peers/kstreams && mvn -B -q -Dstyle.color=never -Dbench.out="$KSB" package) \
+            >"$OUT/kstreams-build.log" 2>&1 ||
+            { sed 's/\x1b\[[0-9;]*m//g' "$OUT/kstreams-build.log" | tail -30 >&2; die "Kafka Streams peer build failed"; }
+    fi
     if has "$CONTENDERS" flink; then
         say "building the Flink peer with Maven into $FLB"
         (cd bench/peers/flink && mvn -B -q -Dstyle.color=never -Dbench.out="$FLB" package) \
@@ -300,6 +308,27 @@ run_sv() { # W D [PARALLELISM]
     row "$name" "$w" "$d" "$(jq -c --argjson p "$par" '. + {parallelism: $p}' <<<"$f")"
 }
 
+# Kafka Streams (bench/peers/kstreams): 2 stream threads, the same JVM
+# options as Flink; bounded by the end offsets read at its start
+KSTREAMS_JAVA_OPTS=(-Xmx1g -XX:+UseG1GC)
+run_kstreams() { # W D
+    local w=$1 d=$2 out="out-kstreams-$1-$2" dir="$RUN/kstreams-$1-$2"
+    rm -rf "$dir"; mkdir -p "$dir"
+    "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
+    say "kstreams $w $d"
+    java "${KSTREAMS_JAVA_OPTS[@]}" -cp "$KSB/target/kstreams-peer-1.jar:$(cat "$KSB/classpath.txt")" \
+        io.streamvisor.bench.KStreamsPeer \
+        --bootstrap "$BOOT" --in "$IN" --out "$out" --workload "$w" --delivery "$d" \
+        --threads 2 --state-dir "$dir/state" --name "kstreams-$w-$d-$$" --report "$dir/report.json" \
+        >"$dir/stdout" 2>"$dir/stderr" || { tail -30 "$dir/stderr" >&2; die "kstreams $w $d failed"; }
+    local n
+    n=$("$RAWK" count --bootstrap "$BOOT" --topic "$out" | jq .records)
+    row kstreams "$w" "$d" "$(jq -c --argjson out "$n" --argjson rec "$RECORDS" '
+        {records: $rec, seconds, records_per_s: ($rec / .seconds | floor),
+         cpu_s_per_million: (.cpu_s / $rec * 1e6 * 1000 | round / 1000),
+         peak_rss_mb, output_records: $out, commits, records_read}' "$dir/report.json")"
+}
+
 flink_cp() { echo "$FLB/target/flink-peer-1.jar:$(cat "$FLB/classpath.txt")"; }
 FLINK_JAVA_OPTS=(-Xmx1g -XX:+UseG1GC)
 run_flink() { # W D
@@ -446,6 +475,7 @@ for w in "${WL[@]}"; do
         if has "$CONTENDERS" streamvisor; then
             for p in "${PARS[@]}"; do run_sv "$w" "$d" "$p"; done
         fi
+        has "$CONTENDERS" kstreams && run_kstreams "$w" "$d"
         has "$CONTENDERS" flink && run_flink "$w" "$d"
     done
 done
@@ -471,6 +501,7 @@ META=$(jq -n --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$COMMIT_S
     --argjson records "$RECORDS" --argjson quick "$QUICK" --argjson load "$LOAD" \
     --arg flink "$(grep -o '<flink.version>[^<]*' bench/peers/flink/pom.xml | cut -d'>' -f2)" \
     --arg flink_kafka "$(grep -o '<flink.kafka.version>[^<]*' bench/peers/flink/pom.xml | cut -d'>' -f2)" \
+    --arg kstreams "$(grep -o '<kafka.version>[^<]*' bench/peers/kstreams/pom.xml | cut -d'>' -f2)" \
     --arg kafka "$(grep -o '<kafka.version>[^<]*' deploy/kafka/pom.xml | cut -d'>' -f2)" \
     --arg rdkafka "$(pkg-config --modversion rdkafka 2>/dev/null || echo unknown)" \
     --arg java "$(java -version 2>&1 | head -1)" --arg gcc "$(gcc -dumpfullversion 2>/dev/null)" \
@@ -478,7 +509,7 @@ META=$(jq -n --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$COMMIT_S
     --argjson seconds "$((T_END - T_START))" --arg cmd "bench/run.sh $ORIG_ARGS" \
     '{date: $date, commit: $commit, cpu: $cpu, cores: $cores, memory: $mem, records: $records,
       quick: ($quick == 1), input: $load, flink: $flink, flink_connector_kafka: $flink_kafka,
-      kafka_broker: $kafka, librdkafka: $rdkafka, java: $java, gcc: $gcc, wall_seconds: $seconds,
+      kafka_broker: $kafka, kafka_streams: $kstreams, librdkafka: $rdkafka, java: $java, gcc: $gcc, wall_seconds: $seconds,
       command: $cmd, loadavg_start: $la0, loadavg_end: $la1}')
 jq -s '.' "$ROWS" >"$JSON_OUT"
 echo "$META" >"$RUN/meta.json"

@@ -807,6 +807,7 @@ sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id, size_t limit,
 typedef struct retain {
 	int keep;
 	int committed;
+	bool chain; /* the oldest record kept is a delta: keep its base */
 	size_t ndel;
 	int64_t *del;
 	size_t cap;
@@ -816,22 +817,27 @@ static bool visit_retain(void *opaque, sv_ckrec_t *rec, bool *keep)
 {
 	retain_t *r = opaque;
 	(void)keep;
-	if (r->committed >= r->keep) {
+	if (r->committed >= r->keep && r->chain) {
+		/* older than retention, but a kept delta builds on it */
+		r->chain = rec->delta_of > 0;
+	} else if (r->committed >= r->keep) {
 		if (r->ndel == r->cap) {
 			r->cap = r->cap ? 2 * r->cap : 16;
 			r->del = sv_realloc(r->del, r->cap * sizeof(int64_t));
 		}
 		r->del[r->ndel++] = rec->id;
-	} else if (rec->status ==
-		   STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED) {
-		r->committed++;
+	} else {
+		r->chain = rec->delta_of > 0;
+		if (rec->status ==
+		    STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED)
+			r->committed++;
 	}
 	return false;
 }
 
 sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 {
-	retain_t r = {retain < 1 ? 1 : retain, 0, 0, NULL, 0};
+	retain_t r = {retain < 1 ? 1 : retain, 0, false, 0, NULL, 0};
 	sv_error_t *err = walk_back(st, job_id, INT64_MAX, visit_retain, &r);
 	if (!err && r.ndel) {
 		rocksdb_writebatch_t *wb = rocksdb_writebatch_create();

@@ -69,7 +69,9 @@ sv_error_t *sv_ckstore_latest_committed(sv_ckstore_t *st, const char *job_id,
 sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id, size_t limit,
 			    sv_ckrec_t ***recs, size_t *n);
 /* Keep the newest `retain` COMMITTED records and every record newer than
- * the oldest of them (pending ones); delete the older ones in one batch. */
+ * the oldest of them (pending ones), and, below them, the chain of records
+ * the oldest kept delta builds on (delta_of), down to a full one; delete
+ * the older ones in one batch. */
 sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain);
 /* ---- per-task snapshots (parallelism > 1, docs/checkpoints.md) ----
  * A member's checkpoint is its record under ck/ (offsets of its

@@ -72,6 +72,18 @@ typedef struct sv_op_ops {
 	sv_error_t *(*snapshot)(sv_op_t *op, sv_buf_t *out);
 	/* Replace the state with a snapshot's. */
 	sv_error_t *(*restore)(sv_op_t *op, const char *data, size_t len);
+	/* Incremental checkpoints (all three NULL when unsupported).
+	 * snapshot_delta: append what changed since the last snapshot or
+	 * delta that checkpointed() confirmed; *written false (nothing
+	 * appended) when it cannot (no confirmed base since the last restore,
+	 * or a state shape without change tracking): take a full snapshot.
+	 * restore_delta: apply a delta on top of the restored state.
+	 * checkpointed: the last snapshot or delta is durable; changes are
+	 * counted from here. */
+	sv_error_t *(*snapshot_delta)(sv_op_t *op, sv_buf_t *out,
+				      bool *written);
+	sv_error_t *(*restore_delta)(sv_op_t *op, const char *data, size_t len);
+	void (*checkpointed)(sv_op_t *op);
 	void (*destroy)(sv_op_t *op);
 
 	/* ---- two-input operators only; NULL for the others ---- */

@@ -7,7 +7,14 @@
  * tombstone (iteration stays valid while removing); tombstones are swept
  * when the table is rebuilt, which happens when live entries plus
  * tombstones pass 3/4 of the capacity (doubling only if live entries alone
- * pass half of it). */
+ * pass half of it).
+ *
+ * Change tracking (incremental checkpoints): when on, every entry created
+ * or touched since the last sv_statemap_dirty_clear is listed once in a
+ * dirty array; the entry keeps its index there (upper half of the header's
+ * size word, 0 = clean) so removing a dirty entry swap-removes it in O(1).
+ * Removals are not listed: the owner records what it deletes (the window
+ * operator deletes whole pane starts, one range tombstone). */
 #include "core/statemap.h"
 
 #include <stdlib.h>
@@ -18,7 +25,8 @@
 
 typedef struct entry {
 	uint64_t hash;
-	uint64_t size; /* bytes of this allocation */
+	uint64_t size; /* low 32 bits: bytes of this allocation; high 32:
+			  index + 1 in the dirty array, 0 when clean */
 	/* payload, then key values, then string bytes */
 } entry_t;
 
@@ -34,7 +42,17 @@ struct sv_statemap {
 	size_t used, tombs;
 	uint64_t entry_bytes;
 	slot_t *slots;
+	bool track;
+	entry_t **dirty;
+	size_t ndirty, dcap;
 };
+
+#define SIZE_MASK 0xffffffffu
+
+static inline uint64_t entry_size(const entry_t *e)
+{
+	return e->size & SIZE_MASK;
+}
 
 static inline char *entry_payload(const entry_t *e)
 {
@@ -66,6 +84,7 @@ void sv_statemap_clear(sv_statemap_t *map)
 	}
 	map->used = map->tombs = 0;
 	map->entry_bytes = 0;
+	map->ndirty = 0;
 }
 
 void sv_statemap_destroy(sv_statemap_t *map)
@@ -73,6 +92,7 @@ void sv_statemap_destroy(sv_statemap_t *map)
 	if (!map)
 		return;
 	sv_statemap_clear(map);
+	free(map->dirty);
 	free(map->slots);
 	free(map);
 }
@@ -185,7 +205,9 @@ void *sv_statemap_upsert(sv_statemap_t *map, const sv_value_t *key,
 		}
 	}
 	entry_t *e = entry_new(map, key, hash);
-	map->entry_bytes += e->size;
+	map->entry_bytes += entry_size(e);
+	if (map->track)
+		sv_statemap_touch(map, entry_payload(e));
 	if (tomb != SIZE_MAX) {
 		i = tomb;
 		map->tombs--;
@@ -209,7 +231,14 @@ void sv_statemap_remove(sv_statemap_t *map, void *payload)
 		if (!s->e)
 			abort(); /* not ours: a caller bug */
 		if (s->e == e) {
-			map->entry_bytes -= e->size;
+			map->entry_bytes -= entry_size(e);
+			size_t di = (size_t)(e->size >> 32);
+			if (di) { /* swap-remove from the dirty array */
+				entry_t *last = map->dirty[--map->ndirty];
+				map->dirty[di - 1] = last;
+				last->size = entry_size(last) |
+					((uint64_t)di << 32);
+			}
 			free(e);
 			/* A tombstone is only needed when a chain continues. */
 			if (!map->slots[(i + 1) & map->mask].e) {
@@ -256,5 +285,49 @@ size_t sv_statemap_count(const sv_statemap_t *map)
 
 uint64_t sv_statemap_bytes(const sv_statemap_t *map)
 {
-	return sizeof(*map) + map->cap * sizeof(slot_t) + map->entry_bytes;
+	return sizeof(*map) + map->cap * sizeof(slot_t) + map->entry_bytes +
+		map->dcap * sizeof(entry_t *);
+}
+
+void sv_statemap_track(sv_statemap_t *map, bool on)
+{
+	map->track = on;
+	if (!on)
+		sv_statemap_dirty_clear(map);
+}
+
+bool sv_statemap_tracking(const sv_statemap_t *map)
+{
+	return map->track;
+}
+
+void sv_statemap_touch(sv_statemap_t *map, void *payload)
+{
+	entry_t *e = payload_entry(payload);
+	if (!map->track || (e->size >> 32))
+		return;
+	if (map->ndirty == map->dcap) {
+		map->dcap = map->dcap ? map->dcap * 2 : 64;
+		map->dirty = sv_realloc(map->dirty,
+					map->dcap * sizeof(entry_t *));
+	}
+	map->dirty[map->ndirty++] = e;
+	e->size = entry_size(e) | ((uint64_t)map->ndirty << 32);
+}
+
+size_t sv_statemap_dirty_count(const sv_statemap_t *map)
+{
+	return map->ndirty;
+}
+
+void *sv_statemap_dirty_at(const sv_statemap_t *map, size_t i)
+{
+	return i < map->ndirty ? entry_payload(map->dirty[i]) : NULL;
+}
+
+void sv_statemap_dirty_clear(sv_statemap_t *map)
+{
+	for (size_t i = 0; i < map->ndirty; i++)
+		map->dirty[i]->size = entry_size(map->dirty[i]);
+	map->ndirty = 0;
 }

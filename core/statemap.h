@@ -61,7 +61,25 @@ void sv_statemap_prefetch(const sv_statemap_t *map, uint64_t hash, int stage);
 
 /* Number of entries. */
 size_t sv_statemap_count(const sv_statemap_t *map);
-/* Bytes held: slot array, entries (payload, key copy, string bytes). */
+/* Bytes held: slot array, entries (payload, key copy, string bytes), the
+ * dirty array. */
 uint64_t sv_statemap_bytes(const sv_statemap_t *map);
+
+/* ---- change tracking (incremental checkpoints) ----
+ * When on, entries created by upsert and entries passed to touch since the
+ * last dirty_clear are listed, each once, in the dirty list (order: first
+ * change). A removed entry leaves the list; removals themselves are not
+ * recorded (the owner records its deletes). Turning tracking off clears
+ * the list. */
+void sv_statemap_track(sv_statemap_t *map, bool on);
+bool sv_statemap_tracking(const sv_statemap_t *map);
+/* Note that payload's entry changed (no-op when not tracking). */
+void sv_statemap_touch(sv_statemap_t *map, void *payload);
+/* The dirty list: its length and its i-th payload (borrowed; NULL past the
+ * end). Do not insert or remove while walking it. */
+size_t sv_statemap_dirty_count(const sv_statemap_t *map);
+void *sv_statemap_dirty_at(const sv_statemap_t *map, size_t i);
+/* Every entry is clean again (after a checkpoint holds the changes). */
+void sv_statemap_dirty_clear(sv_statemap_t *map);
 
 #endif

@@ -30,6 +30,7 @@
 
 #define WIN_SNAPSHOT_VERSION 1
 #define WIN_SNAPSHOT_KIND 'W'
+#define WIN_DELTA_KIND 'w'
 
 /* Window ends are below 2 * SV_TIME_LIMIT and the lateness below
  * SV_TIME_LIMIT, so a watermark at WM_ALL_DUE has emitted every window and
@@ -110,6 +111,13 @@ typedef struct winop {
 	uint64_t rseq; /* record arrival counter */
 	uint64_t uid; /* session id counter */
 	int64_t extra_bytes;
+	/* incremental checkpoints (panes only): the map tracks the panes
+	 * changed since the last confirmed checkpoint; purged_to is the end of
+	 * the pane starts purged since then (every pane with start below it
+	 * is gone: one range tombstone); incr_base is true once a checkpoint
+	 * was confirmed after the last restore */
+	int64_t purged_to;
+	bool incr_base;
 
 	sv_arena_t scratch;
 	sv_value_t *keybuf; /* nkeys + 1 */
@@ -264,6 +272,7 @@ static bool pane_add(winop_t *op, const sv_value_t *row, int64_t t)
 		return false;
 	pane_t *p = pane_upsert(op, sv_floor_div(t, op->pane) * op->pane);
 	add_args(op, p->accs, row, t);
+	sv_statemap_touch(op->map, p);
 	return true;
 }
 
@@ -271,6 +280,8 @@ static bool pane_add(winop_t *op, const sv_value_t *row, int64_t t)
 static void bucket_purge_first(winop_t *op)
 {
 	bucket_t *b = &op->buckets[0];
+	if (b->start + 1 > op->purged_to)
+		op->purged_to = b->start + 1;
 	for (size_t i = 0; i < b->n; i++) {
 		release_accs(op, b->v[i]->accs);
 		sv_statemap_remove(op->map, b->v[i]);
@@ -775,6 +786,9 @@ static void clear_state(winop_t *op)
 	op->wm = SV_WATERMARK_NONE;
 	op->proc_now = INT64_MIN;
 	op->seq = op->rseq = op->uid = 0;
+	op->purged_to = INT64_MIN;
+	op->incr_base = false;
+	sv_statemap_track(op->map, false);
 }
 
 /* Snapshot layout (little-endian): u8 version, u8 'W', u8 window type,
@@ -926,6 +940,124 @@ static sv_error_t *win_restore(sv_op_t *base, const char *data, size_t len)
 	return NULL;
 }
 
+/* Delta layout (panes only): u8 version, u8 'w', u8 type, u32 nkeys,
+ * u32 naggs, the same five counters as a snapshot, i64 purged_to (every
+ * pane with a start below it is deleted), u64 n, each changed pane: i64
+ * start, u64 seq, nkeys values, naggs accumulators (the whole pane). */
+static sv_error_t *win_snapshot_delta(sv_op_t *base, sv_buf_t *out,
+				      bool *written)
+{
+	winop_t *op = (winop_t *)base;
+	*written = false;
+	if (op->type == SV_WIN_SESSION || !op->incr_base)
+		return NULL;
+	sv_ser_u8(out, WIN_SNAPSHOT_VERSION);
+	sv_ser_u8(out, WIN_DELTA_KIND);
+	sv_ser_u8(out, (uint8_t)op->type);
+	sv_ser_u32(out, (uint32_t)op->nkeys);
+	sv_ser_u32(out, (uint32_t)op->naggs);
+	sv_ser_i64(out, op->wm);
+	sv_ser_i64(out, op->proc_now);
+	sv_ser_u64(out, op->seq);
+	sv_ser_u64(out, op->rseq);
+	sv_ser_u64(out, op->uid);
+	sv_ser_i64(out, op->purged_to);
+	size_t n = sv_statemap_dirty_count(op->map);
+	sv_ser_u64(out, n);
+	for (size_t i = 0; i < n; i++) {
+		pane_t *p = sv_statemap_dirty_at(op->map, i);
+		const sv_value_t *key = sv_statemap_key(op->map, p);
+		sv_ser_i64(out, p->start);
+		sv_ser_u64(out, p->seq);
+		for (size_t k = 0; k < op->nkeys; k++)
+			sv_ser_value(out, &key[k]);
+		for (size_t a = 0; a < op->naggs; a++)
+			sv_ser_acc(out, &p->accs[a]);
+	}
+	*written = true;
+	return NULL;
+}
+
+static int pane_seq_cmp(const void *a, const void *b)
+{
+	const pane_t *x = *(pane_t *const *)a, *y = *(pane_t *const *)b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static sv_error_t *win_restore_delta(sv_op_t *base, const char *data,
+				     size_t len)
+{
+	winop_t *op = (winop_t *)base;
+	sv_deser_t d = {.p = data, .len = len};
+	uint8_t ver = sv_deser_u8(&d), kind = sv_deser_u8(&d);
+	uint8_t type = sv_deser_u8(&d);
+	uint32_t nkeys = sv_deser_u32(&d), naggs = sv_deser_u32(&d);
+	if (d.bad || ver != WIN_SNAPSHOT_VERSION || kind != WIN_DELTA_KIND ||
+	    type != op->type || type == SV_WIN_SESSION || nkeys != op->nkeys ||
+	    naggs != op->naggs)
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "window state delta does not match the "
+				    "operator (version %u, kind %u, type %u, "
+				    "%u keys, %u aggregates)",
+				    ver, kind, type, nkeys, naggs);
+	op->wm = sv_deser_i64(&d);
+	op->proc_now = sv_deser_i64(&d);
+	uint64_t seq = sv_deser_u64(&d);
+	op->rseq = sv_deser_u64(&d);
+	op->uid = sv_deser_u64(&d);
+	int64_t purged_to = sv_deser_i64(&d);
+	while (!d.bad && op->nbuckets && op->buckets[0].start < purged_to)
+		bucket_purge_first(op);
+	uint64_t n = sv_deser_u64(&d);
+	for (uint64_t i = 0; i < n && !d.bad; i++) {
+		int64_t start = sv_deser_i64(&d);
+		uint64_t pseq = sv_deser_u64(&d);
+		for (size_t k = 0; k < op->nkeys; k++)
+			sv_deser_value(&d, &op->keybuf[k]);
+		if (d.bad)
+			break;
+		pane_t *p = pane_upsert(op, start);
+		release_accs(op, p->accs);
+		memset(p->accs, 0, op->accs_size);
+		p->seq = pseq;
+		restore_accs(op, &d, p->accs);
+	}
+	op->seq = seq;
+	if (d.bad || d.off != d.len) {
+		clear_state(op);
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "window state delta is truncated or "
+				    "corrupt (%zu of %zu bytes read)",
+				    d.off, d.len);
+	}
+	/* panes created by the delta were appended in change order: put every
+	 * bucket back in creation order (the emission order) */
+	for (size_t i = 0; i < op->nbuckets; i++) {
+		bucket_t *b = &op->buckets[i];
+		for (size_t j = 1; j < b->n; j++)
+			if (b->v[j - 1]->seq > b->v[j]->seq) {
+				qsort(b->v, b->n, sizeof(pane_t *),
+				      pane_seq_cmp);
+				break;
+			}
+	}
+	op->purged_to = INT64_MIN;
+	op->incr_base = false;
+	sv_statemap_track(op->map, false);
+	return NULL;
+}
+
+static void win_checkpointed(sv_op_t *base)
+{
+	winop_t *op = (winop_t *)base;
+	if (op->type == SV_WIN_SESSION)
+		return;
+	sv_statemap_dirty_clear(op->map);
+	sv_statemap_track(op->map, true);
+	op->purged_to = INT64_MIN;
+	op->incr_base = true;
+}
+
 static void win_destroy(sv_op_t *base)
 {
 	winop_t *op = (winop_t *)base;
@@ -959,6 +1091,9 @@ static const sv_op_ops_t window_ops = {
 	.state_size = win_state_size,
 	.snapshot = win_snapshot,
 	.restore = win_restore,
+	.snapshot_delta = win_snapshot_delta,
+	.restore_delta = win_restore_delta,
+	.checkpointed = win_checkpointed,
 	.destroy = win_destroy,
 };
 

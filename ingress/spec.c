@@ -969,7 +969,8 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		return false;
 
 	json_t *o;
-	static const char *const ck_keys[] = {"interval_ms", "retain", NULL};
+	static const char *const ck_keys[] = {"interval_ms", "retain",
+					      "full_every", NULL};
 	o = enter(c, root, "checkpoint", ck_keys, false, &saved);
 	if (c->err)
 		return false;
@@ -978,7 +979,9 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 	if (o) {
 		if (!get_int(c, o, "interval_ms", &js->checkpoint->interval_ms,
 			     1) ||
-		    !get_i32(c, o, "retain", &js->checkpoint->retain, 1))
+		    !get_i32(c, o, "retain", &js->checkpoint->retain, 1) ||
+		    !get_i32(c, o, "full_every", &js->checkpoint->full_every,
+			     1))
 			return false;
 		leave(c, saved);
 	}
@@ -2202,6 +2205,12 @@ static char *spec_text(const sv_jobspec_t *spec, bool translated)
 			    json_pack("{s:I, s:i}", "interval_ms",
 				      (json_int_t)js->checkpoint->interval_ms,
 				      "retain", js->checkpoint->retain));
+	/* 0 (the default, docs/jobspec.md) is left out: the packed spec and
+	 * so the plan id of a spec that does not set it stay what they were */
+	if (js->checkpoint->full_every)
+		json_object_set_new(json_object_get(o, "checkpoint"),
+				    "full_every",
+				    json_integer(js->checkpoint->full_every));
 	const Streamvisor__Restart *r = js->restart;
 	json_object_set_new(
 		o, "restart",

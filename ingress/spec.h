@@ -46,6 +46,11 @@ void sv_jobspec_destroy(sv_jobspec_t *spec);
  * job. Caller frees. */
 char *sv_jobspec_to_json(const sv_jobspec_t *spec);
 
+/* checkpoint.full_every when the spec leaves it 0: incremental
+ * checkpoints with a full state snapshot every this many checkpoints
+ * (docs/checkpoints.md "Incremental checkpoints"; 1 = every one full). */
+#define SV_SPEC_FULL_EVERY_DEFAULT 100
+
 /* The translated job spec: source, schema and pipeline even for a plan
  * spec, which adds "substrait": {sha256, producer, version, registry}.
  * What dry_run answers. Caller frees. */

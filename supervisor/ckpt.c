@@ -59,12 +59,23 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		rec->offsets[i] = o;
 	}
 	size_t nops = 0;
+	sv_ckpt_incr_t *incr = conf->incr;
+	bool try_delta = incr && incr->full_every > 1 && incr->prev > 0 &&
+		incr->chain + 1 < incr->full_every &&
+		incr->delta_bytes <= incr->full_bytes;
+	rec->delta_of = 0;
 	for (size_t i = 0; i < sv_pipeline_len(p->pl); i++) {
 		sv_op_t *op = sv_pipeline_op(p->pl, i);
 		if (!op->ops->snapshot)
 			continue;
 		sv_buf_init(&opbufs[nops]);
-		sv_error_t *err = op->ops->snapshot(op, &opbufs[nops]);
+		bool delta = false;
+		sv_error_t *err = NULL;
+		if (try_delta && op->ops->snapshot_delta)
+			err = op->ops->snapshot_delta(op, &opbufs[nops],
+						      &delta);
+		if (!err && !delta)
+			err = op->ops->snapshot(op, &opbufs[nops]);
 		if (err) {
 			*nops_out = nops + 1;
 			return ck_error(conf, err,
@@ -76,6 +87,9 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		os->kind = (char *)op->ops->name;
 		os->state.data = (uint8_t *)opbufs[nops].data;
 		os->state.len = opbufs[nops].len;
+		os->delta = delta;
+		if (delta)
+			rec->delta_of = incr->prev;
 		rec->bytes += (int64_t)opbufs[nops].len;
 		nops++;
 	}
@@ -136,6 +150,29 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		rec.started_at_ms = t0;
 		rec.bytes += (int64_t)sink_state.len;
 		err = sv_ckstore_put(conf->store, &rec);
+	}
+	if (!err && conf->incr) {
+		/* the state is durable: the next delta counts from here */
+		for (size_t i = 0; i < sv_pipeline_len(p->pl); i++) {
+			sv_op_t *op = sv_pipeline_op(p->pl, i);
+			if (op->ops->checkpointed)
+				op->ops->checkpointed(op);
+		}
+		sv_ckpt_incr_t *in = conf->incr;
+		int64_t opbytes = 0;
+		for (size_t i = 0; i < rec.n_operators; i++)
+			opbytes += (int64_t)rec.operators[i]->state.len;
+		if (rec.delta_of > 0) {
+			in->chain++;
+			in->delta_bytes += opbytes;
+			in->deltas++;
+		} else {
+			in->chain = 0;
+			in->full_bytes = opbytes;
+			in->delta_bytes = 0;
+			in->fulls++;
+		}
+		in->prev = id;
 	}
 	info->bytes = rec.bytes;
 	int32_t *parts = sv_calloc(npos ? npos : 1, sizeof(int32_t));
@@ -441,9 +478,63 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 
 /* ---- recover ---- */
 
+/* The operator state of pipeline index in rec, or NULL. */
+static const Streamvisor__OperatorState *op_state(const ckrec_t *rec,
+						  uint32_t index)
+{
+	for (size_t i = 0; i < rec->n_operators; i++)
+		if (rec->operators[i]->index == index)
+			return rec->operators[i];
+	return NULL;
+}
+
+/* Restore op from os of checkpoint id: a full snapshot directly; a delta
+ * on top of its base, restored first (the chain of delta_of down to a
+ * full snapshot, oldest applied first). */
+static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
+			      const ckrec_t *rec,
+			      const Streamvisor__OperatorState *os, int depth)
+{
+	if (!os->delta)
+		return op->ops->restore(op, (const char *)os->state.data,
+					os->state.len);
+	if (!op->ops->restore_delta || rec->delta_of <= 0 ||
+	    rec->delta_of >= rec->id || depth > 100000)
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "checkpoint %lld holds a state delta of "
+				    "operator %u without a usable base "
+				    "(delta_of %lld)",
+				    (long long)rec->id, os->index,
+				    (long long)rec->delta_of);
+	ckrec_t *base = NULL;
+	sv_error_t *err = sv_ckstore_get(conf->store, conf->job_id,
+					 rec->delta_of, &base);
+	const Streamvisor__OperatorState *bos = err || !base
+		? NULL
+		: op_state(base, os->index);
+	if (!err && !bos)
+		err = sv_error_new(
+			SV_ERR_CHECKPOINT,
+			"checkpoint %lld: the base %lld of its state "
+			"delta of operator %u is missing",
+			(long long)rec->id, (long long)rec->delta_of,
+			os->index);
+	if (!err)
+		err = restore_op(conf, op, base, bos, depth + 1);
+	sv_ckstore_free_record(base);
+	if (!err)
+		err = op->ops->restore_delta(op, (const char *)os->state.data,
+					     os->state.len);
+	return err;
+}
+
 static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 			       const ckrec_t *rec)
 {
+	if (conf->incr) { /* the next checkpoint is a full one */
+		conf->incr->prev = 0;
+		conf->incr->chain = 0;
+	}
 	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
 		const Streamvisor__OperatorState *os = rec->operators[i];
 		sv_op_t *op = os->index < sv_pipeline_len(pl)
@@ -458,8 +549,7 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 					     (long long)rec->id, os->index,
 					     os->kind),
 				conf->job_id, conf->attempt);
-		sv_error_t *err = op->ops->restore(
-			op, (const char *)os->state.data, os->state.len);
+		sv_error_t *err = restore_op(conf, op, rec, os, 0);
 		if (err)
 			return ck_error(conf, err,
 					"cannot restore an operator");

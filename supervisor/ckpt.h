@@ -19,6 +19,21 @@
 #include "sources/source.h"
 #include "supervisor/observe.h"
 
+/* Incremental checkpoints (docs/checkpoints.md): operators that support it
+ * write only what changed since the previous checkpoint. A full snapshot
+ * is written first (after a start or a restore), then whenever the deltas
+ * since the last full one add up to more bytes than it (so a restore reads
+ * at most about twice the state) or full_every checkpoints have passed.
+ * Owned by the worker, updated by sv_ckpt_take. */
+typedef struct sv_ckpt_incr {
+	int full_every; /* at most n - 1 deltas in a row; <= 1: off */
+	int64_t prev; /* the last checkpoint written, 0: none yet */
+	int chain; /* deltas written since the last full snapshot */
+	int64_t full_bytes; /* operator state bytes of that full snapshot */
+	int64_t delta_bytes; /* operator state bytes of the deltas since */
+	int64_t fulls, deltas; /* checkpoints written each way (counters) */
+} sv_ckpt_incr_t;
+
 typedef struct sv_ckpt_conf {
 	sv_ckstore_t *store; /* shared, thread-safe */
 	const char *job_id;
@@ -31,6 +46,7 @@ typedef struct sv_ckpt_conf {
 	int64_t restore_from; /* restart: this checkpoint, or -1: the
 				  * recovery rule */
 	bool ignore_state; /* restart: positions only, empty state */
+	sv_ckpt_incr_t *incr; /* borrowed, NULL: every checkpoint is full */
 } sv_ckpt_conf_t;
 
 /* One task of a member at parallelism > 1: one source partition with its

@@ -98,6 +98,7 @@ typedef struct member {
 	sv_batch_t in;
 	sv_batch_t late_rows;
 	sv_ckpt_conf_t ck;
+	sv_ckpt_incr_t incr; /* incremental checkpoint chain (ck.incr) */
 	int64_t wm; /* the watermark its windows see (scope job), clamped */
 	int key_col; /* source.partitioned_by column, or -1 */
 	int32_t topic_nparts;
@@ -888,6 +889,15 @@ static sv_error_t *open_member(member_t *m)
 		.restore_from = w->conf.restore_from,
 		.ignore_state = w->conf.ignore_state,
 	};
+	/* incremental checkpoints: the parallelism-1 record's operators
+	 * (per-task snapshots, parallelism > 1, are written whole) */
+	m->incr = (sv_ckpt_incr_t){
+		.full_every = js->checkpoint->full_every
+			? js->checkpoint->full_every
+			: SV_SPEC_FULL_EVERY_DEFAULT,
+	};
+	if (m->incr.full_every > 1)
+		m->ck.incr = &m->incr;
 	m->key_col = -1;
 	for (size_t i = 0;
 	     js->source->n_partitioned_by && i < plan->schema->nfields; i++)

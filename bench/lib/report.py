@@ -8,12 +8,13 @@ usage: report.py ROWS.json [META.json]     print the table (markdown)
 
 One row per workload, delivery and contender. The streamvisor rows carry
 the ratios: throughput streamvisor/raw and streamvisor/Flink (>1: faster),
-CPU per record streamvisor/Flink and peak RSS streamvisor/Flink (<1: less).
+CPU per record streamvisor/Flink and peak RSS streamvisor/Flink (<1: less),
+and throughput and CPU per record streamvisor/Kafka Streams.
 """
 import json
 import sys
 
-ORDER = {"raw-librdkafka": 0, "streamvisor": 1, "flink": 2}
+ORDER = {"raw-librdkafka": 0, "streamvisor": 1, "kstreams": 2, "flink": 3}
 
 
 def is_sv(contender):
@@ -64,6 +65,7 @@ def table(rows, meta):
                    f"({meta['cpu']}), {meta['memory']}; input {meta['input']['records']:,} records, "
                    f"{meta['input']['avg_bytes']} bytes on average, {meta['input']['partitions']} partitions; "
                    f"Kafka broker {meta['kafka_broker']}, librdkafka {meta['librdkafka']}, "
+                   f"Kafka Streams {meta.get('kafka_streams', '—')}, "
                    f"Flink {meta['flink']} (connector {meta['flink_connector_kafka']}), {meta['java']}, "
                    f"gcc {meta['gcc']}; wall time of the run {meta['wall_seconds']} s; "
                    f"load average at start {meta.get('loadavg_start')}, at end {meta.get('loadavg_end')} "
@@ -72,8 +74,9 @@ def table(rows, meta):
         out.append("")
     out.append("| workload | delivery | contender | records/s | CPU s per M rec | peak RSS MB "
                "| checkpoint p50 / p99 ms | latency p50 / p99 ms (rate) | recovery s | output records "
-               "| sv/raw rec/s | sv/Flink rec/s | sv/Flink CPU per rec | sv/Flink RSS |")
-    out.append("|" + "---|" * 14)
+               "| sv/raw rec/s | sv/Flink rec/s | sv/Flink CPU per rec | sv/Flink RSS "
+               "| sv/KStreams rec/s | sv/KStreams CPU per rec |")
+    out.append("|" + "---|" * 16)
     rows = sorted(rows, key=lambda r: (r["workload"], r["delivery"] != "at_least_once",
                                        order(r["contender"])))
     for r in rows:
@@ -91,8 +94,11 @@ def table(rows, meta):
                       ratio(r.get("records_per_s"), fl.get("records_per_s")),
                       ratio(r.get("cpu_s_per_million"), fl.get("cpu_s_per_million")),
                       ratio(r.get("peak_rss_mb"), fl.get("peak_rss_mb"))]
+            ks = find(rows, "kstreams", r["workload"], r["delivery"]) or {}
+            cells += [ratio(r.get("records_per_s"), ks.get("records_per_s")),
+                      ratio(r.get("cpu_s_per_million"), ks.get("cpu_s_per_million"))]
         else:
-            cells += [""] * 4
+            cells += [""] * 6
         out.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(out)
 
@@ -114,13 +120,20 @@ def check(rows):
             if sv and sv.get("output_records") != r.get("output_records"):
                 bad.append(f"{w} {d}: {r['contender']} wrote {r.get('output_records')} records, "
                            f"streamvisor at parallelism 1 {sv.get('output_records')}")
-        if (is_sv(r["contender"]) or r["contender"] == "flink") and not r.get("output_records"):
+        if (is_sv(r["contender"]) or r["contender"] in ("flink", "kstreams")) and not r.get("output_records"):
             bad.append(f"{r['contender']} {w} {d}: no output")
         if r["contender"] == "flink":
             sv = find(rows, "streamvisor", w, d)
             if sv and sv.get("output_records") != r.get("output_records"):
                 bad.append(f"{w} {d}: streamvisor wrote {sv.get('output_records')} records, "
                            f"Flink {r.get('output_records')}")
+        if r["contender"] == "kstreams":
+            if r.get("records_read", 0) < r.get("records", 0):
+                bad.append(f"kstreams {w} {d}: read {r.get('records_read')}, input {r.get('records')}")
+            sv = find(rows, "streamvisor", w, d)
+            if sv and sv.get("output_records") != r.get("output_records"):
+                bad.append(f"{w} {d}: streamvisor wrote {sv.get('output_records')} records, "
+                           f"Kafka Streams {r.get('output_records')}")
     for b in bad:
         print("run.sh check: " + b, file=sys.stderr)
     return 1 if bad else 0

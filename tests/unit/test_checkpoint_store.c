@@ -183,6 +183,66 @@ static void test_retention(void **state)
 	free(dir);
 }
 
+/* Incremental checkpoints: retention keeps, below the newest `retain`
+ * committed records, the chain (delta_of) the oldest kept delta builds on,
+ * down to its full record, and nothing older. */
+static void test_retention_keeps_delta_chain(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	/* 1 full, 2 full, 3 delta of 2, 4 delta of 3, 5 delta of 4: all
+	 * committed */
+	for (int64_t i = 1; i <= 5; i++) {
+		int64_t id;
+		assert_null(sv_ckstore_next_id(st, "j", &id));
+		assert_int_equal(id, i);
+		Streamvisor__CheckpointRecord rec =
+			STREAMVISOR__CHECKPOINT_RECORD__INIT;
+		Streamvisor__OperatorState os =
+			STREAMVISOR__OPERATOR_STATE__INIT;
+		Streamvisor__OperatorState *osp[1] = {&os};
+		os.index = 0;
+		os.kind = "window";
+		os.state.data = (uint8_t *)"state";
+		os.state.len = 5;
+		os.delta = i >= 3;
+		rec.id = id;
+		rec.job_id = "j";
+		rec.plan_id = "p";
+		rec.n_operators = 1;
+		rec.operators = osp;
+		rec.delta_of = i >= 3 ? i - 1 : 0;
+		assert_null(sv_ckstore_put(st, &rec));
+		assert_null(sv_ckstore_mark(
+			st, "j", id,
+			STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, 1));
+	}
+	assert_null(sv_ckstore_retain(st, "j", 2));
+	sv_ckrec_t **recs;
+	size_t n;
+	assert_null(sv_ckstore_list(st, "j", 100, &recs, &n));
+	/* kept: 5, 4 (retain 2), 3 and 2 (the chain of 4); 1 deleted */
+	assert_int_equal(n, 4);
+	assert_int_equal(recs[0]->id, 5);
+	assert_int_equal(recs[3]->id, 2);
+	assert_int_equal(recs[1]->delta_of, 3);
+	assert_true(recs[1]->operators[0]->delta);
+	for (size_t i = 0; i < n; i++)
+		sv_ckstore_free_record(recs[i]);
+	free(recs);
+	/* the base's state bytes are still there */
+	sv_ckrec_t *base;
+	assert_null(sv_ckstore_get(st, "j", 2, &base));
+	assert_non_null(base);
+	assert_int_equal(base->operators[0]->state.len, 5);
+	sv_ckstore_free_record(base);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
 /* One member checkpoint at parallelism > 1: the member record over
  * partitions (a, b) and a task snapshot of each, with state bytes. */
 static int64_t put_member(sv_ckstore_t *st, int32_t a, int32_t b,
@@ -497,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_records_and_reopen),
 		cmocka_unit_test(test_many_ids_ordered),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_retention_keeps_delta_chain),
 		cmocka_unit_test(test_task_snapshots),
 		cmocka_unit_test(test_jobs),
 		cmocka_unit_test(test_torn_tail_recovers),
