@@ -123,7 +123,7 @@ for path, item in sorted(doc["paths"].items()):
         for who, auth in attempts:
             need = NEEDS.get((method, path))
             jid = job(need) if need and who in TOK and RANK[who] >= RANK[role] else shared
-            url = path.replace("{id}", jid)
+            url = path.replace("{id}", jid).replace("{file}", "app.js")
             body = None
             if path == "/v1/jobs" and method == "post":
                 body = spec()
