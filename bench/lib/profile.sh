@@ -3,6 +3,8 @@
 # Kafka to Kafka (bench/BASELINE.md "Profile").
 #
 # Usage: bench/lib/profile.sh [RECORDS] [WORKLOADS]   (1000000, "W1 W2")
+#   env DELIVERY (at_least_once | exactly_once, default at_least_once) and
+#   PARALLELISM (default 1): the spec's delivery and parallelism
 #
 # Starts the bench broker (build/bench/kafka, port 19492) if needed, loads
 # RECORDS bids into a fresh topic, then for each workload runs the release
@@ -16,6 +18,8 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 RECORDS=${1:-1000000}
 WORKLOADS=${2:-W1 W2}
+DELIVERY=${DELIVERY:-at_least_once}
+PARALLELISM=${PARALLELISM:-1}
 export KAFKA_PORT=${BENCH_KAFKA_PORT:-19492} KAFKA_STATE_DIR=$repo/build/bench/kafka
 export KAFKA_NUM_PARTITIONS=8 KAFKA_JVM_PERF_OPTS=
 BOOT=127.0.0.1:$KAFKA_PORT
@@ -37,13 +41,14 @@ for w in $WORKLOADS; do
     esac
     out=prof-out-$w-$$
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    jq -n --arg in "$topic" --arg out "$out" --argjson pl "$pl" '{name: "prof", mode: "bounded",
+    jq -n --arg in "$topic" --arg out "$out" --argjson pl "$pl" --arg d "$DELIVERY" \
+        --argjson par "$PARALLELISM" '{name: "prof", mode: "bounded", parallelism: $par,
       source: {kind: "kafka", topic: $in, format: "json"},
       schema: [{name:"seq",type:"int64"},{name:"key",type:"int64"},{name:"auction",type:"int64"},
                {name:"bidder",type:"int64"},{name:"price",type:"int64"},{name:"channel",type:"string"},
                {name:"url",type:"string"},{name:"ts",type:"timestamp_ms"},{name:"extra",type:"string"}],
       event_time: {field: "ts", max_out_of_orderness_ms: 0}, pipeline: $pl,
-      sink: {kind: "kafka", topic: $out, format: "json"}, delivery: "at_least_once",
+      sink: {kind: "kafka", topic: $out, format: "json"}, delivery: $d,
       checkpoint: {interval_ms: 1000}}' >"$OUT/$w.spec.json"
     rm -rf "$OUT/data-$w"
     perf record -F 999 -e cpu-clock -g -o "$OUT/$w.perf.data" -- \
