@@ -4,7 +4,9 @@
 #
 # Usage: bench/lib/profile.sh [RECORDS] [WORKLOADS]   (1000000, "W1 W2")
 #   env DELIVERY (at_least_once | exactly_once, default at_least_once) and
-#   PARALLELISM (default 1): the spec's delivery and parallelism
+#   PARALLELISM (default 1): the spec's delivery and parallelism; at
+#   parallelism > 1 W2 and W3 read a copy of the bids keyed by their window
+#   key (load --key-by) and declare source.partitioned_by, as run.sh does
 #
 # Starts the bench broker (build/bench/kafka, port 19492) if needed, loads
 # RECORDS bids into a fresh topic, then for each workload runs the release
@@ -34,6 +36,13 @@ topic=prof-bids-$$
 "$RAWK" topics --bootstrap "$BOOT" --topic "$topic" >/dev/null
 "$RAWK" load --bootstrap "$BOOT" --topic "$topic" --count "$RECORDS" >"$OUT/load.json"
 for w in $WORKLOADS; do
+    in=$topic pk=""
+    if [ "$PARALLELISM" -gt 1 ] && [ "$w" != W1 ]; then
+        pk=$([ "$w" = W2 ] && echo key || echo auction)
+        in=$topic-$pk
+        "$RAWK" topics --bootstrap "$BOOT" --topic "$in" >/dev/null
+        "$RAWK" load --bootstrap "$BOOT" --topic "$in" --count "$RECORDS" --key-by "$pk" >/dev/null
+    fi
     case $w in
         W1) pl='[{"filter":"price % 3 != 0"},{"select":{"seq":"seq","auction":"auction","bidder":"bidder","price_eur":"price * 0.908","ts":"ts"}}]' ;;
         W2) pl='[{"window":{"type":"tumbling","size_ms":10000,"key":["key"],"aggregates":{"n":"count()","total":"sum(price)"}}}]' ;;
@@ -41,9 +50,10 @@ for w in $WORKLOADS; do
     esac
     out=prof-out-$w-$$
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    jq -n --arg in "$topic" --arg out "$out" --argjson pl "$pl" --arg d "$DELIVERY" \
+    jq -n --arg in "$in" --arg pk "$pk" --arg out "$out" --argjson pl "$pl" --arg d "$DELIVERY" \
         --argjson par "$PARALLELISM" '{name: "prof", mode: "bounded", parallelism: $par,
-      source: {kind: "kafka", topic: $in, format: "json"},
+      source: ({kind: "kafka", topic: $in, format: "json"}
+              + (if $pk != "" then {partitioned_by: [$pk]} else {} end)),
       schema: [{name:"seq",type:"int64"},{name:"key",type:"int64"},{name:"auction",type:"int64"},
                {name:"bidder",type:"int64"},{name:"price",type:"int64"},{name:"channel",type:"string"},
                {name:"url",type:"string"},{name:"ts",type:"timestamp_ms"},{name:"extra",type:"string"}],
