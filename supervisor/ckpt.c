@@ -103,6 +103,12 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	return NULL;
 }
 
+static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+				int64_t id, int64_t wm, int64_t m0,
+				const int32_t *parts, const int64_t *next,
+				size_t n, const int32_t *tasks, size_t ntasks,
+				int member, sv_error_t *err,
+				sv_ckpt_info_t *info);
 static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			      int64_t wm, sv_ckpt_info_t *info);
 
@@ -189,25 +195,42 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_buf_release(&opbufs[i]);
 	free(opbufs);
 	sv_buf_release(&sink_state);
+	err = commit_steps(conf, p, id, wm, m0, parts, next, npos, NULL, 0, -1,
+			   err, info);
+	free(parts);
+	free(next);
+	return err;
+}
+
+/* Steps 3 to 5 of checkpoint id, shared by both take paths: the offsets
+ * (parts/next, n entries, borrowed) into the transaction or committed
+ * after the flush; the commit point (a sink that does not carry offsets,
+ * the file sink, commits them to the group afterwards, for lag tooling
+ * only: recovery reads positions from the store); marked committed;
+ * retention (per task when tasks is not NULL); the observations (with the
+ * member at parallelism > 1). err is what the earlier steps returned. */
+static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+				int64_t id, int64_t wm, int64_t m0,
+				const int32_t *parts, const int64_t *next,
+				size_t n, const int32_t *tasks, size_t ntasks,
+				int member, sv_error_t *err,
+				sv_ckpt_info_t *info)
+{
 	if (!err)
 		sv_killpoint("after_prepare");
 
-	/* 3. offsets: into the transaction, or committed after the flush */
+	/* 3. offsets */
 	if (!err) {
 		if (conf->transactional)
 			err = sv_sink_txn_offsets(p->snk, id, conf->topic,
-						  parts, next, npos);
+						  parts, next, n);
 		else
 			err = sv_source_commit(p->src);
 	}
-	free(parts);
-	free(next);
 	if (!err)
 		sv_killpoint("after_send_offsets");
 
-	/* 4. the commit point; a sink that does not carry offsets (file)
-	 * commits them to the group afterwards, for lag tooling only:
-	 * recovery reads positions from the store */
+	/* 4. the commit point */
 	if (!err && conf->transactional)
 		err = sv_sink_txn_commit(p->snk);
 	if (!err && conf->transactional && !p->snk->ops->txn_offsets)
@@ -224,31 +247,38 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err)
 		sv_killpoint("after_mark_committed");
 	if (!err)
-		err = sv_ckstore_retain(conf->store, conf->job_id,
-					conf->retain);
+		err = tasks
+			? sv_ckstore_retain_tasks(conf->store, conf->job_id,
+						  tasks, ntasks, conf->retain)
+			: sv_ckstore_retain(conf->store, conf->job_id,
+					    conf->retain);
 	info->duration_ms = sv_mono_ms() - m0;
+	json_t *o;
 	if (err) {
-		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed",
-			      json_pack("{s:I, s:s, s:s}", "checkpoint_id",
-					(json_int_t)id, "category",
-					sv_errcat_name(err->category),
-					"message", err->message));
+		o = json_pack("{s:I, s:s, s:s}", "checkpoint_id",
+			      (json_int_t)id, "category",
+			      sv_errcat_name(err->category), "message",
+			      err->message);
+		if (member >= 0)
+			json_object_set_new(o, "member", json_integer(member));
+		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed", o);
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
-	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed",
-		      json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id",
-				(json_int_t)id, "duration_ms",
-				(json_int_t)info->duration_ms, "bytes",
-				(json_int_t)info->bytes, "watermark_ms",
-				(json_int_t)wm));
-	sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
-		      json_pack("{s:I, s:s, s:s}", "checkpoint_id",
-				(json_int_t)id, "kind",
-				!conf->transactional ? "offsets"
-					: p->snk->ops->txn_offsets
-					? "transaction"
-					: "file",
-				"outcome", "committed"));
+	o = json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id", (json_int_t)id,
+		      "duration_ms", (json_int_t)info->duration_ms, "bytes",
+		      (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm);
+	if (member >= 0)
+		json_object_set_new(o, "member", json_integer(member));
+	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed", o);
+	o = json_pack("{s:I, s:s, s:s}", "checkpoint_id", (json_int_t)id,
+		      "kind",
+		      !conf->transactional               ? "offsets"
+			      : p->snk->ops->txn_offsets ? "transaction"
+							 : "file",
+		      "outcome", "committed");
+	if (member >= 0)
+		json_object_set_new(o, "member", json_integer(member));
+	sv_obslog_add(conf->obs, conf->attempt, "sink_commit", o);
 	if (conf->transactional)
 		err = sv_sink_txn_begin(p->snk);
 	return err;
@@ -418,61 +448,14 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	free(offs);
 	free(offp);
 	sv_buf_release(&sink_state);
-	if (!err)
-		sv_killpoint("after_prepare");
-	if (!err) {
-		if (conf->transactional)
-			err = sv_sink_txn_offsets(p->snk, id, conf->topic,
-						  parts, next, nt);
-		else
-			err = sv_source_commit(p->src);
-	}
+	int32_t *tp = sv_calloc(nt ? nt : 1, sizeof(*tp));
+	for (size_t i = 0; i < nt; i++)
+		tp[i] = p->tasks[i].partition;
+	err = commit_steps(conf, p, id, wm, m0, parts, next, nt, tp, nt,
+			   p->member, err, info);
+	free(tp);
 	free(parts);
 	free(next);
-	if (!err)
-		sv_killpoint("after_send_offsets");
-	if (!err && conf->transactional)
-		err = sv_sink_txn_commit(p->snk);
-	if (!err)
-		sv_killpoint("after_commit");
-	if (!err)
-		err = sv_ckstore_mark(
-			conf->store, conf->job_id, id,
-			STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
-			sv_mono_ms() - m0);
-	if (!err)
-		sv_killpoint("after_mark_committed");
-	if (!err) {
-		int32_t *tp = sv_calloc(nt, sizeof(*tp));
-		for (size_t i = 0; i < nt; i++)
-			tp[i] = p->tasks[i].partition;
-		err = sv_ckstore_retain_tasks(conf->store, conf->job_id, tp, nt,
-					      conf->retain);
-		free(tp);
-	}
-	info->duration_ms = sv_mono_ms() - m0;
-	if (err) {
-		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed",
-			      json_pack("{s:I, s:i, s:s, s:s}", "checkpoint_id",
-					(json_int_t)id, "member", p->member,
-					"category",
-					sv_errcat_name(err->category),
-					"message", err->message));
-		return sv_error_set_job(err, conf->job_id, conf->attempt);
-	}
-	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed",
-		      json_pack("{s:I, s:i, s:I, s:I, s:I}", "checkpoint_id",
-				(json_int_t)id, "member", p->member,
-				"duration_ms", (json_int_t)info->duration_ms,
-				"bytes", (json_int_t)info->bytes,
-				"watermark_ms", (json_int_t)wm));
-	sv_obslog_add(conf->obs, conf->attempt, "sink_commit",
-		      json_pack("{s:I, s:i, s:s, s:s}", "checkpoint_id",
-				(json_int_t)id, "member", p->member, "kind",
-				conf->transactional ? "transaction" : "offsets",
-				"outcome", "committed"));
-	if (conf->transactional)
-		err = sv_sink_txn_begin(p->snk);
 	return err;
 }
 
