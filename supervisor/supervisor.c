@@ -139,7 +139,9 @@ static void tick(sv_supervisor_t *sv)
 		sv_check_drain(sv, job, now);
 		if (job->pending_start && !job->worker) {
 			job->pending_start = false;
-			sv_start_attempt(sv, job);
+			/* the stopping attempt may have completed on its own */
+			if (!sv_jobstate_terminal(job->state))
+				sv_start_attempt(sv, job);
 		}
 		if (job->state == SV_JOB_RESTARTING && !job->worker &&
 		    now >= job->next_attempt_at_ms)
