@@ -99,8 +99,8 @@ static void test_missing_ca_file_named(void **state)
 	assert_null(sv_client_init(&cl, "https://127.0.0.1:1"));
 	assert_null(sv_client_set_tls(&cl, "/nonexistent/ca.pem", NULL, NULL));
 	sv_client_resp_t resp;
-	sv_error_t *err =
-		sv_client_request(&cl, "GET", "/healthz", NULL, NULL, 0, &resp);
+	sv_error_t *err = sv_client_request(&cl, "GET", "/healthz", NULL, NULL,
+					    0, &resp);
 	assert_non_null(err);
 	assert_int_equal(err->category, SV_ERR_CONFIG);
 	if (!strstr(err->message, "/nonexistent/ca.pem"))
