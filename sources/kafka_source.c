@@ -47,6 +47,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/admin.h"
 #include "kafka/client.h"
 #include "sources/ratelimit.h"
 #include "sources/source.h"
@@ -876,4 +877,5 @@ const sv_source_ops_t sv_source_kafka_ops = {
 	.committed_checkpoint = ksrc_committed_checkpoint,
 	.committed_checkpoint_of = ksrc_committed_checkpoint_of,
 	.topic_partitions = ksrc_topic_partitions,
+	.partition_count = sv_kafka_topic_partitions,
 };
