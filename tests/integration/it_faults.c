@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <pthread.h>
@@ -340,22 +339,10 @@ static void test_sigterm_no_final_checkpoint(void **state)
 static int markers_visible(crash_t *c, const char *topic, int want,
 			   int timeout_ms)
 {
-	char err[512];
 	char *group = tk_unique("it-faults-marker");
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_CONSUMER, group,
+				   "read_committed", false);
 	free(group);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		cr_fail(c, "consumer: %s", err);
 	rd_kafka_poll_set_consumer(rk);
 	rd_kafka_topic_partition_list_t *parts =
 		rd_kafka_topic_partition_list_new(PARTS);
@@ -382,15 +369,7 @@ static int markers_visible(crash_t *c, const char *topic, int want,
 /* One marker per output partition, written by a plain producer. */
 static void write_markers(crash_t *c, const char *topic)
 {
-	char err[512];
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		cr_fail(c, "producer: %s", err);
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_PRODUCER, NULL, NULL, false);
 	for (int p = 0; p < PARTS; p++)
 		if (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
 				      RD_KAFKA_V_PARTITION(p),
@@ -833,17 +812,10 @@ static void proxy_start(void)
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
 		die("pipe: %s", strerror(errno));
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(126);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		execlp(py, py, script, lp, tp, (char *)NULL);
-		_exit(127);
-	}
+	char *argv[] = {py, script, lp, tp, NULL};
+	pid_t pid = cr_spawn(py, argv, NULL, in[0], out[1], -1, false);
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
 	close(in[0]);
 	close(out[1]);
 	B.proxy = pid;
