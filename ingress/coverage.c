@@ -1042,10 +1042,7 @@ json_t *sv_coverage_info(const sv_coverage_env_t *env)
 		{"dedup", "stateful_window_support", "covered", NULL},
 		{"window:global", "stateful_window_support", "covered", NULL},
 		{"order", "ordered_execution", "covered", NULL},
-		{"join", "stateful_join_support", "partially_covered",
-		 "interval, lookup and hash (bounded) equi-joins, inner and "
-		 "left; not runnable in a job until the worker reads a second "
-		 "input"},
+		{"join", "stateful_join_support", "covered", NULL},
 	};
 	for (size_t i = 0; i < SV_ARRAY_LEN(ops); i++) {
 		char tid[96], path[64];
