@@ -113,42 +113,61 @@ static int64_t pay_ts(int64_t j)
 	return J_BASE + j * 5 + jitter(j, 2);
 }
 
-static void produce_orders(const char *topic)
+/* A key of partition p of nparts whose text starts with "zz" (the
+ * sentinels of a keyed topic). */
+static void sentinel_key(int p, int nparts, char *buf, size_t len)
+{
+	for (int k = 0;; k++) {
+		snprintf(buf, len, "zz%d", k);
+		if (sv_partition_of(buf, strlen(buf), nparts) == p)
+			return;
+	}
+}
+
+/* Orders (payments: pid) of the interval join over nparts partitions:
+ * round-robin, or (keyed) where Kafka's default partitioner puts the
+ * customer, as source.partitioned_by ["cust"] declares; then one sentinel
+ * per partition. */
+static void produce_stream(const char *topic, int nparts, bool keyed,
+			   bool payments)
 {
 	rd_kafka_t *rk = producer();
-	char v[160];
-	for (int64_t i = 0; i < N_ORD; i++) {
+	char v[160], key[16];
+	int n = payments ? N_PAY : N_ORD;
+	for (int64_t i = 0; i < n; i++) {
+		int c = payments ? cust_of(i, 22) : cust_of(i, 11);
+		int64_t ts = payments ? pay_ts(i) : ord_ts(i);
+		snprintf(key, sizeof(key), "c%02d", c);
 		snprintf(v, sizeof(v),
-			 "{\"id\":%lld,\"cust\":\"c%02d\",\"ts\":%lld}",
-			 (long long)i, cust_of(i, 11), (long long)ord_ts(i));
-		send1(rk, topic, (int32_t)(i % 2), NULL, v, ord_ts(i));
+			 "{\"%s\":%lld,\"cust\":\"%s\",\"ts\":%lld}",
+			 payments ? "pid" : "id", (long long)i, key,
+			 (long long)ts);
+		int32_t p = keyed ? sv_partition_of(key, strlen(key), nparts)
+				  : (int32_t)(i % nparts);
+		send1(rk, topic, p, keyed ? key : NULL, v, ts);
 	}
-	for (int p = 0; p < 2; p++) {
+	for (int p = 0; p < nparts; p++) {
+		if (keyed)
+			sentinel_key(p, nparts, key, sizeof(key));
+		else
+			snprintf(key, sizeof(key), "zz");
 		snprintf(v, sizeof(v),
-			 "{\"id\":%d,\"cust\":\"zz\",\"ts\":%lld}", -1 - p,
+			 "{\"%s\":%d,\"cust\":\"%s\",\"ts\":%lld}",
+			 payments ? "pid" : "id", -1 - p, key,
 			 (long long)J_SENTINEL);
-		send1(rk, topic, p, NULL, v, J_SENTINEL);
+		send1(rk, topic, p, keyed ? key : NULL, v, J_SENTINEL);
 	}
 	producer_done(rk);
 }
 
+static void produce_orders(const char *topic)
+{
+	produce_stream(topic, 2, false, false);
+}
+
 static void produce_payments(const char *topic)
 {
-	rd_kafka_t *rk = producer();
-	char v[160];
-	for (int64_t j = 0; j < N_PAY; j++) {
-		snprintf(v, sizeof(v),
-			 "{\"pid\":%lld,\"cust\":\"c%02d\",\"ts\":%lld}",
-			 (long long)j, cust_of(j, 22), (long long)pay_ts(j));
-		send1(rk, topic, (int32_t)(j % 2), NULL, v, pay_ts(j));
-	}
-	for (int p = 0; p < 2; p++) {
-		snprintf(v, sizeof(v),
-			 "{\"pid\":%d,\"cust\":\"zz\",\"ts\":%lld}", -1 - p,
-			 (long long)J_SENTINEL);
-		send1(rk, topic, p, NULL, v, J_SENTINEL);
-	}
-	producer_done(rk);
+	produce_stream(topic, 2, false, true);
 }
 
 /* The interval join's answer: "id:pid" for every pair with equal keys and
@@ -250,15 +269,24 @@ static void free_strs(char **v, size_t n)
 	free(v);
 }
 
+/* The interval join job; rate > 0 limits both sources; par > 1 runs it
+ * at that parallelism over inputs keyed by the customer. */
 static char *interval_spec(const char *name, const char *left,
-			   const char *right, const char *out, int rate)
+			   const char *right, const char *out, int rate,
+			   int par)
 {
-	char rl[64] = "";
+	char rl[128] = "", pl[64] = "";
 	if (rate)
 		snprintf(rl, sizeof(rl), ", \"rate_per_s\": %d", rate);
+	if (par > 1) {
+		size_t n = strlen(rl);
+		snprintf(rl + n, sizeof(rl) - n,
+			 ", \"partitioned_by\": [\"cust\"]");
+		snprintf(pl, sizeof(pl), " \"parallelism\": %d,", par);
+	}
 	char *s;
 	if (asprintf(&s,
-		     "{\"name\": \"%s\", \"source\": {\"topic\": \"%s\"%s},"
+		     "{\"name\": \"%s\",%s \"source\": {\"topic\": \"%s\"%s},"
 		     " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
 		     "  {\"name\": \"cust\", \"type\": \"string\"},"
 		     "  {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
@@ -277,7 +305,7 @@ static char *interval_spec(const char *name, const char *left,
 		     " \"sink\": {\"topic\": \"%s\"},"
 		     " \"delivery\": \"exactly_once\","
 		     " \"checkpoint\": {\"interval_ms\": 300}}",
-		     name, left, rl, right, rl, LOWER, UPPER, out) < 0)
+		     name, pl, left, rl, right, rl, LOWER, UPPER, out) < 0)
 		abort();
 	return s;
 }
@@ -310,7 +338,7 @@ static void test_interval(void **state)
 	produce_payments(right);
 	char **want;
 	size_t nw = interval_expected(&want);
-	char *spec = interval_spec("it-join-interval", left, right, out, 0);
+	char *spec = interval_spec("it-join-interval", left, right, out, 0, 1);
 	char *id = tk_submit(svc.port, spec);
 	free(spec);
 	/* the sentinel pairs: 2 x 2 rows with cust zz */
@@ -377,16 +405,6 @@ static int64_t lk_ts(int64_t i)
 	return J_BASE + i * 10 + jitter(i, 3);
 }
 
-/* A key of the sentinel of table partition p. */
-static void sentinel_key(int p, char *buf, size_t len)
-{
-	for (int k = 0;; k++) {
-		snprintf(buf, len, "zz%d", k);
-		if (sv_partition_of(buf, strlen(buf), 2) == p)
-			return;
-	}
-}
-
 static void produce_table(const char *topic)
 {
 	rd_kafka_t *rk = producer();
@@ -407,7 +425,7 @@ static void produce_table(const char *topic)
 			send1(rk, topic, p, key, v, t);
 		}
 	for (int p = 0; p < 2; p++) {
-		sentinel_key(p, key, sizeof(key));
+		sentinel_key(p, 2, key, sizeof(key));
 		snprintf(v, sizeof(v),
 			 "{\"cust\":\"%s\",\"name\":\"end\",\"cts\":%lld}", key,
 			 (long long)J_SENTINEL);
@@ -712,7 +730,7 @@ static void test_kill(void **state)
 	char **want;
 	size_t nw = interval_expected(&want);
 	/* 3,000 records at 1,000/s: ~3 s, ~10 checkpoints */
-	char *spec = interval_spec("it-join-kill", left, right, out, 1000);
+	char *spec = interval_spec("it-join-kill", left, right, out, 1000, 1);
 
 	start_incarnation(c, "after_send_offsets:3");
 	int status;
@@ -743,13 +761,96 @@ static void test_kill(void **state)
 	free(out);
 }
 
+/* Parallelism 2 over inputs keyed by the customer (4 partitions each):
+ * member k's tasks join left partition p with right partition p; a kill
+ * after the offsets went into a member's transaction, and one after a
+ * member's commit, then the rest: the output is still exactly the pairs
+ * (per-task snapshots carry both inputs' offsets). */
+static void test_kill_parallel(void **state)
+{
+	crash_t *c = cr_new(state, "joins_kill_p2", 16);
+	char *left = tk_unique("it-join-p-orders");
+	char *right = tk_unique("it-join-p-payments");
+	char *out = tk_unique("it-join-p-out");
+	tk_create_topic(left, 4);
+	tk_create_topic(right, 4);
+	tk_create_topic(out, 2);
+	produce_stream(left, 4, true, false);
+	produce_stream(right, 4, true, true);
+	char **want;
+	size_t nw = interval_expected(&want);
+	char *spec = interval_spec("it-join-kill-p2", left, right, out, 1000,
+				   2);
+	start_incarnation(c, "after_send_offsets:4");
+	int status;
+	char *raw = NULL;
+	json_t *r = cr_http_json(c, "POST", "/v1/jobs", spec, &status, &raw);
+	if (status != 201)
+		cr_fail(c, "submit: %d %s", status, raw ? raw : "");
+	free(raw);
+	json_decref(r);
+	wait_killed(c, "after_send_offsets:4");
+	start_incarnation(c, "after_commit:3");
+	wait_killed(c, "after_commit:3");
+	start_incarnation(c, NULL);
+	char **lines;
+	/* one sentinel pair per partition */
+	size_t nl = tk_consume(out, nw + 4, 90000, true, &lines);
+	char **got;
+	size_t ng = interval_got(lines, nl, &got);
+	assert_same(got, ng, want, nw,
+		    "interval exactly_once at parallelism 2, 2 kills");
+	if (!cr_log_contains(c, "restored checkpoint"))
+		cr_fail(c, "the last incarnation restored no checkpoint");
+	c->passed = true;
+	free_strs(lines, nl);
+	free_strs(got, ng);
+	free_strs(want, nw);
+	free(spec);
+	free(left);
+	free(right);
+	free(out);
+}
+
+/* At parallelism 2, topics of 4 and 2 partitions are not co-partitioned:
+ * 422 at submit naming the join source's topic. */
+static void test_copartition_refused(void **state)
+{
+	(void)state;
+	tk_service_t svc;
+	tk_service_start(&svc);
+	char *left = tk_unique("it-join-c-orders");
+	char *right = tk_unique("it-join-c-payments");
+	tk_create_topic(left, 4);
+	tk_create_topic(right, 2);
+	char *spec = interval_spec("it-join-copart", left, right, "o", 0, 2);
+	int status;
+	json_t *r = tk_http_json(svc.port, "POST", "/v1/jobs", spec, &status);
+	assert_int_equal(status, 422);
+	json_t *e = json_object_get(r, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "category")),
+			    "coverage");
+	assert_string_equal(json_string_value(json_object_get(e, "field")),
+			    "pipeline[0].join.source.topic");
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	printf("[copartition] 422: %s\n", msg);
+	assert_non_null(strstr(msg, "co-partitioned"));
+	json_decref(r);
+	free(spec);
+	free(left);
+	free(right);
+	tk_service_stop(&svc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_interval),
 		cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_hash_bounded),
+		cmocka_unit_test(test_copartition_refused),
 		cmocka_unit_test_teardown(test_kill, cr_teardown),
+		cmocka_unit_test_teardown(test_kill_parallel, cr_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
