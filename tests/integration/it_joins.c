@@ -368,6 +368,27 @@ static void test_interval(void **state)
 	printf("[interval] status join: %s\n", dump);
 	free(dump);
 	json_decref(st);
+	/* the checkpoint records hold both inputs' offsets */
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/checkpoints", id);
+	int hs;
+	json_t *hist = tk_http_json(svc.port, "GET", path, NULL, &hs);
+	assert_int_equal(hs, 200);
+	json_t *ck0 = json_array_get(json_object_get(hist, "checkpoints"), 0);
+	json_t *offs = json_object_get(ck0, "offsets");
+	size_t nright = 0, nleft = 0;
+	for (size_t k = 0; k < json_array_size(offs); k++) {
+		json_t *o = json_array_get(offs, k);
+		const char *in = json_string_value(json_object_get(o, "input"));
+		const char *tp = json_string_value(json_object_get(o, "topic"));
+		if (!strcmp(in, "join") && !strcmp(tp, right))
+			nright++;
+		if (!strcmp(in, "source") && !strcmp(tp, left))
+			nleft++;
+	}
+	assert_int_equal(nleft, 2);
+	assert_int_equal(nright, 2);
+	json_decref(hist);
 	char *metrics = NULL;
 	assert_int_equal(tk_http(svc.port, "GET", "/metrics", NULL, &metrics),
 			 200);
