@@ -80,12 +80,15 @@ static const cap_t caps[] = {
 	 "dedup with in-memory state, written into checkpoints"},
 	{"stateful_join_support", true, "partially_covered",
 	 "interval, lookup (event or processing time) and bounded hash "
-	 "joins exist as operators with checkpointed, bounded state "
-	 "(core/join.c, docs/joins.md) and a join step is parsed and planned "
-	 "at submit; a job with one is refused with 422 because the worker "
-	 "does not read a second input yet. The two inputs will have to be "
-	 "co-partitioned on the join key (same partition count, keyed by "
-	 "it): there is no repartitioning for joins"},
+	 "joins of the job's source with a second source (the join step's), "
+	 "both inputs' offsets in the checkpoint and in one Kafka "
+	 "transaction, with checkpointed, bounded state per input "
+	 "(docs/joins.md). At most one join per job; at parallelism > 1 the "
+	 "two inputs must be co-partitioned on the join key (same partition "
+	 "count, each source's partitioned_by its join key column), else "
+	 "422: there is no repartitioning for joins. A Substrait JoinRel "
+	 "(inner or left equi-join) maps onto a bounded hash join; a JoinRel "
+	 "of two streams is refused (no time bound)"},
 	{"checkpoint_recovery", true, "covered",
 	 "periodic and on-demand checkpoints in RocksDB (synced, WAL on, "
 	 "lost commits detected); a new attempt or a restarted supervisor "
@@ -509,15 +512,9 @@ static void infer_step(infer_t *in, const Streamvisor__JobSpec *js, size_t i)
 		break;
 	}
 	case STREAMVISOR__STEP__STEP_JOIN:
-		/* valid and planned (its 400s came first), but not runnable */
 		add(in, t, "stateful_join_support", "required",
 		    "a join step keeps state of both inputs to match records",
-		    "uncovered",
-		    "the join operators are built (core/join.c), but the "
-		    "worker does not read a join's second input yet (its "
-		    "source, offsets and checkpoint): the spec is valid but "
-		    "cannot run",
-		    field, ref);
+		    "covered", NULL, field, ref);
 		break;
 	case STREAMVISOR__STEP__STEP_DEDUP:
 		add(in, t, "stateful_window_support", "required",
@@ -913,6 +910,47 @@ static bool follows_partitioning(const Streamvisor__Source *s, char **key,
 	return true;
 }
 
+/* A join at parallelism > 1: task p joins left partition p with right
+ * partition p, which is right only when both topics are partitioned by
+ * the join key (one column each side). */
+static sv_error_t *join_parallel_check(const Streamvisor__JobSpec *js, size_t i,
+				       const Streamvisor__Join *j)
+{
+	char field[96], msg[640];
+	const char *why = NULL;
+	const Streamvisor__Source *l = js->source, *r = j->source;
+	if (j->n_on_left != 1) {
+		snprintf(field, sizeof(field), "pipeline[%zu].join.on", i);
+		why = "the join has more than one key column";
+	} else if (l->n_partitioned_by != 1 ||
+		   strcmp(l->partitioned_by[0], j->on_left[0])) {
+		snprintf(field, sizeof(field), "source.partitioned_by");
+		why = "source.partitioned_by is not the left join key";
+	} else if (!r || r->n_partitioned_by != 1 ||
+		   strcmp(r->partitioned_by[0], j->on_right[0])) {
+		snprintf(field, sizeof(field),
+			 "pipeline[%zu].join.source.partitioned_by", i);
+		why = "the join source's partitioned_by is not the right join "
+		      "key";
+	}
+	if (!why)
+		return NULL;
+	snprintf(msg, sizeof(msg),
+		 "the join at pipeline[%zu] cannot run at parallelism %d: %s. "
+		 "Each task joins partition p of one input with partition p "
+		 "of the other, so both topics must be keyed by the join key "
+		 "(declare source.partitioned_by [\"%s\"] and "
+		 "pipeline[%zu].join.source.partitioned_by [\"%s\"], both "
+		 "topics with the same partition count), or use parallelism 1",
+		 i, js->parallelism, why, j->n_on_left ? j->on_left[0] : "?", i,
+		 j->n_on_right ? j->on_right[0] : "?");
+	return sv_coverage_refuse(
+		"stateful_join_support",
+		"at parallelism > 1 a join needs co-partitioned inputs; there "
+		"is no repartitioning for joins",
+		field, msg);
+}
+
 sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
@@ -920,6 +958,12 @@ sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec)
 		return NULL;
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		const Streamvisor__Step *st = js->pipeline[i];
+		if (st->step_case == STREAMVISOR__STEP__STEP_JOIN) {
+			sv_error_t *err = join_parallel_check(js, i, st->join);
+			if (err)
+				return err;
+			continue;
+		}
 		char **key = NULL;
 		size_t nkey = 0;
 		const char *what;
@@ -999,10 +1043,7 @@ json_t *sv_coverage_info(const sv_coverage_env_t *env)
 		{"dedup", "stateful_window_support", "covered", NULL},
 		{"window:global", "stateful_window_support", "covered", NULL},
 		{"order", "ordered_execution", "covered", NULL},
-		{"join", "stateful_join_support", "partially_covered",
-		 "interval, lookup and hash (bounded) equi-joins, inner and "
-		 "left; not runnable in a job until the worker reads a second "
-		 "input"},
+		{"join", "stateful_join_support", "covered", NULL},
 	};
 	for (size_t i = 0; i < SV_ARRAY_LEN(ops); i++) {
 		char tid[96], path[64];

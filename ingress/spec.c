@@ -1398,6 +1398,16 @@ static sv_error_t *check_join(const sv_drivers_t *cat, Streamvisor__JobSpec *js,
 	if ((err = check_source(cat, j->source, JF("source"),
 				!strcmp(js->mode, "bounded"))))
 		return err;
+	/* both inputs' offsets go to the job's one consumer group */
+	if (!empty(j->source->topic) && !empty(js->source->topic) &&
+	    !empty(js->source->kind) &&
+	    !strcmp(j->source->kind, js->source->kind) &&
+	    !strcmp(j->source->topic, js->source->topic))
+		return bad(JF("source.topic"),
+			   "'%s' is the job's source topic: a join reads a "
+			   "second topic (both inputs' offsets are committed "
+			   "to the job's one consumer group)",
+			   j->source->topic);
 	/* a source that takes a start (its driver declares one) */
 	if (lookup && !empty(j->source->start) &&
 	    strcmp(j->source->start, "earliest"))

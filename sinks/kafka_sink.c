@@ -661,10 +661,10 @@ static sv_error_t *ksnk_txn_prepare(sv_sink_t *snk, int64_t checkpoint_id,
 	return NULL;
 }
 
-static sv_error_t *ksnk_txn_offsets(sv_sink_t *snk, int64_t checkpoint_id,
-				    const char *topic,
-				    const int32_t *partitions,
-				    const int64_t *next_offsets, size_t n)
+static sv_error_t *ksnk_txn_offsets_topics(sv_sink_t *snk,
+					   int64_t checkpoint_id,
+					   const sv_topic_offsets_t *t,
+					   size_t ntopics)
 {
 	kafka_sink_t *ks = (kafka_sink_t *)snk;
 	rd_kafka_topic_partition_list_t *list;
@@ -679,24 +679,30 @@ static sv_error_t *ksnk_txn_offsets(sv_sink_t *snk, int64_t checkpoint_id,
 		return sv_error_copy(ks->err);
 	if ((err = ksnk_txn_expect_open(ks, "send_offsets_to_transaction")))
 		return err;
-	if (!ks->group_id || !*ks->group_id || !topic || !*topic)
-		return ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
-				  "transactional id '%s' cannot send offsets: "
-				  "no consumer group or topic",
-				  ks->txn_id);
+	for (size_t k = 0; k < ntopics; k++)
+		if (!ks->group_id || !*ks->group_id || !t[k].topic ||
+		    !*t[k].topic)
+			return ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
+					  "transactional id '%s' cannot send "
+					  "offsets: no consumer group or topic",
+					  ks->txn_id);
 	metalen = snprintf(meta, sizeof(meta), KSNK_CK_META_PREFIX "%lld",
 			   (long long)checkpoint_id);
+	size_t n = 0;
+	for (size_t k = 0; k < ntopics; k++)
+		n += t[k].n;
 	list = rd_kafka_topic_partition_list_new(n ? (int)n : 1);
-	for (size_t i = 0; i < n; i++) {
-		rd_kafka_topic_partition_t *tp;
-		if (next_offsets[i] < 0)
-			continue; /* no position: nothing to commit */
-		tp = rd_kafka_topic_partition_list_add(list, topic,
-						       partitions[i]);
-		tp->offset = next_offsets[i];
-		tp->metadata = sv_strndup(meta, (size_t)metalen);
-		tp->metadata_size = (size_t)metalen;
-	}
+	for (size_t k = 0; k < ntopics; k++)
+		for (size_t i = 0; i < t[k].n; i++) {
+			rd_kafka_topic_partition_t *tp;
+			if (t[k].next_offsets[i] < 0)
+				continue; /* no position: nothing to commit */
+			tp = rd_kafka_topic_partition_list_add(
+				list, t[k].topic, t[k].partitions[i]);
+			tp->offset = t[k].next_offsets[i];
+			tp->metadata = sv_strndup(meta, (size_t)metalen);
+			tp->metadata_size = (size_t)metalen;
+		}
 	if (list->cnt == 0) {
 		rd_kafka_topic_partition_list_destroy(list);
 		return NULL;
@@ -727,6 +733,15 @@ static sv_error_t *ksnk_txn_offsets(sv_sink_t *snk, int64_t checkpoint_id,
 	rd_kafka_consumer_group_metadata_destroy(cgmd);
 	rd_kafka_topic_partition_list_destroy(list);
 	return err;
+}
+
+static sv_error_t *ksnk_txn_offsets(sv_sink_t *snk, int64_t checkpoint_id,
+				    const char *topic,
+				    const int32_t *partitions,
+				    const int64_t *next_offsets, size_t n)
+{
+	sv_topic_offsets_t t = {topic, partitions, next_offsets, n};
+	return ksnk_txn_offsets_topics(snk, checkpoint_id, &t, 1);
 }
 
 /* The commit point. Never retried here: an error leaves the outcome
@@ -882,6 +897,7 @@ const sv_sink_ops_t sv_sink_kafka_txn_ops = {
 	.txn_begin = ksnk_txn_begin,
 	.txn_prepare = ksnk_txn_prepare,
 	.txn_offsets = ksnk_txn_offsets,
+	.txn_offsets_topics = ksnk_txn_offsets_topics,
 	.txn_commit = ksnk_txn_commit,
 	.txn_abort = ksnk_txn_abort,
 };

@@ -58,6 +58,14 @@ typedef struct sv_sink_conf {
 
 typedef struct sv_sink sv_sink_t;
 
+/* The next offsets of some partitions of one topic (borrowed arrays). */
+typedef struct sv_topic_offsets {
+	const char *topic;
+	const int32_t *partitions;
+	const int64_t *next_offsets;
+	size_t n;
+} sv_topic_offsets_t;
+
 typedef struct sv_sink_ops {
 	/* What the driver is and takes (core/driver.h): its kind, its
 	 * capabilities, its spec fields. */
@@ -88,6 +96,12 @@ typedef struct sv_sink_ops {
 	sv_error_t *(*txn_offsets)(sv_sink_t *snk, int64_t checkpoint_id,
 				   const char *topic, const int32_t *partitions,
 				   const int64_t *next_offsets, size_t n);
+	/* The same for the positions of several topics (a join's two
+	 * inputs) in one send_offsets_to_transaction. NULL: txn_offsets is
+	 * called once per topic, in the same transaction. */
+	sv_error_t *(*txn_offsets_topics)(sv_sink_t *snk, int64_t checkpoint_id,
+					  const sv_topic_offsets_t *t,
+					  size_t ntopics);
 	/* Make the transaction visible (kafka: commit_transaction; file:
 	 * rename staged files into place and fsync the directory). */
 	sv_error_t *(*txn_commit)(sv_sink_t *snk);
@@ -161,6 +175,20 @@ static inline sv_error_t *sv_sink_txn_offsets(sv_sink_t *snk, int64_t ck,
 		? snk->ops->txn_offsets(snk, ck, topic, partitions,
 					next_offsets, n)
 		: NULL;
+}
+static inline sv_error_t *sv_sink_txn_offsets_topics(
+	sv_sink_t *snk, int64_t ck, const sv_topic_offsets_t *t, size_t ntopics)
+{
+	if (snk->ops->txn_offsets_topics)
+		return snk->ops->txn_offsets_topics(snk, ck, t, ntopics);
+	for (size_t i = 0; i < ntopics; i++) {
+		sv_error_t *err = sv_sink_txn_offsets(
+			snk, ck, t[i].topic, t[i].partitions, t[i].next_offsets,
+			t[i].n);
+		if (err)
+			return err;
+	}
+	return NULL;
 }
 static inline sv_error_t *sv_sink_txn_commit(sv_sink_t *snk)
 {

@@ -83,6 +83,9 @@ typedef struct kafka_source {
 	int32_t topic_nparts; /* all partitions of the topic */
 	int member, members;
 	int64_t wm_next_ms; /* next watermark refresh (monotonic) */
+	bool tombstones; /* a join's table: null values delete a key */
+	int tombstone_key_col;
+	const sv_schema_t *schema;
 	sv_error_t *err; /* sticky: the source is broken */
 } kafka_source_t;
 
@@ -477,6 +480,9 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	ks->committed_ck = -1;
 	ks->member = conf->member;
 	ks->members = conf->members;
+	ks->tombstones = conf->tombstones;
+	ks->tombstone_key_col = conf->tombstone_key_col;
+	ks->schema = conf->schema;
 
 	if (!conf->cluster || !conf->cluster->bootstrap ||
 	    !*conf->cluster->bootstrap) {
@@ -579,6 +585,70 @@ static void ksrc_reserve(kafka_source_t *ks, size_t n)
 	ks->msgs = sv_malloc(ks->msgcap * sizeof(*ks->msgs));
 }
 
+/* A null-valued message of a table (conf->tombstones): a row with every
+ * cell null but the key column, parsed from the message key's text as the
+ * Kafka sink renders keys (sv_key_text), flagged SV_ROW_DELETE. Returns 0,
+ * or -1 with a reason when the key does not parse. */
+static int ksrc_tombstone(kafka_source_t *ks, const rd_kafka_message_t *m,
+			  sv_batch_t *b, sv_rowmeta_t **meta, char *reason,
+			  size_t rlen)
+{
+	int col = ks->tombstone_key_col;
+	if (col < 0 || (size_t)col >= ks->schema->nfields) {
+		snprintf(reason, rlen,
+			 "a tombstone (null value) of a table keyed on "
+			 "several columns: the key cannot be read from the "
+			 "message key");
+		return -1;
+	}
+	if (!m->key) {
+		snprintf(reason, rlen,
+			 "a tombstone (null value) without a key");
+		return -1;
+	}
+	char text[256];
+	size_t n = m->key_len < sizeof(text) - 1 ? m->key_len
+						 : sizeof(text) - 1;
+	memcpy(text, m->key, n);
+	text[n] = '\0';
+	const sv_field_t *f = &ks->schema->fields[col];
+	sv_value_t v = {.type = (uint8_t)f->type};
+	char *end = text;
+	switch (f->type) {
+	case SV_T_STRING:
+		break;
+	case SV_T_INT64:
+	case SV_T_TIMESTAMP:
+		v.v.i = strtoll(text, &end, 10);
+		break;
+	case SV_T_FLOAT64:
+		v.v.f = strtod(text, &end);
+		break;
+	case SV_T_BOOL:
+		v.v.b = !strcmp(text, "true");
+		end = v.v.b || !strcmp(text, "false") ? text + n : text;
+		break;
+	default:
+		end = text;
+		break;
+	}
+	if (f->type != SV_T_STRING && (end == text || *end)) {
+		snprintf(reason, rlen,
+			 "a tombstone (null value) whose key '%s' is not a %s "
+			 "(column '%s')",
+			 text, sv_type_name(f->type), f->name);
+		return -1;
+	}
+	sv_value_t *row = sv_batch_add_row(b, meta);
+	if (f->type == SV_T_STRING) {
+		v.v.s = sv_batch_strdup(b, m->key, m->key_len);
+		v.len = (uint32_t)m->key_len;
+	}
+	row[col] = v;
+	(*meta)->flags = SV_ROW_DELETE;
+	return 0;
+}
+
 /* Handle one consumed message or event. Returns an error that breaks the
  * source (sticky), or NULL. */
 static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
@@ -603,8 +673,12 @@ static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
 				return NULL;
 			}
 		}
-		if (sv_decoder_decode(ks->dec, payload, m->len, b, &meta,
-				      reason, sizeof(reason)) == 0) {
+		int rc = !m->payload && ks->tombstones
+			? ksrc_tombstone(ks, m, b, &meta, reason,
+					 sizeof(reason))
+			: sv_decoder_decode(ks->dec, payload, m->len, b, &meta,
+					    reason, sizeof(reason));
+		if (rc == 0) {
 			ts = rd_kafka_message_timestamp(m, NULL);
 			meta->partition = m->partition;
 			meta->offset = m->offset;

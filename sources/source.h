@@ -44,6 +44,14 @@ typedef struct sv_source_conf {
 	int64_t count; /* rows to generate (bounded), or -1 */
 	int64_t rate_per_s; /* 0 = as fast as possible */
 	uint64_t seed;
+	/* kafka, a join's table input (docs/joins.md): a message with a null
+	 * value is a tombstone, a row flagged SV_ROW_DELETE with every cell
+	 * null but column tombstone_key_col, parsed from the message key's
+	 * text. tombstone_key_col < 0: a table keyed on several columns,
+	 * whose tombstones are rejected as invalid records. Without
+	 * tombstones a null value is an invalid record like any other. */
+	bool tombstones;
+	int tombstone_key_col;
 } sv_source_conf_t;
 
 /* Position of one input partition. */

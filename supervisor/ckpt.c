@@ -77,7 +77,8 @@ static sv_error_t *snapshot_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
  * operator state, sink state. The record points into offs (n entries),
  * ops and opbufs (one per pipeline operator), which the caller frees. */
 static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
-				const sv_partpos_t *pos, size_t n, int64_t id,
+				const sv_partpos_t *pos, size_t n,
+				const sv_partpos_t *pos2, size_t n2, int64_t id,
 				int64_t wm, const sv_buf_t *sink_state,
 				ckrec_t *rec,
 				Streamvisor__PartitionOffset *offs,
@@ -90,16 +91,19 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	rec->plan_id = (char *)conf->plan_id;
 	rec->status = STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED;
 	rec->watermark_ms = wm;
-	rec->n_offsets = n;
-	rec->offsets = sv_calloc(n ? n : 1, sizeof(*rec->offsets));
-	for (size_t i = 0; i < n; i++) {
+	rec->n_offsets = n + n2;
+	rec->offsets = sv_calloc(n + n2 ? n + n2 : 1, sizeof(*rec->offsets));
+	for (size_t i = 0; i < n + n2; i++) {
+		bool right = i >= n;
+		const sv_partpos_t *pp = right ? &pos2[i - n] : &pos[i];
 		Streamvisor__PartitionOffset *o = &offs[i];
 		streamvisor__partition_offset__init(o);
-		o->topic = (char *)conf->topic;
-		o->partition = pos[i].partition;
-		o->next_offset = pos[i].next_offset;
-		o->watermark_ms = sv_watermarks_partition(p->wm,
-							  pos[i].partition);
+		o->topic = (char *)(right ? p->topic2 : conf->topic);
+		o->partition = pp->partition;
+		o->next_offset = pp->next_offset;
+		o->watermark_ms = sv_watermarks_partition(
+			right ? p->wm2 : p->wm, pp->partition);
+		o->input = right;
 		rec->offsets[i] = o;
 	}
 	sv_ckpt_incr_t *incr = conf->incr;
@@ -124,10 +128,9 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 
 static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				int64_t id, int64_t wm, int64_t m0,
-				const int32_t *parts, const int64_t *next,
-				size_t n, const int32_t *tasks, size_t ntasks,
-				int member, sv_error_t *err,
-				sv_ckpt_info_t *info);
+				const sv_topic_offsets_t *offsets,
+				const int32_t *tasks, size_t ntasks, int member,
+				sv_error_t *err, sv_ckpt_info_t *info);
 static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			      int64_t wm, sv_ckpt_info_t *info);
 
@@ -159,18 +162,19 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 
 	/* 2. the record, PREPARED, synced */
 	ckrec_t rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
-	const sv_partpos_t *pos;
+	const sv_partpos_t *pos, *pos2 = NULL;
 	size_t npos = sv_source_positions(p->src, &pos);
-	Streamvisor__PartitionOffset *offs = sv_calloc(npos ? npos : 1,
-						       sizeof(*offs));
+	size_t npos2 = p->src2 ? sv_source_positions(p->src2, &pos2) : 0;
+	Streamvisor__PartitionOffset *offs = sv_calloc(
+		npos + npos2 ? npos + npos2 : 1, sizeof(*offs));
 	size_t nmax = sv_pipeline_len(p->pl);
 	Streamvisor__OperatorState *ops = sv_calloc(nmax ? nmax : 1,
 						    sizeof(*ops));
 	sv_buf_t *opbufs = sv_calloc(nmax ? nmax : 1, sizeof(*opbufs));
 	size_t nops = 0;
 	if (!err)
-		err = build_record(conf, p, pos, npos, id, wm, &sink_state,
-				   &rec, offs, ops, opbufs, &nops);
+		err = build_record(conf, p, pos, npos, pos2, npos2, id, wm,
+				   &sink_state, &rec, offs, ops, opbufs, &nops);
 	if (!err) {
 		rec.started_at_ms = t0;
 		rec.bytes += (int64_t)sink_state.len;
@@ -200,12 +204,18 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		in->prev = id;
 	}
 	info->bytes = rec.bytes;
-	int32_t *parts = sv_calloc(npos ? npos : 1, sizeof(int32_t));
-	int64_t *next = sv_calloc(npos ? npos : 1, sizeof(int64_t));
-	for (size_t i = 0; i < npos; i++) {
-		parts[i] = pos[i].partition;
-		next[i] = pos[i].next_offset;
+	size_t nall = npos + npos2;
+	int32_t *parts = sv_calloc(nall ? nall : 1, sizeof(int32_t));
+	int64_t *next = sv_calloc(nall ? nall : 1, sizeof(int64_t));
+	for (size_t i = 0; i < nall; i++) {
+		const sv_partpos_t *pp = i < npos ? &pos[i] : &pos2[i - npos];
+		parts[i] = pp->partition;
+		next[i] = pp->next_offset;
 	}
+	sv_topic_offsets_t toffs[2] = {
+		{conf->topic, parts, next, npos},
+		{p->topic2, parts + npos, next + npos, npos2},
+	};
 	free(rec.offsets);
 	free(rec.operators);
 	free(offs);
@@ -214,15 +224,24 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_buf_release(&opbufs[i]);
 	free(opbufs);
 	sv_buf_release(&sink_state);
-	err = commit_steps(conf, p, id, wm, m0, parts, next, npos, NULL, 0, -1,
-			   err, info);
+	err = commit_steps(conf, p, id, wm, m0, toffs, NULL, 0, -1, err, info);
 	free(parts);
 	free(next);
 	return err;
 }
 
+/* The positions of both inputs to the job's group (at-least-once). */
+static sv_error_t *commit_sources(sv_ckpt_parts_t *p)
+{
+	sv_error_t *err = sv_source_commit(p->src);
+	if (!err && p->src2)
+		err = sv_source_commit(p->src2);
+	return err;
+}
+
 /* Steps 3 to 5 of checkpoint id, shared by both take paths: the offsets
- * (parts/next, n entries, borrowed) into the transaction or committed
+ * (offsets[0] the source's, offsets[1] a join input's when p->src2;
+ * borrowed) into the transaction or committed
  * after the flush; the commit point (a sink that does not carry offsets,
  * the file sink, commits them to the group afterwards, for lag tooling
  * only: recovery reads positions from the store); marked committed;
@@ -230,10 +249,9 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
  * member at parallelism > 1). err is what the earlier steps returned. */
 static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				int64_t id, int64_t wm, int64_t m0,
-				const int32_t *parts, const int64_t *next,
-				size_t n, const int32_t *tasks, size_t ntasks,
-				int member, sv_error_t *err,
-				sv_ckpt_info_t *info)
+				const sv_topic_offsets_t *offsets,
+				const int32_t *tasks, size_t ntasks, int member,
+				sv_error_t *err, sv_ckpt_info_t *info)
 {
 	if (!err)
 		sv_killpoint("after_prepare");
@@ -241,10 +259,10 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	/* 3. offsets */
 	if (!err) {
 		if (conf->transactional)
-			err = sv_sink_txn_offsets(p->snk, id, conf->topic,
-						  parts, next, n);
+			err = sv_sink_txn_offsets_topics(p->snk, id, offsets,
+							 p->src2 ? 2 : 1);
 		else
-			err = sv_source_commit(p->src);
+			err = commit_sources(p);
 	}
 	if (!err)
 		sv_killpoint("after_send_offsets");
@@ -253,7 +271,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err && conf->transactional)
 		err = sv_sink_txn_commit(p->snk);
 	if (!err && conf->transactional && !p->snk->ops->txn_offsets)
-		err = sv_source_commit(p->src);
+		err = commit_sources(p);
 	if (!err)
 		sv_killpoint("after_commit");
 
@@ -308,9 +326,10 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 /* The snapshot of one task: its partition's position and watermark and its
  * operators' state, packed inline. The record points into *off, ops and
  * opbufs (sized for the pipeline), which the caller frees. */
-static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
-			      const sv_partpos_t *pos, int64_t id, ckrec_t *rec,
-			      Streamvisor__PartitionOffset *off,
+static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+			      sv_ckpt_task_t *t, const sv_partpos_t *pos,
+			      const sv_partpos_t *pos2, int64_t id,
+			      ckrec_t *rec, Streamvisor__PartitionOffset *off,
 			      Streamvisor__PartitionOffset **offp,
 			      Streamvisor__OperatorState *ops,
 			      Streamvisor__OperatorState **opp,
@@ -326,10 +345,23 @@ static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
 	off->partition = t->partition;
 	off->next_offset = pos ? pos->next_offset : -1;
 	off->watermark_ms = sv_watermarks_partition(t->wm, t->partition);
-	*offp = off;
+	offp[0] = off;
 	rec->offsets = offp;
 	rec->n_offsets = 1;
 	rec->watermark_ms = off->watermark_ms;
+	if (p->src2) { /* the join input's partition of the same number */
+		Streamvisor__PartitionOffset *o2 = off + 1;
+		streamvisor__partition_offset__init(o2);
+		o2->topic = (char *)p->topic2;
+		o2->partition = t->partition;
+		o2->next_offset = pos2 ? pos2->next_offset : -1;
+		o2->watermark_ms = t->wm2
+			? sv_watermarks_partition(t->wm2, t->partition)
+			: SV_WATERMARK_NONE;
+		o2->input = 1;
+		offp[1] = o2;
+		rec->n_offsets = 2;
+	}
 	size_t nops;
 	sv_error_t *err = snapshot_ops(conf, t->pl, 0, rec, ops, opbufs, &nops);
 	*nops_out = nops;
@@ -378,9 +410,11 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	else
 		err = sv_sink_flush(p->snk, 30000);
 
-	const sv_partpos_t *pos;
+	const sv_partpos_t *pos, *pos2 = NULL;
 	size_t npos = sv_source_positions(p->src, &pos);
+	size_t npos2 = p->src2 ? sv_source_positions(p->src2, &pos2) : 0;
 	size_t nt = p->ntasks;
+	size_t nin = p->src2 ? 2 : 1; /* inputs */
 	ckrec_t rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
 	rec.id = id;
 	rec.job_id = (char *)conf->job_id;
@@ -394,42 +428,54 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	rec.sink_state.data = (uint8_t *)sink_state.data;
 	rec.sink_state.len = sink_state.len;
 	rec.bytes = (int64_t)sink_state.len;
-	Streamvisor__PartitionOffset *offs = sv_calloc(nt, sizeof(*offs));
-	Streamvisor__PartitionOffset **offp = sv_calloc(nt, sizeof(*offp));
-	Streamvisor__PartitionOffset *toff = sv_calloc(nt, sizeof(*toff));
-	Streamvisor__PartitionOffset **toffp = sv_calloc(nt, sizeof(*toffp));
+	Streamvisor__PartitionOffset *offs = sv_calloc(nt * nin, sizeof(*offs));
+	Streamvisor__PartitionOffset **offp = sv_calloc(nt * nin,
+							sizeof(*offp));
+	Streamvisor__PartitionOffset *toff = sv_calloc(nt * 2, sizeof(*toff));
+	Streamvisor__PartitionOffset **toffp = sv_calloc(nt * 2,
+							 sizeof(*toffp));
 	ckrec_t *trec = sv_calloc(nt, sizeof(*trec));
 	const ckrec_t **trecp = sv_calloc(nt, sizeof(*trecp));
 	Streamvisor__OperatorState **ops = sv_calloc(nt, sizeof(*ops));
 	Streamvisor__OperatorState ***opp = sv_calloc(nt, sizeof(*opp));
 	sv_buf_t **opbufs = sv_calloc(nt, sizeof(*opbufs));
 	size_t *nops = sv_calloc(nt, sizeof(*nops));
-	int32_t *parts = sv_calloc(nt, sizeof(int32_t));
-	int64_t *next = sv_calloc(nt, sizeof(int64_t));
+	int32_t *parts = sv_calloc(nt * nin, sizeof(int32_t));
+	int64_t *next = sv_calloc(nt * nin, sizeof(int64_t));
 	for (size_t i = 0; i < nt; i++) {
 		sv_ckpt_task_t *t = &p->tasks[i];
 		const sv_partpos_t *tp = find_pos(pos, npos, t->partition);
+		const sv_partpos_t *tp2 = pos2
+			? find_pos(pos2, npos2, t->partition)
+			: NULL;
 		size_t nmax = sv_pipeline_len(t->pl);
 		ops[i] = sv_calloc(nmax ? nmax : 1, sizeof(**ops));
 		opp[i] = sv_calloc(nmax ? nmax : 1, sizeof(**opp));
 		opbufs[i] = sv_calloc(nmax ? nmax : 1, sizeof(**opbufs));
 		if (!err)
-			err = build_task(conf, t, tp, id, &trec[i], &toff[i],
-					 &toffp[i], ops[i], opp[i], opbufs[i],
-					 &nops[i]);
+			err = build_task(conf, p, t, tp, tp2, id, &trec[i],
+					 &toff[2 * i], &toffp[2 * i], ops[i],
+					 opp[i], opbufs[i], &nops[i]);
 		trecp[i] = &trec[i];
 		rec.bytes += trec[i].bytes;
 		streamvisor__partition_offset__init(&offs[i]);
 		offs[i].topic = (char *)conf->topic;
 		offs[i].partition = t->partition;
 		offs[i].next_offset = tp ? tp->next_offset : -1;
-		offs[i].watermark_ms = toff[i].watermark_ms;
+		offs[i].watermark_ms = toff[2 * i].watermark_ms;
 		offp[i] = &offs[i];
 		parts[i] = t->partition;
 		next[i] = offs[i].next_offset;
+		if (nin == 2) { /* the join input's, after the source's */
+			Streamvisor__PartitionOffset *o = &offs[nt + i];
+			*o = toff[2 * i + 1];
+			offp[nt + i] = o;
+			parts[nt + i] = t->partition;
+			next[nt + i] = o->next_offset;
+		}
 	}
 	rec.offsets = offp;
-	rec.n_offsets = nt;
+	rec.n_offsets = nt * nin;
 	if (!err)
 		err = sv_ckstore_put_tasks(conf->store, &rec, trecp, nt);
 	info->bytes = rec.bytes;
@@ -454,8 +500,12 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	int32_t *tp = sv_calloc(nt ? nt : 1, sizeof(*tp));
 	for (size_t i = 0; i < nt; i++)
 		tp[i] = p->tasks[i].partition;
-	err = commit_steps(conf, p, id, wm, m0, parts, next, nt, tp, nt,
-			   p->member, err, info);
+	sv_topic_offsets_t toffs[2] = {
+		{conf->topic, parts, next, nt},
+		{p->topic2, parts + nt, next + nt, nin == 2 ? nt : 0},
+	};
+	err = commit_steps(conf, p, id, wm, m0, toffs, tp, nt, p->member, err,
+			   info);
 	free(tp);
 	free(parts);
 	free(next);
@@ -579,6 +629,33 @@ static sv_error_t *regroup_refused(const sv_ckpt_conf_t *conf,
 		conf->job_id, conf->attempt);
 }
 
+/* A task snapshot's join-input offset (input 1): seek the join's source
+ * to it and set its tracker. A snapshot without one (taken before the job
+ * had its join wired) leaves the join input where the group's offsets
+ * put it. */
+static sv_error_t *restore_right_task(const sv_ckpt_conf_t *conf,
+				      sv_ckpt_parts_t *p, sv_ckpt_task_t *t,
+				      const ckrec_t *tr)
+{
+	for (size_t k = 0; k < tr->n_offsets; k++) {
+		const Streamvisor__PartitionOffset *o = tr->offsets[k];
+		if (o->input != 1)
+			continue;
+		if (!conf->ignore_state && t->wm2) {
+			sv_watermarks_set(t->wm2, o->partition, o->watermark_ms,
+					  sv_mono_ms());
+			if (o->watermark_ms != SV_WATERMARK_NONE)
+				sv_watermarks_set_current(t->wm2,
+							  o->watermark_ms);
+		}
+		if (o->next_offset < 0)
+			return NULL;
+		sv_partpos_t pos = {o->partition, o->next_offset, -1};
+		return sv_source_seek(p->src2, &pos, 1);
+	}
+	return NULL;
+}
+
 /* Parallelism > 1: each task from the newest usable snapshot of its own
  * partition. A PREPARED member checkpoint is decided by the tag of the
  * partition's committed offset (its transaction carried it), so
@@ -670,7 +747,7 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		if ((err = sv_ckstore_get_task(conf->store, conf->job_id,
 					       t->partition, chosen, &tr)))
 			break;
-		if (!tr || tr->n_offsets != 1) {
+		if (!tr || tr->n_offsets < 1 || tr->offsets[0]->input != 0) {
 			err = sv_error_new(SV_ERR_CHECKPOINT,
 					   "the snapshot of partition %d in "
 					   "checkpoint %lld is missing",
@@ -689,6 +766,11 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		seek[nseek].next_offset = tr->offsets[0]->next_offset;
 		seek[nseek].end_offset = -1;
 		nseek++;
+		if (!err && p->src2 &&
+		    (err = restore_right_task(conf, p, t, tr)))
+			err = ck_error(conf, err,
+				       "cannot seek the join input to the "
+				       "checkpoint's positions");
 		sv_ckstore_free_record(tr);
 		if (chosen > *restored)
 			*restored = chosen;
@@ -728,20 +810,39 @@ static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	int64_t now = sv_mono_ms();
 	sv_partpos_t *pos = sv_calloc(rec->n_offsets ? rec->n_offsets : 1,
 				      sizeof(*pos));
+	sv_partpos_t *pos2 = sv_calloc(rec->n_offsets ? rec->n_offsets : 1,
+				       sizeof(*pos2));
+	size_t n = 0, n2 = 0;
+	int64_t wm2 = INT64_MAX;
 	for (size_t i = 0; i < rec->n_offsets; i++) {
-		pos[i].partition = rec->offsets[i]->partition;
-		pos[i].next_offset = rec->offsets[i]->next_offset;
-		pos[i].end_offset = -1;
+		const Streamvisor__PartitionOffset *o = rec->offsets[i];
+		bool right = o->input == 1;
+		if (right && !p->src2)
+			continue;
+		sv_partpos_t *pp = right ? &pos2[n2++] : &pos[n++];
+		pp->partition = o->partition;
+		pp->next_offset = o->next_offset;
+		pp->end_offset = -1;
 		if (!conf->ignore_state)
-			sv_watermarks_set(p->wm, pos[i].partition,
-					  rec->offsets[i]->watermark_ms, now);
+			sv_watermarks_set(right ? p->wm2 : p->wm, pp->partition,
+					  o->watermark_ms, now);
+		if (right && o->watermark_ms < wm2)
+			wm2 = o->watermark_ms;
 	}
 	if (!conf->ignore_state) {
 		sv_watermarks_set_current(p->wm, rec->watermark_ms);
 		*wm_out = rec->watermark_ms;
+		/* the join input's combined watermark: the minimum of its
+		 * partitions' (idle ones are not told apart here; it only
+		 * moves forward from there) */
+		if (p->wm2 && n2 && wm2 != SV_WATERMARK_NONE)
+			sv_watermarks_set_current(p->wm2, wm2);
 	}
-	sv_error_t *err = sv_source_seek(p->src, pos, rec->n_offsets);
+	sv_error_t *err = sv_source_seek(p->src, pos, n);
+	if (!err && p->src2 && n2)
+		err = sv_source_seek(p->src2, pos2, n2);
 	free(pos);
+	free(pos2);
 	if (err)
 		return ck_error(conf, err,
 				"cannot seek the source to the "

@@ -55,6 +55,7 @@ typedef struct sv_ckpt_task {
 	int32_t partition;
 	sv_pipeline_t *pl;
 	sv_watermarks_t *wm;
+	sv_watermarks_t *wm2; /* a join's second input: its tracker, or NULL */
 } sv_ckpt_task_t;
 
 typedef struct sv_ckpt_parts {
@@ -71,6 +72,13 @@ typedef struct sv_ckpt_parts {
 	size_t ntasks;
 	int member;
 	int parallelism;
+	/* a join's second input (docs/joins.md), or NULL: its source, topic
+	 * and (parallelism 1) tracker. Its offsets are in the same record
+	 * (PartitionOffset.input 1) and in the same transaction; at
+	 * parallelism > 1 task p's snapshot holds right partition p too. */
+	sv_source_t *src2;
+	const char *topic2;
+	sv_watermarks_t *wm2;
 } sv_ckpt_parts_t;
 
 typedef struct sv_ckpt_info {

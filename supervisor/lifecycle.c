@@ -104,6 +104,19 @@ sv_error_t *sv_resolve_clusters(sv_supervisor_t *sv,
 	     (err = resolve_one(sv, SV_DRIVER_SINK, ls->kind, ls->cluster,
 				"late_sink.cluster", &out->late))))
 		return err;
+	for (size_t i = 0; i < js->n_pipeline; i++) {
+		const Streamvisor__Step *st = js->pipeline[i];
+		if (st->step_case != STREAMVISOR__STEP__STEP_JOIN ||
+		    !st->join->source)
+			continue;
+		char field[64];
+		snprintf(field, sizeof(field),
+			 "pipeline[%zu].join.source.cluster", i);
+		if ((err = resolve_one(
+			     sv, SV_DRIVER_SOURCE, st->join->source->kind,
+			     st->join->source->cluster, field, &out->join)))
+			return err;
+	}
 	return NULL;
 }
 
@@ -124,6 +137,7 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	wc.sink_cluster = cl.sink;
 	wc.dlq_cluster = cl.dlq;
 	wc.late_cluster = cl.late;
+	wc.join_cluster = cl.join;
 	job->attempt++;
 	job->attempt_started_ms = sv_now_ms();
 	wc.obs = job->obs;

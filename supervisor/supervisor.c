@@ -195,6 +195,44 @@ static sv_error_t *check_file_sinks(sv_supervisor_t *sv,
 	return NULL;
 }
 
+/* A join at parallelism > 1: both topics with the same partition count
+ * (when both exist already; otherwise the job's start checks it). */
+static sv_error_t *check_join_partitions(const Streamvisor__JobSpec *js,
+					 const sv_clusters_t *cl, int nleft)
+{
+	for (size_t i = 0; i < js->n_pipeline && nleft > 0 && cl->join; i++) {
+		const Streamvisor__Step *st = js->pipeline[i];
+		if (st->step_case != STREAMVISOR__STEP__STEP_JOIN ||
+		    !st->join->source || !st->join->source->topic)
+			continue;
+		const char *topic = st->join->source->topic;
+		const sv_source_ops_t *ops = sv_source_find(
+			st->join->source->kind);
+		if (!ops || !ops->partition_count)
+			continue;
+		int nright = ops->partition_count(cl->join, topic);
+		if (nright <= 0 || nright == nleft)
+			continue;
+		char field[96], msg[512];
+		snprintf(field, sizeof(field),
+			 "pipeline[%zu].join.source.topic", i);
+		snprintf(msg, sizeof(msg),
+			 "the join at pipeline[%zu] reads topic '%s' with %d "
+			 "partitions and the job's source topic '%s' has %d: "
+			 "at parallelism %d the two inputs must be "
+			 "co-partitioned (same partition count), or use "
+			 "parallelism 1",
+			 i, topic, nright, js->source->topic, nleft,
+			 js->parallelism);
+		return sv_coverage_refuse(
+			"stateful_join_support",
+			"at parallelism > 1 a join needs co-partitioned "
+			"inputs; there is no repartitioning for joins",
+			field, msg);
+	}
+	return NULL;
+}
+
 /* parallelism at most the source's partition count, as its driver tells
  * it (partition_count: when the topic exists already; otherwise the job's
  * start checks it). */
@@ -212,7 +250,7 @@ static sv_error_t *check_parallelism(const Streamvisor__JobSpec *js,
 				     "the %d partitions of topic '%s'",
 				     js->parallelism, n, js->source->topic),
 			"parallelism");
-	return NULL;
+	return check_join_partitions(js, cl, n);
 }
 
 /* Parse and check a submitted spec as far as a job could start: clusters,

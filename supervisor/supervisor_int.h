@@ -127,6 +127,7 @@ void sv_job_free(sv_job_t *job);
  * field of an unknown profile. */
 typedef struct sv_clusters {
 	const sv_cluster_t *source, *sink, *dlq, *late;
+	const sv_cluster_t *join; /* a join step's source, or NULL */
 } sv_clusters_t;
 sv_error_t *sv_resolve_clusters(sv_supervisor_t *sv,
 				const Streamvisor__JobSpec *js,

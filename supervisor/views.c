@@ -11,6 +11,7 @@
 #include "ingress/coverage.h"
 #include "supervisor/drivers.h"
 #include "supervisor/history.h"
+#include "supervisor/join_views.h"
 #include "supervisor/metrics.h"
 #include "supervisor/supervisor_int.h"
 
@@ -175,6 +176,7 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 					 (double)(sv_now_ms() - ev) / 1000.0)));
 	json_object_set_new(o, "lag", lag);
 	json_object_set_new(o, "partitions", parts);
+	json_object_set_new(o, "join", sv_join_status_json(job));
 	json_object_set_new(o, "last_checkpoint", last_checkpoint_json(job));
 	json_object_set_new(o, "records_in", json_integer((json_int_t)pr.n.in));
 	json_object_set_new(o, "records_out",
@@ -580,6 +582,7 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		free(pos);
 	}
 	member_metrics(sv, &b, &l);
+	sv_join_metrics(sv, &b, &l);
 	sv_prom_family(&b, "streamvisor_http_requests_total", "counter",
 		       "HTTP requests served");
 	pthread_mutex_lock(&sv->http_lock);

@@ -26,6 +26,11 @@
  * end: bounded input done → finish the pipelines (all windows fire), write,
  *   take a final checkpoint → COMPLETED once every member is done.
  *
+ * A join step's second input (join_input.c) is polled in the same loop
+ * before the source; its rows go to sv_pipeline_push_right of their
+ * task, its trackers give each task's ctx.right_watermark_ms, and a
+ * bounded job ends once both inputs are read to their end.
+ *
  * Counters are atomics read by the supervisor (the job's, summed or
  * maxed by the members, and each member's own); positions and the preview
  * ring are behind a mutex taken once per batch. */
@@ -44,6 +49,7 @@
 #include "core/watermark.h"
 #include "sinks/sink.h"
 #include "supervisor/ckpt.h"
+#include "supervisor/join_input.h"
 
 #define BATCH_ROWS 2048
 #define POLL_TIMEOUT_MS 100
@@ -107,6 +113,10 @@ typedef struct member {
 	sv_partpos_t *pos; /* under w->lock */
 	size_t npos;
 	sv_member_stats_t stats;
+	sv_join_input_t *join; /* a join's second input, or NULL */
+	bool join_eof; /* bounded: the join input is read to its end */
+	sv_partpos_t *jpos; /* its positions, under w->lock */
+	size_t njpos;
 } member_t;
 
 struct sv_worker {
@@ -188,6 +198,16 @@ static void publish_positions(member_t *m)
 	}
 	if (n)
 		memcpy(m->pos, pos, n * sizeof(*pos));
+	if (m->join) {
+		n = sv_source_positions(sv_join_input_source(m->join), &pos);
+		if (n != m->njpos) {
+			m->jpos = sv_realloc(m->jpos,
+					     (n ? n : 1) * sizeof(*pos));
+			m->njpos = n;
+		}
+		if (n)
+			memcpy(m->jpos, pos, n * sizeof(*pos));
+	}
 	pthread_mutex_unlock(&m->w->lock);
 }
 
@@ -376,9 +396,44 @@ static sv_error_t *commit(member_t *m)
 		return err;
 	if ((err = sv_source_commit(m->src)))
 		return err;
+	if (m->join && sv_join_input_commits(m->join) &&
+	    (err = sv_source_commit(sv_join_input_source(m->join))))
+		return err;
 	atomic_store(&m->w->stats.last_commit_ms, sv_now_ms());
 	publish_committed(m);
 	return NULL;
+}
+
+/* The join's state per input (its operator's state_sides), summed over
+ * the member's tasks, then over the members. */
+static void update_join_state(member_t *m)
+{
+	uint64_t mine[2][3] = {{0}};
+	for (size_t i = 0; i < m->ntasks; i++) {
+		sv_op_t *op = sv_pipeline_join(m->tasks[i].plan->pipeline);
+		sv_op_side_state_t sides[2] = {{0}};
+		if (op && op->ops->state_sides)
+			op->ops->state_sides(op, sides);
+		for (int k = 0; k < 2; k++) {
+			mine[k][0] += sides[k].bytes;
+			mine[k][1] += sides[k].keys;
+			mine[k][2] += sides[k].rows;
+		}
+	}
+	for (int k = 0; k < 2; k++)
+		for (int f = 0; f < 3; f++)
+			atomic_store(&m->stats.join_state[k][f], mine[k][f]);
+	sv_worker_t *w = m->w;
+	for (int k = 0; k < 2; k++) {
+		uint64_t sum[3] = {0};
+		for (int j = 0; j < w->nmembers; j++)
+			for (int f = 0; f < 3; f++)
+				sum[f] += atomic_load(
+					&w->members[j].stats.join_state[k][f]);
+		atomic_store(&w->stats.join_state_bytes[k], sum[0]);
+		atomic_store(&w->stats.join_state_keys[k], sum[1]);
+		atomic_store(&w->stats.join_state_rows[k], sum[2]);
+	}
 }
 
 static void update_state_size(member_t *m)
@@ -400,6 +455,8 @@ static void update_state_size(member_t *m)
 	}
 	atomic_store(&w->stats.state_bytes, bytes);
 	atomic_store(&w->stats.state_keys, keys);
+	if (m->join)
+		update_join_state(m);
 }
 
 static sv_ckpt_parts_t parts_of(member_t *m)
@@ -415,6 +472,11 @@ static sv_ckpt_parts_t parts_of(member_t *m)
 	if (m->w->nmembers > 1) {
 		parts.tasks = m->cktasks;
 		parts.ntasks = m->ntasks;
+	}
+	if (m->join) {
+		parts.src2 = sv_join_input_source(m->join);
+		parts.topic2 = sv_join_input_topic(m->join);
+		parts.wm2 = sv_join_input_task_wm(m->join, 0);
 	}
 	return parts;
 }
@@ -544,6 +606,27 @@ static int64_t combine(member_t *m, int64_t mono)
 	return lo;
 }
 
+/* The join input's watermark: the member's minimum over its tasks, then
+ * the job's over the members (MIN while one has none). */
+static void publish_join_watermark(member_t *m)
+{
+	int64_t lo = INT64_MAX;
+	for (size_t i = 0; i < m->ntasks; i++)
+		if (m->tasks[i].ctx.right_watermark_ms < lo)
+			lo = m->tasks[i].ctx.right_watermark_ms;
+	atomic_store(&m->stats.join_watermark_ms,
+		     lo == INT64_MAX ? SV_WATERMARK_NONE : lo);
+	sv_worker_t *w = m->w;
+	lo = INT64_MAX;
+	for (int k = 0; k < w->nmembers; k++) {
+		int64_t v = atomic_load(&w->members[k].stats.join_watermark_ms);
+		if (v < lo)
+			lo = v;
+	}
+	atomic_store(&w->stats.join_watermark_ms, lo);
+	max64(&w->stats.join_last_event_ms, sv_join_input_max_event(m->join));
+}
+
 /* Move the watermarks and let the windows fire. Processing-time windows
  * read ctx->now_ms, so they are advanced on every pass. */
 static sv_error_t *advance(member_t *m, int64_t mono)
@@ -559,6 +642,11 @@ static sv_error_t *advance(member_t *m, int64_t mono)
 			: wm;
 		bool moved = twm != t->ctx.watermark_ms;
 		t->ctx.watermark_ms = twm;
+		if (m->join) {
+			int64_t rwm = sv_join_input_watermark(m->join, i, mono);
+			moved = moved || rwm != t->ctx.right_watermark_ms;
+			t->ctx.right_watermark_ms = rwm;
+		}
 		if (!t->plan->has_windows ||
 		    (!moved && !t->plan->has_proc_windows))
 			continue;
@@ -570,6 +658,8 @@ static sv_error_t *advance(member_t *m, int64_t mono)
 		if (err)
 			return err;
 	}
+	if (m->join)
+		publish_join_watermark(m);
 	update_state_size(m);
 	return NULL;
 }
@@ -653,6 +743,31 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
 	return NULL;
 }
 
+static sv_error_t *emit_cb(void *opaque, sv_batch_t *out)
+{
+	return emit(opaque, out);
+}
+
+/* One poll of the join's second input: its rows into the tasks'
+ * pipelines, their output written. */
+static sv_error_t *poll_join(member_t *m, int timeout_ms, size_t *rows)
+{
+	sv_join_poll_t res;
+	sv_error_t *err = sv_join_input_poll(m->join, BATCH_ROWS, timeout_ms,
+					     sv_now_ms(), sv_mono_ms(), emit_cb,
+					     m, &res);
+	*rows = res.rows;
+	atomic_fetch_add(&m->w->stats.join_records_in, res.rows);
+	if (res.invalid) {
+		atomic_fetch_add(&m->w->stats.join_records_invalid,
+				 res.invalid);
+		atomic_fetch_add(&m->w->stats.records_invalid, res.invalid);
+	}
+	if (res.eof)
+		m->join_eof = true;
+	return err;
+}
+
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -670,11 +785,21 @@ static sv_error_t *run(member_t *m)
 	while (keep_running(w)) {
 		sv_batch_reset(&m->in);
 		int64_t t_poll = mono_us();
-		if ((err = sv_source_poll(m->src, &m->in, BATCH_ROWS,
-					  POLL_TIMEOUT_MS, &eof)))
+		size_t jrows = 0;
+		int timeout = POLL_TIMEOUT_MS;
+		if (m->join && !m->join_eof) {
+			/* the join input first, without waiting unless the
+			 * source has ended; the wait is split between both */
+			if ((err = poll_join(m, eof ? POLL_TIMEOUT_MS : 0,
+					     &jrows)))
+				return err;
+			timeout = jrows ? 0 : POLL_TIMEOUT_MS / 2;
+		}
+		if ((err = sv_source_poll(m->src, &m->in, BATCH_ROWS, timeout,
+					  &eof)))
 			return err;
 		int64_t t_polled = mono_us();
-		if (!m->in.nrows)
+		if (!m->in.nrows && !jrows)
 			atomic_fetch_add(&m->stats.idle_us,
 					 (uint64_t)(t_polled - t_poll));
 		int64_t now = sv_now_ms();
@@ -691,11 +816,11 @@ static sv_error_t *run(member_t *m)
 		publish_positions(m);
 		int64_t t_end = mono_us();
 		int64_t busy = (t_end - t_loop) -
-			(m->in.nrows ? 0 : (t_polled - t_poll));
+			(m->in.nrows || jrows ? 0 : (t_polled - t_poll));
 		if (busy > 0)
 			atomic_fetch_add(&m->stats.busy_us, (uint64_t)busy);
 		t_loop = t_end;
-		if (eof)
+		if (eof && (!m->join || m->join_eof))
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
 			atomic_load(&m->stats.checkpoint_served);
@@ -708,8 +833,8 @@ static sv_error_t *run(member_t *m)
 			t_loop = mono_us(); /* checkpoint time is its own */
 		}
 	}
-	if (atomic_load(&w->failing))
-		eof = false;
+	if (atomic_load(&w->failing) || (m->join && !m->join_eof))
+		eof = false; /* stopped before both inputs ended */
 	int drain = atomic_load(&w->drain);
 	if (eof || drain == 2) {
 		for (size_t i = 0; i < m->ntasks; i++) {
@@ -867,6 +992,42 @@ static sv_error_t *make_tasks(member_t *m)
 	return NULL;
 }
 
+/* A join step's second input: its source, and the trackers and routing
+ * of the member's tasks. */
+static sv_error_t *open_join(member_t *m, const char *group)
+{
+	sv_worker_t *w = m->w;
+	sv_join_input_conf_t jc = {
+		.spec = w->conf.spec,
+		.plan = m->plan,
+		.job_id = w->job_id,
+		.attempt = w->conf.attempt,
+		.cluster = w->conf.join_cluster,
+		.group_id = group,
+		.member = m->index,
+		.members = w->nmembers,
+		.left_partitions = m->topic_nparts,
+	};
+	sv_error_t *err = sv_join_input_open(&jc, &m->join);
+	if (err || !m->join)
+		return err;
+	int32_t *parts = sv_calloc(m->ntasks, sizeof(*parts));
+	sv_pipeline_t **pls = sv_calloc(m->ntasks, sizeof(*pls));
+	sv_op_ctx_t **ctxs = sv_calloc(m->ntasks, sizeof(*ctxs));
+	for (size_t i = 0; i < m->ntasks; i++) {
+		parts[i] = m->tasks[i].partition;
+		pls[i] = m->tasks[i].plan->pipeline;
+		ctxs[i] = &m->tasks[i].ctx;
+	}
+	sv_join_input_bind(m->join, m->ntasks, parts, pls, ctxs);
+	for (size_t i = 0; i < m->ntasks; i++)
+		m->cktasks[i].wm2 = sv_join_input_task_wm(m->join, i);
+	free(parts);
+	free(pls);
+	free(ctxs);
+	return NULL;
+}
+
 static sv_error_t *open_member(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -951,6 +1112,8 @@ static sv_error_t *open_member(member_t *m)
 		m->topic_nparts = sv_source_topic_partitions(m->src);
 		err = make_tasks(m);
 	}
+	if (!err && plan->join_step >= 0)
+		err = open_join(m, group);
 	if (err)
 		return err;
 	const sv_plan_t *p0 = m->plan;
@@ -1054,6 +1217,7 @@ static void close_member(member_t *m)
 	sv_sink_close(m->dlq);
 	sv_sink_close(m->late);
 	sv_source_close(m->src);
+	sv_join_input_close(m->join);
 	m->snk = m->dlq = m->late = NULL;
 	m->src = NULL;
 }
@@ -1149,6 +1313,8 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	atomic_store(&w->stats.restored_checkpoint, -1);
 	atomic_store(&w->stats.last_event_ms, INT64_MIN);
 	atomic_store(&w->stats.last_checkpoint, -1);
+	atomic_store(&w->stats.join_watermark_ms, INT64_MIN);
+	atomic_store(&w->stats.join_last_event_ms, INT64_MIN);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->ended, NULL);
 	pthread_cond_init(&w->opened, NULL);
@@ -1167,6 +1333,7 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 		m->wm = SV_WATERMARK_NONE;
 		atomic_store(&m->stats.watermark_ms, SV_WATERMARK_NONE);
 		atomic_store(&m->stats.last_checkpoint, -1);
+		atomic_store(&m->stats.join_watermark_ms, SV_WATERMARK_NONE);
 	}
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
 		pthread_mutex_destroy(&w->lock);
@@ -1231,6 +1398,8 @@ void sv_worker_destroy(sv_worker_t *w)
 		sv_batch_release(&m->late_rows);
 		sv_error_destroy(m->error);
 		free(m->pos);
+		sv_join_input_destroy(m->join);
+		free(m->jpos);
 	}
 	free(w->members);
 	sv_error_destroy(w->error);
@@ -1281,6 +1450,26 @@ size_t sv_worker_positions(sv_worker_t *w, sv_partpos_t **pos)
 		if (m->npos)
 			memcpy(*pos + at, m->pos, m->npos * sizeof(**pos));
 		at += m->npos;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (w->nmembers > 1)
+		qsort(*pos, n, sizeof(**pos), cmp_pos);
+	return n;
+}
+
+size_t sv_worker_join_positions(sv_worker_t *w, sv_partpos_t **pos)
+{
+	pthread_mutex_lock(&w->lock);
+	size_t n = 0;
+	for (int k = 0; k < w->nmembers; k++)
+		n += w->members[k].njpos;
+	*pos = sv_malloc((n ? n : 1) * sizeof(**pos));
+	size_t at = 0;
+	for (int k = 0; k < w->nmembers; k++) {
+		const member_t *m = &w->members[k];
+		if (m->njpos)
+			memcpy(*pos + at, m->jpos, m->njpos * sizeof(**pos));
+		at += m->njpos;
 	}
 	pthread_mutex_unlock(&w->lock);
 	if (w->nmembers > 1)

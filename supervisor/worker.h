@@ -67,6 +67,18 @@ typedef struct sv_worker_stats {
 	 * last, +Inf, is the total count) and the sum */
 	_Atomic uint64_t ck_hist[SV_CK_BUCKETS + 1];
 	_Atomic uint64_t ck_sum_us;
+	/* a join's second input (docs/joins.md): records read and skipped
+	 * as invalid, its watermark (the minimum over the members' tasks,
+	 * MIN until every task has one), the largest event time read, and
+	 * the join's state per input ([0] left, [1] right) summed over the
+	 * tasks */
+	_Atomic uint64_t join_records_in;
+	_Atomic uint64_t join_records_invalid;
+	_Atomic int64_t join_watermark_ms;
+	_Atomic int64_t join_last_event_ms;
+	_Atomic uint64_t join_state_bytes[2];
+	_Atomic uint64_t join_state_keys[2];
+	_Atomic uint64_t join_state_rows[2];
 } sv_worker_stats_t;
 
 /* One member (worker thread) of a job with parallelism N; member k reads
@@ -92,6 +104,10 @@ typedef struct sv_member_stats {
 	 * vs everything else (Flink's idle and busy time) */
 	_Atomic uint64_t busy_us;
 	_Atomic uint64_t idle_us;
+	/* a join: the member's right watermark (min over its tasks) and its
+	 * tasks' join state per input */
+	_Atomic int64_t join_watermark_ms;
+	_Atomic uint64_t join_state[2][3]; /* [input][bytes, keys, rows] */
 } sv_member_stats_t;
 
 typedef struct sv_worker sv_worker_t;
@@ -106,6 +122,7 @@ typedef struct sv_worker_conf {
 	const sv_cluster_t *sink_cluster;
 	const sv_cluster_t *dlq_cluster;
 	const sv_cluster_t *late_cluster;
+	const sv_cluster_t *join_cluster; /* a join step's source */
 	const sv_fileroots_t *file_roots; /* where file sinks may write */
 	sv_obslog_t *obs; /* the job's observations */
 	sv_ckstore_t *store; /* checkpoints; NULL: none (offsets
@@ -151,6 +168,8 @@ sv_worker_end_t sv_worker_end(const sv_worker_t *w);
 const sv_error_t *sv_worker_error(const sv_worker_t *w);
 /* Copy of the source positions as last published; caller frees. thread: any */
 size_t sv_worker_positions(sv_worker_t *w, sv_partpos_t **pos);
+/* The same for a join's second input (0 without one). thread: any */
+size_t sv_worker_join_positions(sv_worker_t *w, sv_partpos_t **pos);
 /* The number of members (worker threads): the spec's parallelism. */
 int sv_worker_parallelism(const sv_worker_t *w);
 /* Member k's counters (0 <= k < parallelism), or NULL. thread: any */

@@ -2,15 +2,17 @@
 # End-to-end test of the join step at submit (docs/joins.md) — no Kafka
 # broker: starts `streamvisor serve` on 127.0.0.1 port 0 with the embedded
 # development cluster and checks, over HTTP:
-#   - GET /v1/info reports stateful_join_support and the join operator as
-#     partially_covered, with the reason that the runtime second input is
-#     not wired;
-#   - a valid join spec is refused with 422, category coverage, field
-#     pipeline[0].join and the stateful_join_support record in details —
-#     never accepted with the step silently dropped (no job is created);
+#   - GET /v1/info reports stateful_join_support partially_covered (the
+#     co-partitioning rule at parallelism > 1, no Substrait JoinRel) and
+#     the join operator covered;
+#   - valid interval and lookup joins are accepted (201) and their status
+#     document has the "join" object of the second input;
+#   - at parallelism 2 a join whose inputs are not declared partitioned by
+#     the join key is refused with 422 coverage naming the field;
 #   - a take column clashing with a left column is a 400 naming both, and
-#     the other spec errors of the step come before the 422;
-#   - a spec without a join is still accepted (negative control).
+#     a missing bound a 400 naming the field;
+#   - a spec without a join is accepted (control).
+# The joins' output on a real broker: tests/integration/it_joins.c.
 # Every wait polls with a deadline; the server is stopped on any exit.
 set -euo pipefail
 
@@ -70,39 +72,67 @@ st=$(jq -r '.capabilities[] | select(.requirement.capability == "stateful_join_s
         and .requirement.target.kind == "plan") | .state' "$tmp/body")
 [ "$st" = partially_covered ] || fail "/v1/info: stateful_join_support is '$st', expected partially_covered"
 st=$(jq -r '.capabilities[] | select(.requirement.target.path == "capabilities/operator/join") | .state' "$tmp/body")
-[ "$st" = partially_covered ] || fail "/v1/info: the join operator is '$st', expected partially_covered"
+[ "$st" = covered ] || fail "/v1/info: the join operator is '$st', expected covered"
 jq -r '.capability_notes.stateful_join_support' "$tmp/body" |
-    grep -q 'does not read a second input' || fail "/v1/info: the note does not say what is missing"
-ok "/v1/info: stateful_join_support and the join operator partially covered, with the reason"
+    grep -q 'co-partitioned' || fail "/v1/info: the note does not state the co-partitioning rule"
+ok "/v1/info: stateful_join_support partially covered (with the reason), the join operator covered"
 
 # orders (generator) with a second generator input as the right side
-spec() { # $1: join body
+spec() { # $1: join body, $2: job name (default j)
     cat <<EOF
-{"name": "j", "source": {"kind": "generator", "count": 10},
+{"name": "${2:-j}", "source": {"kind": "generator", "count": 100000, "rate_per_s": 100},
  "schema": [{"name": "seq", "type": "int64"}, {"name": "ts", "type": "timestamp_ms"}],
  "event_time": {"field": "ts"},
  "pipeline": [{"join": {$1}}, {"filter": "true"}],
  "sink": {"kind": "memory"}}
 EOF
 }
-RIGHT='"source": {"kind": "generator", "count": 10},
+RIGHT='"source": {"kind": "generator", "count": 100000, "rate_per_s": 100},
   "schema": [{"name": "seq", "type": "int64"}, {"name": "ts", "type": "timestamp_ms"},
              {"name": "v", "type": "string"}],
   "event_time": {"field": "ts"}, "on": {"left": ["seq"], "right": ["seq"]}'
 
 post "$(spec "\"type\": \"interval\", $RIGHT, \"lower_ms\": 0, \"upper_ms\": 10, \"take\": {\"v\": \"v\"}")"
-[ "$code" = 422 ] || fail "valid interval join: HTTP $code, expected 422"
+[ "$code" = 201 ] || fail "valid interval join: HTTP $code, expected 201"
+JOB=$(jq -r .id "$tmp/body")
+jq -e '.coverage[]? | select(.requirement.capability == "stateful_join_support") | select(.state == "covered")' \
+    "$tmp/body" >/dev/null || fail "the answer has no covered stateful_join_support record"
+ok "a valid interval join is accepted, stateful_join_support covered"
+
+code=
+for _ in $(seq 1 100); do
+    curl -sf -o "$tmp/body" "$URL/v1/jobs/$JOB" || fail "GET /v1/jobs/$JOB"
+    [ "$(jq -r '.join.records_in // 0' "$tmp/body")" -ge 1 ] && { code=ok; break; }
+    sleep 0.1
+done
+[ "$code" = ok ] || fail "the status document has no join input reading"
+[ "$(jq -r .join.type "$tmp/body")" = interval ] || fail "status join.type"
+jq -e '.join.state.left.bytes >= 0 and .join.state.right.rows >= 0' "$tmp/body" >/dev/null ||
+    fail "status join.state per input"
+ok "the status document shows the join's second input and its state per input"
+
+post "$(spec "\"type\": \"lookup\", $RIGHT, \"kind\": \"left\", \"take\": {\"v\": \"v\"}" jl)"
+[ "$code" = 201 ] || fail "valid lookup join: HTTP $code, expected 201"
+ok "a valid lookup join is accepted"
+
+post '{"name": "jp", "parallelism": 2, "source": {"topic": "orders"},
+ "schema": [{"name": "seq", "type": "int64"}, {"name": "ts", "type": "timestamp_ms"}],
+ "event_time": {"field": "ts"},
+ "pipeline": [{"join": {"type": "interval", "source": {"topic": "payments"},
+   "schema": [{"name": "seq", "type": "int64"}, {"name": "ts", "type": "timestamp_ms"},
+              {"name": "v", "type": "string"}],
+   "event_time": {"field": "ts"}, "on": {"left": ["seq"], "right": ["seq"]},
+   "lower_ms": 0, "upper_ms": 10, "take": {"v": "v"}}}],
+ "sink": {"topic": "out"}}'
+[ "$code" = 422 ] || fail "parallel join without co-partitioning: HTTP $code, expected 422"
 [ "$(jq -r .error.category "$tmp/body")" = coverage ] || fail "422 category"
-[ "$(jq -r .error.field "$tmp/body")" = "pipeline[0].join" ] || fail "422 field"
+[ "$(jq -r .error.field "$tmp/body")" = "source.partitioned_by" ] || fail "422 field"
 jq -e '.error.details[] | select(.requirement.capability == "stateful_join_support"
         and .state == "uncovered")' "$tmp/body" >/dev/null ||
     fail "422 without the uncovered stateful_join_support record"
-jq -r .error.message "$tmp/body" | grep -q 'second input' || fail "422 message does not say why"
-ok "a valid interval join is refused with 422 coverage naming the step"
-
-post "$(spec "\"type\": \"lookup\", $RIGHT, \"kind\": \"left\", \"take\": {\"v\": \"v\"}")"
-[ "$code" = 422 ] || fail "valid lookup join: HTTP $code, expected 422"
-ok "a valid lookup join is refused with 422"
+jq -r .error.message "$tmp/body" | grep -q 'co-partitioned\|keyed by the join key' ||
+    fail "422 message does not say why"
+ok "a parallel join of inputs not partitioned by its key is refused with 422 naming the field"
 
 post "$(spec "\"type\": \"interval\", $RIGHT, \"lower_ms\": 0, \"upper_ms\": 10, \"take\": {\"ts\": \"v\"}")"
 [ "$code" = 400 ] || fail "clash: HTTP $code, expected 400"
@@ -118,8 +148,8 @@ post "$(spec "\"type\": \"interval\", $RIGHT, \"upper_ms\": 10")"
 ok "a missing bound is a 400 naming the field"
 
 curl -sf -o "$tmp/body" "$URL/v1/jobs" || fail "GET /v1/jobs"
-[ "$(jq '.jobs | length' "$tmp/body")" = 0 ] || fail "a refused join left a job behind"
-ok "no job was created by the refused joins"
+[ "$(jq '.jobs | length' "$tmp/body")" = 2 ] || fail "the refused joins left a job behind"
+ok "the refused joins created no job"
 
 post '{"name": "nojoin", "source": {"kind": "generator", "count": 10},
  "schema": [{"name": "seq", "type": "int64"}], "sink": {"kind": "memory"}}'

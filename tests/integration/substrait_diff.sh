@@ -12,7 +12,7 @@
 # (DISTINCT and row_number() = 1 too, with plan.dedup_within_ms)
 # whose output is read back from Kafka after a sentinel record moves the
 # watermark past the end, Isthmus plans of the filter/project/aggregate
-# queries, and three IncQL-shaped plans. Multiset equality, floats to 1e-9
+# queries, three IncQL-shaped plans and four bounded joins of two topics. Multiset equality, floats to 1e-9
 # relative, order where the plan declares one. First, over HTTP dry runs,
 # every refusal (unknown function, stream GROUP BY, stream DISTINCT without
 # a bound, a read root without a binding, an unused binding, decimal, a
@@ -65,7 +65,7 @@ ok "supervisor up at $url"
     }
 cat "$work/diff.out"
 n=$(grep -c "rows equal DataFusion's" "$work/diff.out")
-[ "$n" -ge 43 ] || fail "only $n comparisons ran"
+[ "$n" -ge 47 ] || fail "only $n comparisons ran"
 ok "$n comparisons equal DataFusion's"
 curl -sf "$url/healthz" >/dev/null || fail "supervisor is down after the run"
 ok "supervisor still up"

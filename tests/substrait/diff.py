@@ -23,6 +23,8 @@ Run by tests/integration/substrait_diff.sh with the test venv's Python
    of the filter/project/aggregate queries, when --isthmus-cp is given.
 5. IncQL-shaped plans built by its emitter's rules (NOTES-incql.md §1) for a
    filter/project, a date_trunc window and a global aggregate.
+6. Bounded joins of the orders topic with a regions topic (JoinRel: inner,
+   left, two keys, a filter under the join), equal to DataFusion's.
 Prints one "ok:" line per check and exits 1 on the first difference."""
 import argparse
 import base64
@@ -496,6 +498,60 @@ def expect_refusal(server, what, spec, status, field=None, capability=None):
     log("ok: refused %s: %d %s" % (what, st, err.get("message", "")[:90]))
 
 
+REGION_SCHEMA = pa.schema([("region", pa.string()), ("manager", pa.string()),
+                           ("since", pa.int64()), ("qty", pa.int64())])
+
+
+def region_rows():
+    """The right input: every region of the orders but one, one twice (a
+    key matching two rows), a region no order has, a null key."""
+    rows = []
+    for i, r in enumerate(REGIONS):
+        if r == "apac":
+            continue  # orders with no match: the left join's nulls
+        rows.append({"region": r, "manager": "m-%d" % i, "since": 2000 + i,
+                     "qty": i})
+    rows.append({"region": "eu", "manager": "m-eu-2", "since": 2020,
+                 "qty": 3})
+    rows.append({"region": "nowhere", "manager": "m-x", "since": 1999,
+                 "qty": 1})
+    return rows
+
+
+def join_jobs(args, ctx, topic, tag):
+    """Bounded joins of two topics (JoinRel -> a hash join step): inner,
+    left, two keys, a filter under the join, against DataFusion."""
+    rrows = region_rows()
+    rtopic = "sbd-regions-" + tag
+    produce(args.kafka_sh, args.bootstrap, rtopic, rrows, args.work)
+    cols = {k: [r[k] for r in rrows] for k in REGION_SCHEMA.names}
+    ctx.register_record_batches("regions", [[pa.RecordBatch.from_pydict(
+        cols, schema=REGION_SCHEMA)]])
+    queries = {
+        "join_inner": "SELECT o.id, o.amount, r.manager FROM orders o "
+                      "JOIN regions r ON o.region = r.region",
+        "join_left": "SELECT o.id, o.region, r.region AS rr, r.manager, "
+                     "r.since FROM orders o LEFT JOIN regions r "
+                     "ON o.region = r.region",
+        "join_two_keys": "SELECT o.id, r.manager FROM orders o JOIN regions r "
+                         "ON o.region = r.region AND o.qty = r.qty",
+        "join_filtered": "SELECT o.id, upper(r.manager) AS m, o.amount * 2 AS a "
+                         "FROM orders o JOIN regions r ON o.region = r.region "
+                         "WHERE o.status = 'completed'",
+    }
+    jobs = []
+    for i, (name, sql) in enumerate(queries.items()):
+        plan = Serde.serialize_bytes(sql, ctx)
+        want, names = df_rows(ctx, sql)
+        spec = job_spec("sbd-%s-%s" % (name, tag), plan, topic, "bounded",
+                        i % 2 == 0, {"kind": "memory"})
+        spec["plan"]["bindings"]["regions"] = {"topic": rtopic}
+        jobs.append((name, submit(args.server, spec), want, names, False))
+    log("ok: %d bounded joins of topics %s and %s submitted" %
+        (len(jobs), topic, rtopic))
+    return jobs
+
+
 def refusals(server, ctx, topic):
     def spec_for(sql, mode="bounded", plan_extra=None, bindings=None,
                  plan_bytes=None):
@@ -639,6 +695,8 @@ def main():
                 sspec["plan"]["dedup_within_ms"] = 4 * SPAN_MS
             jobs.append((name + " (stream)", submit(args.server, sspec), swant,
                          names, ("stream", out)))
+    if not only or "joins" in only:
+        jobs += join_jobs(args, ctx, topic, tag)
     for name, p, sql in incql_plans():
         if only and name not in only:
             continue

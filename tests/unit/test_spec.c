@@ -399,18 +399,13 @@ static void test_join_spec(void **state)
 	assert_string_equal(j->source->start, "earliest");
 	sv_plan_t *plan = NULL;
 	assert_null(sv_plan_build(spec, &plan));
-	/* valid, but the runtime has no second input: 422, named */
+	/* the worker runs it: stateful_join_support is covered */
 	sv_coverage_env_t env = {false, true, DRV};
 	json_t *pt = sv_coverage_plan_target(spec, plan);
 	err = sv_coverage_check(spec, plan, pt, &env, NULL);
 	json_decref(pt);
-	assert_non_null(err);
-	assert_int_equal(err->category, SV_ERR_COVERAGE);
-	assert_int_equal(sv_errcat_http_status(err->category), 422);
-	assert_string_equal(err->field, "pipeline[0].join");
-	assert_non_null(strstr(err->details_json, "stateful_join_support"));
-	assert_non_null(strstr(err->message, "second input"));
-	sv_error_destroy(err);
+	if (err)
+		fail_msg("%s", err->message);
 	const sv_schema_t *out = sv_pipeline_out_schema(plan->pipeline);
 	/* left columns, then the take columns */
 	assert_int_equal(out->nfields, 4);
@@ -435,6 +430,70 @@ static void test_join_spec(void **state)
 			    "name");
 	sv_jobspec_destroy(again);
 	sv_jobspec_destroy(spec);
+}
+
+/* At parallelism > 1 a join needs both inputs partitioned by its key:
+ * 422 coverage naming the field that is not, until then. */
+static void test_join_parallel(void **state)
+{
+	(void)state;
+	struct {
+		const char *lpart, *rpart, *field;
+	} cases[] = {
+		{"", "", "source.partitioned_by"},
+		{", \"partitioned_by\": [\"id\"]", "", "source.partitioned_by"},
+		{", \"partitioned_by\": [\"cust\"]", "",
+		 "pipeline[0].join.source.partitioned_by"},
+		{", \"partitioned_by\": [\"cust\"]",
+		 ", \"partitioned_by\": [\"cust\"]", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[2048];
+		snprintf(
+			buf, sizeof(buf),
+			"{\"name\": \"x\", \"parallelism\": 2,"
+			" \"source\": {\"topic\": \"orders\"%s},"
+			" \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
+			"   {\"name\": \"cust\", \"type\": \"string\"},"
+			"   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
+			" \"event_time\": {\"field\": \"ts\"},"
+			" \"pipeline\": [{\"join\": {\"type\": \"lookup\","
+			"  \"source\": {\"topic\": \"customers\"%s},"
+			"  \"schema\": [{\"name\": \"cust\", \"type\": "
+			"\"string\"}, {\"name\": \"name\", \"type\": "
+			"\"string\"}, {\"name\": \"cts\", \"type\": "
+			"\"timestamp_ms\"}],"
+			"  \"event_time\": {\"field\": \"cts\"},"
+			"  \"on\": {\"left\": [\"cust\"], \"right\": "
+			"[\"cust\"]},"
+			"  \"take\": {\"n\": \"name\"}}}],"
+			" \"sink\": {\"topic\": \"o\"}}",
+			cases[i].lpart, cases[i].rpart);
+		sv_jobspec_t *spec = NULL;
+		sv_error_t *err = sv_jobspec_parse_json(buf, strlen(buf), DRV,
+							&spec);
+		if (err)
+			fail_msg("case %zu: %s", i, err->message);
+		err = sv_coverage_parallel_check(spec);
+		if (!cases[i].field) {
+			if (err)
+				fail_msg("case %zu: %s", i, err->message);
+		} else {
+			if (!err)
+				fail_msg("case %zu: accepted", i);
+			assert_int_equal(err->category, SV_ERR_COVERAGE);
+			assert_string_equal(err->field, cases[i].field);
+			assert_non_null(strstr(err->details_json,
+					       "stateful_join_support"));
+			assert_non_null(
+				strstr(err->message, "co-partitioned")
+					? err->message
+					: strstr(err->message,
+						 "keyed by the join key"));
+		}
+		sv_error_destroy(err);
+		sv_jobspec_destroy(spec);
+	}
 }
 
 static void test_join_spec_errors(void **state)
@@ -501,6 +560,13 @@ static void test_join_spec_errors(void **state)
 		 ", \"take\": {\"n\": \"name\"}, \"on\": {\"left\": "
 		 "[\"zz\"], \"right\": [\"cust\"]}",
 		 "pipeline[0].join.on.left", "'zz' is not a column"},
+		/* the job's own topic: both inputs' offsets would share the
+		 * group's one entry per partition */
+		{"stream",
+		 "\"type\": \"lookup\", \"source\": {\"topic\": \"orders\"},"
+		 " \"schema\": [{\"name\": \"cust\", \"type\": \"string\"}],"
+		 " \"on\": {\"left\": [\"cust\"], \"right\": [\"cust\"]}",
+		 "pipeline[0].join.source.topic", "is the job's source topic"},
 	};
 	/* the 'on' of CUSTOMERS is replaced where a case has its own */
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -601,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_plan_errors),
 		cmocka_unit_test(test_join_spec),
 		cmocka_unit_test(test_join_spec_errors),
+		cmocka_unit_test(test_join_parallel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
