@@ -114,7 +114,18 @@ struct sv_supervisor {
 	int64_t started_ms;
 	sv_ckstore_t *store; /* <data_dir>/checkpoints, or NULL without one */
 	sv_fileroots_t file_roots; /* conf.file_sink_roots (borrowed) */
+	struct sv_dist *dist; /* distributed mode's registry, or NULL */
 };
+
+/* distributed.c (docs/cluster.md) */
+/* What distributed mode runs; NULL standalone. */
+sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
+			       const sv_jobspec_t *spec);
+/* Write the job to the registry (nothing standalone). thread: supervisor */
+sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
+			    const sv_jobspec_t *spec);
+/* Stop the registry (before the supervisor thread stops). */
+void sv_dist_release(sv_supervisor_t *sv);
 
 /* supervisor.c */
 json_t *sv_iso_json(int64_t ms); /* null for ms <= 0 */
