@@ -344,8 +344,13 @@ static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 	snprintf(session, sizeof(session), "%d",
 		 conf->session_timeout_ms > 0 ? conf->session_timeout_ms
 					      : 10000);
+	char maxpoll[32];
+	snprintf(maxpoll, sizeof(maxpoll), "%d",
+		 conf->max_poll_interval_ms > 0 ? conf->max_poll_interval_ms
+						: 300000);
 	const sv_kafka_prop_t group_fixed[] = {
 		{"group.instance.id", ks->instance_id},
+		{"max.poll.interval.ms", maxpoll},
 		{"partition.assignment.strategy", "range"},
 		{"session.timeout.ms", session},
 		{"heartbeat.interval.ms", "1000"},

@@ -46,6 +46,7 @@ typedef struct sv_source_conf {
 	 * standalone, no membership */
 	const char *group_instance_id;
 	int session_timeout_ms; /* group mode: session.timeout.ms (0: 10000) */
+	int max_poll_interval_ms; /* group mode: (0: librdkafka's 300000) */
 	/* generator */
 	const char *generator; /* "sequence" | "nexmark" */
 	int64_t count; /* rows to generate (bounded), or -1 */

@@ -174,6 +174,7 @@ void sv_distconf_copy(sv_distconf_t *dst, const sv_distconf_t *src)
 	dst->advertised_url = dup_or_null(src->advertised_url);
 	dst->cluster = dup_or_null(src->cluster);
 	dst->session_timeout_ms = src->session_timeout_ms;
+	dst->max_poll_interval_ms = src->max_poll_interval_ms;
 	dst->replication_factor = src->replication_factor;
 }
 
@@ -915,7 +916,7 @@ static sv_error_t *read_section(const loader_t *L, struct fy_node *sk,
 }
 
 /* distributed: name (required), node_id, advertised_url, cluster,
- * session_timeout_ms, replication_factor (docs/cluster.md). Every error
+ * session_timeout_ms, max_poll_interval_ms, replication_factor (docs/cluster.md). Every error
  * names the field (distributed.<key>). */
 static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
 				    struct fy_node *v, sv_distconf_t *d)
@@ -924,6 +925,7 @@ static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
 		return lerr(L, sk, "'distributed' must be a mapping");
 	sv_distconf_release(d);
 	d->session_timeout_ms = 10000;
+	d->max_poll_interval_ms = 300000;
 	d->replication_factor = 1;
 	void *it = NULL;
 	struct fy_node_pair *pair;
@@ -970,6 +972,12 @@ static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
 					   "broker's group.min.session."
 					   "timeout.ms default)",
 					   kp);
+		} else if (!strcmp(key, "max_poll_interval_ms")) {
+			err = get_uint(L, k, val, kp, 86400000,
+				       &d->max_poll_interval_ms);
+			if (!err && d->max_poll_interval_ms < 1000)
+				err = lerr(L, k, "'%s' must be at least 1000",
+					   kp);
 		} else if (!strcmp(key, "replication_factor")) {
 			err = get_uint(L, k, val, kp, 32767,
 				       &d->replication_factor);
@@ -985,6 +993,13 @@ static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
 		err = sv_error_set_field(
 			lerr(L, sk, "'distributed.name' is required"),
 			"distributed.name");
+	if (!err && d->max_poll_interval_ms < d->session_timeout_ms)
+		err = sv_error_set_field(
+			lerr(L, sk,
+			     "'distributed.max_poll_interval_ms' (%u) must be "
+			     "at least 'distributed.session_timeout_ms' (%u)",
+			     d->max_poll_interval_ms, d->session_timeout_ms),
+			"distributed.max_poll_interval_ms");
 	if (!err && !d->cluster)
 		d->cluster = sv_strdup("default");
 	if (err)

@@ -133,6 +133,8 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	if (sv->conf.dist.name) { /* docs/cluster.md */
 		wc.node_id = sv->conf.dist.node_id;
 		wc.session_timeout_ms = (int)sv->conf.dist.session_timeout_ms;
+		wc.max_poll_interval_ms =
+			(int)sv->conf.dist.max_poll_interval_ms;
 	}
 	wc.ignore_state = job->restart_ignore_state;
 	job->restart_from = -1;

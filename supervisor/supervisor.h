@@ -36,6 +36,10 @@ typedef struct sv_distconf {
 	char *advertised_url; /* NULL: the address the node really bound */
 	char *cluster; /* Kafka profile of the internal topics ("default") */
 	unsigned session_timeout_ms; /* the job groups' (10000) */
+	/* the job groups' max.poll.interval.ms, also their rebalance
+	 * timeout: a member that does not poll for this long (a checkpoint
+	 * stuck) leaves the group (300000) */
+	unsigned max_poll_interval_ms;
 	unsigned replication_factor; /* of the internal topics (1) */
 } sv_distconf_t;
 

@@ -103,9 +103,28 @@ static json_t *last_checkpoint_json(sv_job_t *job)
 					  : json_null());
 }
 
+/* Distributed mode (docs/cluster.md): this node and its members' group
+ * events in the current attempt. */
+static json_t *dist_json(const sv_supervisor_t *sv, const sv_job_t *job)
+{
+	const sv_worker_stats_t *st = job->worker ? sv_worker_stats(job->worker)
+						  : NULL;
+	uint64_t out = st ? atomic_load(&st->records_out) : 0;
+	uint64_t done = st ? atomic_load(&st->records_out_committed) : 0;
+	return json_pack(
+		"{s:s, s:I, s:I, s:I, s:I}", "node",
+		sv->conf.dist.node_id ? sv->conf.dist.node_id : "",
+		"records_out_uncommitted",
+		(json_int_t)(out > done ? out - done : 0), "rebalances",
+		(json_int_t)(st ? atomic_load(&st->rebalances) : 0),
+		"partitions_lost",
+		(json_int_t)(st ? atomic_load(&st->partitions_lost) : 0),
+		"commits_fenced",
+		(json_int_t)(st ? atomic_load(&st->commits_fenced) : 0));
+}
+
 json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 {
-	(void)sv;
 	const Streamvisor__JobSpec *js = job->spec->msg;
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(job->id));
@@ -140,6 +159,8 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	int par = sv_jobspec_parallelism(job->spec);
 	json_object_set_new(o, "parallelism", json_integer(par));
 	json_object_set_new(o, "members", members_json(job, par));
+	if (sv->conf.dist.name)
+		json_object_set_new(o, "distributed", dist_json(sv, job));
 	json_t *parts = json_array();
 	int64_t lag_records = 0;
 	for (size_t i = 0; i < npos; i++) {

@@ -56,6 +56,7 @@
 #include "core/watermark.h"
 #include "sinks/sink.h"
 #include "supervisor/ckpt.h"
+#include "supervisor/killpoint.h"
 
 #define BATCH_ROWS 2048
 #define POLL_TIMEOUT_MS 100
@@ -457,14 +458,19 @@ static sv_error_t *group_metadata(member_t *m)
 		groupid_only = v && *v && strcmp(v, "0");
 	}
 	const sv_partpos_t *pos;
-	if (groupid_only || !sv_source_positions(m->src, &pos))
+	if (!sv_source_positions(m->src, &pos))
 		return NULL; /* nothing held: no offsets to send */
-	sv_buf_t md;
-	sv_buf_init(&md);
-	sv_error_t *err = m->src->ops->group_metadata(m->src, &md);
-	if (!err)
-		err = sv_sink_txn_group(m->snk, md.data, md.len);
-	sv_buf_release(&md);
+	sv_error_t *err = NULL;
+	if (!groupid_only) {
+		sv_buf_t md;
+		sv_buf_init(&md);
+		err = m->src->ops->group_metadata(m->src, &md);
+		if (!err)
+			err = sv_sink_txn_group(m->snk, md.data, md.len);
+		sv_buf_release(&md);
+	}
+	/* tests: a member stuck with its metadata read (SCALE-OUT.md T6) */
+	sv_delaypoint("after_group_metadata");
 	return err;
 }
 
@@ -1066,6 +1072,7 @@ static sv_error_t *open_member(member_t *m)
 			 m->index);
 		sc.group_instance_id = instance;
 		sc.session_timeout_ms = w->conf.session_timeout_ms;
+		sc.max_poll_interval_ms = w->conf.max_poll_interval_ms;
 	}
 	/* The sink first: a transactional sink's init_transactions aborts a
 	 * crashed attempt's open transaction, which otherwise keeps the

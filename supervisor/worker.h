@@ -127,6 +127,7 @@ typedef struct sv_worker_conf {
 	 * standalone */
 	const char *node_id;
 	int session_timeout_ms; /* group mode: session.timeout.ms */
+	int max_poll_interval_ms; /* group mode: max.poll.interval.ms */
 } sv_worker_conf_t;
 
 /* Build the plan and start the thread. conf is copied (pointers borrowed). */
