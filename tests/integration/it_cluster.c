@@ -172,8 +172,9 @@ static void node_start(cluster_t *cl, int i, const char *env, const char *env2)
 		const char *p = s ? strstr(s, "listening on http://127.0.0.1:")
 				  : NULL;
 		if (p && s && strstr(s, "of streamvisor cluster"))
-			n->port = atoi(p + strlen("listening on "
-						  "http://127.0.0.1:"));
+			n->port = atoi(p +
+				       strlen("listening on "
+					      "http://127.0.0.1:"));
 		free(s);
 		int st;
 		if (!n->port && waitpid(pid, &st, WNOHANG) == pid) {
@@ -267,11 +268,10 @@ static int64_t wait_split(cluster_t *cl, const char *id, const int *want,
 			all |= m;
 			if (want[i] >= 0) {
 				ok = ok && n == want[i];
-				off += (size_t)snprintf(got + off,
-							sizeof(got) - off,
-							"%s%s=%d(0x%x)",
-							off ? " " : "",
-							cl->n[i].id, n, m);
+				off += (size_t)snprintf(
+					got + off, sizeof(got) - off,
+					"%s%s=%d(0x%x)", off ? " " : "",
+					cl->n[i].id, n, m);
 			}
 		}
 		if (ok && all == (1u << PARTS) - 1) {
@@ -294,8 +294,7 @@ static char *submit(cluster_t *cl, int i, const char *spec)
 	int st = cr_http_do(cl->n[i].port, "POST", "/v1/jobs", spec, &resp,
 			    15000);
 	json_t *o = resp ? json_loads(resp, 0, NULL) : NULL;
-	const char *id = o ? json_string_value(json_object_get(o, "id"))
-			   : NULL;
+	const char *id = o ? json_string_value(json_object_get(o, "id")) : NULL;
 	if (st != 201 || !id)
 		cr_fail(cl->c, "submit to %s: %d %s", cl->n[i].id, st,
 			resp ? resp : "");
@@ -308,8 +307,7 @@ static char *submit(cluster_t *cl, int i, const char *spec)
 /* Until node i has at least min records written and not yet committed
  * (an open transaction with output): then a kill or a freeze leaves
  * aborted output behind. */
-static void wait_uncommitted(cluster_t *cl, int i, const char *id,
-			     int64_t min)
+static void wait_uncommitted(cluster_t *cl, int i, const char *id, int64_t min)
 {
 	int64_t deadline = sv_mono_ms() + 30000;
 	while (node_dist(cl, i, id, "records_out_uncommitted") < min) {
@@ -366,8 +364,8 @@ static tally_t finish(cluster_t *cl, cjob_t *j, tally_t *unc, const char *role)
 	while (!cr_group_at_end(c, j, ends, got)) {
 		if (sv_mono_ms() > deadline)
 			cr_fail(c,
-				"group offsets %" PRId64 ",%" PRId64
-				",%" PRId64 ",%" PRId64
+				"group offsets %" PRId64 ",%" PRId64 ",%" PRId64
+				",%" PRId64
 				" did not reach the input's end %" PRId64
 				",%" PRId64 ",%" PRId64 ",%" PRId64,
 				got[0], got[1], got[2], got[3], ends[0],
@@ -418,8 +416,8 @@ static void test_share_kill_restart(void **state)
 				  "n2 took n1's partitions");
 	/* the first output of the new owner for n1's partitions: its
 	 * checkpoint committed beyond where the group stood at the kill */
-	printf("[ cluster ] kill -9 -> other node holds every partition: %" PRId64
-	       " ms (session.timeout.ms %d)\n",
+	printf("[ cluster ] kill -9 -> other node holds every partition: "
+	       "%" PRId64 " ms (session.timeout.ms %d)\n",
 	       take, SESSION_MS);
 	int64_t ends0[PARTS] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
 	int64_t at[PARTS], now[PARTS];
@@ -433,8 +431,9 @@ static void test_share_kill_restart(void **state)
 		if (moved)
 			break;
 		if (sv_mono_ms() > deadline)
-			cr_fail(c, "n2 did not commit every partition within "
-				   "30 s of the takeover");
+			cr_fail(c,
+				"n2 did not commit every partition within "
+				"30 s of the takeover");
 		usleep(100000);
 	}
 	printf("[ cluster ] kill -9 -> new owner committed output of every "
@@ -455,19 +454,22 @@ static void test_share_kill_restart(void **state)
 	tally_t unc, t = finish(cl, j, &unc, "asserted");
 	int64_t rb = node_dist(cl, 1, j->id, "rebalances");
 	int64_t fenced = node_dist(cl, 1, j->id, "commits_fenced");
-	printf("[ cluster ] n2: revokes acknowledged after a checkpoint %" PRId64
-	       ", commits fenced %" PRId64 "\n",
+	printf("[ cluster ] n2: revokes acknowledged after a checkpoint "
+	       "%" PRId64 ", commits fenced %" PRId64 "\n",
 	       rb, fenced);
 	if (!cr_exact(&t))
-		cr_fail(c, "exactly-once output is not exact across the kill "
-			   "(SUMMARY above)");
+		cr_fail(c,
+			"exactly-once output is not exact across the kill "
+			"(SUMMARY above)");
 	if (!unc.dup)
-		cr_fail(c, "negative control: the kill left no aborted output "
-			   "(read_uncommitted has no duplicates), so the "
-			   "check above proved nothing");
+		cr_fail(c,
+			"negative control: the kill left no aborted output "
+			"(read_uncommitted has no duplicates), so the "
+			"check above proved nothing");
 	if (rb < 2)
-		cr_fail(c, "n2 acknowledged %" PRId64 " revokes, expected 2 or "
-			   "more (n1's departure and return)",
+		cr_fail(c,
+			"n2 acknowledged %" PRId64 " revokes, expected 2 or "
+			"more (n1's departure and return)",
 			rb);
 	c->passed = true;
 	cluster_free(cl);
@@ -498,7 +500,8 @@ static void wait_committed_past(cluster_t *cl, cjob_t *j, const int64_t *at,
 		if (moved)
 			return;
 		if (sv_mono_ms() > deadline)
-			cr_fail(cl->c, "%s: not within %d ms", what, timeout_ms);
+			cr_fail(cl->c, "%s: not within %d ms", what,
+				timeout_ms);
 		usleep(100000);
 	}
 }
@@ -536,19 +539,22 @@ static void test_zombie_sigstop(void **state)
 	wait_split(cl, j->id, both, 40000, "n1 rejoined, shared again");
 	int64_t fenced = node_dist(cl, 0, j->id, "commits_fenced");
 	int64_t lost = node_dist(cl, 0, j->id, "partitions_lost");
-	printf("[ cluster ] SIGSTOPped n1 after SIGCONT: commits fenced %" PRId64
-	       ", assignments lost %" PRId64 "\n",
+	printf("[ cluster ] SIGSTOPped n1 after SIGCONT: commits fenced "
+	       "%" PRId64 ", assignments lost %" PRId64 "\n",
 	       fenced, lost);
 	tally_t unc, t = finish(cl, j, &unc, "asserted");
 	if (!cr_exact(&t))
-		cr_fail(c, "exactly-once output is not exact after the frozen "
-			   "node resumed (SUMMARY above)");
+		cr_fail(c,
+			"exactly-once output is not exact after the frozen "
+			"node resumed (SUMMARY above)");
 	if (!unc.dup)
-		cr_fail(c, "negative control: the freeze left no aborted "
-			   "output (read_uncommitted has no duplicates)");
+		cr_fail(c,
+			"negative control: the freeze left no aborted "
+			"output (read_uncommitted has no duplicates)");
 	if (fenced + lost < 1)
-		cr_fail(c, "the resumed node was neither fenced nor told its "
-			   "assignment was lost");
+		cr_fail(c,
+			"the resumed node was neither fenced nor told its "
+			"assignment was lost");
 	c->passed = true;
 	cluster_free(cl);
 }
@@ -579,13 +585,13 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 	cr_producer_start(&c->prod, c->in_topic, 30000, 2000);
 	char env[64];
 	snprintf(env, sizeof(env),
-		 "STREAMVISOR_DELAY_AT=after_group_metadata:%d",
-		 DELAY_MS);
+		 "STREAMVISOR_DELAY_AT=after_group_metadata:%d", DELAY_MS);
 	node_start(cl, 0, env,
 		   groupid_only ? "STREAMVISOR_TEST_GROUPID_CGMD=1" : NULL);
 	int both[] = {2, 2};
-	wait_split(cl, j->id, both, 30000, "n1 joined (stuck at its first "
-					   "checkpoint from now on)");
+	wait_split(cl, j->id, both, 30000,
+		   "n1 joined (stuck at its first "
+		   "checkpoint from now on)");
 	int64_t ends0[PARTS] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
 	int64_t at[PARTS];
 	cr_group_at_end(c, j, ends0, at);
@@ -603,8 +609,9 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 		if (groupid_only ? ck > before : fenced >= 1)
 			break;
 		if (sv_mono_ms() > deadline)
-			cr_fail(c, "the stuck member's commit: neither fenced "
-				   "nor committed within 30 s");
+			cr_fail(c,
+				"the stuck member's commit: neither fenced "
+				"nor committed within 30 s");
 		usleep(100000);
 	}
 	printf("[ cluster ] stuck member woke: %s\n",
@@ -617,18 +624,21 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 	node_start(cl, 0, NULL, NULL);
 	int both2[] = {2, 2};
 	wait_split(cl, j->id, both2, 40000, "n1 back without the delay");
-	tally_t unc, t = finish(cl, j, &unc,
-				groupid_only ? "negative control: duplicates "
-					       "asserted"
-					     : "asserted");
+	tally_t unc,
+		t = finish(cl, j, &unc,
+			   groupid_only ? "negative control: duplicates "
+					  "asserted"
+					: "asserted");
 	if (groupid_only) {
 		if (!t.dup)
-			cr_fail(c, "negative control: with group-id-only "
-				   "metadata the zombie's commit left no "
-				   "duplicates");
+			cr_fail(c,
+				"negative control: with group-id-only "
+				"metadata the zombie's commit left no "
+				"duplicates");
 	} else if (!cr_exact(&t)) {
-		cr_fail(c, "exactly-once output is not exact after the stuck "
-			   "member's commit (SUMMARY above)");
+		cr_fail(c,
+			"exactly-once output is not exact after the stuck "
+			"member's commit (SUMMARY above)");
 	}
 	c->passed = true;
 	cluster_free(cl);
