@@ -18,13 +18,22 @@
  *     node 2 takes all 4 partitions (after the session timeout) and the
  *     output stays exactly once; node 1 restarts with the same data dir
  *     (the same node id, the same static member) and the two share again.
- *   test_zombie_sigstop / test_zombie_sigstop_groupid_only: node 1 is
- *     frozen (SIGSTOP) past the session timeout while it has output in an
- *     open transaction, node 2 takes over, node 1 resumes (SIGCONT). With
- *     the consumer's own group metadata its late commit is refused
- *     (commits_fenced or a lost assignment) and the output is exact; with
+ *   test_scale: 1 -> 2 -> 3 -> 2 -> 1 nodes while input flows (joins by
+ *     starting a node, leaves by SIGTERM, the graceful shutdown); n1
+ *     acknowledges a revoke after a checkpoint at every change; exact.
+ *     One cycle by default, 10 with SV_CLUSTER_LONG=1.
+ *   test_zombie_sigstop: node 1 is frozen (SIGSTOP) past the session
+ *     timeout while it has output in an open transaction, node 2 takes
+ *     over and commits, node 1 resumes (SIGCONT): it is told its
+ *     assignment was lost or its commit is refused; the output is exact.
+ *   test_zombie_delay / test_zombie_delay_groupid_only: node 1's worker is
+ *     stuck right after reading its group metadata in a checkpoint
+ *     (STREAMVISOR_DELAY_AT=after_group_metadata:16000) past
+ *     max.poll.interval.ms (7 s); node 2 takes over and commits; node 1
+ *     wakes and sends its offsets. With the consumer's own metadata the
+ *     broker refuses them (commits_fenced) and the output is exact; with
  *     group-id-only metadata (STREAMVISOR_TEST_GROUPID_CGMD=1, today's
- *     standalone metadata) the zombie's commit is accepted and the output
+ *     standalone metadata) they are accepted and the read_committed output
  *     has duplicates: the negative control that shows the first can fail.
  *
  * Every wait is for a condition with a deadline. Figures (kill → takeover,
@@ -195,6 +204,30 @@ static void node_start(cluster_t *cl, int i, const char *env, const char *env2)
 	fflush(stdout);
 }
 
+/* SIGTERM: the node's graceful shutdown (final checkpoints); it must exit
+ * within timeout_ms. */
+static void node_term(cluster_t *cl, int i, int timeout_ms)
+{
+	node_t *n = &cl->n[i];
+	int64_t t0 = sv_mono_ms(), deadline = t0 + timeout_ms;
+	kill(n->pid, SIGTERM);
+	int st;
+	while (waitpid(n->pid, &st, WNOHANG) != n->pid) {
+		if (sv_mono_ms() > deadline)
+			cr_fail(cl->c,
+				"node %s did not exit within %d ms of "
+				"SIGTERM",
+				n->id, timeout_ms);
+		usleep(50000);
+	}
+	printf("[%s %6.1fs] node %s stopped by SIGTERM in %" PRId64
+	       " ms (exit %d)\n",
+	       cl->c->test, cr_secs(cl->c), n->id, sv_mono_ms() - t0,
+	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	n->pid = 0;
+	n->port = 0;
+}
+
 static void node_kill(cluster_t *cl, int i)
 {
 	node_t *n = &cl->n[i];
@@ -251,8 +284,8 @@ static int64_t node_dist(cluster_t *cl, int i, const char *id, const char *k)
 }
 
 /* Wait until every node in want (node index → partitions, -1: do not
- * care) reads that many partitions, and together all PARTS. Returns ms
- * waited. */
+ * care, -2: at least one) reads that many partitions, and together all
+ * PARTS. Returns ms waited. */
 static int64_t wait_split(cluster_t *cl, const char *id, const int *want,
 			  int timeout_ms, const char *what)
 {
@@ -264,10 +297,11 @@ static int64_t wait_split(cluster_t *cl, const char *id, const int *want,
 		size_t off = 0;
 		for (int i = 0; i < cl->nn; i++) {
 			unsigned m = 0;
-			int n = want[i] >= 0 ? node_parts(cl, i, id, &m) : 0;
+			int n = want[i] != -1 ? node_parts(cl, i, id, &m) : 0;
 			all |= m;
-			if (want[i] >= 0) {
-				ok = ok && n == want[i];
+			if (want[i] != -1) {
+				ok = ok &&
+					(want[i] == -2 ? n >= 1 : n == want[i]);
 				off += (size_t)snprintf(
 					got + off, sizeof(got) - off,
 					"%s%s=%d(0x%x)", off ? " " : "",
@@ -354,7 +388,8 @@ static void cluster_free(cluster_t *cl)
 
 /* Wait until the group committed the input's end, then check the output
  * with both readers. Returns the read_committed tally; *unc the other. */
-static tally_t finish(cluster_t *cl, cjob_t *j, tally_t *unc, const char *role)
+static tally_t finish(cluster_t *cl, cjob_t *j, tally_t *unc, const char *role,
+		      const char *unc_role)
 {
 	crash_t *c = cl->c;
 	cr_wait_input(c);
@@ -375,7 +410,7 @@ static tally_t finish(cluster_t *cl, cjob_t *j, tally_t *unc, const char *role)
 	tally_t t = cr_check_output(c, j, true);
 	cr_summary(c, j, "read_committed", &t, role);
 	*unc = cr_check_output(c, j, false);
-	cr_summary(c, j, "read_uncommitted", unc, "negative control");
+	cr_summary(c, j, "read_uncommitted", unc, unc_role);
 	return t;
 }
 
@@ -451,7 +486,9 @@ static void test_share_kill_restart(void **state)
 			kept ? kept : "(none)");
 	free(kept);
 
-	tally_t unc, t = finish(cl, j, &unc, "asserted");
+	tally_t unc,
+		t = finish(cl, j, &unc, "asserted",
+			   "negative control: duplicates asserted");
 	int64_t rb = node_dist(cl, 1, j->id, "rebalances");
 	int64_t fenced = node_dist(cl, 1, j->id, "commits_fenced");
 	printf("[ cluster ] n2: revokes acknowledged after a checkpoint "
@@ -506,6 +543,58 @@ static void wait_committed_past(cluster_t *cl, cjob_t *j, const int64_t *at,
 	}
 }
 
+/* ---- scale 1 -> 2 -> 3 -> 2 -> 1 nodes while input flows ---- */
+
+static void test_scale(void **state)
+{
+	cluster_t *cl = cluster_new(state, "scale", 29, 3);
+	crash_t *c = cl->c;
+	cjob_t *j = add_job(cl);
+	node_start(cl, 0, NULL, NULL);
+	char *spec = cr_job_spec(c, j);
+	j->id = submit(cl, 0, spec);
+	free(spec);
+	int one[] = {4, -1, -1};
+	wait_split(cl, j->id, one, 30000, "1 node");
+	int cycles = env_on("SV_CLUSTER_LONG") ? 10 : 1;
+	cr_producer_start(&c->prod, c->in_topic, 2000000, 2000);
+	int two[] = {2, 2, -1};
+	int three[] = {-2, -2, -2};
+	for (int k = 0; k < cycles; k++) {
+		printf("[%s %6.1fs] cycle %d of %d: 1 -> 2 -> 3 -> 2 -> 1\n",
+		       c->test, cr_secs(c), k + 1, cycles);
+		node_start(cl, 1, NULL, NULL);
+		wait_split(cl, j->id, two, 30000, "2 nodes");
+		node_start(cl, 2, NULL, NULL);
+		wait_split(cl, j->id, three, 30000, "3 nodes");
+		/* a static member sends no LeaveGroup: its partitions move
+		 * after the session timeout */
+		node_term(cl, 2, 20000);
+		wait_split(cl, j->id, two, 30000, "2 nodes (n3 stopped)");
+		node_term(cl, 1, 20000);
+		wait_split(cl, j->id, one, 30000, "1 node (n2 stopped)");
+	}
+	atomic_store(&c->prod.stop, true); /* the input ends here */
+	tally_t unc,
+		t = finish(cl, j, &unc, "asserted",
+			   "graceful leaves: reported, not asserted");
+	int64_t rb = node_dist(cl, 0, j->id, "rebalances");
+	printf("[ cluster ] n1: revokes acknowledged after a checkpoint "
+	       "%" PRId64 "\n",
+	       rb);
+	if (!cr_exact(&t))
+		cr_fail(c,
+			"exactly-once output is not exact across the "
+			"scaling (SUMMARY above)");
+	if (rb < 4)
+		cr_fail(c,
+			"n1 acknowledged %" PRId64 " revokes, expected one "
+			"per membership change (4)",
+			rb);
+	c->passed = true;
+	cluster_free(cl);
+}
+
 /* ---- a frozen node (SIGSTOP) past the session timeout, then resumed ---- */
 
 static void test_zombie_sigstop(void **state)
@@ -542,7 +631,9 @@ static void test_zombie_sigstop(void **state)
 	printf("[ cluster ] SIGSTOPped n1 after SIGCONT: commits fenced "
 	       "%" PRId64 ", assignments lost %" PRId64 "\n",
 	       fenced, lost);
-	tally_t unc, t = finish(cl, j, &unc, "asserted");
+	tally_t unc,
+		t = finish(cl, j, &unc, "asserted",
+			   "negative control: duplicates asserted");
 	if (!cr_exact(&t))
 		cr_fail(c,
 			"exactly-once output is not exact after the frozen "
@@ -628,7 +719,8 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 		t = finish(cl, j, &unc,
 			   groupid_only ? "negative control: duplicates "
 					  "asserted"
-					: "asserted");
+					: "asserted",
+			   "aborted output shown, not asserted");
 	if (groupid_only) {
 		if (!t.dup)
 			cr_fail(c,
@@ -671,6 +763,7 @@ int main(void)
 		cmocka_set_test_filter(only);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_share_kill_restart, teardown),
+		cmocka_unit_test_teardown(test_scale, teardown),
 		cmocka_unit_test_teardown(test_zombie_sigstop, teardown),
 		cmocka_unit_test_teardown(test_zombie_delay, teardown),
 		cmocka_unit_test_teardown(test_zombie_delay_groupid_only,
