@@ -7,7 +7,7 @@
  * idempotent producer (acks=all) for job and node records, and a consumer
  * with no group that is assigned partition 0 of the registry topic from
  * the beginning and reads with read_committed on its own thread, calling
- * the adopt callback for every job record. Reading the whole compacted
+ * the apply callback for every job record. Reading the whole compacted
  * topic at start is how a node that was down learns the jobs submitted
  * meanwhile (Kafka Connect's config topic, read to the end). There is no
  * leader yet: any node writes job records, so two nodes accepting the same
@@ -239,8 +239,11 @@ static void apply(sv_dist_t *d, const rd_kafka_message_t *m)
 	const char *id = o ? json_string_value(json_object_get(o, "id")) : NULL;
 	const char *spec = o ? json_string_value(json_object_get(o, "spec"))
 			     : NULL;
+	const char *target = o ? json_string_value(json_object_get(o, "target"))
+			       : NULL;
 	if (id && spec) {
-		sv_error_t *err = d->conf.adopt(d->conf.opaque, id, spec);
+		sv_error_t *err = d->conf.apply(d->conf.opaque, id, spec,
+						target ? target : "running");
 		if (err) {
 			sv_logctx_t lc = {id, 0};
 			sv_log(&lc, SV_LOG_WARN, "cluster",
@@ -381,12 +384,12 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out)
 }
 
 sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
-				const char *spec_json)
+				const char *spec_json, const char *target)
 {
 	char key[200];
 	snprintf(key, sizeof(key), "job/%s", job_id);
-	json_t *o = json_pack("{s:s, s:s, s:s}", "id", job_id, "spec",
-			      spec_json, "node", d->node_id);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", job_id, "spec",
+			      spec_json, "node", d->node_id, "target", target);
 	char *v = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	sv_error_t *err = produce(d, key, v);

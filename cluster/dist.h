@@ -6,10 +6,11 @@
  * (<data_dir>/node_id), as Kafka Streams keeps its process id in the state
  * dir. The job registry is a one-partition compacted topic
  * `_streamvisor.<name>.jobs`: a job submitted to any node is written there
- * (`job/<id>` → the job's id and spec) before the node creates it, and
- * every node reads the topic from the start and creates each job it does
- * not know with the same id, so the members of all nodes join the same
- * consumer group `streamvisor-<id>`. `node/<id>` records say which nodes
+ * (`job/<id>` → the job's id, spec and target state) before the node
+ * creates it, and every node reads the topic from the start and creates
+ * each job it does not know with the same id, so the members of all nodes
+ * join the same consumer group `streamvisor-<id>`. A cancel is written the
+ * same way (target "cancelled") and every node cancels its copy. `node/<id>` records say which nodes
  * started with which URL. */
 #ifndef SV_CLUSTER_DIST_H
 #define SV_CLUSTER_DIST_H
@@ -38,11 +39,12 @@ typedef struct sv_dist_conf {
 	const char *url; /* this node's advertised URL */
 	const sv_cluster_t *kafka; /* the profile of the internal topics */
 	int replication_factor;
-	/* A job record of an id this node may not know: create it (spec is
-	 * the job spec JSON). Called on the registry's thread; errors are
+	/* A job record: make the job as the record says — create it when
+	 * target is "running" and this node does not have it (spec is the
+	 * job spec JSON), cancel it when target is "cancelled". Errors are
 	 * logged. thread: the registry's */
-	sv_error_t *(*adopt)(void *opaque, const char *job_id,
-			     const char *spec_json);
+	sv_error_t *(*apply)(void *opaque, const char *job_id,
+			     const char *spec_json, const char *target);
 	void *opaque;
 } sv_dist_conf_t;
 
@@ -52,11 +54,11 @@ typedef struct sv_dist_conf {
  * cannot be reached, the topic cannot be made). */
 sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out);
 
-/* Write job/<job_id> → {id, spec, node} to the registry and wait until the
- * broker acknowledged it (at most 10 s). Errors: SV_ERR_BINDING. thread:
- * any */
+/* Write job/<job_id> → {id, spec, node, target} to the registry and wait
+ * until the broker acknowledged it (at most 10 s). target: "running" or
+ * "cancelled". Errors: SV_ERR_BINDING. thread: any */
 sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
-				const char *spec_json);
+				const char *spec_json, const char *target);
 
 /* The registry's read position (records applied up to this offset) and
  * the jobs seen; for GET /v1/cluster. thread: any */

@@ -7,7 +7,10 @@
  * that exists anywhere is in the registry; the registry's reader posts
  * every job record as a submit command carrying the record's id
  * (sv_supervisor_adopt): the supervisor thread creates the job with that
- * id, or does nothing when it has it. What distributed mode runs is
+ * id, or does nothing when it has it. A cancel is written as the job's
+ * record with target "cancelled" before the node cancels, and every node
+ * that reads it cancels its copy (a command marked replicated, which is
+ * not written back). What distributed mode runs is
  * checked at submit (sv_dist_check_spec): a kafka source read as a group
  * member, parallelism 1 per node, stateless steps only (filter, select),
  * since task state does not move between nodes yet. */
@@ -66,10 +69,28 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 	return NULL;
 }
 
-static sv_error_t *adopt(void *opaque, const char *job_id,
-			 const char *spec_json)
+static sv_error_t *apply(void *opaque, const char *job_id,
+			 const char *spec_json, const char *target)
 {
-	return sv_supervisor_adopt(opaque, job_id, spec_json);
+	sv_supervisor_t *sv = opaque;
+	if (!strcmp(target, "cancelled")) {
+		cmd_t c = {.type = SV_CMD_ACTION,
+			   .id = job_id,
+			   .replicated = true,
+			   .u.act.action = SV_ACTION_CANCEL};
+		char *json = NULL;
+		sv_error_t *err = sv_call(sv, &c, &json);
+		free(json);
+		/* not here, or already ended: nothing to do */
+		if (err &&
+		    (err->category == SV_ERR_NOT_FOUND ||
+		     err->category == SV_ERR_CONFLICT)) {
+			sv_error_destroy(err);
+			err = NULL;
+		}
+		return err;
+	}
+	return sv_supervisor_adopt(sv, job_id, spec_json);
 }
 
 sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
@@ -99,7 +120,7 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 		.url = dc->advertised_url ? dc->advertised_url : url,
 		.kafka = kafka,
 		.replication_factor = (int)dc->replication_factor,
-		.adopt = adopt,
+		.apply = apply,
 		.opaque = sv,
 	};
 	sv_dist_t *d = NULL;
@@ -113,12 +134,12 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 }
 
 sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
-			    const sv_jobspec_t *spec)
+			    const sv_jobspec_t *spec, const char *target)
 {
 	if (!sv->dist)
 		return NULL;
 	char *json = sv_jobspec_to_json(spec);
-	sv_error_t *err = sv_dist_publish_job(sv->dist, job_id, json);
+	sv_error_t *err = sv_dist_publish_job(sv->dist, job_id, json, target);
 	free(json);
 	return err;
 }

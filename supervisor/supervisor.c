@@ -328,7 +328,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 		new_job_id(job->id, sizeof(job->id));
 	/* distributed: in the registry before it exists here, so every node
 	 * runs it (docs/cluster.md) */
-	if (!c->id && (err = sv_dist_publish(sv, job->id, spec))) {
+	if (!c->id && (err = sv_dist_publish(sv, job->id, spec, "running"))) {
 		free(job);
 		sv_jobspec_destroy(spec);
 		sv_evidence_destroy(ev);
@@ -631,6 +631,11 @@ sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 		.type = SV_CMD_SUBMIT,
 		.u.submit = {.body = body, .len = len, .protobuf = protobuf}};
 	return call(sv, &c, json);
+}
+
+sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json)
+{
+	return call(sv, c, json);
 }
 
 sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,

@@ -50,6 +50,8 @@ struct cmd {
 	sv_cmd_type_t type;
 	const char *id; /* job id, or NULL */
 	const char *principal; /* who asked (observe.h), or NULL */
+	bool replicated; /* distributed: from the job registry, so not
+			  * written back to it (distributed.c) */
 	union {
 		struct {
 			const char *body;
@@ -121,9 +123,12 @@ struct sv_supervisor {
 /* What distributed mode runs; NULL standalone. */
 sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 			       const sv_jobspec_t *spec);
-/* Write the job to the registry (nothing standalone). thread: supervisor */
+/* Write the job to the registry with target "running" or "cancelled"
+ * (nothing standalone). thread: supervisor */
 sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
-			    const sv_jobspec_t *spec);
+			    const sv_jobspec_t *spec, const char *target);
+/* Post a command to the supervisor thread and wait (supervisor.c). */
+sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json);
 /* Stop the registry (before the supervisor thread stops). */
 void sv_dist_release(sv_supervisor_t *sv);
 

@@ -17,7 +17,8 @@
  *     2); node 1 is killed -9 while it has output in an open transaction;
  *     node 2 takes all 4 partitions (after the session timeout) and the
  *     output stays exactly once; node 1 restarts with the same data dir
- *     (the same node id, the same static member) and the two share again.
+ *     (the same node id, the same static member) and the two share again;
+ *     at the end a cancel sent to node 2 cancels the job on both.
  *   test_scale: 1 -> 2 -> 3 -> 2 -> 1 nodes while input flows (joins by
  *     starting a node, leaves by SIGTERM, the graceful shutdown); n1
  *     acknowledges a revoke after a checkpoint at every change; exact.
@@ -508,6 +509,36 @@ static void test_share_kill_restart(void **state)
 			"n2 acknowledged %" PRId64 " revokes, expected 2 or "
 			"more (n1's departure and return)",
 			rb);
+	/* a cancel sent to n2 (the job was submitted to n1) reaches both
+	 * through the registry */
+	char cpath[200], *resp = NULL;
+	snprintf(cpath, sizeof(cpath), "/v1/jobs/%s/cancel", j->id);
+	int st = cr_http_do(cl->n[1].port, "POST", cpath, "{}", &resp, 15000);
+	if (st != 200)
+		cr_fail(c, "cancel on n2: %d %s", st, resp ? resp : "");
+	free(resp);
+	int64_t t_cancel = sv_mono_ms(), deadline_c = t_cancel + 15000;
+	for (bool both_done = false; !both_done;) {
+		both_done = true;
+		for (int i = 0; i < 2; i++) {
+			json_t *o = node_job(cl, i, j->id);
+			const char *state = o
+				? json_string_value(json_object_get(o, "state"))
+				: NULL;
+			both_done = both_done && state &&
+				!strcmp(state, "cancelled");
+			json_decref(o);
+		}
+		if (!both_done && sv_mono_ms() > deadline_c)
+			cr_fail(c,
+				"the cancel sent to n2 did not cancel the "
+				"job on both nodes within 15 s");
+		if (!both_done)
+			usleep(100000);
+	}
+	printf("[ cluster ] cancel sent to n2: cancelled on both nodes after "
+	       "%" PRId64 " ms\n",
+	       sv_mono_ms() - t_cancel);
 	c->passed = true;
 	cluster_free(cl);
 }
