@@ -123,6 +123,42 @@ static json_t *dist_json(const sv_supervisor_t *sv, const sv_job_t *job)
 		(json_int_t)(st ? atomic_load(&st->commits_fenced) : 0));
 }
 
+static void job_labels(sv_buf_t *l, const sv_job_t *job);
+
+/* Distributed mode's group events of each job's current attempt on this
+ * node (counters that restart with an attempt), labelled with the node. */
+static void dist_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
+{
+	static const struct {
+		const char *name, *help;
+	} fams[] = {
+		{"streamvisor_rebalances_total",
+		 "revokes the job's member gave back after a checkpoint or a "
+		 "lost assignment (distributed mode)"},
+		{"streamvisor_partitions_lost_total",
+		 "assignments the job's member lost (distributed mode)"},
+		{"streamvisor_commits_fenced_total",
+		 "commits the group refused: stale generation (distributed "
+		 "mode)"},
+	};
+	for (size_t f = 0; f < SV_ARRAY_LEN(fams); f++) {
+		sv_prom_family(b, fams[f].name, "counter", fams[f].help);
+		for (size_t i = 0; i < sv->njobs; i++) {
+			sv_job_t *job = sv->jobs[i];
+			if (!job->worker)
+				continue;
+			const sv_worker_stats_t *st = sv_worker_stats(
+				job->worker);
+			uint64_t n = f == 0 ? atomic_load(&st->rebalances)
+				: f == 1    ? atomic_load(&st->partitions_lost)
+					    : atomic_load(&st->commits_fenced);
+			job_labels(l, job);
+			sv_prom_label(l, "node", sv->conf.dist.node_id);
+			sv_prom_sample(b, fams[f].name, l->data, (double)n);
+		}
+	}
+}
+
 json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 {
 	const Streamvisor__JobSpec *js = job->spec->msg;
@@ -577,6 +613,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 	}
 	free(v);
 	free(hist);
+	if (sv->conf.dist.name)
+		dist_metrics(sv, &b, &l);
 	sv_prom_family(&b, "streamvisor_source_lag_records", "gauge",
 		       "records behind the end of each source partition");
 	for (size_t i = 0; i < sv->njobs; i++) {

@@ -736,6 +736,24 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 				"nor committed within 30 s");
 		usleep(100000);
 	}
+	if (!groupid_only) { /* the same count in /metrics, with the node */
+		char *m = NULL;
+		cr_http_do(cl->n[0].port, "GET", "/metrics", NULL, &m, 5000);
+		const char *line = m
+			? strstr(m, "\nstreamvisor_commits_fenced_total{")
+			: NULL;
+		const char *eol = line ? strchr(line + 1, '\n') : NULL;
+		const char *sp = eol ? memrchr(line, ' ', (size_t)(eol - line))
+				     : NULL;
+		if (!line || !eol || !strstr(line, "node=\"n1\"") ||
+		    strstr(line, "node=\"n1\"") > eol || !sp ||
+		    atof(sp + 1) < 1)
+			cr_fail(c,
+				"/metrics of n1 has no "
+				"streamvisor_commits_fenced_total >= 1 "
+				"labelled node=\"n1\"");
+		free(m);
+	}
 	printf("[ cluster ] stuck member woke: %s\n",
 	       groupid_only ? "its commit was ACCEPTED (group-id-only metadata)"
 			    : "its commit was refused (rebalance class)");
