@@ -19,6 +19,10 @@
  *     output stays exactly once; node 1 restarts with the same data dir
  *     (the same node id, the same static member) and the two share again;
  *     at the end a cancel sent to node 2 cancels the job on both.
+ *   test_crash_loop: kill -9 a random node of two every 1-5 s; restart it
+ *     within the session timeout (a static member's rejoin) or after it
+ *     (its partitions moved meanwhile), alternately; exact. 3 kills by
+ *     default, 30 with SV_CLUSTER_LONG=1.
  *   test_scale: 1 -> 2 -> 3 -> 2 -> 1 nodes while input flows (joins by
  *     starting a node, leaves by SIGTERM, the graceful shutdown); n1
  *     acknowledges a revoke after a checkpoint at every change; exact.
@@ -574,6 +578,76 @@ static void wait_committed_past(cluster_t *cl, cjob_t *j, const int64_t *at,
 	}
 }
 
+/* ---- kill -9 a random node every 1-5 s, restart it soon or late ---- */
+
+static void test_crash_loop(void **state)
+{
+	cluster_t *cl = cluster_new(state, "crash_loop", 31, 2);
+	crash_t *c = cl->c;
+	cjob_t *j = add_job(cl);
+	node_start(cl, 0, NULL, NULL);
+	node_start(cl, 1, NULL, NULL);
+	char *spec = cr_job_spec(c, j);
+	j->id = submit(cl, 0, spec);
+	free(spec);
+	int both[] = {2, 2};
+	wait_split(cl, j->id, both, 30000, "shared");
+	int kills = env_on("SV_CLUSTER_LONG") ? 30 : 3;
+	cr_producer_start(&c->prod, c->in_topic, 4000000, 2000);
+	int within = 0, beyond = 0;
+	for (int k = 0; k < kills; k++) {
+		usleep((useconds_t)(1000 + rnd(&c->rng) % 4000) * 1000);
+		int victim = (int)(rnd(&c->rng) % 2), other = 1 - victim;
+		/* every other kill waits out the session timeout */
+		bool late = k % 2 == 1;
+		int64_t rb0 = node_dist(cl, other, j->id, "rebalances");
+		node_kill(cl, victim);
+		int down_ms = (int)(rnd(&c->rng) % 3000);
+		if (late)
+			printf("[%s %6.1fs] kill -9 %s; restart once the other "
+			       "node holds every partition (beyond the session "
+			       "timeout)\n",
+			       c->test, cr_secs(c), cl->n[victim].id);
+		else
+			printf("[%s %6.1fs] kill -9 %s; restart after %d ms "
+			       "(within the session timeout)\n",
+			       c->test, cr_secs(c), cl->n[victim].id, down_ms);
+		fflush(stdout);
+		if (late) {
+			int alone[] = {-1, -1};
+			alone[other] = 4;
+			wait_split(cl, j->id, alone, 30000,
+				   "the other node holds every partition");
+		} else {
+			usleep((useconds_t)down_ms * 1000);
+		}
+		node_start(cl, victim, NULL, NULL);
+		wait_split(cl, j->id, both, 40000, "shared again");
+		int64_t rb1 = node_dist(cl, other, j->id, "rebalances");
+		printf("[ cluster ] kill %d (%s): the other node gave back "
+		       "partitions %" PRId64 " time(s) meanwhile\n",
+		       k + 1, late ? "beyond session" : "within session",
+		       rb1 - rb0);
+		*(late ? &beyond : &within) += 1;
+	}
+	atomic_store(&c->prod.stop, true);
+	tally_t unc,
+		t = finish(cl, j, &unc, "asserted",
+			   "negative control: duplicates asserted");
+	printf("[ cluster ] KILLS within session %d, beyond %d\n", within,
+	       beyond);
+	if (!cr_exact(&t))
+		cr_fail(c,
+			"exactly-once output is not exact after %d kills "
+			"(SUMMARY above)",
+			kills);
+	if (!unc.dup)
+		cr_fail(c, "negative control: %d kills left no aborted output",
+			kills);
+	c->passed = true;
+	cluster_free(cl);
+}
+
 /* ---- scale 1 -> 2 -> 3 -> 2 -> 1 nodes while input flows ---- */
 
 static void test_scale(void **state)
@@ -812,6 +886,7 @@ int main(void)
 		cmocka_set_test_filter(only);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_share_kill_restart, teardown),
+		cmocka_unit_test_teardown(test_crash_loop, teardown),
 		cmocka_unit_test_teardown(test_scale, teardown),
 		cmocka_unit_test_teardown(test_zombie_sigstop, teardown),
 		cmocka_unit_test_teardown(test_zombie_delay, teardown),
