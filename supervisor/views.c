@@ -210,6 +210,9 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			(json_int_t)pos[i].end_offset, "lag_records",
 			(json_int_t)lag, "member",
 			pos[i].partition >= 0 ? pos[i].partition % par : 0);
+		if (sv->conf.dist.name) /* the partitions this node reads */
+			json_object_set_new(p, "node",
+					    json_string(sv->conf.dist.node_id));
 		json_array_append_new(parts, p);
 	}
 	free(pos);

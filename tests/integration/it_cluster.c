@@ -271,8 +271,17 @@ static int node_parts(cluster_t *cl, int i, const char *id, unsigned *mask)
 	size_t k;
 	json_t *pe;
 	unsigned m = 0;
-	json_array_foreach (parts, k, pe)
+	json_array_foreach (parts, k, pe) {
 		m |= 1u << cr_jint(pe, "partition", 0);
+		const char *node = json_string_value(
+			json_object_get(pe, "node"));
+		if (!node || strcmp(node, cl->n[i].id))
+			cr_fail(cl->c,
+				"node %s lists partition %d as read by "
+				"node '%s'",
+				cl->n[i].id, (int)cr_jint(pe, "partition", 0),
+				node ? node : "(none)");
+	}
 	int n = (int)json_array_size(parts);
 	json_decref(o);
 	if (mask)
