@@ -824,7 +824,9 @@ static sv_error_t *run(member_t *m)
 		if (sv_mono_ms() >= next_commit || asked) {
 			err = w->checkpointing ? checkpoint(m, m->wm)
 					       : commit(m);
-			if (err && err->category == SV_ERR_REBALANCE)
+			/* standalone there is no group to go back to: the
+			 * attempt fails and recovery decides, as always */
+			if (err && grouped && err->category == SV_ERR_REBALANCE)
 				err = fenced(m, err);
 			if (err)
 				return err;
