@@ -87,10 +87,10 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 	return max;
 }
 
-int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic)
+/* The short-lived client of one check (kafka/client.c: the profile's
+ * properties, its errors name keys only). */
+static sv_error_t *admin_client(const sv_cluster_t *cluster, rd_kafka_t **rk)
 {
-	if (!cluster || cluster->dev_embedded || !topic || !*topic)
-		return 0;
 	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
 	char role[300];
 	snprintf(role, sizeof(role), "admin client of cluster '%s'",
@@ -103,8 +103,15 @@ int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic)
 		.tuning = tuning,
 		.ntuning = SV_ARRAY_LEN(tuning),
 	};
+	return sv_kafka_client_new(&kc, rk);
+}
+
+int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic)
+{
+	if (!cluster || cluster->dev_embedded || !topic || !*topic)
+		return 0;
 	rd_kafka_t *rk;
-	sv_error_t *cerr = sv_kafka_client_new(&kc, &rk);
+	sv_error_t *cerr = admin_client(cluster, &rk);
 	if (cerr) {
 		sv_error_destroy(cerr); /* the job's start reports it */
 		return 0;
@@ -128,20 +135,8 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 {
 	if (!cluster || cluster->dev_embedded)
 		return NULL;
-	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
-	char role[300];
-	snprintf(role, sizeof(role), "admin client of cluster '%s'",
-		 cluster->name);
-	sv_kafka_client_conf_t kc = {
-		.type = RD_KAFKA_PRODUCER,
-		.cluster = cluster,
-		.client_id = "streamvisor-admin",
-		.role = role,
-		.tuning = tuning,
-		.ntuning = SV_ARRAY_LEN(tuning),
-	};
 	rd_kafka_t *rk;
-	sv_error_t *cerr = sv_kafka_client_new(&kc, &rk);
+	sv_error_t *cerr = admin_client(cluster, &rk);
 	if (cerr)
 		return cerr;
 	sv_error_t *err = NULL;
