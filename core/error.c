@@ -27,6 +27,7 @@ static const char *const cat_names[SV_ERR__COUNT] = {
 	[SV_ERR_NOT_FOUND] = "not_found",
 	[SV_ERR_UNAUTHENTICATED] = "unauthenticated",
 	[SV_ERR_FORBIDDEN] = "forbidden",
+	[SV_ERR_REBALANCE] = "rebalance",
 };
 
 const char *sv_errcat_name(sv_errcat_t cat)
@@ -44,6 +45,7 @@ bool sv_errcat_retriable(sv_errcat_t cat)
 	case SV_ERR_OFFSET:
 	case SV_ERR_SINK_COMMIT:
 	case SV_ERR_WATERMARK:
+	case SV_ERR_REBALANCE:
 	case SV_ERR_BINDING: /* a topic may appear; policy bounds the attempts */
 		return true;
 	default:
@@ -77,6 +79,7 @@ const char *sv_errcat_backend_kind(sv_errcat_t cat, const char *field)
 	case SV_ERR_CHECKPOINT:
 	case SV_ERR_OFFSET:
 	case SV_ERR_WATERMARK:
+	case SV_ERR_REBALANCE:
 		return "backend_execution_error";
 	default:
 		return NULL;

@@ -31,6 +31,11 @@ typedef enum sv_errcat {
 	SV_ERR_NOT_FOUND, /* unknown job id (HTTP 404) */
 	SV_ERR_UNAUTHENTICATED, /* no or invalid credentials (HTTP 401) */
 	SV_ERR_FORBIDDEN, /* the principal's role may not (HTTP 403) */
+	/* distributed mode: a commit refused because the member's group
+	 * generation is stale (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+	 * FENCED_INSTANCE_ID): abort the transaction and carry on, never a
+	 * job failure (docs/cluster.md) */
+	SV_ERR_REBALANCE,
 	SV_ERR__COUNT
 } sv_errcat_t;
 

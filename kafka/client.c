@@ -24,6 +24,9 @@ typedef struct kctx {
 	void (*on_error)(void *opaque, rd_kafka_resp_err_t err,
 			 const char *reason);
 	void (*on_delivery)(void *opaque, const rd_kafka_message_t *m);
+	void (*on_rebalance)(void *opaque, rd_kafka_t *rk,
+			     rd_kafka_resp_err_t err,
+			     rd_kafka_topic_partition_list_t *parts);
 	char **secrets;
 	size_t nsecrets;
 } kctx_t;
@@ -127,6 +130,13 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	c->on_delivery(c->opaque, m);
 }
 
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+			 rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+	kctx_t *c = opaque;
+	c->on_rebalance(c->opaque, rk, err, parts);
+}
+
 static void ctx_free(kctx_t *c)
 {
 	if (!c)
@@ -178,6 +188,7 @@ sv_error_t *sv_kafka_client_new(const sv_kafka_client_conf_t *conf,
 	c->opaque = conf->opaque;
 	c->on_error = conf->on_error;
 	c->on_delivery = conf->on_delivery;
+	c->on_rebalance = conf->on_rebalance;
 	c->secrets = sv_calloc(cl->nprops ? cl->nprops : 1, sizeof(char *));
 	for (size_t i = 0; i < cl->nprops; i++)
 		if (secret_key(cl->props[i].key) && *cl->props[i].value &&
@@ -211,6 +222,8 @@ sv_error_t *sv_kafka_client_new(const sv_kafka_client_conf_t *conf,
 	rd_kafka_conf_set_error_cb(kc, error_cb);
 	if (conf->on_delivery)
 		rd_kafka_conf_set_dr_msg_cb(kc, dr_cb);
+	if (conf->on_rebalance)
+		rd_kafka_conf_set_rebalance_cb(kc, rebalance_cb);
 	char errstr[512];
 	rd_kafka_t *rk = rd_kafka_new(conf->type, kc, errstr, sizeof(errstr));
 	if (!rk) {

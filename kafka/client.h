@@ -55,6 +55,15 @@ typedef struct sv_kafka_client_conf {
 			 const char *reason);
 	/* Optional (producers): a delivery report. thread: as on_error. */
 	void (*on_delivery)(void *opaque, const rd_kafka_message_t *m);
+	/* Optional (consumers of a group, distributed mode): the rebalance
+	 * callback (rd_kafka_conf_set_rebalance_cb). With it set, librdkafka
+	 * leaves the assign and unassign to the caller, which may defer the
+	 * unassign of a revoke until it has committed (docs/cluster.md).
+	 * parts is borrowed for the call. thread: the thread polling the
+	 * consumer. */
+	void (*on_rebalance)(void *opaque, rd_kafka_t *rk,
+			     rd_kafka_resp_err_t err,
+			     rd_kafka_topic_partition_list_t *parts);
 } sv_kafka_client_conf_t;
 
 /* Make the client. Errors (SV_ERR_CONFIG) name the property key or the

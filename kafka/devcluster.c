@@ -135,10 +135,15 @@ sv_error_t *sv_devcluster_push_errors(sv_devcluster_t *dc, const char *api,
 		const char *name;
 		int16_t key;
 	} apis[] = {
-		{"produce", 0},           {"fetch", 1},
-		{"list_offsets", 2},      {"metadata", 3},
-		{"offset_commit", 8},     {"offset_fetch", 9},
-		{"find_coordinator", 10}, {"init_producer_id", 22},
+		{"produce", 0},
+		{"fetch", 1},
+		{"list_offsets", 2},
+		{"metadata", 3},
+		{"offset_commit", 8},
+		{"offset_fetch", 9},
+		{"find_coordinator", 10},
+		{"init_producer_id", 22},
+		{"txn_offset_commit", 28},
 	};
 	rd_kafka_resp_err_t *errs;
 

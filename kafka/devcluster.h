@@ -30,7 +30,8 @@ sv_error_t *sv_devcluster_create_topic(sv_devcluster_t *dc, const char *topic,
 
 /* Fault injection for tests: the next count requests of kind api ("produce",
  * "fetch", "list_offsets", "metadata", "offset_commit", "offset_fetch",
- * "find_coordinator", "init_producer_id") on any broker fail with the Kafka
+ * "find_coordinator", "init_producer_id", "txn_offset_commit") on any
+ * broker fail with the Kafka
  * protocol error code kafka_err (e.g. 6 NOT_LEADER_OR_FOLLOWER, retriable;
  * 29 TOPIC_AUTHORIZATION_FAILED, permanent). Errors: SV_ERR_CONFIG for an
  * unknown api name. */

@@ -27,6 +27,13 @@
  * txn_abort → abort_transaction. Such a sink uses sv_sink_kafka_txn_ops, so
  * sv_sink_transactional() is true only for it.
  *
+ * Distributed mode (docs/cluster.md): txn_group hands in the consumer's
+ * own group metadata (generation, member id, instance id; KIP-447) as
+ * bytes, and txn_offsets sends that instead of group-id-only metadata, so
+ * the broker fences a member of a stale generation. Those refusals
+ * (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) are errors of
+ * category `rebalance`: abortable, and not a failure of the job.
+ *
  * librdkafka's transaction errors come in three classes (NOTES): retriable
  * (init_transactions and send_offsets are retried here within a deadline;
  * a commit never is: its error means an unknown outcome and is returned,
@@ -81,6 +88,7 @@ typedef struct kafka_sink {
 	bool transactional;
 	char *txn_id; /* transactional.id */
 	char *group_id; /* for txn_offsets */
+	sv_buf_t cgmd; /* txn_group: the consumer's metadata, or empty */
 	int txn_timeout_ms; /* transaction.timeout.ms */
 	ksnk_txn_state_t txn;
 	uint64_t txn_acked; /* records acknowledged in the open txn */
@@ -142,6 +150,16 @@ static sv_error_t *ksnk_delivery_error(kafka_sink_t *ks, rd_kafka_resp_err_t e)
 			  ks->id.topic, ks->id.cluster_name);
 }
 
+/* The member's group generation is stale: it missed a rebalance, was
+ * kicked out, or its static instance id was taken over. */
+static bool is_rebalance(rd_kafka_resp_err_t e)
+{
+	return e == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+		e == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID ||
+		e == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID ||
+		e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
+}
+
 static bool is_fenced(rd_kafka_resp_err_t e)
 {
 	return e == RD_KAFKA_RESP_ERR__FENCED ||
@@ -179,6 +197,8 @@ static sv_error_t *ksnk_txn_error(kafka_sink_t *ks, rd_kafka_error_t *e,
 	}
 	if (code == RD_KAFKA_RESP_ERR_INVALID_TRANSACTION_TIMEOUT)
 		cat = SV_ERR_CONFIG;
+	else if (is_rebalance(code) && !rd_kafka_error_is_fatal(e))
+		cat = SV_ERR_REBALANCE;
 	err = ksnk_error(ks, cat, code, rd_kafka_error_string(e),
 			 "%s of transactional id '%s' on cluster '%s' failed "
 			 "(%s)",
@@ -707,7 +727,24 @@ static sv_error_t *ksnk_txn_offsets_topics(sv_sink_t *snk,
 		rd_kafka_topic_partition_list_destroy(list);
 		return NULL;
 	}
-	cgmd = rd_kafka_consumer_group_metadata_new(ks->group_id);
+	cgmd = NULL;
+	if (ks->cgmd.len) {
+		rd_kafka_error_t *re = rd_kafka_consumer_group_metadata_read(
+			&cgmd, ks->cgmd.data, ks->cgmd.len);
+		if (re) {
+			err = ksnk_error(ks, SV_ERR_RUNTIME,
+					 rd_kafka_error_code(re),
+					 rd_kafka_error_string(re),
+					 "transactional id '%s': cannot read "
+					 "the consumer's group metadata",
+					 ks->txn_id);
+			rd_kafka_error_destroy(re);
+			rd_kafka_topic_partition_list_destroy(list);
+			return err;
+		}
+	} else {
+		cgmd = rd_kafka_consumer_group_metadata_new(ks->group_id);
+	}
 	for (;;) {
 		/* Retried with identical offsets and group metadata, as
 		 * librdkafka asks. Not a commit: nothing is visible yet. */
@@ -859,7 +896,16 @@ static void ksnk_close(sv_sink_t *snk)
 	sv_kafka_ident_release(&ks->id);
 	free(ks->txn_id);
 	free(ks->group_id);
+	sv_buf_release(&ks->cgmd);
 	free(ks);
+}
+
+static sv_error_t *ksnk_txn_group(sv_sink_t *snk, const void *md, size_t len)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	sv_buf_reset(&ks->cgmd);
+	sv_buf_append(&ks->cgmd, md, len);
+	return NULL;
 }
 
 static const sv_driver_t kafka_driver = {
@@ -900,4 +946,5 @@ const sv_sink_ops_t sv_sink_kafka_txn_ops = {
 	.txn_offsets_topics = ksnk_txn_offsets_topics,
 	.txn_commit = ksnk_txn_commit,
 	.txn_abort = ksnk_txn_abort,
+	.txn_group = ksnk_txn_group,
 };

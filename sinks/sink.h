@@ -117,6 +117,11 @@ typedef struct sv_sink_ops {
 	 * transaction.max.timeout.ms), so a job is refused now rather than
 	 * at its first transaction; field (borrowed) is the spec field that
 	 * set the timeout, for the error. NULL: nothing to check. */
+	/* kafka, distributed mode: the group metadata (bytes from the
+	 * source's group_metadata) the next txn_offsets sends, so a member of
+	 * a stale generation is fenced (KIP-447); copied. NULL: the sink
+	 * sends group-id-only metadata (standalone). */
+	sv_error_t *(*txn_group)(sv_sink_t *snk, const void *md, size_t len);
 	sv_error_t *(*check_txn)(const sv_cluster_t *cluster,
 				 int64_t transaction_timeout_ms,
 				 const char *field);
@@ -197,6 +202,11 @@ static inline sv_error_t *sv_sink_txn_commit(sv_sink_t *snk)
 static inline sv_error_t *sv_sink_txn_abort(sv_sink_t *snk)
 {
 	return snk->ops->txn_abort(snk);
+}
+static inline sv_error_t *sv_sink_txn_group(sv_sink_t *snk, const void *md,
+					    size_t len)
+{
+	return snk->ops->txn_group ? snk->ops->txn_group(snk, md, len) : NULL;
 }
 static inline sv_error_t *sv_sink_txn_recover(sv_sink_t *snk, const char *state,
 					      size_t len)

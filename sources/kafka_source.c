@@ -33,6 +33,19 @@
  * is then paused. poll() reports eof once every partition is done and
  * everything before has been returned.
  *
+ * Group mode (distributed; conf->group_instance_id set, docs/cluster.md):
+ * the consumer subscribes to the topic as a static member of the job's
+ * group with the eager range assignor, and takes what the group assigns.
+ * An assignment is taken at once, at the group's committed offsets (which
+ * librdkafka fetches with require_stable under read_committed, so a
+ * previous owner's pending transaction is waited out). A revoke is NOT
+ * acknowledged in the callback: rebalance() reports it, the worker
+ * commits what it read (its checkpoint), then rebalance_ack() unassigns;
+ * meanwhile librdkafka pauses the partitions and the group waits. A lost
+ * assignment is reported as such (nothing may commit). group_metadata()
+ * gives the consumer's own metadata for the sink's transaction, after a
+ * local guard: a member id, and the assignment not lost.
+ *
  * The client is made by kafka/client.c (profile properties, log routing,
  * scrubbing); client properties of the profile are never logged. */
 #include <stdarg.h>
@@ -82,6 +95,11 @@ typedef struct kafka_source {
 	int64_t *part_ck; /* by index: that partition's tag, or -1 */
 	int32_t topic_nparts; /* all partitions of the topic */
 	int member, members;
+	/* group mode */
+	char *instance_id; /* group.instance.id, or NULL: standalone */
+	int rebalance; /* SV_REBALANCE_*, until acknowledged */
+	bool closing; /* close: a revoke is given back at once */
+	sv_start_t start;
 	int64_t wm_next_ms; /* next watermark refresh (monotonic) */
 	bool tombstones; /* a join's table: null values delete a key */
 	int tombstone_key_col;
@@ -90,6 +108,9 @@ typedef struct kafka_source {
 } kafka_source_t;
 
 extern const sv_source_ops_t sv_source_kafka_ops;
+static const sv_source_ops_t kafka_group_ops;
+static int cmp_partition(const void *a, const void *b);
+static ssize_t ksrc_index(const kafka_source_t *ks, int32_t partition);
 
 /* ---- logging and errors ---- */
 
@@ -113,6 +134,182 @@ static bool is_topic_missing(rd_kafka_resp_err_t e)
 {
 	return e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
 		e == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+}
+
+/* ---- group mode ---- */
+
+static void ksrc_log_parts(kafka_source_t *ks, const char *what,
+			   const rd_kafka_topic_partition_list_t *parts)
+{
+	char list[512];
+	size_t off = 0;
+	list[0] = 0;
+	for (int i = 0; i < parts->cnt && off + 16 < sizeof(list); i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d",
+					i ? "," : "",
+					(int)parts->elems[i].partition);
+	sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
+	       "group '%s' member '%s': %s partitions [%s] of topic '%s'",
+	       ks->group_id, ks->instance_id, what, list, ks->id.topic);
+}
+
+/* The group's answer, served inside our poll (librdkafka calls it from
+ * rd_kafka_consume_batch_queue). Assign at once; defer a revoke. */
+static void ksrc_on_rebalance(void *opaque, rd_kafka_t *rk,
+			      rd_kafka_resp_err_t err,
+			      rd_kafka_topic_partition_list_t *parts)
+{
+	kafka_source_t *ks = opaque;
+	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+		ks->nparts = 0;
+		for (int i = 0; i < parts->cnt; i++) {
+			if (strcmp(parts->elems[i].topic, ks->id.topic) ||
+			    ks->nparts >= (size_t)ks->topic_nparts)
+				continue;
+			/* librdkafka fetches the committed offset
+			 * (require_stable); none: auto.offset.reset */
+			parts->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+			sv_partpos_t *p = &ks->pos[ks->nparts++];
+			p->partition = parts->elems[i].partition;
+			p->next_offset = -1;
+			p->end_offset = -1;
+		}
+		qsort(ks->pos, ks->nparts, sizeof(*ks->pos), cmp_partition);
+		ksrc_log_parts(ks, "assigned", parts);
+		rd_kafka_resp_err_t e = rd_kafka_assign(rk, parts);
+		if (e && !ks->err)
+			ks->err = ksrc_error(ks, SV_ERR_RUNTIME, e, NULL,
+					     "cannot take the partitions the "
+					     "group assigned");
+		ks->rebalance = SV_REBALANCE_NONE;
+		return;
+	}
+	if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && !ks->closing) {
+		bool lost = rd_kafka_assignment_lost(rk);
+		ksrc_log_parts(ks,
+			       lost ? "lost (not committing)"
+				    : "asked to give back (after a commit)",
+			       parts);
+		ks->rebalance = lost ? SV_REBALANCE_LOST : SV_REBALANCE_REVOKE;
+		return;
+	}
+	rd_kafka_assign(rk, NULL);
+	ks->nparts = 0;
+	ks->rebalance = SV_REBALANCE_NONE;
+}
+
+static bool is_stale_member(rd_kafka_resp_err_t e)
+{
+	return e == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+		e == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID ||
+		e == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID ||
+		e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
+}
+
+static int ksrc_rebalance(sv_source_t *src)
+{
+	return ((kafka_source_t *)src)->rebalance;
+}
+
+static sv_error_t *ksrc_rebalance_ack(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	if (ks->rebalance == SV_REBALANCE_NONE)
+		return NULL;
+	rd_kafka_resp_err_t e = rd_kafka_assign(ks->rk, NULL);
+	ks->nparts = 0;
+	ks->rebalance = SV_REBALANCE_NONE;
+	sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
+	       "group '%s' member '%s': partitions given back", ks->group_id,
+	       ks->instance_id);
+	if (e)
+		return ksrc_error(ks, SV_ERR_RUNTIME, e, NULL,
+				  "cannot give back the partitions of topic "
+				  "'%s'",
+				  ks->id.topic);
+	return NULL;
+}
+
+/* Back to the committed offsets of what we hold: the transaction that
+ * would have moved them was aborted. */
+static sv_error_t *ksrc_rewind(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	if (!ks->nparts)
+		return NULL;
+	rd_kafka_topic_partition_list_t *list =
+		rd_kafka_topic_partition_list_new((int)ks->nparts);
+	for (size_t i = 0; i < ks->nparts; i++)
+		rd_kafka_topic_partition_list_add(list, ks->id.topic,
+						  ks->pos[i].partition);
+	rd_kafka_resp_err_t e = rd_kafka_committed(ks->rk, list,
+						   KSRC_META_TIMEOUT_MS);
+	for (int i = 0; !e && i < list->cnt; i++) {
+		rd_kafka_topic_partition_t *tp = &list->elems[i];
+		if (tp->err) {
+			e = tp->err;
+			break;
+		}
+		if (tp->offset < 0)
+			tp->offset = ks->start == SV_START_LATEST
+				? RD_KAFKA_OFFSET_END
+				: RD_KAFKA_OFFSET_BEGINNING;
+		ssize_t k = ksrc_index(ks, tp->partition);
+		if (k >= 0)
+			ks->pos[k].next_offset = tp->offset >= 0 ? tp->offset
+								 : -1;
+	}
+	if (!e) {
+		rd_kafka_error_t *se = rd_kafka_seek_partitions(
+			ks->rk, list, KSRC_META_TIMEOUT_MS);
+		if (se) {
+			e = rd_kafka_error_code(se);
+			rd_kafka_error_destroy(se);
+		}
+	}
+	rd_kafka_topic_partition_list_destroy(list);
+	if (e)
+		return ksrc_error(ks, SV_ERR_REBALANCE, e, NULL,
+				  "cannot go back to the committed offsets of "
+				  "group '%s'",
+				  ks->group_id);
+	return NULL;
+}
+
+static sv_error_t *ksrc_group_metadata(sv_source_t *src, sv_buf_t *out)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	char *member = rd_kafka_memberid(ks->rk);
+	bool no_member = !member || !*member;
+	rd_kafka_mem_free(ks->rk, member);
+	if (no_member || rd_kafka_assignment_lost(ks->rk) ||
+	    ks->rebalance == SV_REBALANCE_LOST)
+		return ksrc_error(ks, SV_ERR_REBALANCE, 0, NULL,
+				  "member '%s' of group '%s' is not in the "
+				  "group's current generation: not committing",
+				  ks->instance_id, ks->group_id);
+	rd_kafka_consumer_group_metadata_t *cgmd =
+		rd_kafka_consumer_group_metadata(ks->rk);
+	void *bytes = NULL;
+	size_t len = 0;
+	rd_kafka_error_t *e = cgmd
+		? rd_kafka_consumer_group_metadata_write(cgmd, &bytes, &len)
+		: NULL;
+	if (cgmd)
+		rd_kafka_consumer_group_metadata_destroy(cgmd);
+	if (!cgmd || e) {
+		sv_error_t *err = ksrc_error(
+			ks, SV_ERR_REBALANCE, e ? rd_kafka_error_code(e) : 0,
+			e ? rd_kafka_error_string(e) : NULL,
+			"no group metadata for member '%s' of group '%s'",
+			ks->instance_id, ks->group_id);
+		if (e)
+			rd_kafka_error_destroy(e);
+		return err;
+	}
+	sv_buf_append(out, bytes, len);
+	rd_kafka_mem_free(ks->rk, bytes);
+	return NULL;
 }
 
 /* ---- configuration ---- */
@@ -145,6 +342,29 @@ static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 		{"enable.partition.eof", "true"},
 		{"allow.auto.create.topics", "false"},
 	};
+	char session[32];
+	snprintf(session, sizeof(session), "%d",
+		 conf->session_timeout_ms > 0 ? conf->session_timeout_ms
+					      : 10000);
+	char maxpoll[32];
+	snprintf(maxpoll, sizeof(maxpoll), "%d",
+		 conf->max_poll_interval_ms > 0 ? conf->max_poll_interval_ms
+						: 300000);
+	const sv_kafka_prop_t group_fixed[] = {
+		{"group.instance.id", ks->instance_id},
+		{"max.poll.interval.ms", maxpoll},
+		{"partition.assignment.strategy", "range"},
+		{"session.timeout.ms", session},
+		{"heartbeat.interval.ms", "1000"},
+	};
+	sv_kafka_prop_t
+		fixed_all[SV_ARRAY_LEN(fixed) + SV_ARRAY_LEN(group_fixed)];
+	size_t nfixed = 0;
+	for (size_t i = 0; i < SV_ARRAY_LEN(fixed); i++)
+		fixed_all[nfixed++] = fixed[i];
+	for (size_t i = 0; ks->instance_id && i < SV_ARRAY_LEN(group_fixed);
+	     i++)
+		fixed_all[nfixed++] = group_fixed[i];
 	char client_id[256], role[512];
 	snprintf(client_id, sizeof(client_id), "streamvisor-%s",
 		 ks->id.job_id ? ks->id.job_id : "source");
@@ -158,9 +378,10 @@ static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 		.log = &ks->id.logctx,
 		.tuning = tuning,
 		.ntuning = SV_ARRAY_LEN(tuning),
-		.fixed = fixed,
-		.nfixed = SV_ARRAY_LEN(fixed),
+		.fixed = fixed_all,
+		.nfixed = nfixed,
 		.opaque = ks,
+		.on_rebalance = ks->instance_id ? ksrc_on_rebalance : NULL,
 	};
 	sv_error_t *err = sv_kafka_client_new(&kc, &ks->rk);
 	return err && ks->id.job_id
@@ -483,6 +704,18 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	ks->tombstones = conf->tombstones;
 	ks->tombstone_key_col = conf->tombstone_key_col;
 	ks->schema = conf->schema;
+	ks->start = conf->start;
+	if (conf->group_instance_id && *conf->group_instance_id) {
+		ks->instance_id = sv_strdup(conf->group_instance_id);
+		ks->base.ops = &kafka_group_ops;
+		ks->members = 1; /* the group assigns */
+		if (conf->bounded) {
+			err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
+					 "a bounded kafka source cannot read "
+					 "as a group member");
+			goto fail;
+		}
+	}
 
 	if (!conf->cluster || !conf->cluster->bootstrap ||
 	    !*conf->cluster->bootstrap) {
@@ -551,6 +784,32 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 				sizeof(*ks->part_ck));
 	for (size_t i = 0; i < ks->nparts; i++)
 		ks->part_ck[i] = -1;
+	if (ks->instance_id) {
+		/* group mode: the group assigns, at a later poll */
+		ks->nparts = 0;
+		rd_kafka_topic_partition_list_t *sub =
+			rd_kafka_topic_partition_list_new(1);
+		rd_kafka_topic_partition_list_add(sub, ks->id.topic,
+						  RD_KAFKA_PARTITION_UA);
+		rd_kafka_resp_err_t e = rd_kafka_subscribe(ks->rk, sub);
+		rd_kafka_topic_partition_list_destroy(sub);
+		if (e) {
+			err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
+					 "cannot subscribe to topic '%s' as "
+					 "member '%s' of group '%s'",
+					 ks->id.topic, ks->instance_id,
+					 ks->group_id);
+			goto fail;
+		}
+		ks->wm_next_ms = sv_mono_ms() + KSRC_WM_REFRESH_MS;
+		sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
+		       "reading topic '%s' on cluster '%s' as static member "
+		       "'%s' of group '%s' (eager range)",
+		       ks->id.topic, ks->id.cluster_name, ks->instance_id,
+		       ks->group_id);
+		*out = &ks->base;
+		return NULL;
+	}
 	if (ks->bounded) {
 		ks->stop = sv_calloc(ks->nparts, sizeof(*ks->stop));
 		ks->done = sv_calloc(ks->nparts, sizeof(*ks->done));
@@ -867,11 +1126,14 @@ static sv_error_t *ksrc_commit(sv_source_t *src)
 	for (int k = 0; !e && k < list->cnt; k++)
 		e = list->elems[k].err;
 	if (e)
-		err = ksrc_error(ks, SV_ERR_COMMIT, e, NULL,
-				 "cannot commit offsets of group '%s' for "
-				 "topic '%s' on cluster '%s'",
-				 ks->group_id, ks->id.topic,
-				 ks->id.cluster_name);
+		err = ksrc_error(
+			ks,
+			ks->instance_id && is_stale_member(e) ? SV_ERR_REBALANCE
+							      : SV_ERR_COMMIT,
+			e, NULL,
+			"cannot commit offsets of group '%s' for "
+			"topic '%s' on cluster '%s'",
+			ks->group_id, ks->id.topic, ks->id.cluster_name);
 out:
 	rd_kafka_topic_partition_list_destroy(list);
 	return err;
@@ -903,6 +1165,7 @@ static void ksrc_close(sv_source_t *src)
 	if (ks->q)
 		rd_kafka_queue_destroy(ks->q);
 	if (ks->rk) {
+		ks->closing = true;
 		rd_kafka_consumer_close(ks->rk);
 		sv_kafka_client_destroy(ks->rk);
 	}
@@ -916,6 +1179,7 @@ static void ksrc_close(sv_source_t *src)
 	free(ks->part_ck);
 	sv_kafka_ident_release(&ks->id);
 	free(ks->group_id);
+	free(ks->instance_id);
 	free(ks);
 }
 
@@ -931,6 +1195,26 @@ static const sv_driver_t kafka_driver = {
 			{.name = "rate_per_s"},
 			{NULL},
 		},
+};
+
+/* A source opened as a group member gets this table (open() switches to
+ * it), so sv_source_grouped() tells the two apart. */
+static const sv_source_ops_t kafka_group_ops = {
+	.driver = &kafka_driver,
+	.open = ksrc_open,
+	.poll = ksrc_poll,
+	.seek = ksrc_seek,
+	.positions = ksrc_positions,
+	.commit = ksrc_commit,
+	.close = ksrc_close,
+	.committed_checkpoint = ksrc_committed_checkpoint,
+	.committed_checkpoint_of = ksrc_committed_checkpoint_of,
+	.topic_partitions = ksrc_topic_partitions,
+	.partition_count = sv_kafka_topic_partitions,
+	.rebalance = ksrc_rebalance,
+	.rebalance_ack = ksrc_rebalance_ack,
+	.rewind = ksrc_rewind,
+	.group_metadata = ksrc_group_metadata,
 };
 
 const sv_source_ops_t sv_source_kafka_ops = {

@@ -17,6 +17,7 @@
 #include "core/driver.h"
 #include "core/error.h"
 #include "core/record.h"
+#include "core/util.h"
 
 typedef enum sv_start {
 	SV_START_EARLIEST = 0,
@@ -39,6 +40,13 @@ typedef struct sv_source_conf {
 	 * (a member of a job with parallelism members; members <= 1: all) */
 	int member;
 	int members;
+	/* kafka, distributed mode (docs/cluster.md): join group_id as the
+	 * static member group_instance_id and take the partitions the group
+	 * assigns (eager range), instead of assigning them by hand; NULL:
+	 * standalone, no membership */
+	const char *group_instance_id;
+	int session_timeout_ms; /* group mode: session.timeout.ms (0: 10000) */
+	int max_poll_interval_ms; /* group mode: (0: librdkafka's 300000) */
 	/* generator */
 	const char *generator; /* "sequence" | "nexmark" */
 	int64_t count; /* rows to generate (bounded), or -1 */
@@ -110,7 +118,30 @@ typedef struct sv_source_ops {
 	 * is refused now. 0 when the input does not exist yet or cannot be
 	 * asked (the job's start checks again). NULL: 0, nothing to check. */
 	int (*partition_count)(const sv_cluster_t *cluster, const char *topic);
+
+	/* ---- group mode (distributed; NULL for drivers without it) ---- */
+	/* What the group asked at the last poll and the caller has not yet
+	 * acknowledged: SV_REBALANCE_NONE, _REVOKE (commit, then ack) or
+	 * _LOST (the partitions are gone: abort, then ack). */
+	int (*rebalance)(sv_source_t *src);
+	/* Acknowledge a revoke: give the partitions back to the group; the
+	 * source has none until the next assignment. */
+	sv_error_t *(*rebalance_ack)(sv_source_t *src);
+	/* Go back to the group's committed offsets of the partitions held
+	 * (after a transaction was aborted). */
+	sv_error_t *(*rewind)(sv_source_t *src);
+	/* The consumer's group metadata (generation, member and instance
+	 * id) as bytes for the sink's transaction, appended to out. Errors
+	 * (SV_ERR_REBALANCE) when the member has no member id or lost its
+	 * assignment: then it must not commit. */
+	sv_error_t *(*group_metadata)(sv_source_t *src, sv_buf_t *out);
 } sv_source_ops_t;
+
+enum {
+	SV_REBALANCE_NONE = 0,
+	SV_REBALANCE_REVOKE,
+	SV_REBALANCE_LOST,
+};
 
 struct sv_source {
 	const sv_source_ops_t *ops;
@@ -167,6 +198,23 @@ static inline int64_t sv_source_committed_checkpoint_of(sv_source_t *src,
 static inline int32_t sv_source_topic_partitions(sv_source_t *src)
 {
 	return src->ops->topic_partitions ? src->ops->topic_partitions(src) : 0;
+}
+static inline bool sv_source_grouped(const sv_source_t *src)
+{
+	return src->ops->group_metadata != NULL;
+}
+static inline int sv_source_rebalance(sv_source_t *src)
+{
+	return src->ops->rebalance ? src->ops->rebalance(src)
+				   : SV_REBALANCE_NONE;
+}
+static inline sv_error_t *sv_source_rebalance_ack(sv_source_t *src)
+{
+	return src->ops->rebalance_ack ? src->ops->rebalance_ack(src) : NULL;
+}
+static inline sv_error_t *sv_source_rewind(sv_source_t *src)
+{
+	return src->ops->rewind ? src->ops->rewind(src) : NULL;
 }
 static inline void sv_source_close(sv_source_t *src)
 {

@@ -135,6 +135,10 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	sv_error_t *err = sv_action_check(job, SV_ACTION_CANCEL);
 	if (err)
 		return err;
+	/* distributed: every node cancels (docs/cluster.md) */
+	if (!c->replicated &&
+	    (err = sv_dist_publish(sv, job->id, job->spec, "cancelled")))
+		return err;
 	job->cancel_requested = true;
 	job->pending_start = false;
 	if (job->worker) {

@@ -153,7 +153,29 @@ void sv_svconf_release(sv_svconf_t *conf)
 	for (size_t i = 0; i < conf->nclusters; i++)
 		cluster_release(&conf->clusters[i]);
 	free(conf->clusters);
+	sv_distconf_release(&conf->dist);
 	memset(conf, 0, sizeof(*conf));
+}
+
+void sv_distconf_release(sv_distconf_t *d)
+{
+	free(d->name);
+	free(d->node_id);
+	free(d->advertised_url);
+	free(d->cluster);
+	memset(d, 0, sizeof(*d));
+}
+
+void sv_distconf_copy(sv_distconf_t *dst, const sv_distconf_t *src)
+{
+	sv_distconf_release(dst);
+	dst->name = dup_or_null(src->name);
+	dst->node_id = dup_or_null(src->node_id);
+	dst->advertised_url = dup_or_null(src->advertised_url);
+	dst->cluster = dup_or_null(src->cluster);
+	dst->session_timeout_ms = src->session_timeout_ms;
+	dst->max_poll_interval_ms = src->max_poll_interval_ms;
+	dst->replication_factor = src->replication_factor;
 }
 
 const sv_cluster_t *sv_svconf_cluster(const sv_svconf_t *conf, const char *name)
@@ -893,6 +915,98 @@ static sv_error_t *read_section(const loader_t *L, struct fy_node *sk,
 	return err;
 }
 
+/* distributed: name (required), node_id, advertised_url, cluster,
+ * session_timeout_ms, max_poll_interval_ms, replication_factor (docs/cluster.md). Every error
+ * names the field (distributed.<key>). */
+static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
+				    struct fy_node *v, sv_distconf_t *d)
+{
+	if (!fy_node_is_mapping(v))
+		return lerr(L, sk, "'distributed' must be a mapping");
+	sv_distconf_release(d);
+	d->session_timeout_ms = 10000;
+	d->max_poll_interval_ms = 300000;
+	d->replication_factor = 1;
+	void *it = NULL;
+	struct fy_node_pair *pair;
+	sv_error_t *err = NULL;
+	while (!err && (pair = fy_node_mapping_iterate(v, &it))) {
+		struct fy_node *k = fy_node_pair_key(pair);
+		struct fy_node *val = fy_node_pair_value(pair);
+		char *key = NULL, *str = NULL;
+		if ((err = get_key(L, k, "distributed", &key)))
+			break;
+		char kp[128];
+		snprintf(kp, sizeof(kp), "distributed.%s", key);
+		char **dst = !strcmp(key, "name")        ? &d->name
+			: !strcmp(key, "node_id")        ? &d->node_id
+			: !strcmp(key, "advertised_url") ? &d->advertised_url
+			: !strcmp(key, "cluster")        ? &d->cluster
+							 : NULL;
+		if (dst) {
+			err = get_str(L, k, val, kp, &str);
+			if (!err && dst != &d->advertised_url &&
+			    (!name_ok(str) || strlen(str) > 64))
+				err = lerr(L, k,
+					   "'%s' must be 1 to 64 of "
+					   "[A-Za-z0-9._-], not '%s'",
+					   kp, str);
+			if (!err && dst == &d->advertised_url &&
+			    strncmp(str, "http://", 7) &&
+			    strncmp(str, "https://", 8))
+				err = lerr(L, k,
+					   "'%s' must be an http:// or "
+					   "https:// URL, not '%s'",
+					   kp, str);
+			if (!err) {
+				free(*dst);
+				*dst = str;
+				str = NULL;
+			}
+		} else if (!strcmp(key, "session_timeout_ms")) {
+			err = get_uint(L, k, val, kp, 1800000,
+				       &d->session_timeout_ms);
+			if (!err && d->session_timeout_ms < 6000)
+				err = lerr(L, k,
+					   "'%s' must be at least 6000 (the "
+					   "broker's group.min.session."
+					   "timeout.ms default)",
+					   kp);
+		} else if (!strcmp(key, "max_poll_interval_ms")) {
+			err = get_uint(L, k, val, kp, 86400000,
+				       &d->max_poll_interval_ms);
+			if (!err && d->max_poll_interval_ms < 1000)
+				err = lerr(L, k, "'%s' must be at least 1000",
+					   kp);
+		} else if (!strcmp(key, "replication_factor")) {
+			err = get_uint(L, k, val, kp, 32767,
+				       &d->replication_factor);
+		} else {
+			err = lerr(L, k, "unknown key '%s'", kp);
+		}
+		if (err)
+			sv_error_set_field(err, kp);
+		free(str);
+		free(key);
+	}
+	if (!err && !d->name)
+		err = sv_error_set_field(
+			lerr(L, sk, "'distributed.name' is required"),
+			"distributed.name");
+	if (!err && d->max_poll_interval_ms < d->session_timeout_ms)
+		err = sv_error_set_field(
+			lerr(L, sk,
+			     "'distributed.max_poll_interval_ms' (%u) must be "
+			     "at least 'distributed.session_timeout_ms' (%u)",
+			     d->max_poll_interval_ms, d->session_timeout_ms),
+			"distributed.max_poll_interval_ms");
+	if (!err && !d->cluster)
+		d->cluster = sv_strdup("default");
+	if (err)
+		sv_distconf_release(d);
+	return err;
+}
+
 /* file_sink_roots: a list of absolute directory paths, each normalized
  * (no "." or ".." component, no trailing slash). */
 static sv_error_t *read_roots(const loader_t *L, struct fy_node *k,
@@ -1129,6 +1243,8 @@ static sv_error_t *read_root(const loader_t *L, struct fy_node *root,
 			   strcmp(key, "tls") == 0 ||
 			   strcmp(key, "limits") == 0) {
 			err = read_section(L, k, key, v, tmp);
+		} else if (strcmp(key, "distributed") == 0) {
+			err = read_distributed(L, k, v, &tmp->dist);
 		} else if (strcmp(key, "file_sink_roots") == 0) {
 			err = read_roots(L, k, v, tmp, has_roots);
 		} else if (strcmp(key, "clusters") == 0) {
@@ -1252,6 +1368,11 @@ sv_error_t *sv_svconf_load(sv_svconf_t *conf, const char *path)
 			tmp.nfile_sink_roots = 0;
 		}
 		conf->limits = tmp.limits;
+		if (tmp.dist.name) {
+			sv_distconf_release(&conf->dist);
+			conf->dist = tmp.dist;
+			memset(&tmp.dist, 0, sizeof(tmp.dist));
+		}
 		for (size_t i = 0; i < tmp.nclusters; i++)
 			put_cluster(conf, &tmp.clusters[i]);
 	}

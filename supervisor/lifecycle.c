@@ -144,6 +144,12 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 	wc.store = sv->store;
 	wc.file_roots = &sv->file_roots;
 	wc.restore_from = job->restart_from;
+	if (sv->conf.dist.name) { /* docs/cluster.md */
+		wc.node_id = sv->conf.dist.node_id;
+		wc.session_timeout_ms = (int)sv->conf.dist.session_timeout_ms;
+		wc.max_poll_interval_ms =
+			(int)sv->conf.dist.max_poll_interval_ms;
+	}
 	wc.ignore_state = job->restart_ignore_state;
 	job->restart_from = -1;
 	job->restart_ignore_state = false;

@@ -37,6 +37,7 @@
 #include <jansson.h>
 
 #include "core/log.h"
+#include "cluster/dist.h"
 #include "core/util.h"
 #include "kafka/devcluster.h"
 #include "cli/cli.h"
@@ -497,6 +498,18 @@ static int cmd_serve(int argc, char **argv)
 		}
 	}
 	free(roots);
+	/* distributed: the node id the data dir keeps (docs/cluster.md) */
+	if (conf.dist.name) {
+		char *node = NULL;
+		if ((err = sv_dist_node_id(conf.data_dir, conf.dist.node_id,
+					   &node))) {
+			report(err);
+			sv_svconf_release(&conf);
+			return 1;
+		}
+		free(conf.dist.node_id);
+		conf.dist.node_id = node;
+	}
 	if ((err = sv_svconf_check_exposure(&conf))) {
 		report(err);
 		sv_svconf_release(&conf);
@@ -574,6 +587,15 @@ static int cmd_serve(int argc, char **argv)
 	       base, base, base, base, base, base, base);
 	fflush(stdout);
 
+	if ((err = sv_supervisor_start_dist(sv, base))) {
+		report(err);
+		rc = 1;
+		goto out;
+	}
+	if (conf.dist.name)
+		printf("  node '%s' of streamvisor cluster '%s'\n",
+		       conf.dist.node_id, conf.dist.name);
+	fflush(stdout);
 	if (example)
 		submit_example(sv, dc, example, base);
 	if (sv_notify("READY=1") < 0)

@@ -61,6 +61,7 @@ static void copy_conf(sv_svconf_t *dst, const sv_svconf_t *src)
 					      : NULL;
 	dst->identity = src->identity ? sv_strdup(src->identity) : NULL;
 	sv_svconf_copy_security(dst, src);
+	sv_distconf_copy(&dst->dist, &src->dist);
 	for (size_t i = 0; i < src->nclusters; i++) {
 		const sv_cluster_t *c = &src->clusters[i];
 		sv_svconf_set_cluster(dst, c->name, c->bootstrap,
@@ -283,6 +284,7 @@ static sv_error_t *check_spec(sv_supervisor_t *sv, cmd_t *c,
 	    (err = sv_evidence_check(sv, spec, plan, &ev)) ||
 	    (err = sv_coverage_parallel_check(spec)) ||
 	    (err = check_transactions(js, &cl)) ||
+	    (err = sv_dist_check_spec(sv, spec)) ||
 	    (err = check_parallelism(js, &cl))) {
 		sv_evidence_plan_error(err, spec);
 		sv_evidence_destroy(ev);
@@ -340,6 +342,13 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	if (err)
 		return err;
 	const Streamvisor__JobSpec *js = spec->msg;
+	if (c->id && sv_find_job(sv, c->id)) {
+		/* a registry record of a job this node has (distributed) */
+		sv_jobspec_destroy(spec);
+		sv_evidence_destroy(ev);
+		json_decref(summary);
+		return NULL;
+	}
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *o = sv->jobs[i];
 		if (!sv_jobstate_terminal(o->state) &&
@@ -356,7 +365,19 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 		}
 	}
 	sv_job_t *job = sv_calloc(1, sizeof(*job));
-	new_job_id(job->id, sizeof(job->id));
+	if (c->id)
+		snprintf(job->id, sizeof(job->id), "%s", c->id);
+	else
+		new_job_id(job->id, sizeof(job->id));
+	/* distributed: in the registry before it exists here, so every node
+	 * runs it (docs/cluster.md) */
+	if (!c->id && (err = sv_dist_publish(sv, job->id, spec, "running"))) {
+		free(job);
+		sv_jobspec_destroy(spec);
+		sv_evidence_destroy(ev);
+		json_decref(summary);
+		return err;
+	}
 	job->spec = spec;
 	job->ev = ev;
 	job->created_at_ms = job->state_since_ms = sv_now_ms();
@@ -628,6 +649,7 @@ void sv_supervisor_destroy(sv_supervisor_t *sv)
 {
 	if (!sv)
 		return;
+	sv_dist_release(sv); /* its reader posts commands */
 	pthread_mutex_lock(&sv->lock);
 	sv->stop = true;
 	pthread_cond_signal(&sv->wake);
@@ -652,6 +674,23 @@ sv_error_t *sv_supervisor_submit(sv_supervisor_t *sv, const char *body,
 		.type = SV_CMD_SUBMIT,
 		.u.submit = {.body = body, .len = len, .protobuf = protobuf}};
 	return call(sv, &c, json);
+}
+
+sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json)
+{
+	return call(sv, c, json);
+}
+
+sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,
+				const char *spec_json)
+{
+	cmd_t c = {.type = SV_CMD_SUBMIT,
+		   .id = job_id,
+		   .u.submit = {.body = spec_json, .len = strlen(spec_json)}};
+	char *json = NULL;
+	sv_error_t *err = call(sv, &c, &json);
+	free(json);
+	return err;
 }
 
 sv_error_t *sv_supervisor_dry_run(sv_supervisor_t *sv, const char *body,
@@ -720,6 +759,7 @@ sv_error_t *sv_supervisor_action(sv_supervisor_t *sv, const char *id,
 
 int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms)
 {
+	sv_dist_release(sv);
 	cmd_t c = {.type = SV_CMD_SHUTDOWN,
 		   .u.shutdown.timeout_ms = timeout_ms};
 	char *left = NULL;

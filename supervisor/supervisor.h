@@ -28,6 +28,21 @@ typedef struct sv_http_limits {
 	unsigned max_body_bytes; /* request body; 413 above (1 MiB) */
 } sv_http_limits_t;
 
+/* distributed: (docs/cluster.md). name NULL: standalone, as always. */
+typedef struct sv_distconf {
+	char *name; /* the streamvisor cluster: [A-Za-z0-9._-]{1,64} */
+	char *node_id; /* configured, or NULL: the one kept in the data dir
+			* (<data_dir>/node_id), made on first start */
+	char *advertised_url; /* NULL: the address the node really bound */
+	char *cluster; /* Kafka profile of the internal topics ("default") */
+	unsigned session_timeout_ms; /* the job groups' (10000) */
+	/* the job groups' max.poll.interval.ms, also their rebalance
+	 * timeout: a member that does not poll for this long (a checkpoint
+	 * stuck) leaves the group (300000) */
+	unsigned max_poll_interval_ms;
+	unsigned replication_factor; /* of the internal topics (1) */
+} sv_distconf_t;
+
 /* Server configuration (supervisor/config.c reads it from YAML). */
 typedef struct sv_svconf {
 	char *listen_host; /* default 127.0.0.1 */
@@ -55,6 +70,7 @@ typedef struct sv_svconf {
 	 * run`, no roots configured): any path, as before confinement */
 	bool file_sinks_unconfined;
 	sv_http_limits_t limits;
+	sv_distconf_t dist;
 } sv_svconf_t;
 
 /* 60 s for the final checkpoints leaves 30 s of systemd's default 90 s
@@ -62,6 +78,9 @@ typedef struct sv_svconf {
 #define SV_SHUTDOWN_TIMEOUT_DEFAULT_MS 60000
 
 void sv_svconf_init(sv_svconf_t *conf);
+/* Copy src into dst (dst's strings are replaced). */
+void sv_distconf_copy(sv_distconf_t *dst, const sv_distconf_t *src);
+void sv_distconf_release(sv_distconf_t *d);
 void sv_svconf_release(sv_svconf_t *conf);
 /* Read a YAML config file into conf (which holds defaults already).
  * Errors: SV_ERR_CONFIG naming the key and the file. */
@@ -94,6 +113,14 @@ sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out);
  * further grace period: then the caller should exit without destroy.
  * thread: any but the supervisor's */
 int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms);
+/* Distributed mode: start the job registry (cluster/dist.h) with url as
+ * the node's URL unless distributed.advertised_url is set. Nothing
+ * standalone. thread: main, once, after HTTP is bound */
+sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url);
+/* Distributed mode: create job job_id from spec_json (a registry record)
+ * unless it exists. thread: any but the supervisor's */
+sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,
+				const char *spec_json);
 /* Stop every job attempt (jobs stay as they are in the store) and join. */
 void sv_supervisor_destroy(sv_supervisor_t *sv);
 

@@ -50,6 +50,8 @@ struct cmd {
 	sv_cmd_type_t type;
 	const char *id; /* job id, or NULL */
 	const char *principal; /* who asked (observe.h), or NULL */
+	bool replicated; /* distributed: from the job registry, so not
+			  * written back to it (distributed.c) */
 	union {
 		struct {
 			const char *body;
@@ -114,7 +116,21 @@ struct sv_supervisor {
 	int64_t started_ms;
 	sv_ckstore_t *store; /* <data_dir>/checkpoints, or NULL without one */
 	sv_fileroots_t file_roots; /* conf.file_sink_roots (borrowed) */
+	struct sv_dist *dist; /* distributed mode's registry, or NULL */
 };
+
+/* distributed.c (docs/cluster.md) */
+/* What distributed mode runs; NULL standalone. */
+sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
+			       const sv_jobspec_t *spec);
+/* Write the job to the registry with target "running" or "cancelled"
+ * (nothing standalone). thread: supervisor */
+sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
+			    const sv_jobspec_t *spec, const char *target);
+/* Post a command to the supervisor thread and wait (supervisor.c). */
+sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json);
+/* Stop the registry (before the supervisor thread stops). */
+void sv_dist_release(sv_supervisor_t *sv);
 
 /* supervisor.c */
 json_t *sv_iso_json(int64_t ms); /* null for ms <= 0 */

@@ -104,9 +104,64 @@ static json_t *last_checkpoint_json(sv_job_t *job)
 					  : json_null());
 }
 
+/* Distributed mode (docs/cluster.md): this node and its members' group
+ * events in the current attempt. */
+static json_t *dist_json(const sv_supervisor_t *sv, const sv_job_t *job)
+{
+	const sv_worker_stats_t *st = job->worker ? sv_worker_stats(job->worker)
+						  : NULL;
+	uint64_t out = st ? atomic_load(&st->records_out) : 0;
+	uint64_t done = st ? atomic_load(&st->records_out_committed) : 0;
+	return json_pack(
+		"{s:s, s:I, s:I, s:I, s:I}", "node",
+		sv->conf.dist.node_id ? sv->conf.dist.node_id : "",
+		"records_out_uncommitted",
+		(json_int_t)(out > done ? out - done : 0), "rebalances",
+		(json_int_t)(st ? atomic_load(&st->rebalances) : 0),
+		"partitions_lost",
+		(json_int_t)(st ? atomic_load(&st->partitions_lost) : 0),
+		"commits_fenced",
+		(json_int_t)(st ? atomic_load(&st->commits_fenced) : 0));
+}
+
+static void job_labels(sv_buf_t *l, const sv_job_t *job);
+
+/* Distributed mode's group events of each job's current attempt on this
+ * node (counters that restart with an attempt), labelled with the node. */
+static void dist_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
+{
+	static const struct {
+		const char *name, *help;
+	} fams[] = {
+		{"streamvisor_rebalances_total",
+		 "revokes the job's member gave back after a checkpoint or a "
+		 "lost assignment (distributed mode)"},
+		{"streamvisor_partitions_lost_total",
+		 "assignments the job's member lost (distributed mode)"},
+		{"streamvisor_commits_fenced_total",
+		 "commits the group refused: stale generation (distributed "
+		 "mode)"},
+	};
+	for (size_t f = 0; f < SV_ARRAY_LEN(fams); f++) {
+		sv_prom_family(b, fams[f].name, "counter", fams[f].help);
+		for (size_t i = 0; i < sv->njobs; i++) {
+			sv_job_t *job = sv->jobs[i];
+			if (!job->worker)
+				continue;
+			const sv_worker_stats_t *st = sv_worker_stats(
+				job->worker);
+			uint64_t n = f == 0 ? atomic_load(&st->rebalances)
+				: f == 1    ? atomic_load(&st->partitions_lost)
+					    : atomic_load(&st->commits_fenced);
+			job_labels(l, job);
+			sv_prom_label(l, "node", sv->conf.dist.node_id);
+			sv_prom_sample(b, fams[f].name, l->data, (double)n);
+		}
+	}
+}
+
 json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 {
-	(void)sv;
 	const Streamvisor__JobSpec *js = job->spec->msg;
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_string(job->id));
@@ -141,6 +196,8 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	int par = sv_jobspec_parallelism(job->spec);
 	json_object_set_new(o, "parallelism", json_integer(par));
 	json_object_set_new(o, "members", members_json(job, par));
+	if (sv->conf.dist.name)
+		json_object_set_new(o, "distributed", dist_json(sv, job));
 	json_t *parts = json_array();
 	int64_t lag_records = 0;
 	for (size_t i = 0; i < npos; i++) {
@@ -154,6 +211,9 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			(json_int_t)pos[i].end_offset, "lag_records",
 			(json_int_t)lag, "member",
 			pos[i].partition >= 0 ? pos[i].partition % par : 0);
+		if (sv->conf.dist.name) /* the partitions this node reads */
+			json_object_set_new(p, "node",
+					    json_string(sv->conf.dist.node_id));
 		json_array_append_new(parts, p);
 	}
 	free(pos);
@@ -558,6 +618,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 	}
 	free(v);
 	free(hist);
+	if (sv->conf.dist.name)
+		dist_metrics(sv, &b, &l);
 	sv_prom_family(&b, "streamvisor_source_lag_records", "gauge",
 		       "records behind the end of each source partition");
 	for (size_t i = 0; i < sv->njobs; i++) {

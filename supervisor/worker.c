@@ -31,6 +31,18 @@
  * task, its trackers give each task's ctx.right_watermark_ms, and a
  * bounded job ends once both inputs are read to their end.
  *
+ * Distributed mode (conf->node_id, docs/cluster.md): the one member of the
+ * node (parallelism 1) reads as a static member of the job's group and
+ * holds one task over whatever the group assigns; the pipeline is
+ * stateless (the supervisor refuses others), so there is no state to move,
+ * only offsets, which the group keeps. Nothing is restored from the local
+ * store: positions are the group's committed offsets. After each poll
+ * group_step() serves the group: a revoke is acknowledged only after a
+ * checkpoint committed what was read, a lost assignment after the open
+ * transaction was aborted. Each checkpoint sends the consumer's own group
+ * metadata; a refusal of category rebalance aborts, goes back to the
+ * committed offsets and carries on (never an attempt failure).
+ *
  * Counters are atomics read by the supervisor (the job's, summed or
  * maxed by the members, and each member's own); positions and the preview
  * ring are behind a mutex taken once per batch. */
@@ -50,6 +62,7 @@
 #include "sinks/sink.h"
 #include "supervisor/ckpt.h"
 #include "supervisor/join_input.h"
+#include "supervisor/killpoint.h"
 
 #define BATCH_ROWS 2048
 #define POLL_TIMEOUT_MS 100
@@ -495,6 +508,34 @@ static bool publish_served(sv_worker_t *w)
 	return maxu64(&w->stats.checkpoint_served, lo);
 }
 
+/* Distributed mode: the consumer's own group metadata, read fresh before
+ * each checkpoint, into the sink's next txn_offsets (KIP-447 fencing).
+ * STREAMVISOR_TEST_GROUPID_CGMD=1 keeps group-id-only metadata: the
+ * negative control of the zombie tests (docs/cluster.md). */
+static sv_error_t *group_metadata(member_t *m)
+{
+	static int groupid_only = -1;
+	if (groupid_only < 0) {
+		const char *v = getenv("STREAMVISOR_TEST_GROUPID_CGMD");
+		groupid_only = v && *v && strcmp(v, "0");
+	}
+	const sv_partpos_t *pos;
+	if (!sv_source_positions(m->src, &pos))
+		return NULL; /* nothing held: no offsets to send */
+	sv_error_t *err = NULL;
+	if (!groupid_only) {
+		sv_buf_t md;
+		sv_buf_init(&md);
+		err = m->src->ops->group_metadata(m->src, &md);
+		if (!err)
+			err = sv_sink_txn_group(m->snk, md.data, md.len);
+		sv_buf_release(&md);
+	}
+	/* tests: a member stuck with its metadata read (SCALE-OUT.md T6) */
+	sv_delaypoint("after_group_metadata");
+	return err;
+}
+
 /* Flush the side sinks (dead letters, late records: at-least-once), then
  * take the member's checkpoint through its main sink. */
 static sv_error_t *checkpoint(member_t *m, int64_t wm)
@@ -505,6 +546,9 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 		return err;
 	uint64_t asked = atomic_load(&w->stats.checkpoint_requests);
 	update_state_size(m);
+	if (m->ck.transactional && sv_source_grouped(m->src) &&
+	    (err = group_metadata(m)))
+		return err;
 	sv_ckpt_parts_t parts = parts_of(m);
 	sv_ckpt_info_t info;
 	if ((err = sv_ckpt_take(&m->ck, &parts, wm, &info))) {
@@ -546,6 +590,8 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 static sv_error_t *recover(member_t *m)
 {
 	sv_worker_t *w = m->w;
+	if (sv_source_grouped(m->src)) /* the group keeps the positions */
+		return m->ck.transactional ? sv_sink_txn_begin(m->snk) : NULL;
 	sv_ckpt_parts_t parts = parts_of(m);
 	int64_t restored, wm;
 	sv_error_t *err = sv_ckpt_recover(&m->ck, &parts, &restored, &wm);
@@ -768,6 +814,79 @@ static sv_error_t *poll_join(member_t *m, int timeout_ms, size_t *rows)
 	return err;
 }
 
+/* After a commit the group refused (category rebalance: the member's
+ * generation is stale): abort what the transaction holds, go back to the
+ * committed offsets, open the next transaction; the revoke or the lost
+ * assignment comes at a following poll. */
+static sv_error_t *fenced(member_t *m, sv_error_t *cause)
+{
+	sv_worker_t *w = m->w;
+	atomic_fetch_add(&w->stats.commits_fenced, 1);
+	sv_log(&m->log, SV_LOG_WARN, "worker",
+	       "commit refused by the group (%s); aborting and going back to "
+	       "the committed offsets",
+	       cause->message);
+	sv_obslog_add(w->conf.obs, w->conf.attempt, "commit_fenced",
+		      json_pack("{s:i, s:s}", "member", m->index, "message",
+				cause->message));
+	sv_error_destroy(cause);
+	sv_error_t *err = NULL;
+	if (m->ck.transactional) {
+		sv_error_t *ae = sv_sink_txn_abort(m->snk);
+		sv_error_destroy(ae);
+	}
+	if ((err = sv_source_rewind(m->src))) {
+		/* lost meanwhile: the revoke will drop the partitions */
+		sv_error_destroy(err);
+		err = NULL;
+	}
+	if (m->ck.transactional)
+		err = sv_sink_txn_begin(m->snk);
+	publish_positions(m);
+	return err;
+}
+
+/* Distributed mode: serve what the group asked at the last poll. A revoke
+ * is given back only after a checkpoint committed what was read (the
+ * group waits meanwhile); a lost assignment after the open transaction
+ * was aborted. */
+static sv_error_t *group_step(member_t *m)
+{
+	sv_worker_t *w = m->w;
+	int rb = sv_source_rebalance(m->src);
+	if (rb == SV_REBALANCE_NONE)
+		return NULL;
+	int64_t t0 = sv_mono_ms();
+	sv_error_t *err = NULL;
+	if (rb == SV_REBALANCE_REVOKE) {
+		err = w->checkpointing ? checkpoint(m, m->wm) : commit(m);
+		if (err && err->category == SV_ERR_REBALANCE) {
+			err = fenced(m, err);
+			rb = SV_REBALANCE_LOST;
+		}
+		if (err)
+			return err;
+	} else {
+		atomic_fetch_add(&w->stats.partitions_lost, 1);
+		if (m->ck.transactional) {
+			sv_error_t *ae = sv_sink_txn_abort(m->snk);
+			sv_error_destroy(ae);
+			if ((err = sv_sink_txn_begin(m->snk)))
+				return err;
+		}
+	}
+	if ((err = sv_source_rebalance_ack(m->src)))
+		return err;
+	atomic_fetch_add(&w->stats.rebalances, 1);
+	sv_obslog_add(
+		w->conf.obs, w->conf.attempt,
+		rb == SV_REBALANCE_REVOKE ? "revoke_acked" : "assignment_lost",
+		json_pack("{s:i, s:I}", "member", m->index, "revoke_ack_ms",
+			  (json_int_t)(sv_mono_ms() - t0)));
+	publish_positions(m);
+	return NULL;
+}
+
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -799,6 +918,7 @@ static sv_error_t *run(member_t *m)
 					  &eof)))
 			return err;
 		int64_t t_polled = mono_us();
+		bool grouped = sv_source_grouped(m->src);
 		if (!m->in.nrows && !jrows)
 			atomic_fetch_add(&m->stats.idle_us,
 					 (uint64_t)(t_polled - t_poll));
@@ -824,9 +944,16 @@ static sv_error_t *run(member_t *m)
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
 			atomic_load(&m->stats.checkpoint_served);
+		if (grouped && (err = group_step(m)))
+			return err;
 		if (sv_mono_ms() >= next_commit || asked) {
-			if ((err = w->checkpointing ? checkpoint(m, m->wm)
-						    : commit(m)))
+			err = w->checkpointing ? checkpoint(m, m->wm)
+					       : commit(m);
+			/* standalone there is no group to go back to: the
+			 * attempt fails and recovery decides, as always */
+			if (err && grouped && err->category == SV_ERR_REBALANCE)
+				err = fenced(m, err);
+			if (err)
 				return err;
 			update_state_size(m);
 			next_commit = sv_mono_ms() + interval;
@@ -871,15 +998,25 @@ static sv_error_t *run(member_t *m)
 	return NULL;
 }
 
+/* Member k's transactional id: streamvisor-<job>-<k>, or in distributed
+ * mode streamvisor-<job>-<node>-t<k> (one per node and thread). */
+static void txn_id_of(const sv_worker_t *w, int k, char *out, size_t n)
+{
+	if (w->conf.node_id)
+		snprintf(out, n, "streamvisor-%s-%s-t%d", w->job_id,
+			 w->conf.node_id, k);
+	else
+		snprintf(out, n, "streamvisor-%s-%d", w->job_id, k);
+}
+
 static sv_error_t *open_sink(member_t *m, const Streamvisor__Sink *s,
 			     const sv_cluster_t *cluster,
 			     const sv_schema_t *schema, int key_col, bool raw,
 			     bool txn, int txn_member, sv_sink_t **out)
 {
 	sv_worker_t *w = m->w;
-	char txn_id[160], group[160];
-	snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d", w->job_id,
-		 txn_member);
+	char txn_id[200], group[160];
+	txn_id_of(w, txn_member, txn_id, sizeof(txn_id));
 	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
 	sv_sink_conf_t sc = {
 		.kind = s->kind,
@@ -922,9 +1059,8 @@ static void observe_bound(sv_worker_t *w)
 			json_array_append_new(mine,
 					      json_integer(pos[i].partition));
 		}
-		char txn_id[160];
-		snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d", w->job_id,
-			 k);
+		char txn_id[200];
+		txn_id_of(w, k, txn_id, sizeof(txn_id));
 		json_array_append_new(members,
 				      json_pack("{s:i, s:o, s:o}", "member", k,
 						"transactional_id",
@@ -951,7 +1087,7 @@ static sv_error_t *make_tasks(member_t *m)
 	const sv_partpos_t *pos;
 	size_t npos = sv_source_positions(m->src, &pos);
 	m->ntasks = w->nmembers > 1 ? npos : 1;
-	if (!m->ntasks)
+	if (!m->ntasks && !w->conf.node_id)
 		return sv_error_new(SV_ERR_RUNTIME,
 				    "member %d has no partition to read",
 				    m->index);
@@ -1093,6 +1229,14 @@ static sv_error_t *open_member(member_t *m)
 			: 0,
 		.seed = js->source->seed,
 	};
+	char instance[200];
+	if (w->conf.node_id) {
+		snprintf(instance, sizeof(instance), "%s-t%d", w->conf.node_id,
+			 m->index);
+		sc.group_instance_id = instance;
+		sc.session_timeout_ms = w->conf.session_timeout_ms;
+		sc.max_poll_interval_ms = w->conf.max_poll_interval_ms;
+	}
 	/* The sink first: a transactional sink's init_transactions aborts a
 	 * crashed attempt's open transaction, which otherwise keeps the
 	 * group's offsets unreadable (require_stable) until it times out. */

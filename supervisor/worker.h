@@ -39,6 +39,11 @@ extern const double sv_ck_buckets_s[SV_CK_BUCKETS];
 
 /* Counters, updated by the worker, read by anyone. */
 typedef struct sv_worker_stats {
+	/* distributed mode: revokes acknowledged after a commit, assignments
+	 * lost, and commits the group refused (stale generation) */
+	_Atomic uint64_t rebalances;
+	_Atomic uint64_t partitions_lost;
+	_Atomic uint64_t commits_fenced;
 	_Atomic uint64_t records_in;
 	_Atomic uint64_t records_out;
 	_Atomic uint64_t records_invalid;
@@ -133,6 +138,13 @@ typedef struct sv_worker_conf {
 	sv_worker_done_cb *done; /* the attempt ended, or served a
 				  * checkpoint request */
 	void *opaque;
+	/* distributed mode (docs/cluster.md): this node's id; the members
+	 * join the job's group as static members <node>-t<k> and their
+	 * transactional ids are streamvisor-<job>-<node>-t<k>. NULL:
+	 * standalone */
+	const char *node_id;
+	int session_timeout_ms; /* group mode: session.timeout.ms */
+	int max_poll_interval_ms; /* group mode: max.poll.interval.ms */
 } sv_worker_conf_t;
 
 /* Build the plan and start the thread. conf is copied (pointers borrowed). */

@@ -578,6 +578,95 @@ static void test_exposure(void **state)
 	assert_null(sv_svconf_check_exposure(c));
 }
 
+/* distributed: (docs/cluster.md): defaults, every key, and errors that
+ * name the field; without the section, standalone. */
+static void test_distributed(void **state)
+{
+	fixture_t *fx = *state;
+	load_expect(fx, "listen: 127.0.0.1:1\n", NULL);
+	assert_null(fx->conf.dist.name); /* standalone */
+	load_expect(fx, "distributed:\n  name: prod\n", NULL);
+	assert_string_equal(fx->conf.dist.name, "prod");
+	assert_null(fx->conf.dist.node_id);
+	assert_null(fx->conf.dist.advertised_url);
+	assert_string_equal(fx->conf.dist.cluster, "default");
+	assert_int_equal(fx->conf.dist.session_timeout_ms, 10000);
+	assert_int_equal(fx->conf.dist.max_poll_interval_ms, 300000);
+	assert_int_equal(fx->conf.dist.replication_factor, 1);
+	load_expect(fx,
+		    "distributed:\n  name: c1\n  node_id: node-7\n"
+		    "  advertised_url: https://sv-7.example:8443\n"
+		    "  cluster: kraft\n  session_timeout_ms: 6000\n"
+		    "  max_poll_interval_ms: 7000\n"
+		    "  replication_factor: 3\n",
+		    NULL);
+	assert_string_equal(fx->conf.dist.name, "c1");
+	assert_string_equal(fx->conf.dist.node_id, "node-7");
+	assert_string_equal(fx->conf.dist.advertised_url,
+			    "https://sv-7.example:8443");
+	assert_string_equal(fx->conf.dist.cluster, "kraft");
+	assert_int_equal(fx->conf.dist.session_timeout_ms, 6000);
+	assert_int_equal(fx->conf.dist.max_poll_interval_ms, 7000);
+	assert_int_equal(fx->conf.dist.replication_factor, 3);
+
+	static const struct {
+		const char *text, *field, *message;
+	} bad[] = {
+		{"distributed: x\n", NULL,
+		 "config '%s': 'distributed' must be a mapping (line 1)"},
+		{"distributed:\n  node_id: a\n", "distributed.name",
+		 "config '%s': 'distributed.name' is required (line 1)"},
+		{"distributed:\n  name: 'a b'\n", "distributed.name",
+		 "config '%s': 'distributed.name' must be 1 to 64 of "
+		 "[A-Za-z0-9._-], not 'a b' (line 2)"},
+		{"distributed:\n  name: a\n  node_id: n/1\n",
+		 "distributed.node_id",
+		 "config '%s': 'distributed.node_id' must be 1 to 64 of "
+		 "[A-Za-z0-9._-], not 'n/1' (line 3)"},
+		{"distributed:\n  name: a\n  advertised_url: sv:80\n",
+		 "distributed.advertised_url",
+		 "config '%s': 'distributed.advertised_url' must be an "
+		 "http:// or https:// URL, not 'sv:80' (line 3)"},
+		{"distributed:\n  name: a\n  session_timeout_ms: 100\n",
+		 "distributed.session_timeout_ms",
+		 "config '%s': 'distributed.session_timeout_ms' must be at "
+		 "least 6000 (the broker's group.min.session.timeout.ms "
+		 "default) (line 3)"},
+		{"distributed:\n  name: a\n  session_timeout_ms: 20000\n"
+		 "  max_poll_interval_ms: 10000\n",
+		 "distributed.max_poll_interval_ms",
+		 "config '%s': 'distributed.max_poll_interval_ms' (10000) "
+		 "must be at least 'distributed.session_timeout_ms' (20000) "
+		 "(line 1)"},
+		{"distributed:\n  name: a\n  replication_factor: 0\n",
+		 "distributed.replication_factor",
+		 "config '%s': 'distributed.replication_factor' must be an "
+		 "integer from 1 to 32767 (line 3)"},
+		{"distributed:\n  name: a\n  leader: yes\n",
+		 "distributed.leader",
+		 "config '%s': unknown key 'distributed.leader' (line 3)"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sv_svconf_t before;
+		const char *path = write_file(fx, "config.yaml", bad[i].text);
+		sv_svconf_init(&before);
+		sv_error_t *err = sv_svconf_load(&before, path);
+		if (!err)
+			fail_msg("accepted: %s", bad[i].text);
+		char want[512];
+		const char *ph = strstr(bad[i].message, "%s");
+		snprintf(want, sizeof(want), "%.*s%s%s",
+			 (int)(ph - bad[i].message), bad[i].message, path,
+			 ph + 2);
+		assert_string_equal(err->message, want);
+		if (bad[i].field)
+			assert_string_equal(err->field, bad[i].field);
+		assert_null(before.dist.name); /* nothing changed */
+		sv_error_destroy(err);
+		sv_svconf_release(&before);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +701,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_replaces_profiles,
 						setup, teardown),
 		cmocka_unit_test(test_parse_listen),
+		cmocka_unit_test_setup_teardown(test_distributed, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_example_config_loads,
 						setup, teardown),
 	};

@@ -1,0 +1,70 @@
+/* dist.h — distributed mode (docs/cluster.md): the node's identity and
+ * the cluster's shared job registry, on Kafka only.
+ *
+ * A node is one `streamvisor serve` with a `distributed:` section. Its id
+ * is stable: configured, or made on first start and kept in the data dir
+ * (<data_dir>/node_id), as Kafka Streams keeps its process id in the state
+ * dir. The job registry is a one-partition compacted topic
+ * `_streamvisor.<name>.jobs`: a job submitted to any node is written there
+ * (`job/<id>` → the job's id, spec and target state) before the node
+ * creates it, and every node reads the topic from the start and creates
+ * each job it does not know with the same id, so the members of all nodes
+ * join the same consumer group `streamvisor-<id>`. A cancel is written the
+ * same way (target "cancelled") and every node cancels its copy. `node/<id>` records say which nodes
+ * started with which URL. */
+#ifndef SV_CLUSTER_DIST_H
+#define SV_CLUSTER_DIST_H
+
+#include <stdint.h>
+
+#include "core/cluster.h"
+#include "core/error.h"
+
+/* The node id for data_dir: the one kept there, else configured (may be
+ * NULL), else a new "node-<8 hex>", kept there from now on (the directory
+ * is made when missing). *out is the caller's (free). Errors (SV_ERR_CONFIG,
+ * field distributed.node_id): the data dir belongs to another node id, or
+ * cannot be written. */
+sv_error_t *sv_dist_node_id(const char *data_dir, const char *configured,
+			    char **out);
+
+/* The registry topic of cluster name: "_streamvisor.<name>.jobs". */
+void sv_dist_jobs_topic(const char *name, char *out, size_t n);
+
+typedef struct sv_dist sv_dist_t;
+
+typedef struct sv_dist_conf {
+	const char *name; /* the streamvisor cluster */
+	const char *node_id;
+	const char *url; /* this node's advertised URL */
+	const sv_cluster_t *kafka; /* the profile of the internal topics */
+	int replication_factor;
+	/* A job record: make the job as the record says — create it when
+	 * target is "running" and this node does not have it (spec is the
+	 * job spec JSON), cancel it when target is "cancelled". Errors are
+	 * logged. thread: the registry's */
+	sv_error_t *(*apply)(void *opaque, const char *job_id,
+			     const char *spec_json, const char *target);
+	void *opaque;
+} sv_dist_conf_t;
+
+/* Create the registry topic if missing, write this node's record, and
+ * start the thread that reads the registry (from its start) and adopts
+ * jobs. conf's strings are copied. Errors: SV_ERR_BINDING (the cluster
+ * cannot be reached, the topic cannot be made). */
+sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out);
+
+/* Write job/<job_id> → {id, spec, node, target} to the registry and wait
+ * until the broker acknowledged it (at most 10 s). target: "running" or
+ * "cancelled". Errors: SV_ERR_BINDING. thread: any */
+sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
+				const char *spec_json, const char *target);
+
+/* The registry's read position (records applied up to this offset) and
+ * the jobs seen; for GET /v1/cluster. thread: any */
+int64_t sv_dist_applied_offset(const sv_dist_t *d);
+
+/* Stop the thread and close the clients. NULL is fine. */
+void sv_dist_stop(sv_dist_t *d);
+
+#endif
