@@ -328,7 +328,7 @@ static int cmd_load(const opts_t *o)
 			/* --key-by: the column as the message key, in the
 			 * partition Kafka's default partitioner gives it
 			 * (what source.partitioned_by declares) */
-			char kbuf[32];
+			char kbuf[32] = "";
 			size_t klen = 0;
 			if (o->key_by) {
 				int64_t kv = !strcmp(o->key_by, "auction")
