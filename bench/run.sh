@@ -380,21 +380,22 @@ run_sv() { # W D [PARALLELISM]
 # options as Flink; bounded by the end offsets read at its start
 KSTREAMS_JAVA_OPTS=(-Xmx1g -XX:+UseG1GC)
 run_kstreams() { # W D
-    local w=$1 d=$2 out="out-kstreams-$1-$2" dir="$RUN/kstreams-$1-$2"
+    local w=$1 d=$2 out="out-kstreams-$1-$2" dir="$RUN/kstreams-$1-$2" in
+    in=$(input_of "$w")
     rm -rf "$dir"; mkdir -p "$dir"
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
     say "kstreams $w $d"
     java "${KSTREAMS_JAVA_OPTS[@]}" -cp "$KSB/target/kstreams-peer-1.jar:$(cat "$KSB/classpath.txt")" \
         io.streamvisor.bench.KStreamsPeer \
-        --bootstrap "$BOOT" --in "$IN" --out "$out" --workload "$w" --delivery "$d" \
+        --bootstrap "$BOOT" --in "$in" --table "$TABLE" --out "$out" --workload "$w" --delivery "$d" \
         --threads 2 --state-dir "$dir/state" --name "kstreams-$w-$d-$$" --report "$dir/report.json" \
         >"$dir/stdout" 2>"$dir/stderr" || { tail -30 "$dir/stderr" >&2; die "kstreams $w $d failed"; }
     local n
-    n=$("$RAWK" count --bootstrap "$BOOT" --topic "$out" | jq .records)
+    n=$(count_fig "$(count_out "$out" "$w")")
     row kstreams "$w" "$d" "$(jq -c --argjson out "$n" --argjson rec "$RECORDS" '
         {records: $rec, seconds, records_per_s: ($rec / .seconds | floor),
          cpu_s_per_million: (.cpu_s / $rec * 1e6 * 1000 | round / 1000),
-         peak_rss_mb, output_records: $out, commits, records_read}' "$dir/report.json")"
+         peak_rss_mb, commits, records_read} + $out' "$dir/report.json")"
 }
 
 flink_cp() { echo "$FLB/target/flink-peer-1.jar:$(cat "$FLB/classpath.txt")"; }
@@ -543,7 +544,8 @@ if has "$WORKLOADS" W4; then
     say "loaded: $LOAD_Q3"
 fi
 IFS=, read -r -a PARS <<<"$PARALLELISM"
-if has "$CONTENDERS" streamvisor && [ "$(printf '%s\n' "${PARS[@]}" | sort -n | tail -1)" -gt 1 ]; then
+if has "$CONTENDERS" streamvisor && [ "$(printf '%s\n' "${PARS[@]}" | sort -n | tail -1)" -gt 1 ] &&
+    { has "$WORKLOADS" W2 || has "$WORKLOADS" W3; }; then
     # the same bids, keyed by the windows' keys (Kafka's default
     # partitioner), for the parallel runs of W2 and W3
     for kb in key auction; do
