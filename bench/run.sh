@@ -36,7 +36,8 @@
 # Steps: build (release streamvisor and bench_raw_kafka in build/bench/sv,
 # the Kafka Streams and Flink peers with Maven into build/bench/kstreams
 # and build/bench/flink); start the broker; load
-# the input topic once (Nexmark bids as ~200-byte JSON, 8 partitions); for
+# the input topic once (Nexmark bids as ~200-byte JSON, 8 partitions;
+# for W4 the persons table and the auctions, bench_raw_kafka load-q3); for
 # each workload and delivery guarantee run each contender in turn on that
 # topic in bounded mode (throughput, CPU, peak RSS, checkpoint durations,
 # output record count); then for streamvisor and Flink a stream-mode run

@@ -63,9 +63,11 @@ def table(rows, meta):
     out = []
     if meta:
         q = " (QUICK run: --quick, {:,} records)".format(meta["records"]) if meta.get("quick") else ""
+        bids = (f"input {meta['input']['records']:,} records, "
+                f"{meta['input']['avg_bytes']} bytes on average, {meta['input']['partitions']} partitions"
+                if meta['input']['records'] else "no bids loaded (W4 only)")
         out.append(f"Run {meta['date']}{q}, commit {meta['commit']}: {meta['cores']} cores "
-                   f"({meta['cpu']}), {meta['memory']}; input {meta['input']['records']:,} records, "
-                   f"{meta['input']['avg_bytes']} bytes on average, {meta['input']['partitions']} partitions; "
+                   f"({meta['cpu']}), {meta['memory']}; {bids}; "
                    f"Kafka broker {meta['kafka_broker']}, librdkafka {meta['librdkafka']}, "
                    f"Kafka Streams {meta.get('kafka_streams', '—')}, "
                    f"Flink {meta['flink']} (connector {meta['flink_connector_kafka']}), {meta['java']}, "
