@@ -433,8 +433,11 @@ sv_error_t *sv_do_checkpoint_list(sv_supervisor_t *sv, cmd_t *c)
 				json_array_append_new(
 					offs,
 					json_pack(
-						"{s:s, s:i, s:I, s:o}", "topic",
-						r->offsets[k]->topic,
+						"{s:s, s:s, s:i, s:I, s:o}",
+						"input",
+						r->offsets[k]->input ? "join"
+								     : "source",
+						"topic", r->offsets[k]->topic,
 						"partition",
 						r->offsets[k]->partition,
 						"next_offset",

@@ -833,8 +833,8 @@ static sv_error_t *run(member_t *m)
 			t_loop = mono_us(); /* checkpoint time is its own */
 		}
 	}
-	if (atomic_load(&w->failing))
-		eof = false;
+	if (atomic_load(&w->failing) || (m->join && !m->join_eof))
+		eof = false; /* stopped before both inputs ended */
 	int drain = atomic_load(&w->drain);
 	if (eof || drain == 2) {
 		for (size_t i = 0; i < m->ntasks; i++) {

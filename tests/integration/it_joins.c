@@ -13,12 +13,15 @@
  *     time = message timestamp), left join, exactly_once; each order once
  *     with the brute-force answer;
  *   - hash: a bounded left join of two topics (duplicate and null keys),
- *     GET /result against the relational answer computed here;
+ *     GET /result against the relational answer computed here and against
+ *     DataFusion's (join_datafusion.py, the test venv);
+ *   - copartition: topics of 4 and 2 partitions at parallelism 2: 422;
  *   - kill: the interval job in a supervisor process killed with SIGKILL
  *     at a checkpoint step (STREAMVISOR_KILL_AT after_send_offsets, then
  *     after_commit), restarted each time: output still exactly the
  *     brute-force pairs, each once (both inputs' offsets restored and
- *     committed in one transaction).
+ *     committed in one transaction); and the same at parallelism 2 over
+ *     inputs keyed by the customer (4 partitions each).
  * The sources are rate-limited in the kill case so the job spans several
  * checkpoints. */
 #define _GNU_SOURCE
@@ -368,6 +371,27 @@ static void test_interval(void **state)
 	printf("[interval] status join: %s\n", dump);
 	free(dump);
 	json_decref(st);
+	/* the checkpoint records hold both inputs' offsets */
+	char path[256];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/checkpoints", id);
+	int hs;
+	json_t *hist = tk_http_json(svc.port, "GET", path, NULL, &hs);
+	assert_int_equal(hs, 200);
+	json_t *ck0 = json_array_get(json_object_get(hist, "checkpoints"), 0);
+	json_t *offs = json_object_get(ck0, "offsets");
+	size_t nright = 0, nleft = 0;
+	for (size_t k = 0; k < json_array_size(offs); k++) {
+		json_t *o = json_array_get(offs, k);
+		const char *in = json_string_value(json_object_get(o, "input"));
+		const char *tp = json_string_value(json_object_get(o, "topic"));
+		if (!strcmp(in, "join") && !strcmp(tp, right))
+			nright++;
+		if (!strcmp(in, "source") && !strcmp(tp, left))
+			nleft++;
+	}
+	assert_int_equal(nleft, 2);
+	assert_int_equal(nright, 2);
+	json_decref(hist);
 	char *metrics = NULL;
 	assert_int_equal(tk_http(svc.port, "GET", "/metrics", NULL, &metrics),
 			 200);
@@ -580,6 +604,68 @@ static int dept_rows(int d)
 	return d % 10 == 5 ? 2 : 1;
 }
 
+/* The same join computed by DataFusion from the same input (written as
+ * CSV): its rows must be the job's (tests/integration/join_datafusion.py,
+ * the test venv of deploy/install-deps.sh). */
+static void datafusion_check(char **got, size_t ng)
+{
+	const char *bd = getenv("SV_BUILD_DIR");
+	const char *src = getenv("SV_SOURCE_DIR");
+	char py[1024], dir[1024];
+	snprintf(py, sizeof(py), "%s/../venv/bin/python", bd ? bd : "build");
+	if (access(py, X_OK))
+		fail_msg("test venv python not found at %s (run "
+			 "deploy/install-deps.sh)",
+			 py);
+	snprintf(dir, sizeof(dir), "%s/it-joins-df-XXXXXX", bd ? bd : "/tmp");
+	if (!mkdtemp(dir))
+		fail_msg("mkdtemp %s", dir);
+	char emp[1100], dept[1100], cmd[4096];
+	snprintf(emp, sizeof(emp), "%s/emp.csv", dir);
+	snprintf(dept, sizeof(dept), "%s/dept.csv", dir);
+	FILE *f = fopen(emp, "w");
+	fprintf(f, "eid,dept\n");
+	for (int e = 0; e < N_EMP; e++)
+		if (emp_dept_null(e))
+			fprintf(f, "%d,\n", e);
+		else
+			fprintf(f, "%d,%d\n", e, emp_dept(e));
+	fclose(f);
+	f = fopen(dept, "w");
+	fprintf(f, "dept,dname\n");
+	for (int d = 0; d < N_DEPT; d++)
+		for (int r = 0; r < dept_rows(d); r++)
+			fprintf(f, "%d,d%d%c\n", d, d, 'a' + r);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' '%s/tests/integration/join_datafusion.py' '%s' '%s'", py,
+		 src ? src : ".", emp, dept);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		fail_msg("cannot run %s", cmd);
+	size_t cap = 1024, n = 0;
+	char **df = malloc(cap * sizeof(*df));
+	char line[256];
+	while (fgets(line, sizeof(line), p)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (n == cap)
+			df = realloc(df, (cap *= 2) * sizeof(*df));
+		df[n++] = strdup(line);
+	}
+	int rc = pclose(p);
+	unlink(emp);
+	unlink(dept);
+	rmdir(dir);
+	if (rc != 0)
+		fail_msg("%s failed (%d)", cmd, rc);
+	char **copy = calloc(ng ? ng : 1, sizeof(*copy));
+	for (size_t i = 0; i < ng; i++)
+		copy[i] = strdup(got[i]);
+	assert_same(copy, ng, df, n, "bounded hash join vs DataFusion");
+	free_strs(copy, ng);
+	free_strs(df, n);
+}
+
 static void test_hash_bounded(void **state)
 {
 	(void)state;
@@ -673,6 +759,7 @@ static void test_hash_bounded(void **state)
 			abort();
 	}
 	assert_same(got, ng, want, nw, "bounded hash join (result)");
+	datafusion_check(got, ng);
 	/* and the output topic holds the same rows, committed */
 	char **lines;
 	size_t nl = tk_consume(out, nw, 30000, true, &lines);
