@@ -20,6 +20,18 @@
  *            produce time
  *            (for latency runs); --rate throttles to records/s and
  *            --seconds bounds a live load in time.
+ *   load-q3  the input of W4 (Nexmark q3-like lookup join): --persons
+ *            person rows to --table (keyed by pid, in the partition
+ *            Kafka's default partitioner gives the key), then one
+ *            sentinel person per partition (a negative pid that no
+ *            auction names, "pts" 10 years ahead: the table's event-time
+ *            watermark passes every auction once every partition of the
+ *            table has been read), then --count auction rows to --topic
+ *            keyed by seller (same partitioner: the two topics are
+ *            co-partitioned). A quarter of the auctions go to 100 hot
+ *            sellers, the rest uniformly over the persons. Auction ts:
+ *            10 per ms from the wall clock of the load; every person's
+ *            pts is 1 s before the first auction.
  *   copy     the contender: consume --in from the beginning to the end
  *            offsets taken at start and produce every record unchanged
  *            (same partition, key and value) to --out. Default
@@ -30,9 +42,13 @@
  *            process's own CPU (getrusage) and peak RSS; phase timings
  *            (end offsets read, first and last record, committed) on
  *            stderr.
- *   topics   create the comma-separated --topic list (--partitions 8).
+ *   topics   create the comma-separated --topic list (--partitions 8);
+ *            --compact: with cleanup.policy=compact (a table topic).
  *   count    read --topic with read_committed to its end: the number of
  *            records (the smoke check of every contender's output).
+ *            --join-check (W4's output): also the records whose "name"
+ *            is not their "seller"'s person name (q3_name), reported as
+ *            "wrong".
  *   latency  read --topic from its end with read_committed for --seconds;
  *            for every record, latency = consume time - the record's
  *            --field (ts for per-record output, window_end for window
@@ -83,6 +99,10 @@ typedef struct opts {
 	double warmup;
 	bool live;
 	bool txn;
+	bool compact;
+	bool join_check;
+	int64_t persons;
+	const char *table;
 	uint64_t seed;
 } opts_t;
 
@@ -308,7 +328,7 @@ static int cmd_load(const opts_t *o)
 			/* --key-by: the column as the message key, in the
 			 * partition Kafka's default partitioner gives it
 			 * (what source.partitioned_by declares) */
-			char kbuf[32];
+			char kbuf[32] = "";
 			size_t klen = 0;
 			if (o->key_by) {
 				int64_t kv = !strcmp(o->key_by, "auction")
@@ -345,6 +365,161 @@ done:
 	sv_source_close(src);
 	sv_schema_destroy(schema);
 	rd_kafka_topic_destroy(rkt);
+	rd_kafka_destroy(rk);
+	return 0;
+}
+
+/* ==== load-q3 (W4's persons table and auctions stream) ==== */
+
+static uint64_t q3_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static const char *const q3_first[] = {"Peter", "Paul",   "Luke",  "John",
+				       "Saul",  "Vicky",  "Kate",  "Julie",
+				       "Sarah", "Deiter", "Walter"};
+static const char *const q3_last[] = {"Shultz", "Abrams",  "Spencer",
+				      "White",  "Bartels", "Walton",
+				      "Smith",  "Jones",   "Noris"};
+static const char *const q3_city[] = {
+	"Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland",
+	"Bend",    "Redmond",     "Seattle",       "Kent",  "Cheyenne"};
+static const char *const q3_state[] = {"AZ", "CA", "ID", "OR", "WA", "WY"};
+#define Q3_N(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
+#define Q3_PID0 1000
+
+/* The name of person pid (what --join-check expects beside its seller). */
+static int q3_name(int64_t pid, char *buf, size_t len)
+{
+	int64_t u = pid < 0 ? -pid : pid;
+	return snprintf(buf, len, "%s %s %" PRId64,
+			q3_first[u % Q3_N(q3_first)],
+			q3_last[(u / 7) % Q3_N(q3_last)], pid);
+}
+
+static void q3_produce(rd_kafka_t *rk, rd_kafka_topic_t *rkt, int32_t part,
+		       const char *key, size_t klen, const char *v, size_t len)
+{
+	while (rd_kafka_produce(rkt, part, RD_KAFKA_MSG_F_COPY, (void *)v, len,
+				key, klen, NULL) == -1) {
+		if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+			fail("produce: %s",
+			     rd_kafka_err2str(rd_kafka_last_error()));
+		rd_kafka_poll(rk, 50);
+	}
+	rd_kafka_poll(rk, 0);
+}
+
+static int cmd_load_q3(const opts_t *o)
+{
+	rd_kafka_conf_t *c = rd_kafka_conf_new();
+	conf_set(c, "bootstrap.servers", o->bootstrap);
+	conf_set(c, "linger.ms", "20");
+	conf_set(c, "batch.size", "1048576");
+	conf_set(c, "batch.num.messages", "10000");
+	conf_set(c, "queue.buffering.max.kbytes", "1048576");
+	conf_set(c, "compression.type", "none");
+	rd_kafka_conf_set_dr_msg_cb(c, dr_cb);
+	rd_kafka_t *rk = new_client(RD_KAFKA_PRODUCER, c);
+	int tparts = topic_partitions(rk, o->table);
+	int aparts = topic_partitions(rk, o->topic);
+	rd_kafka_topic_t *tt = rd_kafka_topic_new(rk, o->table, NULL);
+	rd_kafka_topic_t *at = rd_kafka_topic_new(rk, o->topic, NULL);
+	int64_t t0 = now_ms();
+	int64_t pts = t0 - 1000;
+	int64_t np = o->persons > 0 ? o->persons : 100000;
+	char buf[1024], key[32], name[96];
+	int64_t pbytes = 0, abytes = 0;
+	double s0 = mono_s();
+	for (int64_t i = 0; i < np; i++) {
+		int64_t pid = Q3_PID0 + i;
+		size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRId64,
+					       pid);
+		q3_name(pid, name, sizeof(name));
+		int len = snprintf(buf, sizeof(buf),
+				   "{\"pid\":%" PRId64 ",\"name\":\"%s\","
+				   "\"email\":\"p%" PRId64 "@example.com\","
+				   "\"city\":\"%s\",\"state\":\"%s\","
+				   "\"pts\":%" PRId64 "}",
+				   pid, name, pid, q3_city[pid % Q3_N(q3_city)],
+				   q3_state[pid % Q3_N(q3_state)], pts);
+		q3_produce(rk, tt, sv_partition_of(key, klen, tparts), key,
+			   klen, buf, (size_t)len);
+		pbytes += len;
+	}
+	/* one sentinel per table partition: its pts moves the table's
+	 * watermark past every auction */
+	int64_t far = t0 + 10LL * 365 * 86400 * 1000;
+	for (int32_t p = 0; p < tparts; p++) {
+		int64_t pid = -1;
+		size_t klen = 0;
+		for (;; pid--) {
+			klen = (size_t)snprintf(key, sizeof(key), "%" PRId64,
+						pid);
+			if (sv_partition_of(key, klen, tparts) == p)
+				break;
+		}
+		q3_name(pid, name, sizeof(name));
+		int len = snprintf(buf, sizeof(buf),
+				   "{\"pid\":%" PRId64 ",\"name\":\"%s\","
+				   "\"email\":\"sentinel@example.com\","
+				   "\"city\":\"none\",\"state\":\"--\","
+				   "\"pts\":%" PRId64 "}",
+				   pid, name, far);
+		q3_produce(rk, tt, p, key, klen, buf, (size_t)len);
+	}
+	rd_kafka_flush(rk, 120000);
+	double psecs = mono_s() - s0;
+	uint64_t rs = o->seed;
+	static const char pad[] =
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678"
+		"9";
+	s0 = mono_s();
+	for (int64_t i = 0; i < o->count; i++) {
+		uint64_t r = q3_next(&rs);
+		int64_t seller = (r & 3) == 0
+			? Q3_PID0 +
+				(int64_t)((r >> 2) % 100) *
+					(np / 100 > 0 ? np / 100 : 1)
+			: Q3_PID0 + (int64_t)((r >> 8) % (uint64_t)np);
+		if (seller >= Q3_PID0 + np)
+			seller = Q3_PID0 + np - 1;
+		int64_t ts = t0 + i / 10;
+		size_t klen = (size_t)snprintf(key, sizeof(key), "%" PRId64,
+					       seller);
+		int len = snprintf(
+			buf, sizeof(buf),
+			"{\"id\":%" PRId64 ",\"item_name\":\"item-%" PRId64
+			"\",\"description\":\"%.*s\",\"initial_bid\":%" PRId64
+			",\"reserve\":%" PRId64 ",\"ts\":%" PRId64
+			",\"expires\":%" PRId64 ",\"seller\":%" PRId64
+			",\"category\":%" PRId64 "}",
+			i, i, 60 + (int)(i % 7), pad + (i % 13),
+			(int64_t)((r >> 20) % 1000) + 1,
+			(int64_t)((r >> 30) % 2000) + 1000, ts, ts + 10000,
+			seller, (int64_t)(10 + (r >> 40) % 5));
+		q3_produce(rk, at, sv_partition_of(key, klen, aparts), key,
+			   klen, buf, (size_t)len);
+		abytes += len;
+	}
+	rd_kafka_flush(rk, 120000);
+	double asecs = mono_s() - s0;
+	if (dr_failed)
+		fail("%" PRId64 " records failed delivery", dr_failed);
+	printf("{\"persons\":%" PRId64
+	       ",\"sentinels\":%d,\"persons_bytes\":%" PRId64
+	       ",\"persons_seconds\":%.3f,\"records\":%" PRId64
+	       ",\"bytes\":%" PRId64 ",\"avg_bytes\":%.1f,\"seconds\":%.3f"
+	       ",\"partitions\":%d}\n",
+	       np, tparts, pbytes, psecs, o->count, abytes,
+	       o->count ? (double)abytes / o->count : 0.0, asecs, aparts);
+	rd_kafka_topic_destroy(tt);
+	rd_kafka_topic_destroy(at);
 	rd_kafka_destroy(rk);
 	return 0;
 }
@@ -535,6 +710,22 @@ static int cmd_copy(const opts_t *o)
 
 /* ==== count ==== */
 
+static int64_t json_field_i64(const char *p, size_t len, const char *field);
+
+/* A W4 output record: its "name" is its "seller"'s (q3_name). */
+static bool join_ok(const char *p, size_t len)
+{
+	int64_t seller = json_field_i64(p, len, "seller");
+	const char *f = memmem(p, len, "\"name\":\"", 8);
+	if (seller < 0 || !f)
+		return false;
+	f += 8;
+	const char *e = memchr(f, '"', (size_t)(p + len - f));
+	char want[96];
+	int n = q3_name(seller, want, sizeof(want));
+	return e && e - f == n && !memcmp(f, want, (size_t)n);
+}
+
 static int cmd_count(const opts_t *o)
 {
 	int nparts;
@@ -545,7 +736,7 @@ static int cmd_count(const opts_t *o)
 					       &nparts, &tp, NULL, NULL);
 	bool eof[MAXPART] = {0};
 	int neof = 0;
-	int64_t records = 0, bytes = 0;
+	int64_t records = 0, bytes = 0, wrong = 0;
 	double t0 = mono_s();
 	while (neof < nparts) {
 		if (mono_s() - t0 > (o->seconds > 0 ? o->seconds : 300))
@@ -568,12 +759,16 @@ static int cmd_count(const opts_t *o)
 			}
 			records++;
 			bytes += (int64_t)m->len;
+			if (o->join_check && !join_ok(m->payload, m->len))
+				wrong++;
 		}
 		rd_kafka_message_destroy(m);
 	}
-	printf("{\"topic\":\"%s\",\"records\":%" PRId64 ",\"bytes\":%" PRId64
-	       "}\n",
+	printf("{\"topic\":\"%s\",\"records\":%" PRId64 ",\"bytes\":%" PRId64,
 	       o->topic, records, bytes);
+	if (o->join_check)
+		printf(",\"wrong\":%" PRId64, wrong);
+	printf("}\n");
 	rd_kafka_consumer_close(cons);
 	rd_kafka_topic_partition_list_destroy(tp);
 	rd_kafka_destroy(cons);
@@ -600,6 +795,10 @@ static int cmd_topics(const opts_t *o)
 					      sizeof(err));
 		if (!nt[n])
 			fail("topic '%s': %s", t, err);
+		if (o->compact &&
+		    rd_kafka_NewTopic_set_config(nt[n], "cleanup.policy",
+						 "compact"))
+			fail("topic '%s': cleanup.policy", t);
 		names[n] = t;
 		n++;
 	}
@@ -779,9 +978,11 @@ static void usage(void)
 		"B]\n"
 		"  load    --topic T --count N [--rate R --seconds S --live]"
 		" [--bytes 200 --keys 10000 --seed 42 --key-by key|auction]\n"
+		"  load-q3 --table PERSONS --topic AUCTIONS --count N"
+		" [--persons 100000 --seed 42]\n"
 		"  copy    --in T --out T2 [--txn] [--group G]\n"
-		"  count   --topic T [--seconds TIMEOUT]\n"
-		"  topics  --topic T1,T2,... [--partitions 8]\n"
+		"  count   --topic T [--seconds TIMEOUT] [--join-check]\n"
+		"  topics  --topic T1,T2,... [--partitions 8] [--compact]\n"
 		"  latency --topic T --field F --seconds S [--warmup S]"
 		" [--kill-file PATH]\n");
 	exit(2);
@@ -839,12 +1040,22 @@ int main(int argc, char **argv)
 			o.live = true;
 		else if (strcmp(a, "--txn") == 0)
 			o.txn = true;
+		else if (strcmp(a, "--compact") == 0)
+			o.compact = true;
+		else if (strcmp(a, "--join-check") == 0)
+			o.join_check = true;
+		else if (ARG("--persons"))
+			o.persons = strtoll(v, NULL, 10);
+		else if (ARG("--table"))
+			o.table = v;
 		else
 			usage();
 #undef ARG
 	}
 	if (!strcmp(o.cmd, "load") && o.topic)
 		return cmd_load(&o);
+	if (!strcmp(o.cmd, "load-q3") && o.topic && o.table && o.count > 0)
+		return cmd_load_q3(&o);
 	if (!strcmp(o.cmd, "copy") && o.in && o.out)
 		return cmd_copy(&o);
 	if (!strcmp(o.cmd, "topics") && o.topic)

@@ -4,7 +4,9 @@
 usage: report.py ROWS.json [META.json]     print the table (markdown)
        report.py --check ROWS.json         exit 1 unless every contender's
                                            output record count is the
-                                           expected one (the CI smoke check)
+                                           expected one (the CI smoke check;
+                                           W4: one record per auction, none
+                                           with another seller's name)
 
 One row per workload, delivery and contender. The streamvisor rows carry
 the ratios: throughput streamvisor/raw and streamvisor/Flink (>1: faster),
@@ -61,9 +63,11 @@ def table(rows, meta):
     out = []
     if meta:
         q = " (QUICK run: --quick, {:,} records)".format(meta["records"]) if meta.get("quick") else ""
+        bids = (f"input {meta['input']['records']:,} records, "
+                f"{meta['input']['avg_bytes']} bytes on average, {meta['input']['partitions']} partitions"
+                if meta['input']['records'] else "no bids loaded (W4 only)")
         out.append(f"Run {meta['date']}{q}, commit {meta['commit']}: {meta['cores']} cores "
-                   f"({meta['cpu']}), {meta['memory']}; input {meta['input']['records']:,} records, "
-                   f"{meta['input']['avg_bytes']} bytes on average, {meta['input']['partitions']} partitions; "
+                   f"({meta['cpu']}), {meta['memory']}; {bids}; "
                    f"Kafka broker {meta['kafka_broker']}, librdkafka {meta['librdkafka']}, "
                    f"Kafka Streams {meta.get('kafka_streams', '—')}, "
                    f"Flink {meta['flink']} (connector {meta['flink_connector_kafka']}), {meta['java']}, "
@@ -71,6 +75,14 @@ def table(rows, meta):
                    f"load average at start {meta.get('loadavg_start')}, at end {meta.get('loadavg_end')} "
                    f"(other work on the machine shows here); "
                    f"command `{meta.get('command', 'bench/run.sh')}`.")
+        q3 = meta.get("input_w4")
+        if q3:
+            out.append("")
+            out.append(f"W4 (lookup join, Nexmark q3-like): {q3['persons']:,} persons "
+                       f"(+{q3['sentinels']} sentinels) in a compacted table topic, then "
+                       f"{q3['records']:,} auctions ({q3['avg_bytes']} bytes on average), both "
+                       f"{q3['partitions']} partitions keyed by person id; records/s and CPU per "
+                       f"record count auctions; raw librdkafka has no join (no W4 row).")
         out.append("")
     out.append("| workload | delivery | contender | records/s | CPU s per M rec | peak RSS MB "
                "| checkpoint p50 / p99 ms | latency p50 / p99 ms (rate) | recovery s | output records "
@@ -107,6 +119,14 @@ def check(rows):
     bad = []
     for r in rows:
         w, d = r["workload"], r["delivery"]
+        # W4: every auction's seller is in the table, so every contender
+        # writes one record per auction, each with its seller's name
+        if w == "W4" and r.get("output_records") != r.get("records"):
+            bad.append(f"{r['contender']} {w} {d}: {r.get('output_records')} joined records "
+                       f"out of {r.get('records')} auctions")
+        if w == "W4" and r.get("output_wrong", 0) != 0:
+            bad.append(f"{r['contender']} {w} {d}: {r.get('output_wrong')} records with "
+                       f"another seller's name")
         if r["contender"] == "raw-librdkafka" and r.get("output_records") != r.get("records"):
             bad.append(f"raw {w} {d}: {r.get('output_records')} out of {r.get('records')}")
         if is_sv(r["contender"]):

@@ -13,6 +13,17 @@
  *   W2  keyBy key, 10 s tumbling event-time windows: n = count, total = sum(price)
  *   W3  keyBy auction, 10 s sliding windows every 2 s: bids = count
  *                                                  (Nexmark q5's first stage)
+ *   W4  auctions (--in) enriched with their seller's name, city, state
+ *       from the persons table topic (--table), an event-time lookup
+ *       join (Nexmark q3-like, the semantics of streamvisor's lookup join
+ *       with "time": "event"): both inputs keyBy the person id and
+ *       connected into a KeyedCoProcessFunction (Q3Join) that holds the
+ *       latest person per key in ValueState (a null value deletes it) and
+ *       answers each auction once the combined watermark (the minimum of
+ *       both inputs') reaches its ts: at once if it already has, else
+ *       from an event-time timer at ts, the waiting auctions of the key
+ *       in MapState. Inner join; an auction whose person is absent or
+ *       later than its ts is dropped.
  *
  * --bounded: the source stops at the end offsets taken at start; the job
  * ends when everything is written (and, for exactly-once, committed by the
@@ -38,6 +49,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -45,6 +58,12 @@ import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.AggregateFunction;
 import org.apache.flink.api.common.serialization.AbstractDeserializationSchema;
 import org.apache.flink.api.common.serialization.SimpleStringSchema;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.base.DeliveryGuarantee;
 import org.apache.flink.connector.kafka.sink.KafkaRecordSerializationSchema;
@@ -54,6 +73,7 @@ import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsIni
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.co.KeyedCoProcessFunction;
 import org.apache.flink.streaming.api.functions.windowing.ProcessWindowFunction;
 import org.apache.flink.streaming.api.windowing.assigners.SlidingEventTimeWindows;
 import org.apache.flink.streaming.api.windowing.assigners.TumblingEventTimeWindows;
@@ -117,6 +137,146 @@ public final class FlinkPeer {
         }
     }
 
+    /** W4's left input: one auction (the fields the output keeps). */
+    public static final class Auction {
+        public long id, seller, category, initialBid, ts;
+        public Auction() {}
+    }
+
+    /** W4's table: one person row; deleted = a null message value. */
+    public static final class Person {
+        public long pid, pts;
+        public String name, city, state;
+        public boolean deleted;
+        public Person() {}
+    }
+
+    public static final class AuctionDeserializer extends AbstractDeserializationSchema<Auction> {
+        private transient ObjectMapper mapper;
+
+        @Override
+        public Auction deserialize(byte[] message) throws IOException {
+            if (mapper == null) {
+                mapper = new ObjectMapper();
+            }
+            JsonNode n = mapper.readTree(message);
+            Auction x = new Auction();
+            x.id = n.path("id").asLong();
+            x.seller = n.path("seller").asLong();
+            x.category = n.path("category").asLong();
+            x.initialBid = n.path("initial_bid").asLong();
+            x.ts = n.path("ts").asLong();
+            return x;
+        }
+    }
+
+    /** Person rows; a tombstone (null value) becomes a deleted Person keyed by the message key. */
+    public static final class PersonDeserializer
+            implements org.apache.flink.connector.kafka.source.reader.deserializer.KafkaRecordDeserializationSchema<Person> {
+        private transient ObjectMapper mapper;
+
+        @Override
+        public void deserialize(org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]> r,
+                Collector<Person> out) throws IOException {
+            if (mapper == null) {
+                mapper = new ObjectMapper();
+            }
+            Person p = new Person();
+            if (r.value() == null) {
+                if (r.key() == null) {
+                    return;
+                }
+                p.pid = Long.parseLong(new String(r.key(), StandardCharsets.UTF_8));
+                p.pts = r.timestamp();
+                p.deleted = true;
+            } else {
+                JsonNode n = mapper.readTree(r.value());
+                p.pid = n.path("pid").asLong();
+                p.pts = n.path("pts").asLong();
+                p.name = n.path("name").asText();
+                p.city = n.path("city").asText();
+                p.state = n.path("state").asText();
+            }
+            out.collect(p);
+        }
+
+        @Override
+        public TypeInformation<Person> getProducedType() {
+            return TypeInformation.of(Person.class);
+        }
+    }
+
+    private static String jsonString(String s) {
+        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '"' || c == '\\') {
+                b.append('\\');
+            }
+            b.append(c);
+        }
+        return b.append('"').toString();
+    }
+
+    /** W4: the event-time lookup join of an auction with its seller (see the header). */
+    public static final class Q3Join extends KeyedCoProcessFunction<Long, Auction, Person, String> {
+        private transient ValueState<Person> person;
+        private transient MapState<Long, List<Auction>> waiting;
+
+        @Override
+        public void open(org.apache.flink.api.common.functions.OpenContext ctx) {
+            person = getRuntimeContext().getState(new ValueStateDescriptor<>("person", Person.class));
+            waiting = getRuntimeContext().getMapState(new MapStateDescriptor<>("waiting", Types.LONG,
+                    Types.LIST(TypeInformation.of(Auction.class))));
+        }
+
+        private void answer(Auction a, Collector<String> out) throws Exception {
+            Person p = person.value();
+            if (p == null || p.pts > a.ts) {
+                return;
+            }
+            out.collect("{\"id\":" + a.id + ",\"seller\":" + a.seller + ",\"category\":" + a.category
+                    + ",\"initial_bid\":" + a.initialBid + ",\"ts\":" + a.ts + ",\"name\":" + jsonString(p.name)
+                    + ",\"city\":" + jsonString(p.city) + ",\"state\":" + jsonString(p.state) + "}");
+        }
+
+        @Override
+        public void processElement1(Auction a, Context ctx, Collector<String> out) throws Exception {
+            if (ctx.timerService().currentWatermark() >= a.ts) {
+                answer(a, out);
+                return;
+            }
+            List<Auction> l = waiting.get(a.ts);
+            if (l == null) {
+                l = new ArrayList<>();
+                ctx.timerService().registerEventTimeTimer(a.ts);
+            }
+            l.add(a);
+            waiting.put(a.ts, l);
+        }
+
+        @Override
+        public void processElement2(Person p, Context ctx, Collector<String> out) throws Exception {
+            if (p.deleted) {
+                person.clear();
+            } else {
+                person.update(p);
+            }
+        }
+
+        @Override
+        public void onTimer(long ts, OnTimerContext ctx, Collector<String> out) throws Exception {
+            List<Auction> l = waiting.get(ts);
+            if (l == null) {
+                return;
+            }
+            for (Auction a : l) {
+                answer(a, out);
+            }
+            waiting.remove(ts);
+        }
+    }
+
     private static Map<String, String> parseArgs(String[] args) {
         Map<String, String> m = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
@@ -152,6 +312,68 @@ public final class FlinkPeer {
             }
         }
         return -1;
+    }
+
+    private static DataStream<String> bidsPipeline(DataStream<Bid> bids, String workload) {
+        DataStream<String> result;
+        switch (workload) {
+            case "W1":
+                result = bids.filter(b -> b.price % 3 != 0)
+                        .map(b -> "{\"seq\":" + b.seq + ",\"auction\":" + b.auction + ",\"bidder\":"
+                                + b.bidder + ",\"price_eur\":" + (b.price * 0.908) + ",\"ts\":" + b.ts + "}")
+                        .name("W1 filter+select");
+                break;
+            case "W2":
+                result = bids.keyBy(b -> b.key)
+                        .window(TumblingEventTimeWindows.of(Duration.ofSeconds(10)))
+                        .aggregate(new CountSum(), new W2Out())
+                        .name("W2 tumbling count+sum");
+                break;
+            case "W3":
+                result = bids.keyBy(b -> b.auction)
+                        .window(SlidingEventTimeWindows.of(Duration.ofSeconds(10), Duration.ofSeconds(2)))
+                        .aggregate(new CountSum(), new W3Out())
+                        .name("W3 sliding count per auction");
+                break;
+            default:
+                throw new IllegalArgumentException("unknown workload " + workload);
+        }
+        return result;
+    }
+
+    /** W4's job graph: auctions and persons, each a KafkaSource, keyed by person id and joined. */
+    private static DataStream<String> q3(StreamExecutionEnvironment env, String bootstrap, String in,
+            String table, String name, boolean bounded) {
+        var as = KafkaSource.<Auction>builder()
+                .setBootstrapServers(bootstrap)
+                .setTopics(in)
+                .setGroupId(name)
+                .setStartingOffsets(OffsetsInitializer.earliest())
+                .setValueOnlyDeserializer(new AuctionDeserializer())
+                .setProperty("isolation.level", "read_committed")
+                .setProperty("partition.discovery.interval.ms", "-1");
+        var ps = KafkaSource.<Person>builder()
+                .setBootstrapServers(bootstrap)
+                .setTopics(table)
+                .setGroupId(name + "-table")
+                .setStartingOffsets(OffsetsInitializer.earliest())
+                .setDeserializer(new PersonDeserializer())
+                .setProperty("isolation.level", "read_committed")
+                .setProperty("partition.discovery.interval.ms", "-1");
+        if (bounded) {
+            as.setBounded(OffsetsInitializer.latest());
+            ps.setBounded(OffsetsInitializer.latest());
+        }
+        DataStream<Auction> auctions = env.fromSource(as.build(),
+                WatermarkStrategy.<Auction>forBoundedOutOfOrderness(Duration.ZERO)
+                        .withTimestampAssigner((x, t) -> x.ts), "kafka:" + in);
+        DataStream<Person> persons = env.fromSource(ps.build(),
+                WatermarkStrategy.<Person>forBoundedOutOfOrderness(Duration.ZERO)
+                        .withTimestampAssigner((x, t) -> x.pts), "kafka:" + table);
+        return auctions.keyBy(x -> x.seller)
+                .connect(persons.keyBy(x -> x.pid))
+                .process(new Q3Join())
+                .name("W4 lookup join auctions-persons");
     }
 
     public static void main(String[] argv) throws Exception {
@@ -198,30 +420,11 @@ public final class FlinkPeer {
         }
         WatermarkStrategy<Bid> wms = WatermarkStrategy.<Bid>forBoundedOutOfOrderness(Duration.ZERO)
                 .withTimestampAssigner((b, t) -> b.ts);
-        DataStream<Bid> bids = env.fromSource(sb.build(), wms, "kafka:" + in);
-
         DataStream<String> result;
-        switch (workload) {
-            case "W1":
-                result = bids.filter(b -> b.price % 3 != 0)
-                        .map(b -> "{\"seq\":" + b.seq + ",\"auction\":" + b.auction + ",\"bidder\":"
-                                + b.bidder + ",\"price_eur\":" + (b.price * 0.908) + ",\"ts\":" + b.ts + "}")
-                        .name("W1 filter+select");
-                break;
-            case "W2":
-                result = bids.keyBy(b -> b.key)
-                        .window(TumblingEventTimeWindows.of(Duration.ofSeconds(10)))
-                        .aggregate(new CountSum(), new W2Out())
-                        .name("W2 tumbling count+sum");
-                break;
-            case "W3":
-                result = bids.keyBy(b -> b.auction)
-                        .window(SlidingEventTimeWindows.of(Duration.ofSeconds(10), Duration.ofSeconds(2)))
-                        .aggregate(new CountSum(), new W3Out())
-                        .name("W3 sliding count per auction");
-                break;
-            default:
-                throw new IllegalArgumentException("unknown workload " + workload);
+        if (workload.equals("W4")) {
+            result = q3(env, bootstrap, in, a.get("table"), name, bounded);
+        } else {
+            result = bidsPipeline(env.fromSource(sb.build(), wms, "kafka:" + in), workload);
         }
 
         Properties producerProps = new Properties();

@@ -11,6 +11,18 @@
  *       price_eur = price * 0.908, ts
  *   W2  by key, 10 s tumbling event-time windows: n = count, total = sum(price)
  *   W3  by auction, 10 s sliding windows every 2 s: bids = count
+ *   W4  auctions (--in, keyed by seller) joined with the persons table
+ *       (--table, compacted, keyed by pid; the two co-partitioned): a
+ *       KStream-KTable inner join, the persons topic as a KTable with
+ *       a JSON serde (a lookup deserializes the stored person, as a
+ *       JsonSerde does), topology optimization "all" so the table's store
+ *       is restored from the source topic instead of a changelog. The
+ *       auctions are decoded in processValues (no key change, so no
+ *       repartition). Which person an auction sees: the one current when
+ *       it is processed; Kafka Streams picks the record with the smallest
+ *       timestamp among a task's partitions (and waits for a partition
+ *       with known lag and no buffered data), and the persons were
+ *       produced before the auctions, so the table is read first.
  *
  * Kafka Streams has no bounded mode and no watermark, so two things are
  * done by hand, in the processor API (docs: bench/README.md "kstreams"):
@@ -83,7 +95,10 @@ import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.utils.Utils;
 import org.apache.kafka.streams.KafkaStreams;
@@ -92,9 +107,13 @@ import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Repartitioned;
 import org.apache.kafka.streams.processor.StreamPartitioner;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessor;
+import org.apache.kafka.streams.processor.api.FixedKeyProcessorContext;
+import org.apache.kafka.streams.processor.api.FixedKeyRecord;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -305,6 +324,97 @@ public final class KStreamsPeer {
         }
     }
 
+    /** W4: one auction (the fields the output keeps). */
+    static final class Auction {
+        long id, seller, category, initialBid, ts;
+    }
+
+    /** W4: one person as stored in the KTable. */
+    static final class Person {
+        long pid, pts;
+        String name, city, state;
+    }
+
+    static final ObjectMapper MAPPER = new ObjectMapper();
+
+    /** The persons' value serde: JSON both ways (what a JsonSerde does). */
+    static final Serde<Person> PERSON_SERDE = Serdes.serdeFrom(
+            (Serializer<Person>) (topic, p) -> {
+                if (p == null) {
+                    return null;
+                }
+                var o = MAPPER.createObjectNode();
+                o.put("pid", p.pid).put("name", p.name).put("city", p.city).put("state", p.state)
+                        .put("pts", p.pts);
+                return o.toString().getBytes(StandardCharsets.UTF_8);
+            },
+            (Deserializer<Person>) (topic, b) -> {
+                if (b == null) {
+                    return null;
+                }
+                try {
+                    JsonNode n = MAPPER.readTree(b);
+                    Person p = new Person();
+                    p.pid = n.path("pid").asLong();
+                    p.pts = n.path("pts").asLong();
+                    p.name = n.path("name").asText();
+                    p.city = n.path("city").asText();
+                    p.state = n.path("state").asText();
+                    return p;
+                } catch (IOException e) {
+                    throw new RuntimeException(e);
+                }
+            });
+
+    static String jsonString(String v) {
+        StringBuilder b = new StringBuilder(v.length() + 2).append('"');
+        for (int i = 0; i < v.length(); i++) {
+            char c = v.charAt(i);
+            if (c == '"' || c == '\\') {
+                b.append('\\');
+            }
+            b.append(c);
+        }
+        return b.append('"').toString();
+    }
+
+    /** W4 source: decode the auction, note the end of each partition (after forwarding). */
+    static final class AuctionProc implements FixedKeyProcessor<String, byte[], Auction> {
+        private FixedKeyProcessorContext<String, Auction> ctx;
+        private final ObjectMapper mapper = new ObjectMapper();
+
+        @Override
+        public void init(FixedKeyProcessorContext<String, Auction> context) {
+            ctx = context;
+        }
+
+        @Override
+        public void process(FixedKeyRecord<String, byte[]> r) {
+            RecordMetadata md = ctx.recordMetadata().orElseThrow();
+            int p = md.partition();
+            recordsRead.increment();
+            JsonNode n;
+            try {
+                n = mapper.readTree(r.value());
+            } catch (IOException e) {
+                throw new RuntimeException(e);
+            }
+            Auction a = new Auction();
+            a.id = n.path("id").asLong();
+            a.seller = n.path("seller").asLong();
+            a.category = n.path("category").asLong();
+            a.initialBid = n.path("initial_bid").asLong();
+            a.ts = n.path("ts").asLong();
+            ctx.forward(r.withValue(a));
+            if (md.offset() + 1 >= endOffsets.getOrDefault(p, 0L) && !sourcesDone.contains(p)) {
+                sourcesDone.add(p);
+                if (sourcesDone.containsAll(nonEmpty)) {
+                    finished.countDown();
+                }
+            }
+        }
+    }
+
     private static Map<String, String> parseArgs(String[] args) {
         Map<String, String> m = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
@@ -361,9 +471,20 @@ public final class KStreamsPeer {
                 .collect(Collectors.toSet());
 
         StreamsBuilder b = new StreamsBuilder();
-        KStream<byte[], byte[]> src = b.stream(in, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()));
-        KStream<Object, Object> s = src.process(SourceProc::new);
-        if (workload.equals("W1")) {
+        KStream<Object, Object> s = workload.equals("W4") ? null
+                : b.stream(in, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray())).process(SourceProc::new);
+        if (workload.equals("W4")) {
+            KTable<String, Person> persons = b.table(a.get("table"), Consumed.with(Serdes.String(), PERSON_SERDE));
+            b.stream(in, Consumed.with(Serdes.String(), Serdes.ByteArray()))
+                    .processValues(AuctionProc::new)
+                    .join(persons, (x, q) -> q.pts > x.ts ? null
+                            : "{\"id\":" + x.id + ",\"seller\":" + x.seller + ",\"category\":" + x.category
+                                    + ",\"initial_bid\":" + x.initialBid + ",\"ts\":" + x.ts + ",\"name\":"
+                                    + jsonString(q.name) + ",\"city\":" + jsonString(q.city) + ",\"state\":"
+                                    + jsonString(q.state) + "}")
+                    .filter((k, v) -> v != null)
+                    .to(out, Produced.with(Serdes.String(), Serdes.String()));
+        } else if (workload.equals("W1")) {
             s.map((k, v) -> KeyValue.pair((byte[]) k, (String) v))
                     .to(out, Produced.with(Serdes.ByteArray(), Serdes.String()));
         } else {
@@ -393,7 +514,10 @@ public final class KStreamsPeer {
         p.put(StreamsConfig.producerPrefix(ProducerConfig.BATCH_SIZE_CONFIG), 1048576);
         p.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 60000);
 
-        KafkaStreams ks = new KafkaStreams(b.build(), p);
+        if (workload.equals("W4")) {
+            p.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, StreamsConfig.OPTIMIZE);
+        }
+        KafkaStreams ks = new KafkaStreams(b.build(p), p);
         ks.setUncaughtExceptionHandler(e -> {
             e.printStackTrace();
             System.exit(2);
