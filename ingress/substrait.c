@@ -1800,7 +1800,7 @@ static int field_index(const Substrait__Expression *e)
 
 static bool not_equi(tctx_t *c, const char *what)
 {
-	char why[256];
+	char why[512];
 	snprintf(why, sizeof(why),
 		 "only equi-joins are translated: the condition must be "
 		 "column = column (one column of each input), or an AND of "

@@ -893,7 +893,8 @@ static int ksrc_tombstone(kafka_source_t *ks, const rd_kafka_message_t *m,
 	}
 	if (f->type != SV_T_STRING && (end == text || *end)) {
 		snprintf(reason, rlen,
-			 "a tombstone (null value) whose key '%s' is not a %s "
+			 "a tombstone (null value) whose key '%.64s' is not a "
+			 "%s "
 			 "(column '%s')",
 			 text, sv_type_name(f->type), f->name);
 		return -1;
