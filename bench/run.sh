@@ -147,8 +147,6 @@ now_ms() { date +%s%3N; }
 build() {
     say "building release streamvisor + bench_raw_kafka in $SVB"
     if [ ! -f "$SVB/build.ninja" ]; then
-        # -Werror stays the dev build's: gcc 12 at -O3 warns where -O0 does
-        # not (format-truncation in sources/kafka_source.c at 8005ab1)
         cmake -S . -B "$SVB" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$OUT/cmake.log" 2>&1 ||
             { cat "$OUT/cmake.log" >&2; die "cmake configure failed"; }
     fi
