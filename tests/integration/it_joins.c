@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
@@ -496,24 +497,19 @@ static char *lookup_answer(int64_t i)
 	return s;
 }
 
-static void test_lookup(void **state)
+/* The event-time left lookup join of orders against the customers table;
+ * rate: the orders' rate_per_s (0: as fast as they come). */
+static char *lookup_spec(const char *name, const char *left, const char *table,
+			 const char *out, int rate)
 {
-	(void)state;
-	tk_service_t svc;
-	tk_service_start(&svc);
-	char *left = tk_unique("it-join-lk-orders");
-	char *table = tk_unique("it-join-customers");
-	char *out = tk_unique("it-join-lk-out");
-	tk_create_topic(left, 2);
-	tk_create_topic(table, 2);
-	tk_create_topic(out, 2);
-	produce_lookup_orders(left);
-	produce_table(table);
+	char rl[64] = "";
+	if (rate)
+		snprintf(rl, sizeof(rl), ", \"rate_per_s\": %d", rate);
 	char *spec;
 	if (asprintf(
 		    &spec,
-		    "{\"name\": \"it-join-lookup\", \"source\": {\"topic\": "
-		    "\"%s\"},"
+		    "{\"name\": \"%s\", \"source\": {\"topic\": "
+		    "\"%s\"%s},"
 		    " \"schema\": [{\"name\": \"id\", \"type\": \"int64\"},"
 		    "  {\"name\": \"cust\", \"type\": \"string\"},"
 		    "  {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
@@ -532,18 +528,14 @@ static void test_lookup(void **state)
 		    " \"sink\": {\"topic\": \"%s\"},"
 		    " \"delivery\": \"exactly_once\","
 		    " \"checkpoint\": {\"interval_ms\": 300}}",
-		    left, table, out) < 0)
+		    name, left, rl, table, out) < 0)
 		abort();
-	char *id = tk_submit(svc.port, spec);
-	free(spec);
-	char **want = calloc(N_ORD, sizeof(*want));
-	size_t nulls = 0;
-	for (int64_t i = 0; i < N_ORD; i++) {
-		want[i] = lookup_answer(i);
-		nulls += strstr(want[i], ":null") != NULL;
-	}
-	char **lines;
-	size_t nl = tk_consume(out, N_ORD + 2, 60000, true, &lines);
+	return spec;
+}
+
+/* The output lines as "id:name" (sentinels, id < 0, left out). */
+static size_t lookup_got(char **lines, size_t nl, char ***out)
+{
 	char **got = calloc(nl ? nl : 1, sizeof(*got));
 	size_t ng = 0;
 	for (size_t k = 0; k < nl; k++) {
@@ -560,6 +552,36 @@ static void test_lookup(void **state)
 			abort();
 		json_decref(o);
 	}
+	*out = got;
+	return ng;
+}
+
+static void test_lookup(void **state)
+{
+	(void)state;
+	tk_service_t svc;
+	tk_service_start(&svc);
+	char *left = tk_unique("it-join-lk-orders");
+	char *table = tk_unique("it-join-customers");
+	char *out = tk_unique("it-join-lk-out");
+	tk_create_topic(left, 2);
+	tk_create_topic(table, 2);
+	tk_create_topic(out, 2);
+	produce_lookup_orders(left);
+	produce_table(table);
+	char *spec = lookup_spec("it-join-lookup", left, table, out, 0);
+	char *id = tk_submit(svc.port, spec);
+	free(spec);
+	char **want = calloc(N_ORD, sizeof(*want));
+	size_t nulls = 0;
+	for (int64_t i = 0; i < N_ORD; i++) {
+		want[i] = lookup_answer(i);
+		nulls += strstr(want[i], ":null") != NULL;
+	}
+	char **lines;
+	size_t nl = tk_consume(out, N_ORD + 2, 60000, true, &lines);
+	char **got;
+	size_t ng = lookup_got(lines, nl, &got);
 	printf("[lookup] %zu orders, %zu without a customer row (none yet or "
 	       "a tombstone)\n",
 	       (size_t)N_ORD, nulls);
@@ -899,6 +921,118 @@ static void test_kill_parallel(void **state)
 	free(out);
 }
 
+/* The kill loop of it_crash for both streaming joins: a supervisor killed
+ * by SIGKILL at checkpoint steps (each at its second hit, so every
+ * incarnation makes progress first), then at random moments
+ * (SV_CRASH_SEED), restarted on the same data dir each time; the last
+ * incarnation runs to the end. The exactly-once output must be the
+ * brute-force answer: 0 duplicated, 0 missing, 0 wrong. By default the two
+ * joins share the five kill points between them and take one random kill
+ * each (make test's time); SV_CRASH_LONG=1 runs every point and 10 random
+ * kills for each. */
+static const char *const kill_points[] = {
+	"before_prepare:2", "after_prepare:2", "after_send_offsets:2",
+	"after_commit:2", "after_mark_committed:2"};
+
+/* first: which half of the points runs by default (0: even, 1: odd) */
+static void kill_loop(crash_t *c, const char *spec, size_t first)
+{
+	bool all = env_on("SV_CRASH_LONG");
+	bool submitted = false;
+	for (size_t i = 0; i < SV_ARRAY_LEN(kill_points); i++) {
+		if (!all && i % 2 != first)
+			continue;
+		start_incarnation(c, kill_points[i]);
+		if (!submitted) {
+			int status;
+			char *raw = NULL;
+			json_t *r = cr_http_json(c, "POST", "/v1/jobs", spec,
+						 &status, &raw);
+			if (status != 201)
+				cr_fail(c, "submit: %d %s", status,
+					raw ? raw : "");
+			free(raw);
+			json_decref(r);
+			submitted = true;
+		}
+		wait_killed(c, kill_points[i]);
+	}
+	int nrandom = all ? 10 : 1;
+	for (int k = 0; k < nrandom; k++) {
+		start_incarnation(c, NULL);
+		/* a moment of the running job, not a synchronization */
+		int ms = 200 + (int)(rnd(&c->rng) % 900);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+		cr_sigkill(c);
+		printf("[kill] incarnation %d killed after %d ms\n",
+		       c->incarnation, ms);
+	}
+	start_incarnation(c, NULL);
+}
+
+static void test_kill_loop_interval(void **state)
+{
+	crash_t *c = cr_new(state, "joins_loop_interval", 17);
+	char *left = tk_unique("it-join-li-orders");
+	char *right = tk_unique("it-join-li-payments");
+	char *out = tk_unique("it-join-li-out");
+	tk_create_topic(left, 2);
+	tk_create_topic(right, 2);
+	tk_create_topic(out, 2);
+	produce_orders(left);
+	produce_payments(right);
+	char **want;
+	size_t nw = interval_expected(&want);
+	char *spec = interval_spec("it-join-loop-interval", left, right, out,
+				   1000, 1);
+	kill_loop(c, spec, 0);
+	char **lines;
+	size_t nl = tk_consume(out, nw + 4, 90000, true, &lines);
+	char **got;
+	size_t ng = interval_got(lines, nl, &got);
+	assert_same(got, ng, want, nw, "interval exactly_once, kill loop");
+	c->passed = true;
+	free_strs(lines, nl);
+	free_strs(got, ng);
+	free_strs(want, nw);
+	free(spec);
+	free(left);
+	free(right);
+	free(out);
+}
+
+static void test_kill_loop_lookup(void **state)
+{
+	crash_t *c = cr_new(state, "joins_loop_lookup", 18);
+	char *left = tk_unique("it-join-ll-orders");
+	char *table = tk_unique("it-join-ll-customers");
+	char *out = tk_unique("it-join-ll-out");
+	tk_create_topic(left, 2);
+	tk_create_topic(table, 2);
+	tk_create_topic(out, 2);
+	produce_lookup_orders(left);
+	produce_table(table);
+	char *spec = lookup_spec("it-join-loop-lookup", left, table, out, 1000);
+	char **want = calloc(N_ORD, sizeof(*want));
+	for (int64_t i = 0; i < N_ORD; i++)
+		want[i] = lookup_answer(i);
+	kill_loop(c, spec, 1);
+	char **lines;
+	size_t nl = tk_consume(out, N_ORD + 2, 90000, true, &lines);
+	char **got;
+	size_t ng = lookup_got(lines, nl, &got);
+	assert_same(got, ng, want, N_ORD, "lookup exactly_once, kill loop");
+	c->passed = true;
+	free_strs(lines, nl);
+	free_strs(got, ng);
+	free_strs(want, N_ORD);
+	free(spec);
+	free(left);
+	free(table);
+	free(out);
+}
+
 /* At parallelism 2, topics of 4 and 2 partitions are not co-partitioned:
  * 422 at submit naming the join source's topic. */
 static void test_copartition_refused(void **state)
@@ -938,6 +1072,8 @@ int main(void)
 		cmocka_unit_test(test_copartition_refused),
 		cmocka_unit_test_teardown(test_kill, cr_teardown),
 		cmocka_unit_test_teardown(test_kill_parallel, cr_teardown),
+		cmocka_unit_test_teardown(test_kill_loop_interval, cr_teardown),
+		cmocka_unit_test_teardown(test_kill_loop_lookup, cr_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
