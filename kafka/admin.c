@@ -161,3 +161,160 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 			field);
 	return NULL;
 }
+
+/* A short-lived admin client of cluster, or NULL with *err. */
+static rd_kafka_t *admin_client(const sv_cluster_t *cluster, sv_error_t **err)
+{
+	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
+	char role[300];
+	snprintf(role, sizeof(role), "admin client of cluster '%s'",
+		 cluster->name);
+	sv_kafka_client_conf_t kc = {
+		.type = RD_KAFKA_PRODUCER,
+		.cluster = cluster,
+		.client_id = "streamvisor-admin",
+		.role = role,
+		.tuning = tuning,
+		.ntuning = SV_ARRAY_LEN(tuning),
+	};
+	rd_kafka_t *rk;
+	*err = sv_kafka_client_new(&kc, &rk);
+	return *err ? NULL : rk;
+}
+
+/* Wait for the one topic result of a CreateTopics or DeleteTopics call:
+ * its error code (or the request's), with its text in why. */
+static rd_kafka_resp_err_t topic_result(rd_kafka_queue_t *q, bool create,
+					char *why, size_t whylen)
+{
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 1000);
+	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	snprintf(why, whylen, "no answer");
+	if (ev && rd_kafka_event_error(ev)) {
+		e = rd_kafka_event_error(ev);
+		snprintf(why, whylen, "%s", rd_kafka_event_error_string(ev));
+	} else if (ev) {
+		const rd_kafka_topic_result_t **tr;
+		size_t n = 0;
+		if (create) {
+			const rd_kafka_CreateTopics_result_t *r =
+				rd_kafka_event_CreateTopics_result(ev);
+			tr = r ? rd_kafka_CreateTopics_result_topics(r, &n)
+			       : NULL;
+		} else {
+			const rd_kafka_DeleteTopics_result_t *r =
+				rd_kafka_event_DeleteTopics_result(ev);
+			tr = r ? rd_kafka_DeleteTopics_result_topics(r, &n)
+			       : NULL;
+		}
+		if (tr && n == 1) {
+			e = rd_kafka_topic_result_error(tr[0]);
+			const char *s = rd_kafka_topic_result_error_string(
+				tr[0]);
+			snprintf(why, whylen, "%s",
+				 s ? s : rd_kafka_err2str(e));
+		}
+	}
+	if (ev)
+		rd_kafka_event_destroy(ev);
+	return e;
+}
+
+sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
+				  const char *topic, int partitions,
+				  bool *created)
+{
+	*created = false;
+	if (!cluster || cluster->dev_embedded)
+		return sv_error_new(
+			SV_ERR_CONFIG,
+			"topic '%s' needs a real Kafka cluster (the "
+			"embedded development cluster has no "
+			"admin API)",
+			topic);
+	int have = sv_kafka_topic_partitions(cluster, topic);
+	if (have > 0 && have != partitions)
+		return sv_error_new(SV_ERR_CONFIG,
+				    "topic '%s' on cluster '%s' has %d "
+				    "partitions, not the %d it needs",
+				    topic, cluster->name, have, partitions);
+	if (have > 0)
+		return NULL;
+	sv_error_t *err;
+	rd_kafka_t *rk = admin_client(cluster, &err);
+	if (!rk)
+		return err;
+	char es[256], why[512], text[512];
+	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1,
+							es, sizeof(es));
+	if (!nt) {
+		sv_kafka_client_destroy(rk);
+		return sv_error_new(SV_ERR_CONFIG, "topic '%s': %s", topic, es);
+	}
+	rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete");
+	rd_kafka_NewTopic_set_config(nt, "retention.ms", "-1");
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+		rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+	rd_kafka_AdminOptions_set_request_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						  sizeof(es));
+	rd_kafka_AdminOptions_set_operation_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						    sizeof(es));
+	rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
+	rd_kafka_resp_err_t e = topic_result(q, true, why, sizeof(why));
+	if (!e)
+		*created = true;
+	else if (e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+		err = sv_error_new(
+			SV_ERR_BINDING,
+			"cannot create topic '%s' on cluster '%s': %s", topic,
+			cluster->name,
+			sv_kafka_client_scrub(rk, why, text, sizeof(text)));
+	rd_kafka_AdminOptions_destroy(opt);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_NewTopic_destroy(nt);
+	sv_kafka_client_destroy(rk);
+	if (!err && !*created) {
+		have = sv_kafka_topic_partitions(cluster, topic);
+		if (have > 0 && have != partitions)
+			err = sv_error_new(SV_ERR_CONFIG,
+					   "topic '%s' on cluster '%s' has %d "
+					   "partitions, not the %d it needs",
+					   topic, cluster->name, have,
+					   partitions);
+	}
+	return err;
+}
+
+sv_error_t *sv_kafka_topic_delete(const sv_cluster_t *cluster,
+				  const char *topic)
+{
+	if (!cluster || cluster->dev_embedded)
+		return NULL;
+	sv_error_t *err;
+	rd_kafka_t *rk = admin_client(cluster, &err);
+	if (!rk)
+		return err;
+	char es[256], why[512], text[512];
+	rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+		rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+	rd_kafka_AdminOptions_set_request_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						  sizeof(es));
+	rd_kafka_AdminOptions_set_operation_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						    sizeof(es));
+	rd_kafka_DeleteTopics(rk, &dt, 1, opt, q);
+	rd_kafka_resp_err_t e = topic_result(q, false, why, sizeof(why));
+	if (e && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+		err = sv_error_new(
+			SV_ERR_BINDING,
+			"cannot delete topic '%s' on cluster '%s': %s", topic,
+			cluster->name,
+			sv_kafka_client_scrub(rk, why, text, sizeof(text)));
+	rd_kafka_AdminOptions_destroy(opt);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_DeleteTopic_destroy(dt);
+	sv_kafka_client_destroy(rk);
+	return err;
+}

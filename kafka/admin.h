@@ -3,6 +3,7 @@
 #ifndef SV_KAFKA_ADMIN_H
 #define SV_KAFKA_ADMIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/cluster.h"
@@ -22,5 +23,19 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
  * or the cluster cannot be asked within a few seconds: the job's start
  * checks again. The embedded development cluster: 0. */
 int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic);
+
+/* Create topic with partitions partitions, cleanup.policy=delete and
+ * retention.ms=-1 (a repartition topic, docs/repartition.md), unless it
+ * exists; *created says whether this call made it. Errors: SV_ERR_CONFIG
+ * when it exists with another partition count (or the cluster is the
+ * embedded development cluster); SV_ERR_BINDING when the broker refuses
+ * or does not answer within a few seconds. */
+sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
+				  const char *topic, int partitions,
+				  bool *created);
+
+/* Delete topic (a missing topic is no error). Errors: SV_ERR_BINDING. */
+sv_error_t *sv_kafka_topic_delete(const sv_cluster_t *cluster,
+				  const char *topic);
 
 #endif
