@@ -140,6 +140,11 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	int par = sv_jobspec_parallelism(job->spec);
 	json_object_set_new(o, "parallelism", json_integer(par));
 	json_object_set_new(o, "members", members_json(job, par));
+	json_t *stages = job->worker
+		? sv_worker_stages_json(job->worker, NULL, NULL)
+		: NULL;
+	if (stages)
+		json_object_set_new(o, "stages", stages);
 	json_t *parts = json_array();
 	int64_t lag_records = 0;
 	for (size_t i = 0; i < npos; i++) {
@@ -390,6 +395,35 @@ static void member_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
 	}
 }
 
+/* Repartitioned jobs (docs/repartition.md): rows written to the internal
+ * topic, and what stage 1 has not read of it yet. */
+static void repartition_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
+{
+	sv_prom_family(b, "streamvisor_repartition_records_total", "counter",
+		       "rows stage 0 wrote to the repartition topic");
+	sv_prom_family(b, "streamvisor_repartition_lag_records", "gauge",
+		       "repartition topic records stage 1 has not read");
+	for (size_t i = 0; i < sv->njobs; i++) {
+		sv_job_t *job = sv->jobs[i];
+		const char *topic;
+		uint64_t lag;
+		json_t *st = job->worker
+			? sv_worker_stages_json(job->worker, &topic, &lag)
+			: NULL;
+		if (!st)
+			continue;
+		json_decref(st);
+		job_labels(l, job);
+		sv_prom_label(l, "topic", topic);
+		sv_prom_sample(
+			b, "streamvisor_repartition_records_total", l->data,
+			(double)atomic_load(&sv_worker_stats(job->worker)
+						     ->records_repartitioned));
+		sv_prom_sample(b, "streamvisor_repartition_lag_records",
+			       l->data, (double)lag);
+	}
+}
+
 sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_buf_t b, l;
@@ -580,6 +614,7 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		free(pos);
 	}
 	member_metrics(sv, &b, &l);
+	repartition_metrics(sv, &b, &l);
 	sv_prom_family(&b, "streamvisor_http_requests_total", "counter",
 		       "HTTP requests served");
 	pthread_mutex_lock(&sv->http_lock);

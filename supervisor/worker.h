@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include <jansson.h>
+
 #include "checkpoint/store.h"
 #include "core/cluster.h"
 #include "core/error.h"
@@ -67,6 +69,9 @@ typedef struct sv_worker_stats {
 	 * last, +Inf, is the total count) and the sum */
 	_Atomic uint64_t ck_hist[SV_CK_BUCKETS + 1];
 	_Atomic uint64_t ck_sum_us;
+	/* repartition (docs/repartition.md): rows stage 0 wrote to the
+	 * internal topic */
+	_Atomic uint64_t records_repartitioned;
 } sv_worker_stats_t;
 
 /* One member (worker thread) of a job with parallelism N; member k reads
@@ -159,6 +164,12 @@ const sv_member_stats_t *sv_worker_member_stats(const sv_worker_t *w, int k);
  * says how many, *truncated whether there is more. Caller frees. */
 char *sv_worker_result(sv_worker_t *w, size_t limit, size_t *rows,
 		       bool *truncated);
+/* A repartitioned job's stages (docs/repartition.md) as a JSON array:
+ * for each its topic, members and counters, and stage 1's lag on the
+ * internal topic; NULL when the job runs in one stage. *rp_topic (may be
+ * NULL) is borrowed from the worker. thread: any */
+json_t *sv_worker_stages_json(sv_worker_t *w, const char **rp_topic,
+			      uint64_t *rp_lag);
 /* The last n output rows as JSON lines (newest last); caller frees. */
 char *sv_worker_preview(sv_worker_t *w, size_t limit);
 
