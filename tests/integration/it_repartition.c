@@ -1,0 +1,478 @@
+/* it_repartition.c — keyed steps off the source partitioning at
+ * parallelism > 1, through the job's internal repartition topic (issue 14,
+ * docs/repartition.md), against the real broker.
+ *
+ * test_equal: N unkeyed records (default 20,000; SV_REPART_LONG=1:
+ * 200,000) round-robin over 4 partitions, so no column follows the
+ * partitioning; every 5th record twice (in another partition). A tumbling
+ * window grouped by k and a dedup on seq, exactly_once, at parallelism 1
+ * (one stage), 2 and 4 (two stages each): the output multisets are
+ * identical, and the window's equals the brute-force answer computed
+ * here. The parallel job's status shows its two stages, the internal
+ * topic and its lag, /metrics the repartition figures; DELETE ?purge=true
+ * deletes the internal topic. A negative control: the same window at
+ * parallelism 2 with a false source.partitioned_by (which skips the
+ * repartition) fails loudly rather than split its groups.
+ *
+ * test_crash: the crash rig (crashkit.h) in its repartition mode: an
+ * exactly_once 5 s tumbling window on k at parallelism 2 over unkeyed
+ * input, and an at_least_once passthrough as the negative control, while
+ * the supervisor is SIGKILLed at every kill point once (the points are
+ * reached by both stages' checkpoints, so kills land between stage 0's
+ * commit and stage 1's) and at random: the window's read_committed output
+ * is exact (0 duplicates, 0 missing, 0 wrong). */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <librdkafka/rdkafka.h>
+
+#include "core/util.h"
+#include "tests/integration/crashkit.h"
+#include "tests/integration/testkit.h"
+
+#define EQ_PARTS 4
+#define EQ_KEYS 24
+#define EQ_WIN_MS 1000
+#define EQ_OOO_MS 1000
+#define EQ_BASE_MS 1700000000000LL
+#define EQ_WAIT_MS 180000
+
+typedef struct eq_fixture {
+	tk_service_t svc;
+	char *in_topic;
+	size_t n_records; /* distinct seq */
+	size_t n_total; /* produced, with duplicates and sentinels */
+} eq_fixture_t;
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int64_t eq_ts(size_t i)
+{
+	return EQ_BASE_MS + (int64_t)i * 2 + (int64_t)(mix64(i) % 300);
+}
+
+static int eq_key(size_t i)
+{
+	return (int)(mix64(i ^ 0x77) % EQ_KEYS);
+}
+
+static int64_t eq_v(size_t i)
+{
+	return (int64_t)(mix64(i ^ 0x99) % 1000);
+}
+
+static int eq_setup(void **state)
+{
+	eq_fixture_t *f = calloc(1, sizeof(*f));
+	const char *lng = getenv("SV_REPART_LONG");
+	f->n_records = lng && *lng && strcmp(lng, "0") ? 200000 : 20000;
+	f->in_topic = tk_unique("it-rp-in");
+	tk_create_topic(f->in_topic, EQ_PARTS);
+	size_t cap = f->n_records + f->n_records / 5 + EQ_PARTS + 1;
+	char **payloads = calloc(cap, sizeof(char *));
+	char **keys = calloc(cap, sizeof(char *));
+	int32_t *parts = calloc(cap, sizeof(int32_t));
+	size_t n = 0;
+	for (size_t i = 0; i < f->n_records; i++)
+		for (int copy = 0; copy < (i % 5 == 0 ? 2 : 1); copy++) {
+			if (asprintf(&payloads[n],
+				     "{\"seq\":%zu,\"k\":\"r%02d\",\"v\":%lld,"
+				     "\"ts\":%lld}",
+				     i, eq_key(i), (long long)eq_v(i),
+				     (long long)eq_ts(i)) < 0)
+				abort();
+			keys[n] = strdup("x"); /* one key: not the column */
+			/* round-robin by record; a duplicate goes one
+			 * partition further */
+			parts[n] = (int32_t)((i + (size_t)copy) % EQ_PARTS);
+			n++;
+		}
+	for (int p = 0; p < EQ_PARTS; p++) {
+		if (asprintf(&payloads[n],
+			     "{\"seq\":-1,\"k\":\"end\",\"v\":0,\"ts\":%lld}",
+			     EQ_BASE_MS + 1000000000LL) < 0)
+			abort();
+		keys[n] = strdup("x");
+		parts[n++] = p;
+	}
+	tk_produce_keyed(f->in_topic, (const char *const *)payloads,
+			 (const char *const *)keys, parts, n);
+	f->n_total = n;
+	for (size_t i = 0; i < n; i++) {
+		free(payloads[i]);
+		free(keys[i]);
+	}
+	free(payloads);
+	free(keys);
+	free(parts);
+	tk_service_start(&f->svc);
+	*state = f;
+	return 0;
+}
+
+static int eq_teardown(void **state)
+{
+	eq_fixture_t *f = *state;
+	tk_service_stop(&f->svc);
+	free(f->in_topic);
+	free(f);
+	return 0;
+}
+
+static char *eq_spec(eq_fixture_t *f, const char *name, int parallelism,
+		     const char *extra_source, const char *step,
+		     const char *out)
+{
+	char *s;
+	if (asprintf(&s,
+		     "{\"name\": \"%s\", \"parallelism\": %d,"
+		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"%s},"
+		     " \"schema\": [{\"name\": \"seq\", \"type\": \"int64\"},"
+		     "   {\"name\": \"k\", \"type\": \"string\"},"
+		     "   {\"name\": \"v\", \"type\": \"int64\"},"
+		     "   {\"name\": \"ts\", \"type\": \"timestamp_ms\"}],"
+		     " \"event_time\": {\"field\": \"ts\","
+		     "   \"max_out_of_orderness_ms\": %d},"
+		     " \"pipeline\": [{\"filter\": \"seq >= 0\"}, %s],"
+		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
+		     " \"delivery\": \"exactly_once\","
+		     " \"checkpoint\": {\"interval_ms\": 500}}",
+		     name, parallelism, f->in_topic, extra_source, EQ_OOO_MS,
+		     step, out) < 0)
+		abort();
+	return s;
+}
+
+static const char *window_step =
+	"{\"window\": {\"type\": \"tumbling\", \"size_ms\": 1000,"
+	" \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\","
+	" \"total\": \"sum(v)\"}}}";
+static const char *dedup_step =
+	"{\"dedup\": {\"key\": [\"seq\"], \"within_ms\": 600000}}";
+
+/* The rows as canonical JSON (sorted keys), sorted. */
+static char **canon(char **lines, size_t n)
+{
+	char **out = calloc(n ? n : 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		json_error_t jerr;
+		json_t *o = json_loads(lines[i], 0, &jerr);
+		if (!o)
+			fail_msg("output row %zu is not JSON: %s", i, lines[i]);
+		out[i] = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(o);
+	}
+	qsort(out, n, sizeof(char *), cmp_str);
+	return out;
+}
+
+static void same(char **a, size_t na, char **b, size_t nb, const char *what)
+{
+	if (na != nb)
+		fail_msg("%s: %zu rows vs %zu rows", what, na, nb);
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]))
+			fail_msg("%s: row %zu differs:\n  %s\n  %s", what, i,
+				 a[i], b[i]);
+}
+
+/* The window's answer by brute force: count and sum(v) per (k, window),
+ * each distinct record counted as often as it was produced. The output
+ * row's window columns are taken from the job's rows (their names and
+ * format are the window operator's): this checks k, n and total of every
+ * (k, window_start) pair, and the number of rows. */
+typedef struct cell {
+	int64_t n, total;
+} cell_t;
+
+static void check_brute_force(eq_fixture_t *f, char **rows, size_t nrows)
+{
+	int64_t nwin = (eq_ts(f->n_records - 1) - EQ_BASE_MS) / EQ_WIN_MS + 2;
+	cell_t *cells = calloc((size_t)(nwin * EQ_KEYS), sizeof(cell_t));
+	for (size_t i = 0; i < f->n_records; i++) {
+		int copies = i % 5 == 0 ? 2 : 1;
+		int64_t w = (eq_ts(i) - EQ_BASE_MS) / EQ_WIN_MS;
+		cell_t *c = &cells[w * EQ_KEYS + eq_key(i)];
+		c->n += copies;
+		c->total += copies * eq_v(i);
+	}
+	size_t want = 0;
+	for (int64_t i = 0; i < nwin * EQ_KEYS; i++)
+		want += cells[i].n > 0;
+	if (nrows != want)
+		fail_msg("window: %zu rows, brute force %zu", nrows, want);
+	for (size_t r = 0; r < nrows; r++) {
+		json_error_t jerr;
+		json_t *o = json_loads(rows[r], 0, &jerr);
+		const char *k = json_string_value(json_object_get(o, "k"));
+		json_t *ws = json_object_get(o, "window_start");
+		assert_non_null(k);
+		assert_non_null(ws);
+		int64_t start = json_integer_value(ws);
+		int key = atoi(k + 1);
+		int64_t w = (start - EQ_BASE_MS) / EQ_WIN_MS;
+		assert_true(w >= 0 && w < nwin && key >= 0 && key < EQ_KEYS);
+		cell_t *c = &cells[w * EQ_KEYS + key];
+		if (json_integer_value(json_object_get(o, "n")) != c->n ||
+		    json_integer_value(json_object_get(o, "total")) != c->total)
+			fail_msg("window row %s: brute force n=%lld total=%lld",
+				 rows[r], (long long)c->n,
+				 (long long)c->total);
+		json_decref(o);
+	}
+	free(cells);
+}
+
+static size_t brute_force_rows(eq_fixture_t *f)
+{
+	int64_t nwin = (eq_ts(f->n_records - 1) - EQ_BASE_MS) / EQ_WIN_MS + 2;
+	uint8_t *seen = calloc((size_t)(nwin * EQ_KEYS), 1);
+	size_t want = 0;
+	for (size_t i = 0; i < f->n_records; i++) {
+		int64_t w = (eq_ts(i) - EQ_BASE_MS) / EQ_WIN_MS;
+		uint8_t *c = &seen[w * EQ_KEYS + eq_key(i)];
+		want += !*c;
+		*c = 1;
+	}
+	free(seen);
+	return want;
+}
+
+typedef struct run {
+	const char *what;
+	int parallelism;
+	char *id, *out;
+	char **rows;
+	size_t nrows;
+} run_t;
+
+static void run_submit(eq_fixture_t *f, run_t *r, const char *what,
+		       const char *step, int parallelism)
+{
+	char name[96];
+	snprintf(name, sizeof(name), "it-rp-%s-p%d", what, parallelism);
+	r->what = what;
+	r->parallelism = parallelism;
+	r->out = tk_unique("it-rp-out");
+	tk_create_topic(r->out, 2);
+	char *spec = eq_spec(f, name, parallelism, "", step, r->out);
+	r->id = tk_submit(f->svc.port, spec);
+	free(spec);
+}
+
+static void collect(run_t *r, size_t expect)
+{
+	char **lines;
+	size_t n = tk_consume(r->out, expect, EQ_WAIT_MS, true, &lines);
+	r->rows = canon(lines, n);
+	r->nrows = n;
+	tk_free_lines(lines, n);
+}
+
+static void run_free(run_t *r)
+{
+	tk_free_lines(r->rows, r->nrows);
+	free(r->id);
+	free(r->out);
+}
+
+static bool rp_caught_up(json_t *st, void *arg)
+{
+	(void)arg;
+	json_t *stages = json_object_get(st, "stages");
+	json_t *s1 = json_array_get(stages, 1);
+	return s1 && json_integer_value(json_object_get(s1, "lag")) == 0 &&
+		json_integer_value(json_object_get(s1, "records_in")) > 0;
+}
+
+/* The parallel job's status: two stages, the internal topic, members
+ * with stage 1's transactional ids. */
+static void check_stages(eq_fixture_t *f, run_t *r)
+{
+	json_t *st = tk_wait_status(f->svc.port, r->id, rp_caught_up, NULL,
+				    EQ_WAIT_MS, "stage 1 caught up");
+	json_t *stages = json_object_get(st, "stages");
+	assert_int_equal(json_array_size(stages), 2);
+	json_t *s0 = json_array_get(stages, 0), *s1 = json_array_get(stages, 1);
+	char topic[200], txn[200];
+	snprintf(topic, sizeof(topic), "_streamvisor.%s.rp0", r->id);
+	assert_string_equal(
+		json_string_value(json_object_get(s0, "repartition_topic")),
+		topic);
+	assert_string_equal(json_string_value(json_object_get(s1, "topic")),
+			    topic);
+	assert_int_equal(json_array_size(json_object_get(s1, "members")),
+			 r->parallelism);
+	snprintf(txn, sizeof(txn), "streamvisor-%s-s1-0", r->id);
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(s1, "members"), 0),
+			"transactional_id")),
+		txn);
+	/* stage 0 wrote every filtered row to the topic; stage 1 read them
+	 * all (plus the watermark records, which are not rows) */
+	size_t rows = f->n_total - EQ_PARTS;
+	assert_int_equal(json_integer_value(json_object_get(s0, "records_out")),
+			 rows);
+	assert_true(json_integer_value(json_object_get(s1, "records_in")) >=
+		    (json_int_t)rows);
+	assert_int_equal(
+		json_integer_value(json_object_get(st, "records_in")),
+		f->n_total);
+	char *text = json_dumps(stages, JSON_COMPACT);
+	printf("stages of %s p%d: %.600s\n", r->what, r->parallelism, text);
+	free(text);
+	json_decref(st);
+
+	char *metrics = NULL;
+	assert_int_equal(tk_http(f->svc.port, "GET", "/metrics", NULL,
+				 &metrics),
+			 200);
+	char needle[300];
+	snprintf(needle, sizeof(needle),
+		 "streamvisor_repartition_records_total{job=\"%s\"", r->id);
+	assert_non_null(strstr(metrics, needle));
+	snprintf(needle, sizeof(needle),
+		 "streamvisor_repartition_lag_records{job=\"%s\"", r->id);
+	assert_non_null(strstr(metrics, needle));
+	free(metrics);
+}
+
+static int topic_partitions(const char *topic)
+{
+	char err[256];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "allow.auto.create.topics", "false", err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+				      sizeof(err));
+	assert_non_null(rk);
+	const struct rd_kafka_metadata *md = NULL;
+	int n = 0;
+	if (!rd_kafka_metadata(rk, 1, NULL, &md, 10000))
+		for (int i = 0; i < md->topic_cnt; i++)
+			if (!strcmp(md->topics[i].topic, topic) &&
+			    !md->topics[i].err)
+				n = md->topics[i].partition_cnt;
+	if (md)
+		rd_kafka_metadata_destroy(md);
+	rd_kafka_destroy(rk);
+	return n;
+}
+
+static void cancel(eq_fixture_t *f, const char *id)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", id);
+	int status;
+	json_decref(tk_http_json(f->svc.port, "POST", path, NULL, &status));
+	assert_int_equal(status, 200);
+	json_decref(tk_wait_state(f->svc.port, id, "cancelled", 60000));
+}
+
+static void purge(eq_fixture_t *f, run_t *r)
+{
+	char topic[200], path[200];
+	snprintf(topic, sizeof(topic), "_streamvisor.%s.rp0", r->id);
+	assert_int_equal(topic_partitions(topic), EQ_PARTS);
+	snprintf(path, sizeof(path), "/v1/jobs/%s?purge=true", r->id);
+	int status;
+	json_decref(tk_http_json(f->svc.port, "DELETE", path, NULL, &status));
+	assert_int_equal(status, 200);
+	int64_t deadline = sv_mono_ms() + 30000;
+	while (topic_partitions(topic) != 0) {
+		if (sv_mono_ms() > deadline)
+			fail_msg("topic %s still exists 30 s after the purge",
+				 topic);
+		usleep(200000);
+	}
+	printf("purged: %s deleted\n", topic);
+}
+
+static void test_equal(void **state)
+{
+	eq_fixture_t *f = *state;
+	/* the window and the dedup at 1, 2 and 4 (the dedup: 1 and 2) */
+	run_t w[3] = {{0}}, d[2] = {{0}};
+	run_submit(f, &w[0], "window", window_step, 1);
+	run_submit(f, &w[1], "window", window_step, 2);
+	run_submit(f, &w[2], "window", window_step, 4);
+	run_submit(f, &d[0], "dedup", dedup_step, 1);
+	run_submit(f, &d[1], "dedup", dedup_step, 2);
+
+	/* the dedup: every seq once */
+	for (int i = 0; i < 2; i++) {
+		collect(&d[i], f->n_records);
+		assert_int_equal(d[i].nrows, f->n_records);
+	}
+	same(d[1].rows, d[1].nrows, d[0].rows, d[0].nrows, "dedup p2 vs p1");
+	printf("SUMMARY it_repartition dedup p1=%zu p2=%zu identical=yes\n",
+	       d[0].nrows, d[1].nrows);
+
+	/* the window: brute force, then p2 and p4 against p1 */
+	size_t want = brute_force_rows(f);
+	for (int i = 0; i < 3; i++) {
+		collect(&w[i], want);
+		check_brute_force(f, w[i].rows, w[i].nrows);
+	}
+	same(w[1].rows, w[1].nrows, w[0].rows, w[0].nrows, "window p2 vs p1");
+	same(w[2].rows, w[2].nrows, w[0].rows, w[0].nrows, "window p4 vs p1");
+	printf("SUMMARY it_repartition window p1=%zu p2=%zu p4=%zu "
+	       "brute_force=%zu identical=yes\n",
+	       w[0].nrows, w[1].nrows, w[2].nrows, want);
+	check_stages(f, &w[1]);
+	check_stages(f, &w[2]);
+	check_stages(f, &d[1]);
+
+	for (int i = 0; i < 3; i++)
+		cancel(f, w[i].id);
+	for (int i = 0; i < 2; i++)
+		cancel(f, d[i].id);
+	purge(f, &w[1]);
+	for (int i = 0; i < 3; i++)
+		run_free(&w[i]);
+	for (int i = 0; i < 2; i++)
+		run_free(&d[i]);
+
+	/* negative control: a false partitioned_by skips the repartition,
+	 * and the per-record check fails the job instead of splitting
+	 * groups (the input is not keyed by k) */
+	char *out = tk_unique("it-rp-out");
+	tk_create_topic(out, 1);
+	char *spec = eq_spec(f, "it-rp-false-decl", 2,
+			     ", \"partitioned_by\": [\"k\"]", window_step, out);
+	char *id = tk_submit(f->svc.port, spec);
+	json_t *st = tk_wait_state(f->svc.port, id, "failed", 60000);
+	const char *msg = json_string_value(
+		json_object_get(json_object_get(st, "error"), "message"));
+	assert_non_null(msg);
+	assert_non_null(strstr(msg, "is not partitioned by 'k'"));
+	assert_null(json_object_get(st, "stages"));
+	json_decref(st);
+	free(id);
+	free(spec);
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_equal, eq_setup,
+						eq_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
