@@ -104,8 +104,7 @@ int sv_rowcodec_decode(const sv_schema_t *schema, const char *payload,
 	for (size_t c = 0; c < schema->nfields; c++) {
 		const char *col = schema->fields[c].name;
 		if (p >= end)
-			return refuse(b, reason, reason_len,
-				      "short record",
+			return refuse(b, reason, reason_len, "short record",
 				      col);
 		unsigned tag = *p++;
 		if (tag == SV_T_NULL) {
@@ -116,16 +115,14 @@ int sv_rowcodec_decode(const sv_schema_t *schema, const char *payload,
 			continue;
 		}
 		if (tag != (unsigned)schema->fields[c].type)
-			return refuse(b, reason, reason_len,
-				      "another type",
+			return refuse(b, reason, reason_len, "another type",
 				      col);
 		/* cells are added in order: row stays valid (no add here) */
 		sv_value_t *v = &row[c];
 		if (tag == SV_T_BOOL) {
 			if (end - p < 1)
 				return refuse(b, reason, reason_len,
-					      "short record",
-					      col);
+					      "short record", col);
 			*v = sv_bool(*p++ != 0);
 		} else if (tag == SV_T_STRING) {
 			uint64_t n = 0;
@@ -133,8 +130,7 @@ int sv_rowcodec_decode(const sv_schema_t *schema, const char *payload,
 			for (;;) {
 				if (p >= end || shift > 28)
 					return refuse(b, reason, reason_len,
-						      "bad string length",
-						      col);
+						      "bad string length", col);
 				unsigned char byte = *p++;
 				n |= (uint64_t)(byte & 0x7f) << shift;
 				shift += 7;
@@ -143,11 +139,10 @@ int sv_rowcodec_decode(const sv_schema_t *schema, const char *payload,
 			}
 			if ((uint64_t)(end - p) < n)
 				return refuse(b, reason, reason_len,
-					      "short string",
-					      col);
-			const char *s = n ? sv_batch_strdup(b, (const char *)p,
-							    (size_t)n)
-					  : "";
+					      "short string", col);
+			const char *s = n
+				? sv_batch_strdup(b, (const char *)p, (size_t)n)
+				: "";
 			row = sv_batch_row(b, b->nrows - 1);
 			v = &row[c];
 			*v = sv_str(s, (uint32_t)n);
@@ -155,8 +150,7 @@ int sv_rowcodec_decode(const sv_schema_t *schema, const char *payload,
 		} else {
 			if (end - p < 8)
 				return refuse(b, reason, reason_len,
-					      "short record",
-					      col);
+					      "short record", col);
 			uint64_t bits = get_u64(p);
 			p += 8;
 			if (tag == SV_T_FLOAT64) {

@@ -64,8 +64,7 @@ int sv_stages_split_at(const Streamvisor__JobSpec *js, const char **key)
 	return -1;
 }
 
-bool sv_stages_refused(const sv_jobspec_t *spec, int at, char *msg,
-		       size_t len)
+bool sv_stages_refused(const sv_jobspec_t *spec, int at, char *msg, size_t len)
 {
 	const Streamvisor__JobSpec *js = spec->msg;
 	const char *key;

@@ -25,8 +25,7 @@ int sv_stages_split_at(const Streamvisor__JobSpec *js, const char **key);
  * multi-column key, bounded mode, a plan spec, a join, the event-time
  * column dropped before the split), as a message into msg (size len);
  * false when it can. */
-bool sv_stages_refused(const sv_jobspec_t *spec, int at, char *msg,
-		       size_t len);
+bool sv_stages_refused(const sv_jobspec_t *spec, int at, char *msg, size_t len);
 
 /* The internal topic of job_id: "_streamvisor.<job id>.rp0". Caller
  * frees. */

@@ -64,9 +64,9 @@ static void test_roundtrip(void **state)
 						   sizeof(reason)),
 				 0);
 		for (int c = 0; c < 5; c++)
-			assert_true(sv_value_equal(&sv_batch_row(&b, b.nrows -
-									     1)[c],
-						   &rows[r][c]));
+			assert_true(sv_value_equal(
+				&sv_batch_row(&b, b.nrows - 1)[c],
+				&rows[r][c]));
 		/* every truncation is refused, and adds no row */
 		for (size_t cut = 0; cut < buf.len; cut++) {
 			size_t before = b.nrows;
@@ -105,8 +105,7 @@ static void test_roundtrip(void **state)
 					   reason, sizeof(reason)),
 			 -1);
 	assert_int_equal(b.nrows, before);
-	assert_false(sv_rowcodec_is_watermark(buf.data, buf.len, &src, &n,
-					      &v));
+	assert_false(sv_rowcodec_is_watermark(buf.data, buf.len, &src, &n, &v));
 	sv_buf_release(&buf);
 	sv_batch_release(&b);
 	sv_decoder_destroy(dec);
@@ -137,18 +136,19 @@ static sv_jobspec_t *parse(const char *pipeline, const char *extra_source,
 	return spec;
 }
 
-#define WIN_K                                                             \
-	"{\"window\": {\"type\": \"tumbling\", \"size_ms\": 1000, "       \
+#define WIN_K                                                       \
+	"{\"window\": {\"type\": \"tumbling\", \"size_ms\": 1000, " \
 	"\"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\"}}}"
 
 static void test_split(void **state)
 {
 	(void)state;
 	const char *key;
-	sv_jobspec_t *spec = parse("{\"filter\": \"seq >= 0\"}, "
-				   "{\"select\": {\"k\": \"k\", \"ts\": \"ts\", "
-				   "\"v2\": \"v * 2\"}}, " WIN_K,
-				   "", "stream", 2);
+	sv_jobspec_t *spec = parse(
+		"{\"filter\": \"seq >= 0\"}, "
+		"{\"select\": {\"k\": \"k\", \"ts\": \"ts\", "
+		"\"v2\": \"v * 2\"}}, " WIN_K,
+		"", "stream", 2);
 	assert_int_equal(sv_stages_split_at(spec->msg, &key), 2);
 	assert_string_equal(key, "k");
 	char why[256];
@@ -189,8 +189,9 @@ static void test_split(void **state)
 		     "", "stream", 2);
 	assert_true(sv_stages_refused(spec, 0, why, sizeof(why)));
 	sv_jobspec_destroy(spec);
-	spec = parse("{\"dedup\": {\"key\": [\"v\"], \"within_ms\": 10}}, " WIN_K,
-		     "", "stream", 2);
+	spec = parse(
+		"{\"dedup\": {\"key\": [\"v\"], \"within_ms\": 10}}, " WIN_K,
+		"", "stream", 2);
 	assert_true(sv_stages_refused(spec, 0, why, sizeof(why)));
 	assert_non_null(strstr(why, "second repartition"));
 	sv_jobspec_destroy(spec);
