@@ -1,5 +1,7 @@
 /* admin.h — checks against a Kafka cluster that belong at submit time,
- * before a job runs. Clients come from kafka/client.h. */
+ * before a job runs, and the admin calls of repartition topics (create,
+ * delete, purge with DeleteRecords; docs/repartition.md). Clients come
+ * from kafka/client.h. */
 #ifndef SV_KAFKA_ADMIN_H
 #define SV_KAFKA_ADMIN_H
 
@@ -37,5 +39,24 @@ sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
 /* Delete topic (a missing topic is no error). Errors: SV_ERR_BINDING. */
 sv_error_t *sv_kafka_topic_delete(const sv_cluster_t *cluster,
 				  const char *topic);
+
+/* A long-lived admin client for repeated requests (a repartition topic's
+ * purge). thread: one owner. Errors: SV_ERR_CONFIG (a refused client
+ * property, the embedded development cluster). */
+typedef struct sv_kafka_admin sv_kafka_admin_t;
+sv_error_t *sv_kafka_admin_new(const sv_cluster_t *cluster,
+			       sv_kafka_admin_t **out);
+void sv_kafka_admin_destroy(sv_kafka_admin_t *adm);
+
+/* DeleteRecords: delete the records of topic's partitions[i] before
+ * before[i] (n partitions). Asynchronous: the request is sent and this
+ * returns at once; the outcome of earlier requests that has arrived is
+ * returned (SV_ERR_BINDING naming the partition), the first failure
+ * only. */
+sv_error_t *sv_kafka_delete_records(sv_kafka_admin_t *adm, const char *topic,
+				    const int32_t *partitions,
+				    const int64_t *before, size_t n);
+/* Wait up to timeout_ms for the outcome of the requests still out. */
+sv_error_t *sv_kafka_admin_drain(sv_kafka_admin_t *adm, int timeout_ms);
 
 #endif

@@ -9,6 +9,7 @@
  * slot (a replay after a restore) changes nothing. */
 #include "supervisor/stage.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,4 +134,74 @@ int64_t sv_stage_in_watermark(const sv_stage_in_t *si, size_t task)
 		if (u->wm[i] < lo)
 			lo = u->wm[i];
 	return lo;
+}
+
+struct sv_stage_purge {
+	sv_kafka_admin_t *adm;
+	const char *topic;
+	int32_t nparts;
+	_Atomic int64_t *before; /* per partition: last purged below, or -1 */
+	int64_t next_mono;
+	int32_t *parts; /* request scratch */
+	int64_t *offs;
+};
+
+sv_error_t *sv_stage_purge_new(const sv_cluster_t *cluster, const char *topic,
+			       int32_t partitions, sv_stage_purge_t **out)
+{
+	*out = NULL;
+	sv_kafka_admin_t *adm;
+	sv_error_t *err = sv_kafka_admin_new(cluster, &adm);
+	if (err)
+		return err;
+	sv_stage_purge_t *pg = sv_calloc(1, sizeof(*pg));
+	pg->adm = adm;
+	pg->topic = topic;
+	pg->nparts = partitions > 0 ? partitions : 1;
+	pg->before = sv_calloc((size_t)pg->nparts, sizeof(*pg->before));
+	for (int32_t p = 0; p < pg->nparts; p++)
+		atomic_store(&pg->before[p], -1);
+	pg->parts = sv_calloc((size_t)pg->nparts, sizeof(*pg->parts));
+	pg->offs = sv_calloc((size_t)pg->nparts, sizeof(*pg->offs));
+	*out = pg;
+	return NULL;
+}
+
+void sv_stage_purge_destroy(sv_stage_purge_t *pg)
+{
+	if (!pg)
+		return;
+	sv_error_destroy(sv_kafka_admin_drain(pg->adm, 1000));
+	sv_kafka_admin_destroy(pg->adm);
+	free(pg->before);
+	free(pg->parts);
+	free(pg->offs);
+	free(pg);
+}
+
+sv_error_t *sv_stage_purge(sv_stage_purge_t *pg, const sv_partpos_t *pos,
+			   size_t n, int64_t now_mono)
+{
+	if (now_mono < pg->next_mono)
+		return NULL;
+	pg->next_mono = now_mono + SV_STAGE_PURGE_INTERVAL_MS;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		int32_t p = pos[i].partition;
+		if (p < 0 || p >= pg->nparts || pos[i].next_offset <= 0 ||
+		    pos[i].next_offset <= atomic_load(&pg->before[p]))
+			continue;
+		pg->parts[k] = p;
+		pg->offs[k++] = pos[i].next_offset;
+		atomic_store(&pg->before[p], pos[i].next_offset);
+	}
+	return sv_kafka_delete_records(pg->adm, pg->topic, pg->parts, pg->offs,
+				       k);
+}
+
+int64_t sv_stage_purged_before(const sv_stage_purge_t *pg, int32_t partition)
+{
+	if (!pg || partition < 0 || partition >= pg->nparts)
+		return -1;
+	return atomic_load(&pg->before[partition]);
 }

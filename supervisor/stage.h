@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/record.h"
 #include "sinks/sink.h"
+#include "sources/source.h"
 #include "supervisor/observe.h"
 
 /* Create the internal topic (partitions = the source topic's) unless it
@@ -45,5 +46,26 @@ size_t sv_stage_in_take(sv_stage_in_t *si, sv_batch_t *b,
 /* Task i's watermark: the minimum over its upstream tasks, or
  * SV_WATERMARK_NONE until every one of them reported. */
 int64_t sv_stage_in_watermark(const sv_stage_in_t *si, size_t task);
+
+/* Stage 1: the purge of what its committed checkpoints consumed
+ * (Kafka Streams' purge of repartition topics with DeleteRecords). */
+#define SV_STAGE_PURGE_INTERVAL_MS 1000
+typedef struct sv_stage_purge sv_stage_purge_t;
+
+/* For topic (borrowed, outlives it) with partitions partitions, on
+ * cluster. Errors: the admin client's. thread: the member's. */
+sv_error_t *sv_stage_purge_new(const sv_cluster_t *cluster, const char *topic,
+			       int32_t partitions, sv_stage_purge_t **out);
+/* Waits briefly for the requests still out. */
+void sv_stage_purge_destroy(sv_stage_purge_t *pg);
+/* After a committed checkpoint, pos (n) being the member's committed
+ * positions: at most every SV_STAGE_PURGE_INTERVAL_MS of now_mono, ask
+ * the broker to delete the records before them, where they moved. Best
+ * effort: returns the failure of an earlier request for the caller to
+ * log. */
+sv_error_t *sv_stage_purge(sv_stage_purge_t *pg, const sv_partpos_t *pos,
+			   size_t n, int64_t now_mono);
+/* The offset partition was last purged below, or -1. thread: any */
+int64_t sv_stage_purged_before(const sv_stage_purge_t *pg, int32_t partition);
 
 #endif

@@ -92,6 +92,7 @@ typedef struct member {
 	const sv_jobspec_t *spec;
 	const char *name;
 	sv_stage_in_t *rp_in;
+	sv_stage_purge_t *purge; /* stage 1 with checkpoints */
 	pthread_t thread;
 	bool thread_started;
 	sv_logctx_t log;
@@ -456,16 +457,19 @@ static bool publish_served(sv_worker_t *w)
 	return maxu64(&w->stats.checkpoint_served, lo);
 }
 
-/* Stage 0 of a repartitioned job: each task's watermark to every
+/* Stage 0 of a repartitioned job: a watermark record per task to every
  * partition of the internal topic, in the checkpoint's transaction
- * (docs/repartition.md). */
+ * (docs/repartition.md). The value is the stage's job-wide watermark as
+ * the member sees it (the minimum over the non-idle partitions of every
+ * member), so an idle or empty partition does not hold stage 1 back and
+ * stage 1 fires as parallelism 1 would. */
 static sv_error_t *write_watermarks(member_t *m)
 {
 	for (size_t i = 0; i < m->ntasks; i++) {
 		task_t *t = &m->tasks[i];
 		sv_error_t *err = sv_stage_write_watermark(
 			m->snk, m->w->rp_parts, t->partition, m->topic_nparts,
-			t->ctx.watermark_ms);
+			m->wm);
 		if (err)
 			return err;
 	}
@@ -488,6 +492,20 @@ static void take_watermarks(member_t *m, int64_t mono)
 			continue;
 		sv_watermarks_set(t->wm, t->partition, v, mono);
 		sv_watermarks_set_current(t->wm, v);
+	}
+}
+
+/* Stage 1, after a committed checkpoint: what it consumed of the internal
+ * topic is deleted (best effort: a failure is logged). */
+static void purge_committed(member_t *m)
+{
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(m->src, &pos);
+	sv_error_t *err = sv_stage_purge(m->purge, pos, n, sv_mono_ms());
+	if (err) {
+		sv_log(&m->log, SV_LOG_WARN, "worker",
+		       "repartition topic purge: %s", err->message);
+		sv_error_destroy(err);
 	}
 }
 
@@ -529,6 +547,8 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 	 * the supervisor hears of it (its parked checkpoint command) */
 	if (publish_served(w) && w->conf.done)
 		w->conf.done(w->conf.opaque, w);
+	if (m->purge)
+		purge_committed(m);
 	double secs = (double)info.duration_ms / 1000.0;
 	for (int b = 0; b < SV_CK_BUCKETS; b++)
 		if (secs <= sv_ck_buckets_s[b])
@@ -1036,6 +1056,14 @@ static sv_error_t *open_member(member_t *m)
 		m->topic_nparts = sv_source_topic_partitions(m->src);
 		err = make_tasks(m);
 	}
+	if (!err && m->stage == 1 && w->checkpointing) {
+		sv_stage_purge_t *pg;
+		err = sv_stage_purge_new(w->conf.source_cluster, w->rp_topic,
+					 w->rp_parts, &pg);
+		pthread_mutex_lock(&w->lock);
+		m->purge = err ? NULL : pg;
+		pthread_mutex_unlock(&w->lock);
+	}
 	if (err)
 		return err;
 	const sv_plan_t *p0 = m->plan;
@@ -1139,6 +1167,12 @@ static void *member_main(void *arg)
 
 static void close_member(member_t *m)
 {
+	/* the status reads the purge's offsets under the lock */
+	pthread_mutex_lock(&m->w->lock);
+	sv_stage_purge_t *pg = m->purge;
+	m->purge = NULL;
+	pthread_mutex_unlock(&m->w->lock);
+	sv_stage_purge_destroy(pg);
 	sv_sink_close(m->snk);
 	sv_sink_close(m->dlq);
 	sv_sink_close(m->late);
@@ -1472,10 +1506,10 @@ char *sv_worker_result(sv_worker_t *w, size_t limit, size_t *rows,
 /* The members of one stage as JSON, with their records and lag (the
  * records of their partitions not read yet). */
 static json_t *stage_members(sv_worker_t *w, int stage, uint64_t *in,
-			     uint64_t *out, uint64_t *lag)
+			     uint64_t *out, uint64_t *lag, uint64_t *retained)
 {
 	json_t *a = json_array();
-	*in = *out = *lag = 0;
+	*in = *out = *lag = *retained = 0;
 	for (int k = stage * w->nmembers; k < (stage + 1) * w->nmembers; k++) {
 		const member_t *m = &w->members[k];
 		uint64_t mlag = 0;
@@ -1485,6 +1519,11 @@ static json_t *stage_members(sv_worker_t *w, int stage, uint64_t *in,
 			if (p->end_offset > p->next_offset)
 				mlag += (uint64_t)(p->end_offset -
 						   p->next_offset);
+			int64_t low = sv_stage_purged_before(m->purge,
+							     p->partition);
+			if (stage == 1 && p->end_offset > (low > 0 ? low : 0))
+				*retained += (uint64_t)(p->end_offset -
+							(low > 0 ? low : 0));
 			json_array_append_new(parts,
 					      json_integer(p->partition));
 		}
@@ -1521,8 +1560,9 @@ json_t *sv_worker_stages_json(sv_worker_t *w, const char **rp_topic,
 	json_t *stages = json_array();
 	pthread_mutex_lock(&w->lock);
 	for (int st = 0; st < w->nstages; st++) {
-		uint64_t in, out, lag;
-		json_t *members = stage_members(w, st, &in, &out, &lag);
+		uint64_t in, out, lag, retained;
+		json_t *members = stage_members(w, st, &in, &out, &lag,
+						&retained);
 		const Streamvisor__JobSpec *js = w->stage_spec[st]->msg;
 		json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:I, s:I}", "stage",
 				      st, "topic", js->source->topic, "members",
@@ -1538,6 +1578,10 @@ json_t *sv_worker_stages_json(sv_worker_t *w, const char **rp_topic,
 					    json_string(w->rp_topic));
 		else if (rp_lag)
 			*rp_lag = lag;
+		if (st == 1)
+			/* what the topic still holds (below: purged) */
+			json_object_set_new(o, "retained_records",
+					    json_integer((json_int_t)retained));
 		if (st == w->nstages - 1)
 			json_object_set_new(o, "watermark_ms",
 					    json_integer(atomic_load(

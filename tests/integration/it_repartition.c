@@ -371,6 +371,54 @@ static int topic_partitions(const char *topic)
 	return n;
 }
 
+/* The smallest low watermark (first offset kept) over the topic's
+ * partitions, and the records it still holds. */
+static int64_t low_watermark(const char *topic, int parts, int64_t *held)
+{
+	char err[256];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
+				      sizeof(err));
+	assert_non_null(rk);
+	int64_t lo_min = INT64_MAX;
+	*held = 0;
+	for (int p = 0; p < parts; p++) {
+		int64_t lo, hi;
+		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+						     10000))
+			fail_msg("watermarks of %s/%d", topic, p);
+		if (lo < lo_min)
+			lo_min = lo;
+		*held += hi - lo;
+	}
+	rd_kafka_destroy(rk);
+	return lo_min;
+}
+
+/* Stage 1's committed checkpoints purge the topic (DeleteRecords): every
+ * partition's first kept offset moves above 0, and what it holds is
+ * smaller than what went through it. */
+static void check_purged(eq_fixture_t *f, run_t *r)
+{
+	char topic[200];
+	snprintf(topic, sizeof(topic), "_streamvisor.%s.rp0", r->id);
+	int64_t deadline = sv_mono_ms() + 30000, held, lo;
+	while ((lo = low_watermark(topic, EQ_PARTS, &held)) <= 0) {
+		if (sv_mono_ms() > deadline)
+			fail_msg("%s: not purged 30 s after stage 1 caught up",
+				 topic);
+		usleep(200000);
+	}
+	size_t rows = f->n_total - EQ_PARTS;
+	printf("SUMMARY it_repartition purge %s p%d: low watermark >= %lld, "
+	       "holds %lld records of %zu rows written\n",
+	       r->what, r->parallelism, (long long)lo, (long long)held, rows);
+	assert_true(held < (int64_t)rows);
+}
+
 static void cancel(eq_fixture_t *f, const char *id)
 {
 	char path[128];
@@ -434,6 +482,8 @@ static void test_equal(void **state)
 	check_stages(f, &w[1]);
 	check_stages(f, &w[2]);
 	check_stages(f, &d[1]);
+	check_purged(f, &w[1]);
+	check_purged(f, &d[1]);
 
 	for (int i = 0; i < 3; i++)
 		cancel(f, w[i].id);
