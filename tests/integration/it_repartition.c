@@ -20,7 +20,8 @@
  * after stage 1's committed checkpoints) and ends near nothing.
  *
  * test_crash: the crash rig (crashkit.h) in its repartition mode: an
- * exactly_once 5 s tumbling window on k at parallelism 2 over unkeyed
+ * exactly_once 5 s tumbling window on k at parallelism 2 (SV_REPART_LONG:
+ * 4; or SV_REPART_CRASH_PAR) over unkeyed
  * input, and an at_least_once passthrough as the negative control, while
  * the supervisor is SIGKILLed at every kill point once (the points are
  * reached by both stages' checkpoints, so kills land between stage 0's
@@ -644,7 +645,10 @@ static void test_crash(void **state)
 	bool lng = env_on("SV_REPART_LONG");
 	int64_t n = lng ? 100000 : 20000;
 	int kills = lng ? 10 : 3;
-	cr_par = 2;
+	/* parallelism 2 by default, 4 in the long mode (the issue's); or
+	 * SV_REPART_CRASH_PAR */
+	const char *par = getenv("SV_REPART_CRASH_PAR");
+	cr_par = par && atoi(par) > 1 ? atoi(par) : lng ? 4 : 2;
 	cr_repart = true;
 	crash_t *c = cr_new(state, "repartition_crash", 14);
 	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
