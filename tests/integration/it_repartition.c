@@ -491,6 +491,15 @@ static void test_equal(void **state)
 	check_purged(f, &w[1]);
 	check_purged(f, &d[1]);
 
+	/* a drain with final_watermark would fire stage 1's windows early:
+	 * refused */
+	char path[160];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/drain", w[1].id);
+	int status;
+	json_decref(tk_http_json(f->svc.port, "POST", path,
+				 "{\"final_watermark\": true}", &status));
+	assert_int_equal(status, 422);
+
 	for (int i = 0; i < 3; i++)
 		cancel(f, w[i].id);
 	for (int i = 0; i < 2; i++)
