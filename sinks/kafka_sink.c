@@ -572,6 +572,7 @@ static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 		if ((err = ksnk_produce(ks, ks->buf.data, ks->buf.len, key,
 					keylen, NULL)))
 			return err;
+		ks->base.bytes_out += ks->buf.len;
 	}
 	/* Serve delivery reports of earlier batches without waiting. */
 	rd_kafka_poll(ks->rk, 0);
@@ -621,6 +622,8 @@ static sv_error_t *ksnk_write_to(sv_sink_t *snk, int32_t partition,
 		}
 		if (e && !ks->err)
 			ks->err = ksnk_delivery_error(ks, e);
+		if (!e)
+			ks->base.bytes_out += len;
 		break;
 	}
 	return ks->err ? sv_error_copy(ks->err) : NULL;

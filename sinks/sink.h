@@ -116,6 +116,8 @@ typedef struct sv_sink_ops {
 struct sv_sink {
 	const sv_sink_ops_t *ops;
 	uint64_t records_out; /* rows acknowledged (or enqueued, see driver) */
+	uint64_t bytes_out; /* kafka: value bytes enqueued (thread: the
+			     * sink's) */
 };
 
 const sv_sink_ops_t *sv_sink_find(const char *kind);

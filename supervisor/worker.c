@@ -276,6 +276,7 @@ static sv_error_t *emit(member_t *m, sv_batch_t *out)
 		} else {
 			atomic_fetch_add(&w->stats.records_repartitioned,
 					 out->nrows);
+			atomic_store(&m->stats.bytes_out, m->snk->bytes_out);
 		}
 	}
 	if (m->late_rows.nrows) {
@@ -473,6 +474,7 @@ static sv_error_t *write_watermarks(member_t *m)
 		if (err)
 			return err;
 	}
+	atomic_store(&m->stats.bytes_out, m->snk->bytes_out);
 	return NULL;
 }
 
@@ -1506,10 +1508,11 @@ char *sv_worker_result(sv_worker_t *w, size_t limit, size_t *rows,
 /* The members of one stage as JSON, with their records and lag (the
  * records of their partitions not read yet). */
 static json_t *stage_members(sv_worker_t *w, int stage, uint64_t *in,
-			     uint64_t *out, uint64_t *lag, uint64_t *retained)
+			     uint64_t *out, uint64_t *lag, uint64_t *retained,
+			     uint64_t *bytes)
 {
 	json_t *a = json_array();
-	*in = *out = *lag = *retained = 0;
+	*in = *out = *lag = *retained = *bytes = 0;
 	for (int k = stage * w->nmembers; k < (stage + 1) * w->nmembers; k++) {
 		const member_t *m = &w->members[k];
 		uint64_t mlag = 0;
@@ -1527,6 +1530,7 @@ static json_t *stage_members(sv_worker_t *w, int stage, uint64_t *in,
 			json_array_append_new(parts,
 					      json_integer(p->partition));
 		}
+		*bytes += atomic_load(&m->stats.bytes_out);
 		uint64_t mi = atomic_load(&m->stats.records_in);
 		uint64_t mo = atomic_load(&m->stats.records_out);
 		*in += mi;
@@ -1560,9 +1564,9 @@ json_t *sv_worker_stages_json(sv_worker_t *w, const char **rp_topic,
 	json_t *stages = json_array();
 	pthread_mutex_lock(&w->lock);
 	for (int st = 0; st < w->nstages; st++) {
-		uint64_t in, out, lag, retained;
+		uint64_t in, out, lag, retained, bytes;
 		json_t *members = stage_members(w, st, &in, &out, &lag,
-						&retained);
+						&retained, &bytes);
 		const Streamvisor__JobSpec *js = w->stage_spec[st]->msg;
 		json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:I, s:I}", "stage",
 				      st, "topic", js->source->topic, "members",
@@ -1573,10 +1577,13 @@ json_t *sv_worker_stages_json(sv_worker_t *w, const char **rp_topic,
 		snprintf(group, sizeof(group), "streamvisor-%s",
 			 st ? w->stage1_name : w->job_id);
 		json_object_set_new(o, "group", json_string(group));
-		if (st == 0)
+		if (st == 0) {
 			json_object_set_new(o, "repartition_topic",
 					    json_string(w->rp_topic));
-		else if (rp_lag)
+			/* sv-row values and watermark records written */
+			json_object_set_new(o, "bytes_out",
+					    json_integer((json_int_t)bytes));
+		} else if (rp_lag)
 			*rp_lag = lag;
 		if (st == 1)
 			/* what the topic still holds (below: purged) */

@@ -97,6 +97,8 @@ typedef struct sv_member_stats {
 	 * vs everything else (Flink's idle and busy time) */
 	_Atomic uint64_t busy_us;
 	_Atomic uint64_t idle_us;
+	/* repartition, stage 0: bytes written to the internal topic */
+	_Atomic uint64_t bytes_out;
 } sv_member_stats_t;
 
 typedef struct sv_worker sv_worker_t;

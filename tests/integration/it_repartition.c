@@ -332,6 +332,13 @@ static void check_stages(eq_fixture_t *f, run_t *r)
 			 rows);
 	assert_true(json_integer_value(json_object_get(s1, "records_in")) >=
 		    (json_int_t)rows);
+	/* sv-row is compact: a few bytes per cell, no field names */
+	json_int_t bytes = json_integer_value(json_object_get(s0, "bytes_out"));
+	assert_true(bytes > (json_int_t)rows * 10);
+	printf("stage 0 of %s p%d wrote %lld bytes for %zu rows (%.1f per "
+	       "row, watermark records included)\n",
+	       r->what, r->parallelism, (long long)bytes, rows,
+	       (double)bytes / (double)rows);
 	assert_int_equal(json_integer_value(json_object_get(st, "records_in")),
 			 f->n_total);
 	char *text = json_dumps(stages, JSON_COMPACT);
@@ -345,6 +352,9 @@ static void check_stages(eq_fixture_t *f, run_t *r)
 	char needle[300];
 	snprintf(needle, sizeof(needle),
 		 "streamvisor_repartition_records_total{job=\"%s\"", r->id);
+	assert_non_null(strstr(metrics, needle));
+	snprintf(needle, sizeof(needle),
+		 "streamvisor_repartition_bytes_total{job=\"%s\"", r->id);
 	assert_non_null(strstr(metrics, needle));
 	snprintf(needle, sizeof(needle),
 		 "streamvisor_repartition_lag_records{job=\"%s\"", r->id);
