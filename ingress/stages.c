@@ -80,10 +80,6 @@ bool sv_stages_refused(const sv_jobspec_t *spec, int at, char *msg, size_t len)
 		snprintf(msg, len, "a Substrait plan is not repartitioned");
 		return true;
 	}
-	if (sv_jobspec_bounded(spec)) {
-		snprintf(msg, len, "a bounded job is not repartitioned");
-		return true;
-	}
 	if (!js->source || strcmp(js->source->kind, "kafka")) {
 		snprintf(msg, len, "a repartition needs a kafka source");
 		return true;
@@ -220,6 +216,9 @@ sv_error_t *sv_stages_derive(const sv_jobspec_t *spec, const char *job_id,
 	set_str(&src->topic, topic);
 	set_str(&src->format, SV_STAGES_FORMAT);
 	set_str(&src->start, "earliest");
+	/* a bounded job's stage 1 reads until every upstream task ended
+	 * (its watermark records say so), not to end offsets */
+	set_str(&m1->mode, "stream");
 	src->rate_per_s = 0;
 	src->count = 0;
 	for (size_t i = 0; i < src->n_partitioned_by; i++)

@@ -22,7 +22,7 @@
 int sv_stages_split_at(const Streamvisor__JobSpec *js, const char **key);
 
 /* Why a job split at step `at` cannot run (more than one repartition, a
- * multi-column key, bounded mode, a plan spec, a join, the event-time
+ * multi-column key, a plan spec, a join, the event-time
  * column dropped before the split), as a message into msg (size len);
  * false when it can. */
 bool sv_stages_refused(const sv_jobspec_t *spec, int at, char *msg, size_t len);

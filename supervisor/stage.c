@@ -124,6 +124,14 @@ size_t sv_stage_in_take(sv_stage_in_t *si, sv_batch_t *b,
 	return taken;
 }
 
+bool sv_stage_in_ended(const sv_stage_in_t *si)
+{
+	for (size_t i = 0; i < si->ntasks; i++)
+		if (sv_stage_in_watermark(si, i) != SV_STAGE_WM_END)
+			return false;
+	return si->ntasks > 0;
+}
+
 int64_t sv_stage_in_watermark(const sv_stage_in_t *si, size_t task)
 {
 	const upstream_t *u = &si->tasks[task];

@@ -25,6 +25,10 @@ sv_error_t *sv_stage_topic_ready(const sv_cluster_t *cluster,
 				 sv_obslog_t *obs, int attempt,
 				 int32_t *partitions);
 
+/* The watermark of an upstream task whose bounded input ended: every row
+ * it will ever write is before it. */
+#define SV_STAGE_WM_END INT64_MAX
+
 /* Stage 0: task src_task of n_tasks is at watermark_ms; one watermark
  * record into each of the topic's rp_parts partitions through snk (inside
  * its open transaction). */
@@ -44,8 +48,12 @@ void sv_stage_in_destroy(sv_stage_in_t *si);
 size_t sv_stage_in_take(sv_stage_in_t *si, sv_batch_t *b,
 			const int32_t *task_of, int32_t ntask_of);
 /* Task i's watermark: the minimum over its upstream tasks, or
- * SV_WATERMARK_NONE until every one of them reported. */
+ * SV_WATERMARK_NONE until every one of them reported (SV_STAGE_WM_END
+ * once every one of them ended). */
 int64_t sv_stage_in_watermark(const sv_stage_in_t *si, size_t task);
+/* Whether every upstream task of every task ended (a bounded job's stage
+ * 1 has read all it will get). */
+bool sv_stage_in_ended(const sv_stage_in_t *si);
 
 /* Stage 1: the purge of what its committed checkpoints consumed
  * (Kafka Streams' purge of repartition topics with DeleteRecords). */

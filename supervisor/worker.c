@@ -93,6 +93,7 @@ typedef struct member {
 	const char *name;
 	sv_stage_in_t *rp_in;
 	sv_stage_purge_t *purge; /* stage 1 with checkpoints */
+	bool rp_end; /* stage 0: its bounded input ended */
 	pthread_t thread;
 	bool thread_started;
 	sv_logctx_t log;
@@ -390,11 +391,16 @@ static void publish_committed(member_t *m)
 	atomic_store(&w->stats.records_out_committed, sum);
 }
 
+static sv_error_t *write_watermarks(member_t *m);
+
 /* No store: flush everything downstream, then commit the source
- * positions. */
+ * positions (stage 0 of a repartitioned job: its watermark records
+ * first). */
 static sv_error_t *commit(member_t *m)
 {
 	sv_error_t *err;
+	if (m->stage == 0 && m->w->nstages > 1 && (err = write_watermarks(m)))
+		return err;
 	if ((err = sv_sink_flush(m->snk, FLUSH_TIMEOUT_MS)))
 		return err;
 	if ((err = flush_side_sinks(m)))
@@ -470,7 +476,7 @@ static sv_error_t *write_watermarks(member_t *m)
 		task_t *t = &m->tasks[i];
 		sv_error_t *err = sv_stage_write_watermark(
 			m->snk, m->w->rp_parts, t->partition, m->topic_nparts,
-			m->wm);
+			m->rp_end ? SV_STAGE_WM_END : m->wm);
 		if (err)
 			return err;
 	}
@@ -489,7 +495,8 @@ static void take_watermarks(member_t *m, int64_t mono)
 		task_t *t = &m->tasks[i];
 		int64_t v = sv_stage_in_watermark(m->rp_in, i);
 		int64_t have = sv_watermarks_partition(t->wm, t->partition);
-		if (v == SV_WATERMARK_NONE ||
+		/* every upstream task ended: the member finishes (run) */
+		if (v == SV_WATERMARK_NONE || v == SV_STAGE_WM_END ||
 		    (have != SV_WATERMARK_NONE && v <= have))
 			continue;
 		sv_watermarks_set(t->wm, t->partition, v, mono);
@@ -783,6 +790,9 @@ static sv_error_t *run(member_t *m)
 		if (busy > 0)
 			atomic_fetch_add(&m->stats.busy_us, (uint64_t)busy);
 		t_loop = t_end;
+		/* a bounded job's stage 1 ends once every upstream task has */
+		if (m->rp_in && sv_stage_in_ended(m->rp_in))
+			eof = true;
 		if (eof)
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
@@ -812,6 +822,8 @@ static sv_error_t *run(member_t *m)
 		}
 		count_late(m);
 	}
+	/* a bounded stage 0: its last watermark records say it ended */
+	m->rp_end = eof && m->stage == 0 && w->nstages > 1;
 	bool final_ck = atomic_load(&w->final_ck) && !atomic_load(&w->stop);
 	if (w->checkpointing && !atomic_load(&w->failing) &&
 	    (eof || drain || final_ck)) {

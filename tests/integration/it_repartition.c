@@ -138,13 +138,15 @@ static int eq_teardown(void **state)
 	return 0;
 }
 
+static const char *g_mode = "stream"; /* of the next eq_spec */
+
 static char *eq_spec(eq_fixture_t *f, const char *name, int parallelism,
 		     const char *extra_source, const char *step,
 		     const char *out)
 {
 	char *s;
 	if (asprintf(&s,
-		     "{\"name\": \"%s\", \"parallelism\": %d,"
+		     "{\"name\": \"%s\", \"mode\": \"%s\", \"parallelism\": %d,"
 		     " \"source\": {\"kind\": \"kafka\", \"topic\": \"%s\"%s},"
 		     " \"schema\": [{\"name\": \"seq\", \"type\": \"int64\"},"
 		     "   {\"name\": \"k\", \"type\": \"string\"},"
@@ -156,8 +158,8 @@ static char *eq_spec(eq_fixture_t *f, const char *name, int parallelism,
 		     " \"sink\": {\"kind\": \"kafka\", \"topic\": \"%s\"},"
 		     " \"delivery\": \"exactly_once\","
 		     " \"checkpoint\": {\"interval_ms\": 500}}",
-		     name, parallelism, f->in_topic, extra_source, EQ_OOO_MS,
-		     step, out) < 0)
+		     name, g_mode, parallelism, f->in_topic, extra_source,
+		     EQ_OOO_MS, step, out) < 0)
 		abort();
 	return s;
 }
@@ -482,6 +484,12 @@ static void test_equal(void **state)
 	run_submit(f, &w[2], "window", window_step, 4);
 	run_submit(f, &d[0], "dedup", dedup_step, 1);
 	run_submit(f, &d[1], "dedup", dedup_step, 2);
+	/* bounded: stage 0 reads to the end offsets, stage 1 until every
+	 * upstream task's last watermark record says it ended */
+	run_t bw = {0};
+	g_mode = "bounded";
+	run_submit(f, &bw, "window-bounded", window_step, 2);
+	g_mode = "stream";
 
 	/* the dedup: every seq once */
 	for (int i = 0; i < 2; i++) {
@@ -500,6 +508,18 @@ static void test_equal(void **state)
 	}
 	same(w[1].rows, w[1].nrows, w[0].rows, w[0].nrows, "window p2 vs p1");
 	same(w[2].rows, w[2].nrows, w[0].rows, w[0].nrows, "window p4 vs p1");
+	json_t *bst = tk_wait_state(f->svc.port, bw.id, "completed",
+				    EQ_WAIT_MS);
+	assert_int_equal(
+		json_integer_value(json_object_get(bst, "records_out")), want);
+	json_decref(bst);
+	collect(&bw, want);
+	same(bw.rows, bw.nrows, w[0].rows, w[0].nrows,
+	     "bounded window p2 vs stream p1");
+	printf("SUMMARY it_repartition bounded window p2: completed, "
+	       "rows=%zu identical=yes\n",
+	       bw.nrows);
+	run_free(&bw);
 	printf("SUMMARY it_repartition window p1=%zu p2=%zu p4=%zu "
 	       "brute_force=%zu identical=yes\n",
 	       w[0].nrows, w[1].nrows, w[2].nrows, want);

@@ -178,12 +178,18 @@ static void test_split(void **state)
 	assert_int_equal(sv_stages_split_at(spec->msg, &key), -1);
 	sv_jobspec_destroy(spec);
 
-	/* refused: bounded, two columns, a second repartition, the event
-	 * time dropped before the split */
+	/* bounded: stage 0 bounded, stage 1 reads until stage 0 ended */
 	spec = parse(WIN_K, "", "bounded", 2);
-	assert_true(sv_stages_refused(spec, 0, why, sizeof(why)));
-	assert_non_null(strstr(why, "bounded"));
+	assert_false(sv_stages_refused(spec, 0, why, sizeof(why)));
+	assert_null(sv_stages_derive(spec, "j3", &s0, &s1));
+	assert_string_equal(s0->msg->mode, "bounded");
+	assert_string_equal(s1->msg->mode, "stream");
+	sv_jobspec_destroy(s0);
+	sv_jobspec_destroy(s1);
 	sv_jobspec_destroy(spec);
+
+	/* refused: two columns, a second repartition, the event time
+	 * dropped before the split */
 	spec = parse("{\"dedup\": {\"key\": [\"k\", \"v\"], \"within_ms\": "
 		     "10}}",
 		     "", "stream", 2);
@@ -234,6 +240,18 @@ static void test_upstream_min(void **state)
 	sv_batch_reject(&b, 1, 14, rec, sizeof(rec), "wm");
 	sv_stage_in_take(si, &b, task_of, 2);
 	assert_int_equal(sv_stage_in_watermark(si, 0), 500);
+	assert_false(sv_stage_in_ended(si));
+	/* both upstream tasks end (a bounded job): the task has all */
+	sv_batch_reset(&b);
+	sv_rowcodec_watermark(rec, 0, 2, SV_STAGE_WM_END);
+	sv_batch_reject(&b, 1, 15, rec, sizeof(rec), "wm");
+	sv_stage_in_take(si, &b, task_of, 2);
+	assert_false(sv_stage_in_ended(si));
+	sv_batch_reset(&b);
+	sv_rowcodec_watermark(rec, 1, 2, SV_STAGE_WM_END);
+	sv_batch_reject(&b, 1, 16, rec, sizeof(rec), "wm");
+	sv_stage_in_take(si, &b, task_of, 2);
+	assert_true(sv_stage_in_ended(si));
 	sv_stage_in_destroy(si);
 	sv_batch_release(&b);
 	sv_schema_destroy(s);
