@@ -940,8 +940,21 @@ sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec)
 		/* the first such step is repartitioned through an internal
 		 * topic when this build can (docs/repartition.md) */
 		char why[256];
-		if (!sv_stages_refused(spec, (int)i, why, sizeof(why)))
-			return NULL;
+		bool refused = sv_stages_refused(spec, (int)i, why,
+						 sizeof(why));
+		if (!refused) {
+			/* and the stage specs can be made (the event-time
+			 * column still there at the split) */
+			sv_jobspec_t *s0, *s1;
+			sv_error_t *err = sv_stages_derive(spec, "submit", &s0,
+							   &s1);
+			sv_jobspec_destroy(s0);
+			sv_jobspec_destroy(s1);
+			if (!err)
+				return NULL;
+			snprintf(why, sizeof(why), "%s", err->message);
+			sv_error_destroy(err);
+		}
 		char field[64], msg[768];
 		snprintf(field, sizeof(field), "pipeline[%zu].%s", i, what);
 		snprintf(msg, sizeof(msg),

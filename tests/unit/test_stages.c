@@ -19,6 +19,7 @@
 #include "core/codec.h"
 #include "core/rowcodec.h"
 #include "core/watermark.h"
+#include "ingress/coverage.h"
 #include "ingress/stages.h"
 #include "supervisor/drivers.h"
 #include "supervisor/stage.h"
@@ -208,6 +209,16 @@ static void test_split(void **state)
 	assert_non_null(err);
 	assert_non_null(strstr(err->message, "event-time column 'ts'"));
 	sv_error_destroy(err);
+	/* and the submit-time coverage check says so (422) */
+	err = sv_coverage_parallel_check(spec);
+	assert_non_null(err);
+	assert_int_equal(err->category, SV_ERR_COVERAGE);
+	assert_non_null(strstr(err->message, "event-time column 'ts'"));
+	sv_error_destroy(err);
+	sv_jobspec_destroy(spec);
+	/* a repartitionable one passes it */
+	spec = parse(WIN_K, "", "stream", 4);
+	assert_null(sv_coverage_parallel_check(spec));
 	sv_jobspec_destroy(spec);
 }
 
