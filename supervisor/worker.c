@@ -45,6 +45,7 @@
 #include "sinks/sink.h"
 #include "ingress/stages.h"
 #include "supervisor/ckpt.h"
+#include "supervisor/killpoint.h"
 #include "supervisor/stage.h"
 
 #define BATCH_ROWS 2048
@@ -558,6 +559,8 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 		w->conf.done(w->conf.opaque, w);
 	if (m->purge)
 		purge_committed(m);
+	if (m->stage == 0 && w->nstages > 1)
+		sv_killpoint("stage0_committed");
 	double secs = (double)info.duration_ms / 1000.0;
 	for (int b = 0; b < SV_CK_BUCKETS; b++)
 		if (secs <= sv_ck_buckets_s[b])
