@@ -593,12 +593,11 @@ static sv_error_t *unpack(sv_ckstore_t *st, const char *key, size_t kl,
 			    st->dir, (int)kl, key);
 }
 
-/* The record without its state bytes, or *out = NULL. */
-static sv_error_t *get_meta(sv_ckstore_t *st, const char *job_id, int64_t id,
-			    sv_ckrec_t **out)
+/* The record stored at key k (taken: freed here) as it is stored, or
+ * *out = NULL when there is none. */
+static sv_error_t *get_at(sv_ckstore_t *st, char *k, sv_ckrec_t **out)
 {
 	*out = NULL;
-	char *k = ck_key(job_id, id);
 	char *rerr = NULL;
 	size_t vl = 0;
 	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
@@ -610,6 +609,13 @@ static sv_error_t *get_meta(sv_ckstore_t *st, const char *job_id, int64_t id,
 	rocksdb_free(v);
 	free(k);
 	return err;
+}
+
+/* The record without its state bytes, or *out = NULL. */
+static sv_error_t *get_meta(sv_ckstore_t *st, const char *job_id, int64_t id,
+			    sv_ckrec_t **out)
+{
+	return get_at(st, ck_key(job_id, id), out);
 }
 
 sv_error_t *sv_ckstore_get(sv_ckstore_t *st, const char *job_id, int64_t id,
@@ -934,19 +940,7 @@ sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
 sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
 				int64_t id, sv_ckrec_t **out)
 {
-	*out = NULL;
-	char *k = ts_key(job_id, p, id);
-	char *rerr = NULL;
-	size_t vl = 0;
-	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
-	sv_error_t *err = NULL;
-	if (rerr)
-		err = db_error(st, rerr, k);
-	else if (v)
-		err = unpack(st, k, strlen(k), v, vl, out);
-	rocksdb_free(v);
-	free(k);
-	return err;
+	return get_at(st, ts_key(job_id, p, id), out);
 }
 
 /* Whether partition p still has a task record of checkpoint id. */

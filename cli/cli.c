@@ -1100,6 +1100,9 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 		{"dry-run", no_argument, NULL, 'D'},
 		{"parallelism", required_argument, NULL, 'N'},
 		{"token-file", required_argument, NULL, 'K'},
+		{"cacert", required_argument, NULL, 'R'},
+		{"cert", required_argument, NULL, 'E'},
+		{"key", required_argument, NULL, 'Y'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1140,6 +1143,15 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 			break;
 		case 'K':
 			cli.token_file = optarg;
+			break;
+		case 'R':
+			cli.cacert = optarg;
+			break;
+		case 'E':
+			cli.cert = optarg;
+			break;
+		case 'Y':
+			cli.key = optarg;
 			break;
 		case 'j':
 			cli.json = true;
@@ -1226,6 +1238,21 @@ int cli_run(const command_t *cmd, int argc, char **argv, const char *server)
 	}
 	sv_error_t *err = sv_client_init(&cli.client, cli.server);
 	if (err) {
+		fprintf(stderr, "streamvisor: %s\n", err->message);
+		sv_error_destroy(err);
+		sv_client_release(&cli.client);
+		return EXIT_CLI_USAGE;
+	}
+	/* TLS files: the option, else its environment variable */
+	const char *const tls_env[] = {CACERT_ENV, CERT_ENV, KEY_ENV};
+	const char **tls_opt[] = {&cli.cacert, &cli.cert, &cli.key};
+	for (size_t i = 0; i < SV_ARRAY_LEN(tls_env); i++) {
+		const char *e = getenv(tls_env[i]);
+		if (!*tls_opt[i] && e && *e)
+			*tls_opt[i] = e;
+	}
+	if ((err = sv_client_set_tls(&cli.client, cli.cacert, cli.cert,
+				     cli.key))) {
 		fprintf(stderr, "streamvisor: %s\n", err->message);
 		sv_error_destroy(err);
 		sv_client_release(&cli.client);

@@ -27,6 +27,9 @@
 #define TOKEN_ENV "STREAMVISOR_TOKEN" /* the bearer token itself */
 #define TOKEN_FILE_ENV "STREAMVISOR_TOKEN_FILE" /* a file holding it */
 #define TIMEOUT_ENV "STREAMVISOR_TIMEOUT_MS" /* request deadline */
+#define CACERT_ENV "STREAMVISOR_CACERT" /* CA file for https:// */
+#define CERT_ENV "STREAMVISOR_CERT" /* client certificate (mTLS) */
+#define KEY_ENV "STREAMVISOR_KEY" /* its key */
 
 /* Options a CLI command may accept (command_t.opts); --server and --help
  * go with every CLI command. */
@@ -57,6 +60,7 @@ typedef struct cli {
 	bool purge;
 	long long timeout_ms; /* -1: not given */
 	const char *token_file; /* --token-file, or NULL */
+	const char *cacert, *cert, *key; /* --cacert, --cert, --key */
 	long long limit; /* -1: not given */
 	long long after; /* -1: not given */
 	long long parallelism; /* -1: not given */

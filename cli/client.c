@@ -8,7 +8,10 @@
  * coding, Content-Length, or the end of the connection (we always send
  * Connection: close), in that order of precedence as RFC 9112 §6.3 says.
  * Every wait is a poll() against one deadline for the whole exchange, so a
- * server that accepts and never answers costs at most the timeout. */
+ * server that accepts and never answers costs at most the timeout. TLS sits
+ * between the socket and that reader: a GnuTLS session on the non-blocking
+ * socket, each GNUTLS_E_AGAIN waited for with the same poll() in the
+ * direction GnuTLS asks, the handshake under the same deadline. */
 #define _GNU_SOURCE
 #include "cli/client.h"
 
@@ -25,6 +28,10 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "core/util.h"
 
@@ -44,13 +51,15 @@ sv_error_t *sv_client_init(sv_client_t *cl, const char *url)
 		return sv_error_new(SV_ERR_CONFIG, "empty server URL");
 	const char *p = url;
 	const char *scheme_end = strstr(url, "://");
+	bool tls = false;
 	if (scheme_end) {
 		size_t n = (size_t)(scheme_end - url);
-		if (n != 4 || strncasecmp(url, "http", 4) != 0)
+		tls = n == 5 && strncasecmp(url, "https", 5) == 0;
+		if (!tls && (n != 4 || strncasecmp(url, "http", 4) != 0))
 			return sv_error_new(
 				SV_ERR_CONFIG,
 				"unsupported scheme in server URL '%s': only "
-				"http:// is supported",
+				"http:// and https:// are supported",
 				url);
 		p = scheme_end + 3;
 	}
@@ -73,7 +82,7 @@ sv_error_t *sv_client_init(sv_client_t *cl, const char *url)
 	if (hlen == 0)
 		return sv_error_new(SV_ERR_CONFIG, "no host in server URL '%s'",
 				    url);
-	int port = 80;
+	int port = tls ? 443 : 80;
 	if (*hend == ':') {
 		char *end;
 		errno = 0;
@@ -96,6 +105,28 @@ sv_error_t *sv_client_init(sv_client_t *cl, const char *url)
 	cl->host = sv_strndup(host, hlen);
 	cl->port = port;
 	cl->prefix = sv_strndup(hend, plen);
+	cl->tls = tls;
+	return NULL;
+}
+
+sv_error_t *sv_client_set_tls(sv_client_t *cl, const char *ca_file,
+			      const char *cert_file, const char *key_file)
+{
+	if (!cert_file != !key_file)
+		return sv_error_new(SV_ERR_CONFIG,
+				    "a client certificate needs its key and a "
+				    "key its certificate: give both --cert "
+				    "and --key");
+	if (!cl->tls && (ca_file || cert_file))
+		return sv_error_new(SV_ERR_CONFIG,
+				    "TLS files given for a plain http:// "
+				    "server URL: use https://");
+	free(cl->ca_file);
+	free(cl->cert_file);
+	free(cl->key_file);
+	cl->ca_file = ca_file ? sv_strdup(ca_file) : NULL;
+	cl->cert_file = cert_file ? sv_strdup(cert_file) : NULL;
+	cl->key_file = key_file ? sv_strdup(key_file) : NULL;
 	return NULL;
 }
 
@@ -144,6 +175,9 @@ void sv_client_release(sv_client_t *cl)
 	sv_client_set_token(cl, NULL);
 	free(cl->host);
 	free(cl->prefix);
+	free(cl->ca_file);
+	free(cl->cert_file);
+	free(cl->key_file);
 	memset(cl, 0, sizeof(*cl));
 }
 
@@ -163,6 +197,8 @@ typedef struct conn {
 	int64_t deadline; /* sv_mono_ms() value, or -1 for none */
 	const char *where; /* "host:port" for messages */
 	int timeout_ms;
+	gnutls_session_t tls; /* NULL: plain TCP */
+	gnutls_certificate_credentials_t cred;
 } conn_t;
 
 /* "cannot <doing> '<where>': <strerror>", errno code as the cause. */
@@ -261,8 +297,194 @@ static sv_error_t *do_connect(conn_t *c, const sv_client_t *cl)
 	return NULL;
 }
 
+/* ---- TLS ---- */
+
+static sv_error_t *tls_error(const conn_t *c, const char *doing, int code)
+{
+	return sv_error_set_cause(sv_error_new(SV_ERR_RUNTIME,
+					       "TLS %s '%s' failed: %s", doing,
+					       c->where, gnutls_strerror(code)),
+				  code, gnutls_strerror(code));
+}
+
+/* Wait for what the last GNUTLS_E_AGAIN was waiting for; the two texts as
+ * for timeout_error and errno_error. */
+static sv_error_t *tls_wait(const conn_t *c, const char *doing,
+			    const char *doing_to)
+{
+	int w = wait_fd(c,
+			gnutls_record_get_direction(c->tls) ? POLLOUT : POLLIN);
+	if (w == -ETIMEDOUT)
+		return timeout_error(c, doing);
+	if (w < 0)
+		return errno_error(-w, doing_to, c->where);
+	return NULL;
+}
+
+static sv_error_t *tls_files(conn_t *c, const sv_client_t *cl)
+{
+	int r = gnutls_certificate_allocate_credentials(&c->cred);
+	if (r < 0)
+		return tls_error(c, "setup for", r);
+	if (cl->ca_file) {
+		r = gnutls_certificate_set_x509_trust_file(c->cred, cl->ca_file,
+							   GNUTLS_X509_FMT_PEM);
+		if (r <= 0)
+			return sv_error_new(SV_ERR_CONFIG,
+					    "cannot use CA file '%s': %s",
+					    cl->ca_file,
+					    r < 0 ? gnutls_strerror(r)
+						  : "it holds no certificate");
+	} else if ((r = gnutls_certificate_set_x509_system_trust(c->cred)) <
+		   0) {
+		return sv_error_new(SV_ERR_CONFIG,
+				    "cannot load the system's trusted CAs: %s "
+				    "(give a CA file)",
+				    gnutls_strerror(r));
+	}
+	if (cl->cert_file &&
+	    (r = gnutls_certificate_set_x509_key_file(c->cred, cl->cert_file,
+						      cl->key_file,
+						      GNUTLS_X509_FMT_PEM)) < 0)
+		return sv_error_new(SV_ERR_CONFIG,
+				    "cannot use client certificate '%s' with "
+				    "key '%s': %s",
+				    cl->cert_file, cl->key_file,
+				    gnutls_strerror(r));
+	return NULL;
+}
+
+/* GnuTLS's writes, without SIGPIPE when the server has closed (a refused
+ * client certificate): the error comes back as EPIPE instead. */
+static ssize_t push_nosignal(gnutls_transport_ptr_t fd, const void *data,
+			     size_t len)
+{
+	return send((int)(intptr_t)fd, data, len, MSG_NOSIGNAL);
+}
+
+/* The handshake (after tls_files), under the exchange's deadline; the
+ * server's certificate must verify and name cl->host (a DNS name or an IP
+ * address). */
+static sv_error_t *tls_start(conn_t *c, const sv_client_t *cl)
+{
+	sv_error_t *err;
+	int r = gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK);
+	if (r < 0) {
+		c->tls = NULL;
+		return tls_error(c, "setup for", r);
+	}
+	if ((r = gnutls_set_default_priority(c->tls)) < 0 ||
+	    (r = gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE,
+					c->cred)) < 0)
+		return tls_error(c, "setup for", r);
+	unsigned char ip[16];
+	bool is_ip = inet_pton(AF_INET, cl->host, ip) == 1 ||
+		inet_pton(AF_INET6, cl->host, ip) == 1;
+	if (!is_ip &&
+	    (r = gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, cl->host,
+					strlen(cl->host))) < 0)
+		return tls_error(c, "setup for", r);
+	gnutls_session_set_verify_cert(c->tls, cl->host, 0);
+	gnutls_transport_set_int(c->tls, c->fd);
+	gnutls_transport_set_push_function(c->tls, push_nosignal);
+	while ((r = gnutls_handshake(c->tls)) < 0) {
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+			if ((err = tls_wait(c, "the TLS handshake",
+					    "complete a TLS handshake with")))
+				return err;
+			continue;
+		}
+		if (!gnutls_error_is_fatal(r))
+			continue;
+		if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+			gnutls_datum_t why = {0};
+			unsigned st = gnutls_session_get_verify_cert_status(
+				c->tls);
+			gnutls_certificate_verification_status_print(
+				st, GNUTLS_CRT_X509, &why, 0);
+			err = sv_error_new(SV_ERR_RUNTIME,
+					   "the server certificate of '%s' is "
+					   "not trusted for '%s': %s",
+					   c->where, cl->host,
+					   why.data ? (char *)why.data : "?");
+			gnutls_free(why.data);
+			return sv_error_set_cause(err, r, gnutls_strerror(r));
+		}
+		if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+			const char *alert = gnutls_alert_get_name(
+				gnutls_alert_get(c->tls));
+			return sv_error_set_cause(
+				sv_error_new(SV_ERR_RUNTIME,
+					     "TLS handshake with '%s' refused "
+					     "by the server: %s (does it want "
+					     "a client certificate: --cert "
+					     "and --key?)",
+					     c->where, alert ? alert : "?"),
+				r, gnutls_strerror(r));
+		}
+		return tls_error(c, "handshake with", r);
+	}
+	return NULL;
+}
+
+static void tls_end(conn_t *c)
+{
+	if (c->tls) {
+		gnutls_bye(c->tls, GNUTLS_SHUT_WR); /* best effort */
+		gnutls_deinit(c->tls);
+	}
+	if (c->cred)
+		gnutls_certificate_free_credentials(c->cred);
+	c->tls = NULL;
+	c->cred = NULL;
+}
+
+static sv_error_t *tls_send_all(conn_t *c, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = gnutls_record_send(c->tls, p, n);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+		} else if (w == GNUTLS_E_AGAIN || w == GNUTLS_E_INTERRUPTED) {
+			sv_error_t *err = tls_wait(c, "sending the request",
+						   "send to");
+			if (err)
+				return err;
+		} else {
+			return tls_error(c, "send to", (int)w);
+		}
+	}
+	return NULL;
+}
+
+/* Like recv(): > 0 bytes, 0 at the end, -1 with errno for the socket's
+ * errors; TLS errors are returned in *err. */
+static ssize_t tls_recv(conn_t *c, char *buf, size_t n, sv_error_t **err)
+{
+	for (;;) {
+		ssize_t r = gnutls_record_recv(c->tls, buf, n);
+		if (r >= 0)
+			return r;
+		/* a server that closes after its answer without close_notify:
+		 * the body's framing tells whether anything was cut */
+		if (r == GNUTLS_E_PREMATURE_TERMINATION)
+			return 0;
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+			if ((*err = tls_wait(c, "reading the response",
+					     "read from")))
+				return -1;
+			continue;
+		}
+		*err = tls_error(c, "read from", (int)r);
+		return -1;
+	}
+}
+
 static sv_error_t *send_all(conn_t *c, const char *p, size_t n)
 {
+	if (c->tls)
+		return tls_send_all(c, p, n);
 	while (n > 0) {
 		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
 		if (w > 0) {
@@ -290,8 +512,13 @@ static sv_error_t *fill(conn_t *c, sv_buf_t *in, bool *eof)
 {
 	for (;;) {
 		sv_buf_reserve(in, 16384);
-		ssize_t r = recv(c->fd, in->data + in->len,
-				 in->cap - in->len - 1, 0);
+		sv_error_t *err = NULL;
+		ssize_t r = c->tls ? tls_recv(c, in->data + in->len,
+					      in->cap - in->len - 1, &err)
+				   : recv(c->fd, in->data + in->len,
+					  in->cap - in->len - 1, 0);
+		if (err)
+			return err;
 		if (r > 0) {
 			in->len += (size_t)r;
 			in->data[in->len] = '\0';
@@ -472,8 +699,17 @@ static sv_error_t *read_head(conn_t *c, sv_buf_t *in, head_t *h)
 					? sv_error_new(
 						  SV_ERR_RUNTIME,
 						  "'%s' closed the connection "
-						  "without answering",
-						  c->where)
+						  "without answering%s",
+						  c->where,
+						  /* TLS 1.3 refuses a missing
+						   * or foreign client
+						   * certificate after the
+						   * handshake */
+						  c->tls ? " (over TLS: does "
+							   "it want a client "
+							   "certificate, "
+							   "--cert and --key?)"
+							 : "")
 					: truncated(c);
 		}
 		sv_error_t *err = parse_head(c, in, off,
@@ -550,7 +786,12 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 	sv_buf_init(&in);
 	sv_buf_init(&out);
 	head_t h = {0};
-	sv_error_t *err = do_connect(&c, cl);
+	/* the TLS files first: a bad one is named whatever the server does */
+	sv_error_t *err = cl->tls ? tls_files(&c, cl) : NULL;
+	if (!err)
+		err = do_connect(&c, cl);
+	if (!err && cl->tls)
+		err = tls_start(&c, cl);
 	if (err)
 		goto out;
 
@@ -611,6 +852,7 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 	resp->content_type = h.content_type;
 	h.content_type = NULL;
 out:
+	tls_end(&c);
 	if (c.fd >= 0)
 		close(c.fd);
 	free(h.content_type);

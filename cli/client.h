@@ -2,11 +2,15 @@
  * request per TCP connection (Connection: close), bodies framed by
  * Content-Length, chunked transfer coding or the end of the connection, and
  * one deadline for the whole exchange. Used by the CLI (main.c) and the
- * integration test kit; it is the only HTTP client in the tree. No TLS, no
- * redirects, no keep-alive. thread: any (no shared state). */
+ * integration test kit; it is the only HTTP client in the tree. https://
+ * URLs speak TLS through GnuTLS (the library the server's HTTPS uses): the
+ * server's certificate is verified against a CA file or the system's trust
+ * store and must name the URL's host; a client certificate and key give
+ * mTLS. No redirects, no keep-alive. thread: any (no shared state). */
 #ifndef SV_CLIENT_H
 #define SV_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/error.h"
@@ -25,6 +29,10 @@ typedef struct sv_client {
 	int timeout_ms; /* deadline per request; <= 0: none */
 	char *token; /* bearer token (Authorization header), or NULL; wiped
 		      * on release */
+	bool tls; /* https:// */
+	char *ca_file; /* PEM CAs the server's certificate must verify
+			* against; NULL: the system's trust store */
+	char *cert_file, *key_file; /* client certificate (mTLS), or NULL */
 } sv_client_t;
 
 /* One response. Embedded: filled by sv_client_request, freed with
@@ -37,13 +45,22 @@ typedef struct sv_client_resp {
 	char *content_type; /* Content-Type header value, or NULL */
 } sv_client_resp_t;
 
-/* Parse url, "http://HOST[:PORT][/PREFIX]" (the scheme may be left out;
- * IPv6 hosts in brackets; port 80 by default) into cl, with the default
- * timeout. url is borrowed. Returns a SV_ERR_CONFIG error for a URL that
- * cannot be used (https, bad port, empty host); cl is then empty but may
- * still be released. */
+/* Parse url, "http[s]://HOST[:PORT][/PREFIX]" (the scheme may be left
+ * out: http; IPv6 hosts in brackets; port 80, or 443 for https, by
+ * default) into cl, with the default timeout. url is borrowed. Returns a
+ * SV_ERR_CONFIG error for a URL that cannot be used (another scheme, bad
+ * port, empty host); cl is then empty but may still be released. */
 sv_error_t *sv_client_init(sv_client_t *cl, const char *url);
 void sv_client_release(sv_client_t *cl);
+
+/* TLS material (copied; each may be NULL): the CA file that replaces the
+ * system's trust store, and the client certificate and key for mTLS (both
+ * or neither). Files are read at each request, so an unreadable one is an
+ * error of the request naming the file. SV_ERR_CONFIG when only one of
+ * cert_file and key_file is given, or when any is given for an http://
+ * URL. */
+sv_error_t *sv_client_set_tls(sv_client_t *cl, const char *ca_file,
+			      const char *cert_file, const char *key_file);
 
 /* Use token (copied) as the bearer token of every request; NULL: none. */
 void sv_client_set_token(sv_client_t *cl, const char *token);

@@ -35,6 +35,10 @@ enum {
 	/* Sink: takes raw payloads (write_raw), so it can be a job's
 	 * dead_letter sink. */
 	SV_DRIVER_RAW = 1u << 5,
+	/* Sink: writes under a file-system path (the spec's "path"), so the
+	 * path is confined to the server's file_sink_roots, at submit and
+	 * again at open (sinks/confine.h). */
+	SV_DRIVER_PATH = 1u << 6,
 };
 
 /* Field flags (sv_driver_field_t.flags). */

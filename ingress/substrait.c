@@ -936,7 +936,17 @@ static const char *mapped(const Streamvisor__SubstraitBinding *b,
 	return name;
 }
 
-static bool read_rel(tctx_t *c, const Substrait__ReadRel *r, cols_t *out)
+/* A read root's table: its binding and its schema (base_schema with the
+ * binding's column names), one column per field. */
+typedef struct table {
+	const Streamvisor__SubstraitBinding *binding;
+	const char *name; /* names joined by '.' */
+	Streamvisor__Field **fields;
+	size_t n;
+	cols_t base; /* the fields as columns */
+} table_t;
+
+static bool read_table(tctx_t *c, const Substrait__ReadRel *r, table_t *t)
 {
 	if (!check_adv(c, r->advanced_extension))
 		return false;
@@ -948,83 +958,104 @@ static bool read_rel(tctx_t *c, const Substrait__ReadRel *r, cols_t *out)
 		return refuse(c, cap,
 			      "only named tables bound to a source are read");
 	}
-	if (c->js->source)
-		return refuse(c, "stateful_join_support",
-			      "a job reads one source; this plan has more "
-			      "than one read root (a join or union)");
 	const Substrait__ReadRel__NamedTable *nt = r->named_table;
 	sv_buf_t tb;
 	sv_buf_init(&tb);
 	for (size_t i = 0; i < nt->n_names; i++)
 		sv_buf_printf(&tb, "%s%s", i ? "." : "", nt->names[i]);
-	char *table = adup(c, tb.data ? tb.data : "");
+	t->name = adup(c, tb.data ? tb.data : "");
 	sv_buf_release(&tb);
-	const Streamvisor__SubstraitBinding *b = find_binding(c, table);
+	const Streamvisor__SubstraitBinding *b = find_binding(c, t->name);
 	if (!b) {
 		c->err = sv_error_new(SV_ERR_BINDING,
 				      "field 'plan.bindings': read root '%s' "
 				      "has no binding",
-				      table);
+				      t->name);
 		sv_error_set_field(c->err, "plan.bindings");
 		return false;
 	}
+	t->binding = b;
 	const Substrait__NamedStruct *ns = r->base_schema;
 	if (!ns || !ns->struct_)
-		return bad(c, "read root '%s' has no base_schema", table);
+		return bad(c, "read root '%s' has no base_schema", t->name);
 	if (ns->n_names != ns->struct_->n_types)
 		return refuse(c, "substrait_type:struct",
 			      "base_schema names do not match its types one "
 			      "to one (nested struct columns)");
-	c->js->source = anew(c, sizeof(Streamvisor__Source));
-	streamvisor__source__init(c->js->source);
-	if (b->source)
-		*c->js->source = *b->source;
-	c->js->n_schema = ns->n_names;
-	c->js->schema = anew(c, (ns->n_names + 1) * sizeof(*c->js->schema));
-	cols_t base = {anew(c, (ns->n_names + 1) * sizeof(col_t)), ns->n_names};
-	for (size_t i = 0; i < ns->n_names; i++) {
+	t->n = ns->n_names;
+	t->fields = anew(c, (t->n + 1) * sizeof(*t->fields));
+	t->base = (cols_t){anew(c, (t->n + 1) * sizeof(col_t)), t->n};
+	for (size_t i = 0; i < t->n; i++) {
 		bool nl = true;
-		const char *t = sv_type_of(c, ns->struct_->types[i], &nl);
-		if (!t)
+		const char *ty = sv_type_of(c, ns->struct_->types[i], &nl);
+		if (!ty)
 			return false;
 		Streamvisor__Field *f = anew(c, sizeof(*f));
 		streamvisor__field__init(f);
 		f->name = adup(c, mapped(b, ns->names[i]));
-		f->type = (char *)t;
+		f->type = (char *)ty;
 		f->not_null = !nl;
-		c->js->schema[i] = f;
-		base.v[i].text = quote_col(c, f->name);
-		base.v[i].type = t;
+		t->fields[i] = f;
+		t->base.v[i].text = quote_col(c, f->name);
+		t->base.v[i].type = ty;
 	}
+	return true;
+}
+
+/* The ReadRel's projection mask over cols (the table's base columns). */
+static bool read_projection(tctx_t *c, const Substrait__ReadRel *r,
+			    cols_t *cols)
+{
+	if (!r->projection)
+		return true;
+	const Substrait__Expression__MaskExpression__StructSelect *sel =
+		r->projection->select;
+	size_t n = sel ? sel->n_struct_items : 0;
+	cols_t p = {anew(c, (n + 1) * sizeof(col_t)), n};
+	for (size_t i = 0; i < n; i++) {
+		int32_t k = sel->struct_items[i]->field;
+		if (sel->struct_items[i]->child)
+			return refuse(c, "substrait_type:struct",
+				      "projection into nested "
+				      "columns");
+		if (k < 0 || (size_t)k >= cols->n)
+			return bad(c,
+				   "projection field %d is out of "
+				   "range",
+				   k);
+		p.v[i] = cols->v[k];
+	}
+	*cols = p;
+	return true;
+}
+
+static bool read_rel(tctx_t *c, const Substrait__ReadRel *r, cols_t *out)
+{
+	if (c->js->source)
+		return refuse(c, "substrait_rel:set",
+			      "a job reads one source (and a join's right "
+			      "input); this plan has more read roots (a union "
+			      "or a second join)");
+	table_t t;
+	if (!read_table(c, r, &t))
+		return false;
+	c->js->source = anew(c, sizeof(Streamvisor__Source));
+	streamvisor__source__init(c->js->source);
+	if (t.binding->source)
+		*c->js->source = *t.binding->source;
+	c->js->n_schema = t.n;
+	c->js->schema = t.fields;
 	if (r->filter) {
-		char *cond = rex(c, r->filter, &base, 0);
+		char *cond = rex(c, r->filter, &t.base, 0);
 		if (!cond)
 			return false;
 		Streamvisor__Step *s = add_step(c);
 		s->step_case = STREAMVISOR__STEP__STEP_FILTER;
 		s->filter = cond;
 	}
-	*out = base;
-	if (r->projection) {
-		const Substrait__Expression__MaskExpression__StructSelect *sel =
-			r->projection->select;
-		size_t n = sel ? sel->n_struct_items : 0;
-		cols_t p = {anew(c, (n + 1) * sizeof(col_t)), n};
-		for (size_t i = 0; i < n; i++) {
-			int32_t k = sel->struct_items[i]->field;
-			if (sel->struct_items[i]->child)
-				return refuse(c, "substrait_type:struct",
-					      "projection into nested "
-					      "columns");
-			if (k < 0 || (size_t)k >= base.n)
-				return bad(c,
-					   "projection field %d is out of "
-					   "range",
-					   k);
-			p.v[i] = base.v[k];
-		}
-		*out = p;
-	}
+	*out = t.base;
+	if (!read_projection(c, r, out))
+		return false;
 	return apply_emit(c, r->common, out);
 }
 
@@ -1745,6 +1776,221 @@ static bool sort_fetch(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 	return apply_emit(c, f->common, out);
 }
 
+/* ---- joins ---- */
+
+/* The index of a plain field reference (a column of the input row), or -1
+ * for any other expression. */
+static int field_index(const Substrait__Expression *e)
+{
+	if (!e || e->rex_type_case != SUBSTRAIT__EXPRESSION__REX_TYPE_SELECTION)
+		return -1;
+	const Substrait__Expression__FieldReference *r = e->selection;
+	if (r->reference_type_case !=
+		    SUBSTRAIT__EXPRESSION__FIELD_REFERENCE__REFERENCE_TYPE_DIRECT_REFERENCE ||
+	    r->direct_reference->reference_type_case !=
+		    SUBSTRAIT__EXPRESSION__REFERENCE_SEGMENT__REFERENCE_TYPE_STRUCT_FIELD ||
+	    r->direct_reference->struct_field->child ||
+	    (r->root_type_case !=
+		     SUBSTRAIT__EXPRESSION__FIELD_REFERENCE__ROOT_TYPE_ROOT_REFERENCE &&
+	     r->root_type_case !=
+		     SUBSTRAIT__EXPRESSION__FIELD_REFERENCE__ROOT_TYPE__NOT_SET))
+		return -1;
+	return r->direct_reference->struct_field->field;
+}
+
+static bool not_equi(tctx_t *c, const char *what)
+{
+	char why[256];
+	snprintf(why, sizeof(why),
+		 "only equi-joins are translated: the condition must be "
+		 "column = column (one column of each input), or an AND of "
+		 "those; this one has %s",
+		 what);
+	return refuse(c, "substrait_rel:join", why);
+}
+
+/* The join condition as key pairs: an AND of equal(left column, right
+ * column), in either order; nleft columns of the input are the left's. */
+static bool join_keys(tctx_t *c, const Substrait__Expression *e, size_t nleft,
+		      size_t n, Streamvisor__Join *j, const cols_t *l,
+		      const cols_t *r, int depth)
+{
+	if (!e)
+		return not_equi(c, "no condition (a cross product)");
+	if (depth > 64)
+		return bad(c, "join condition nested deeper than 64");
+	if (e->rex_type_case != SUBSTRAIT__EXPRESSION__REX_TYPE_SCALAR_FUNCTION)
+		return not_equi(c, "a term that is not a comparison");
+	const Substrait__Expression__ScalarFunction *f = e->scalar_function;
+	const fn_t *fn = find_fn(c, f->function_reference);
+	if (!fn)
+		return false;
+	if (!strcmp(fn->name, "and")) {
+		for (size_t i = 0; i < f->n_arguments; i++)
+			if (!join_keys(c, arg_value(c, f->arguments[i]), nleft,
+				       n, j, l, r, depth + 1))
+				return false;
+		return true;
+	}
+	if (strcmp(fn->name, "equal") || f->n_arguments != 2) {
+		char what[128];
+		snprintf(what, sizeof(what), "'%s'", fn->raw);
+		return not_equi(c, what);
+	}
+	int a = field_index(arg_value(c, f->arguments[0]));
+	int b = field_index(arg_value(c, f->arguments[1]));
+	if (a < 0 || b < 0 || (size_t)a >= n || (size_t)b >= n)
+		return not_equi(c,
+				"an equality that is not between two "
+				"columns");
+	if ((size_t)a >= nleft) {
+		int t = a;
+		a = b;
+		b = t;
+	}
+	if ((size_t)a >= nleft || (size_t)b < nleft)
+		return not_equi(c, "an equality of two columns of one input");
+	char *lk = plain_col(c, l->v[a].text);
+	char *rk = plain_col(c, r->v[(size_t)b - nleft].text);
+	if (!lk || !rk)
+		return refuse(c, "substrait_rel:join",
+			      "a join key must be a column of its input, not "
+			      "a computed expression");
+	j->on_left[j->n_on_left++] = lk;
+	j->on_right[j->n_on_right++] = rk;
+	return true;
+}
+
+static size_t count_keys(tctx_t *c, const Substrait__Expression *e, int depth)
+{
+	if (!e || depth > 64 ||
+	    e->rex_type_case != SUBSTRAIT__EXPRESSION__REX_TYPE_SCALAR_FUNCTION)
+		return 1;
+	const Substrait__Expression__ScalarFunction *f = e->scalar_function;
+	const fn_t *fn = NULL;
+	for (size_t i = 0; i < c->nfns; i++)
+		if (c->fns[i].anchor == f->function_reference)
+			fn = &c->fns[i];
+	if (!fn || strcmp(fn->name, "and"))
+		return 1;
+	size_t k = 0;
+	for (size_t i = 0; i < f->n_arguments; i++)
+		k += count_keys(c, arg_value(c, f->arguments[i]), depth + 1);
+	return k;
+}
+
+/* JoinRel, inner and left equi-joins, in a bounded job: a hash join step
+ * whose input is the right ReadRel's binding. The output is the left's
+ * columns and then the right's, as Substrait's; the right's columns enter
+ * the row as "<table>.<column>" (take), which the final select renames. */
+static bool join_rel(tctx_t *c, const Substrait__JoinRel *jr, cols_t *out)
+{
+	if (!check_adv(c, jr->advanced_extension))
+		return false;
+	const char *kind;
+	switch (jr->type) {
+	case SUBSTRAIT__JOIN_REL__JOIN_TYPE__JOIN_TYPE_INNER:
+		kind = "inner";
+		break;
+	case SUBSTRAIT__JOIN_REL__JOIN_TYPE__JOIN_TYPE_LEFT:
+		kind = "left";
+		break;
+	default: {
+		char why[160];
+		snprintf(
+			why, sizeof(why),
+			"only inner and left joins are translated, not %s",
+			protobuf_c_enum_descriptor_get_value(
+				&substrait__join_rel__join_type__descriptor,
+				jr->type)
+				? protobuf_c_enum_descriptor_get_value(
+					  &substrait__join_rel__join_type__descriptor,
+					  jr->type)
+					  ->name
+				: "an unknown type");
+		return refuse(c, "substrait_rel:join", why);
+	}
+	}
+	if (!c->bounded)
+		return refuse(c, "stateful_join_support",
+			      "a join of two streams from a Substrait plan "
+			      "has no time bound, so its state would grow "
+			      "without end: run it as a bounded job (a hash "
+			      "join), or write an interval or lookup join "
+			      "step in the job spec (docs/joins.md)");
+	for (size_t i = 0; i < c->nsteps; i++)
+		if (c->steps[i]->step_case == STREAMVISOR__STEP__STEP_JOIN)
+			return refuse(c, "substrait_rel:join",
+				      "a job has at most one join");
+	const Substrait__Rel *rr = jr->right;
+	if (!rr || rr->rel_type_case != SUBSTRAIT__REL__REL_TYPE_READ)
+		return refuse(c, "substrait_rel:join",
+			      "the right input of a join must be a read root "
+			      "(a bound table), not a relation over one");
+	cols_t l;
+	if (!rel(c, jr->left, &l))
+		return false;
+	if (c->ordered)
+		return refuse(c, "substrait_rel:sort",
+			      "only stateless steps may follow an order "
+			      "step");
+	const Substrait__ReadRel *rd = rr->read;
+	table_t t;
+	if (!read_table(c, rd, &t))
+		return false;
+	if (rd->filter)
+		return refuse(c, "substrait_rel:join",
+			      "a filter on the right input of a join is not "
+			      "translated");
+	cols_t r = t.base;
+	if (!read_projection(c, rd, &r) || !apply_emit(c, rd->common, &r))
+		return false;
+	Streamvisor__Join *j = anew(c, sizeof(*j));
+	streamvisor__join__init(j);
+	j->type = "hash";
+	j->kind = (char *)kind;
+	j->source = anew(c, sizeof(Streamvisor__Source));
+	streamvisor__source__init(j->source);
+	if (t.binding->source)
+		*j->source = *t.binding->source;
+	j->n_schema = t.n;
+	j->schema = t.fields;
+	size_t nk = count_keys(c, jr->expression, 0);
+	j->on_left = anew(c, (nk + 1) * sizeof(char *));
+	j->on_right = anew(c, (nk + 1) * sizeof(char *));
+	if (!join_keys(c, jr->expression, l.n, l.n + r.n, j, &l, &r, 0))
+		return false;
+	/* every right column the plan can see, under "<table>.<column>" */
+	j->n_take = r.n;
+	j->take = anew(c, (r.n + 1) * sizeof(*j->take));
+	cols_t o = {anew(c, (l.n + r.n + 1) * sizeof(col_t)), l.n + r.n};
+	for (size_t i = 0; i < l.n; i++)
+		o.v[i] = l.v[i];
+	for (size_t i = 0; i < r.n; i++) {
+		Streamvisor__TakeItem *ti = anew(c, sizeof(*ti));
+		streamvisor__take_item__init(ti);
+		ti->column = plain_col(c, r.v[i].text);
+		ti->name = afmt(c, "%s.%s", t.name, ti->column);
+		j->take[i] = ti;
+		o.v[l.n + i].text = quote_col(c, ti->name);
+		o.v[l.n + i].type = r.v[i].type;
+	}
+	Streamvisor__Step *s = add_step(c);
+	s->step_case = STREAMVISOR__STEP__STEP_JOIN;
+	s->join = j;
+	c->at_source = false;
+	if (jr->post_join_filter) {
+		char *cond = rex(c, jr->post_join_filter, &o, 0);
+		if (!cond)
+			return false;
+		Streamvisor__Step *f = add_step(c);
+		f->step_case = STREAMVISOR__STEP__STEP_FILTER;
+		f->filter = cond;
+	}
+	*out = o;
+	return apply_emit(c, jr->common, out);
+}
+
 static bool rel(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 {
 	if (!r)
@@ -1764,15 +2010,21 @@ static bool rel(tctx_t *c, const Substrait__Rel *r, cols_t *out)
 	case SUBSTRAIT__REL__REL_TYPE_FETCH:
 		return sort_fetch(c, r, out);
 	case SUBSTRAIT__REL__REL_TYPE_JOIN:
+		return join_rel(c, r->join, out);
 	case SUBSTRAIT__REL__REL_TYPE_CROSS:
+		return refuse(c, "substrait_rel:cross",
+			      "a cross product of two inputs has no operator");
 	case SUBSTRAIT__REL__REL_TYPE_HASH_JOIN:
 	case SUBSTRAIT__REL__REL_TYPE_MERGE_JOIN:
-	case SUBSTRAIT__REL__REL_TYPE_NESTED_LOOP_JOIN:
-		return refuse(
-			c, "stateful_join_support",
-			"joins are not runnable in a job yet (the worker reads "
-			"one input; docs/joins.md), so JoinRel is not "
-			"translated (substrait_rel:join)");
+	case SUBSTRAIT__REL__REL_TYPE_NESTED_LOOP_JOIN: {
+		char cap[96];
+		snprintf(cap, sizeof(cap), "substrait_rel:%s",
+			 oneof_name(&substrait__rel__descriptor,
+				    r->rel_type_case));
+		return refuse(c, cap,
+			      "physical join relations are not translated; "
+			      "a logical JoinRel is");
+	}
 	case SUBSTRAIT__REL__REL_TYPE__NOT_SET:
 		return bad(c, "a relation has no kind");
 	default: {
@@ -1965,9 +2217,11 @@ void sv_substrait_coverage_rows(json_t *rows)
 		 "at the root of a bounded job (with or under FetchRel)"},
 		{"substrait_rel:fetch", "partial",
 		 "at the root of a bounded job, constant count and offset"},
-		{"substrait_rel:join", "uncovered",
-		 "not translated while joins are not runnable in a job "
-		 "(the worker reads one input; stateful_join_support)"},
+		{"substrait_rel:join", "partial",
+		 "inner and left equi-joins (AND of column = column) in a "
+		 "bounded job: a hash join step whose right input is a read "
+		 "root; no filter on the right read, at most one join; a "
+		 "join of streams is refused (no time bound)"},
 		{"substrait_rel:cross", "uncovered",
 		 "a cross product of two inputs has no operator"},
 		{"substrait_rel:set", "uncovered", "a job reads one source"},

@@ -87,10 +87,10 @@ static int64_t broker_max_txn_timeout(rd_kafka_t *rk, const char *cluster,
 	return max;
 }
 
-int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic)
+/* The short-lived client of one check (kafka/client.c: the profile's
+ * properties, its errors name keys only). */
+static sv_error_t *admin_client(const sv_cluster_t *cluster, rd_kafka_t **rk)
 {
-	if (!cluster || cluster->dev_embedded || !topic || !*topic)
-		return 0;
 	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
 	char role[300];
 	snprintf(role, sizeof(role), "admin client of cluster '%s'",
@@ -103,8 +103,15 @@ int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic)
 		.tuning = tuning,
 		.ntuning = SV_ARRAY_LEN(tuning),
 	};
+	return sv_kafka_client_new(&kc, rk);
+}
+
+int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic)
+{
+	if (!cluster || cluster->dev_embedded || !topic || !*topic)
+		return 0;
 	rd_kafka_t *rk;
-	sv_error_t *cerr = sv_kafka_client_new(&kc, &rk);
+	sv_error_t *cerr = admin_client(cluster, &rk);
 	if (cerr) {
 		sv_error_destroy(cerr); /* the job's start reports it */
 		return 0;
@@ -128,20 +135,8 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 {
 	if (!cluster || cluster->dev_embedded)
 		return NULL;
-	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
-	char role[300];
-	snprintf(role, sizeof(role), "admin client of cluster '%s'",
-		 cluster->name);
-	sv_kafka_client_conf_t kc = {
-		.type = RD_KAFKA_PRODUCER,
-		.cluster = cluster,
-		.client_id = "streamvisor-admin",
-		.role = role,
-		.tuning = tuning,
-		.ntuning = SV_ARRAY_LEN(tuning),
-	};
 	rd_kafka_t *rk;
-	sv_error_t *cerr = sv_kafka_client_new(&kc, &rk);
+	sv_error_t *cerr = admin_client(cluster, &rk);
 	if (cerr)
 		return cerr;
 	sv_error_t *err = NULL;
@@ -160,26 +155,6 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 				     cluster->name),
 			field);
 	return NULL;
-}
-
-/* A short-lived admin client of cluster, or NULL with *err. */
-static rd_kafka_t *admin_client(const sv_cluster_t *cluster, sv_error_t **err)
-{
-	static const sv_kafka_prop_t tuning[] = {{"log_level", "3"}};
-	char role[300];
-	snprintf(role, sizeof(role), "admin client of cluster '%s'",
-		 cluster->name);
-	sv_kafka_client_conf_t kc = {
-		.type = RD_KAFKA_PRODUCER,
-		.cluster = cluster,
-		.client_id = "streamvisor-admin",
-		.role = role,
-		.tuning = tuning,
-		.ntuning = SV_ARRAY_LEN(tuning),
-	};
-	rd_kafka_t *rk;
-	*err = sv_kafka_client_new(&kc, &rk);
-	return *err ? NULL : rk;
 }
 
 /* Wait for the one topic result of a CreateTopics or DeleteTopics call:
@@ -240,9 +215,9 @@ sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
 				    topic, cluster->name, have, partitions);
 	if (have > 0)
 		return NULL;
-	sv_error_t *err;
-	rd_kafka_t *rk = admin_client(cluster, &err);
-	if (!rk)
+	rd_kafka_t *rk;
+	sv_error_t *err = admin_client(cluster, &rk);
+	if (err)
 		return err;
 	char es[256], why[512], text[512];
 	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1,
@@ -291,9 +266,9 @@ sv_error_t *sv_kafka_topic_delete(const sv_cluster_t *cluster,
 {
 	if (!cluster || cluster->dev_embedded)
 		return NULL;
-	sv_error_t *err;
-	rd_kafka_t *rk = admin_client(cluster, &err);
-	if (!rk)
+	rd_kafka_t *rk;
+	sv_error_t *err = admin_client(cluster, &rk);
+	if (err)
 		return err;
 	char es[256], why[512], text[512];
 	rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
@@ -336,9 +311,9 @@ sv_error_t *sv_kafka_admin_new(const sv_cluster_t *cluster,
 		return sv_error_new(SV_ERR_CONFIG,
 				    "an admin client needs a real Kafka "
 				    "cluster");
-	sv_error_t *err;
-	rd_kafka_t *rk = admin_client(cluster, &err);
-	if (!rk)
+	rd_kafka_t *rk;
+	sv_error_t *err = admin_client(cluster, &rk);
+	if (err)
 		return err;
 	sv_kafka_admin_t *adm = sv_calloc(1, sizeof(*adm));
 	adm->rk = rk;

@@ -152,6 +152,15 @@ static sv_error_t *set(rd_kafka_conf_t *kc, const char *cluster,
 			    key, cluster);
 }
 
+/* Every client's defaults, before the caller's tuning. librdkafka backs
+ * off reconnecting to a lost broker up to 10 s, so a job recovered about 9 s
+ * after a broker bounce or a network cut even when the broker was back
+ * within a second (docs/reliability.md); 1 s keeps a dead broker's retries
+ * cheap and the recovery close to the outage. */
+static const sv_kafka_prop_t module_defaults[] = {
+	{"reconnect.backoff.max.ms", "1000"},
+};
+
 sv_error_t *sv_kafka_client_new(const sv_kafka_client_conf_t *conf,
 				rd_kafka_t **out)
 {
@@ -179,6 +188,9 @@ sv_error_t *sv_kafka_client_new(const sv_kafka_client_conf_t *conf,
 
 	rd_kafka_conf_t *kc = rd_kafka_conf_new();
 	sv_error_t *err = NULL;
+	for (size_t i = 0; !err && i < SV_ARRAY_LEN(module_defaults); i++)
+		err = set(kc, name, module_defaults[i].key,
+			  module_defaults[i].value);
 	for (size_t i = 0; !err && i < conf->ntuning; i++)
 		err = set(kc, name, conf->tuning[i].key, conf->tuning[i].value);
 	if (!err && conf->client_id)

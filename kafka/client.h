@@ -3,7 +3,8 @@
  * source and sink, the submit-time admin checks, distributed mode) builds
  * its consumer, producer or admin client here, so the rules live once:
  *
- *   1. the caller's tuning defaults, then the client.id,
+ *   1. this module's defaults (reconnect backoff), the caller's tuning
+ *      defaults, then the client.id,
  *   2. the profile's properties (which may override the tuning and may hold
  *      credentials), then its bootstrap servers,
  *   3. the caller's fixed settings, which nothing may override (what

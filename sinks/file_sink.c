@@ -747,7 +747,7 @@ static void fsnk_close(sv_sink_t *snk)
 
 static const sv_driver_t file_driver = {
 	.kind = "file",
-	.caps = SV_DRIVER_TRANSACTIONAL,
+	.caps = SV_DRIVER_TRANSACTIONAL | SV_DRIVER_PATH,
 	.fields =
 		(const sv_driver_field_t[]){
 			{.name = "path",

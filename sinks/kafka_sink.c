@@ -54,6 +54,7 @@
 #include "core/util.h"
 #include "kafka/admin.h"
 #include "kafka/client.h"
+#include "kafka/ident.h"
 #include "sinks/sink.h"
 
 #define KSNK_META_TIMEOUT_MS 10000
@@ -76,11 +77,7 @@ typedef enum ksnk_txn_state {
 
 typedef struct kafka_sink {
 	sv_sink_t base;
-	sv_logctx_t logctx;
-	char *job_id;
-	int attempt;
-	char *cluster_name;
-	char *topic;
+	sv_kafka_ident_t id; /* job, attempt, cluster name, topic */
 	const sv_schema_t *schema; /* borrowed */
 	int key_column; /* -1: no key */
 	bool raw;
@@ -105,8 +102,9 @@ extern const sv_sink_ops_t sv_sink_kafka_txn_ops;
 /* ---- logging and errors ---- */
 
 /* An error with the job's context and a scrubbed cause (kafka/client.h). */
-#define ksnk_error(ks, cat, code, cause, ...) \
-	sv_kafka_error((ks)->rk, &(ks)->logctx, cat, code, cause, __VA_ARGS__)
+#define ksnk_error(ks, cat, code, cause, ...)                        \
+	sv_kafka_error((ks)->rk, &(ks)->id.logctx, cat, code, cause, \
+		       __VA_ARGS__)
 
 static bool is_topic_missing(rd_kafka_resp_err_t e)
 {
@@ -120,7 +118,7 @@ static sv_error_t *ksnk_topic_missing(kafka_sink_t *ks,
 	return sv_error_set_field(
 		ksnk_error(ks, SV_ERR_BINDING, code, NULL,
 			   "topic '%s' does not exist on cluster '%s'",
-			   ks->topic, ks->cluster_name),
+			   ks->id.topic, ks->id.cluster_name),
 		"sink.topic");
 }
 
@@ -132,7 +130,7 @@ static sv_error_t *ksnk_fatal(kafka_sink_t *ks)
 	sv_error_t *err = ksnk_error(ks, SV_ERR_SINK_COMMIT, orig, buf,
 				     "kafka producer of topic '%s' on cluster "
 				     "'%s' failed",
-				     ks->topic, ks->cluster_name);
+				     ks->id.topic, ks->id.cluster_name);
 	err->fatal = true;
 	return err;
 }
@@ -146,7 +144,7 @@ static sv_error_t *ksnk_delivery_error(kafka_sink_t *ks, rd_kafka_resp_err_t e)
 		return ksnk_fatal(ks);
 	return ksnk_error(ks, SV_ERR_SINK_COMMIT, e, NULL,
 			  "delivery to topic '%s' on cluster '%s' failed",
-			  ks->topic, ks->cluster_name);
+			  ks->id.topic, ks->id.cluster_name);
 }
 
 static bool is_fenced(rd_kafka_resp_err_t e)
@@ -189,7 +187,7 @@ static sv_error_t *ksnk_txn_error(kafka_sink_t *ks, rd_kafka_error_t *e,
 	err = ksnk_error(ks, cat, code, rd_kafka_error_string(e),
 			 "%s of transactional id '%s' on cluster '%s' failed "
 			 "(%s)",
-			 what, ks->txn_id, ks->cluster_name, cls);
+			 what, ks->txn_id, ks->id.cluster_name, cls);
 	err->fatal = fatal;
 	err->retriable = !fatal;
 	if (fatal)
@@ -220,9 +218,10 @@ static void ksnk_on_delivery(void *opaque, const rd_kafka_message_t *m)
 		return;
 	if (!ks->err) {
 		ks->err = ksnk_delivery_error(ks, m->err);
-		sv_log(&ks->logctx, SV_LOG_ERROR, "kafka",
+		sv_log(&ks->id.logctx, SV_LOG_ERROR, "kafka",
 		       "delivery to topic '%s' on cluster '%s' failed: %s",
-		       ks->topic, ks->cluster_name, rd_kafka_err2str(m->err));
+		       ks->id.topic, ks->id.cluster_name,
+		       rd_kafka_err2str(m->err));
 	}
 }
 
@@ -279,20 +278,21 @@ static sv_error_t *ksnk_client(kafka_sink_t *ks, const sv_sink_conf_t *conf)
 					"property 'message.timeout.ms' of "
 					"cluster '%s' exceeds the transaction "
 					"timeout (%d ms)",
-					ks->cluster_name, ks->txn_timeout_ms);
+					ks->id.cluster_name,
+					ks->txn_timeout_ms);
 		}
 	}
 	char client_id[256], role[512];
 	snprintf(client_id, sizeof(client_id), "streamvisor-%s",
-		 ks->job_id ? ks->job_id : "sink");
+		 ks->id.job_id ? ks->id.job_id : "sink");
 	snprintf(role, sizeof(role), "producer of topic '%s' on cluster '%s'",
-		 ks->topic, ks->cluster_name);
+		 ks->id.topic, ks->id.cluster_name);
 	sv_kafka_client_conf_t kc = {
 		.type = RD_KAFKA_PRODUCER,
 		.cluster = conf->cluster,
 		.client_id = client_id,
 		.role = role,
-		.log = &ks->logctx,
+		.log = &ks->id.logctx,
 		.tuning = tuning,
 		.ntuning = SV_ARRAY_LEN(tuning),
 		.fixed = fixed,
@@ -303,8 +303,8 @@ static sv_error_t *ksnk_client(kafka_sink_t *ks, const sv_sink_conf_t *conf)
 		.on_delivery = ksnk_on_delivery,
 	};
 	sv_error_t *err = sv_kafka_client_new(&kc, &ks->rk);
-	return err && ks->job_id
-		? sv_error_set_job(err, ks->job_id, ks->attempt)
+	return err && ks->id.job_id
+		? sv_error_set_job(err, ks->id.job_id, ks->id.attempt)
 		: err;
 }
 
@@ -321,7 +321,7 @@ static sv_error_t *ksnk_check_topic(kafka_sink_t *ks)
 		return ksnk_error(ks, SV_ERR_BINDING, e, NULL,
 				  "cannot read metadata of topic '%s' from "
 				  "cluster '%s'",
-				  ks->topic, ks->cluster_name);
+				  ks->id.topic, ks->id.cluster_name);
 	e = md->topic_cnt == 1 ? md->topics[0].err
 			       : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
 	if (is_topic_missing(e))
@@ -329,7 +329,7 @@ static sv_error_t *ksnk_check_topic(kafka_sink_t *ks)
 	else if (e && e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
 		err = ksnk_error(ks, SV_ERR_BINDING, e, NULL,
 				 "topic '%s' on cluster '%s' is not usable",
-				 ks->topic, ks->cluster_name);
+				 ks->id.topic, ks->id.cluster_name);
 	rd_kafka_metadata_destroy(md);
 	return err;
 }
@@ -353,10 +353,10 @@ static sv_error_t *ksnk_init_transactions(kafka_sink_t *ks)
 			char text[512];
 			sv_kafka_client_scrub(ks->rk, rd_kafka_error_string(e),
 					      text, sizeof(text));
-			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 			       "init_transactions of transactional id '%s' on "
 			       "cluster '%s': %s; retrying",
-			       ks->txn_id, ks->cluster_name, text);
+			       ks->txn_id, ks->id.cluster_name, text);
 			rd_kafka_error_destroy(e);
 			continue;
 		}
@@ -376,14 +376,8 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 	*out = NULL;
 	ks = sv_calloc(1, sizeof(*ks));
 	ks->base.ops = &sv_sink_kafka_ops;
-	ks->job_id = conf->job_id ? sv_strdup(conf->job_id) : NULL;
-	ks->attempt = conf->attempt;
-	ks->logctx.job_id = ks->job_id;
-	ks->logctx.attempt = conf->attempt;
-	ks->cluster_name = sv_strdup(conf->cluster && conf->cluster->name
-					     ? conf->cluster->name
-					     : "(none)");
-	ks->topic = sv_strdup(conf->topic ? conf->topic : "");
+	sv_kafka_ident_init(&ks->id, conf->job_id, conf->attempt, conf->cluster,
+			    conf->topic);
 	ks->schema = conf->schema;
 	ks->key_column = conf->key_column;
 	ks->raw = conf->raw;
@@ -406,7 +400,7 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 		err = ksnk_error(ks, SV_ERR_BINDING, 0, NULL,
 				 "kafka sink needs a cluster with bootstrap "
 				 "servers (cluster '%s')",
-				 ks->cluster_name);
+				 ks->id.cluster_name);
 		goto fail;
 	}
 	if (!conf->topic || !*conf->topic) {
@@ -419,13 +413,13 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 		err = ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
 				 "transactional kafka sink of topic '%s' needs "
 				 "a transactional id",
-				 ks->topic);
+				 ks->id.topic);
 		goto fail;
 	}
 	if (!ks->raw && !ks->schema) {
 		err = ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
 				 "kafka sink of topic '%s' needs a schema",
-				 ks->topic);
+				 ks->id.topic);
 		goto fail;
 	}
 	if (!ks->raw && conf->format != SV_FMT_JSON &&
@@ -451,24 +445,24 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 
 	if ((err = ksnk_client(ks, conf)))
 		goto fail;
-	ks->rkt = rd_kafka_topic_new(ks->rk, ks->topic, NULL);
+	ks->rkt = rd_kafka_topic_new(ks->rk, ks->id.topic, NULL);
 	if (!ks->rkt) {
 		err = ksnk_error(ks, SV_ERR_BINDING, rd_kafka_last_error(),
-				 NULL, "invalid topic name '%s'", ks->topic);
+				 NULL, "invalid topic name '%s'", ks->id.topic);
 		goto fail;
 	}
 	if (conf->cluster->dev_embedded)
-		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+		sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 		       "cluster '%s' is the embedded development cluster: "
 		       "no transactional isolation there",
-		       ks->cluster_name);
+		       ks->id.cluster_name);
 	if ((err = ksnk_check_topic(ks)))
 		goto fail;
 	if (ks->transactional && (err = ksnk_init_transactions(ks)))
 		goto fail;
-	sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
-	       "writing topic '%s' on cluster '%s'%s%s%s", ks->topic,
-	       ks->cluster_name, ks->raw ? " (dead letters)" : "",
+	sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
+	       "writing topic '%s' on cluster '%s'%s%s%s", ks->id.topic,
+	       ks->id.cluster_name, ks->raw ? " (dead letters)" : "",
 	       ks->transactional ? ", transactional id " : "",
 	       ks->transactional ? ks->txn_id : "");
 	*out = &ks->base;
@@ -539,7 +533,7 @@ static sv_error_t *ksnk_txn_check_open(kafka_sink_t *ks, const char *what)
 	return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
 			  "%s to topic '%s' outside an open transaction "
 			  "(transactional id '%s'%s)",
-			  what, ks->topic, ks->txn_id,
+			  what, ks->id.topic, ks->txn_id,
 			  ks->txn == KTXN_IDLE ? "" : ", transaction failed");
 }
 
@@ -557,7 +551,7 @@ static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 		return ksnk_error(ks, SV_ERR_RUNTIME, 0, NULL,
 				  "dead-letter sink of topic '%s' takes raw "
 				  "payloads only",
-				  ks->topic);
+				  ks->id.topic);
 	for (size_t r = 0; r < b->nrows; r++) {
 		const sv_value_t *row = sv_batch_row(b, r);
 		size_t keylen;
@@ -643,7 +637,7 @@ static sv_error_t *ksnk_flush(sv_sink_t *snk, int timeout_ms)
 		return ksnk_error(ks, SV_ERR_SINK_COMMIT, e, NULL,
 				  "flush of topic '%s' on cluster '%s' timed "
 				  "out after %d ms with %d records outstanding",
-				  ks->topic, ks->cluster_name, timeout_ms,
+				  ks->id.topic, ks->id.cluster_name, timeout_ms,
 				  rd_kafka_outq_len(ks->rk));
 	if (e)
 		return ksnk_delivery_error(ks, e);
@@ -763,7 +757,7 @@ static sv_error_t *ksnk_txn_offsets(sv_sink_t *snk, int64_t checkpoint_id,
 		    !rd_kafka_error_is_fatal(e) &&
 		    !rd_kafka_error_txn_requires_abort(e) &&
 		    sv_mono_ms() < deadline) {
-			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 			       "send_offsets_to_transaction of transactional "
 			       "id '%s' (group '%s'): %s; retrying",
 			       ks->txn_id, ks->group_id,
@@ -826,7 +820,7 @@ static sv_error_t *ksnk_txn_abort(sv_sink_t *snk)
 		/* A fenced or failed producer cannot abort; the broker aborts
 		 * at transaction.timeout.ms, or the next init_transactions
 		 * with our id does. */
-		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+		sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 		       "transaction of transactional id '%s' not aborted: "
 		       "the producer failed; the next producer with this id "
 		       "settles it",
@@ -863,7 +857,7 @@ static void ksnk_close(sv_sink_t *snk)
 			char text[512];
 			sv_kafka_client_scrub(ks->rk, rd_kafka_error_string(e),
 					      text, sizeof(text));
-			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 			       "closing: abort of the open transaction of "
 			       "transactional id '%s' failed: %s",
 			       ks->txn_id, text);
@@ -875,10 +869,10 @@ static void ksnk_close(sv_sink_t *snk)
 		/* (Transactional: an open transaction was aborted above, a
 		 * failed one is settled by the next producer.) */
 		if (left > 0 && !ks->err && !ks->transactional)
-			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 			       "closing sink of topic '%s' with %d "
 			       "unflushed records (dropped)",
-			       ks->topic, left);
+			       ks->id.topic, left);
 		/* Do not wait for unflushed records: offsets are committed
 		 * only after a flush, so they will be read again. */
 		rd_kafka_purge(ks->rk,
@@ -891,9 +885,7 @@ static void ksnk_close(sv_sink_t *snk)
 		sv_kafka_client_destroy(ks->rk);
 	sv_error_destroy(ks->err);
 	sv_buf_release(&ks->buf);
-	free(ks->topic);
-	free(ks->cluster_name);
-	free(ks->job_id);
+	sv_kafka_ident_release(&ks->id);
 	free(ks->txn_id);
 	free(ks->group_id);
 	free(ks);

@@ -47,7 +47,9 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/admin.h"
 #include "kafka/client.h"
+#include "kafka/ident.h"
 #include "sources/ratelimit.h"
 #include "sources/source.h"
 
@@ -57,11 +59,7 @@
 
 typedef struct kafka_source {
 	sv_source_t base;
-	sv_logctx_t logctx;
-	char *job_id;
-	int attempt;
-	char *cluster_name;
-	char *topic;
+	sv_kafka_ident_t id; /* job, attempt, cluster name, topic */
 	char *group_id;
 	bool bounded;
 	sv_ratelimit_t rl; /* source.rate_per_s */
@@ -93,16 +91,17 @@ extern const sv_source_ops_t sv_source_kafka_ops;
 /* ---- logging and errors ---- */
 
 /* An error with the job's context and a scrubbed cause (kafka/client.h). */
-#define ksrc_error(ks, cat, code, cause, ...) \
-	sv_kafka_error((ks)->rk, &(ks)->logctx, cat, code, cause, __VA_ARGS__)
+#define ksrc_error(ks, cat, code, cause, ...)                        \
+	sv_kafka_error((ks)->rk, &(ks)->id.logctx, cat, code, cause, \
+		       __VA_ARGS__)
 
 static sv_error_t *ksrc_topic_missing(kafka_source_t *ks,
 				      rd_kafka_resp_err_t code)
 {
 	sv_error_t *err = ksrc_error(
 		ks, SV_ERR_BINDING, code, NULL,
-		"topic '%s' does not exist on cluster '%s'", ks->topic,
-		ks->cluster_name);
+		"topic '%s' does not exist on cluster '%s'", ks->id.topic,
+		ks->id.cluster_name);
 	sv_error_set_field(err, "source.topic");
 	return err;
 }
@@ -145,15 +144,15 @@ static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 	};
 	char client_id[256], role[512];
 	snprintf(client_id, sizeof(client_id), "streamvisor-%s",
-		 ks->job_id ? ks->job_id : "source");
+		 ks->id.job_id ? ks->id.job_id : "source");
 	snprintf(role, sizeof(role), "consumer of topic '%s' on cluster '%s'",
-		 ks->topic, ks->cluster_name);
+		 ks->id.topic, ks->id.cluster_name);
 	sv_kafka_client_conf_t kc = {
 		.type = RD_KAFKA_CONSUMER,
 		.cluster = conf->cluster,
 		.client_id = client_id,
 		.role = role,
-		.log = &ks->logctx,
+		.log = &ks->id.logctx,
 		.tuning = tuning,
 		.ntuning = SV_ARRAY_LEN(tuning),
 		.fixed = fixed,
@@ -161,8 +160,8 @@ static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 		.opaque = ks,
 	};
 	sv_error_t *err = sv_kafka_client_new(&kc, &ks->rk);
-	return err && ks->job_id
-		? sv_error_set_job(err, ks->job_id, ks->attempt)
+	return err && ks->id.job_id
+		? sv_error_set_job(err, ks->id.job_id, ks->id.attempt)
 		: err;
 }
 
@@ -198,12 +197,13 @@ static void sleep_ms(int ms)
 static sv_error_t *ksrc_metadata(kafka_source_t *ks)
 {
 	int64_t deadline = sv_mono_ms() + KSRC_META_TIMEOUT_MS;
-	rd_kafka_topic_t *rkt = rd_kafka_topic_new(ks->rk, ks->topic, NULL);
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(ks->rk, ks->id.topic, NULL);
 	sv_error_t *err = NULL;
 
 	if (!rkt)
 		return ksrc_error(ks, SV_ERR_BINDING, rd_kafka_last_error(),
-				  NULL, "invalid topic name '%s'", ks->topic);
+				  NULL, "invalid topic name '%s'",
+				  ks->id.topic);
 	for (;;) {
 		const struct rd_kafka_metadata *md = NULL;
 		int left = (int)(deadline - sv_mono_ms());
@@ -216,7 +216,7 @@ static sv_error_t *ksrc_metadata(kafka_source_t *ks)
 			err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
 					 "cannot read metadata of topic '%s' "
 					 "from cluster '%s'",
-					 ks->topic, ks->cluster_name);
+					 ks->id.topic, ks->id.cluster_name);
 			break;
 		}
 		const rd_kafka_metadata_topic_t *mt = md->topic_cnt == 1
@@ -253,7 +253,7 @@ static sv_error_t *ksrc_metadata(kafka_source_t *ks)
 			err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
 					 "topic '%s' on cluster '%s' has no "
 					 "available partitions",
-					 ks->topic, ks->cluster_name);
+					 ks->id.topic, ks->id.cluster_name);
 			break;
 		}
 		sleep_ms(100);
@@ -314,11 +314,11 @@ static void ksrc_read_committed_ck(kafka_source_t *ks,
 	/* members commit their own partitions in their own transactions:
 	 * the tags differ by design there */
 	if (lo != INT64_MAX && lo != hi && ks->members <= 1)
-		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+		sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 		       "committed offsets of group '%s' for topic '%s' carry "
 		       "different checkpoints (%lld to %lld; -1: none); using "
 		       "%lld",
-		       ks->group_id, ks->topic, (long long)lo, (long long)hi,
+		       ks->group_id, ks->id.topic, (long long)lo, (long long)hi,
 		       (long long)lo);
 }
 
@@ -337,14 +337,14 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 
 	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
 	for (size_t i = 0; i < ks->nparts; i++)
-		rd_kafka_topic_partition_list_add(list, ks->topic,
+		rd_kafka_topic_partition_list_add(list, ks->id.topic,
 						  ks->pos[i].partition);
 	e = rd_kafka_committed(ks->rk, list, KSRC_META_TIMEOUT_MS);
 	if (e) {
 		err = ksrc_error(ks, SV_ERR_BINDING, e, NULL,
 				 "cannot read committed offsets of group '%s' "
 				 "on cluster '%s'",
-				 ks->group_id, ks->cluster_name);
+				 ks->group_id, ks->id.cluster_name);
 		goto out;
 	}
 	ksrc_read_committed_ck(ks, list);
@@ -358,10 +358,10 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 				ks, SV_ERR_BINDING, tp->err, NULL,
 				"cannot read committed offset of group "
 				"'%s' for topic '%s' partition %d",
-				ks->group_id, ks->topic, p->partition);
+				ks->group_id, ks->id.topic, p->partition);
 			goto out;
 		}
-		e = rd_kafka_query_watermark_offsets(ks->rk, ks->topic,
+		e = rd_kafka_query_watermark_offsets(ks->rk, ks->id.topic,
 						     p->partition, &lo, &hi,
 						     KSRC_META_TIMEOUT_MS);
 		if (is_topic_missing(e)) {
@@ -373,7 +373,8 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 				ks, SV_ERR_BINDING, e, NULL,
 				"cannot read end offsets of topic '%s' "
 				"partition %d on cluster '%s'",
-				ks->topic, p->partition, ks->cluster_name);
+				ks->id.topic, p->partition,
+				ks->id.cluster_name);
 			goto out;
 		}
 		p->end_offset = hi;
@@ -406,7 +407,7 @@ static sv_error_t *ksrc_assign(kafka_source_t *ks)
 	for (size_t i = 0; i < ks->nparts; i++) {
 		if (ks->bounded && ks->done[i])
 			continue;
-		rd_kafka_topic_partition_list_add(list, ks->topic,
+		rd_kafka_topic_partition_list_add(list, ks->id.topic,
 						  ks->pos[i].partition)
 			->offset = ks->pos[i].next_offset;
 	}
@@ -419,7 +420,7 @@ static sv_error_t *ksrc_assign(kafka_source_t *ks)
 	if (e)
 		return ksrc_error(ks, SV_ERR_RUNTIME, e, NULL,
 				  "cannot assign partitions of topic '%s'",
-				  ks->topic);
+				  ks->id.topic);
 	return NULL;
 }
 
@@ -435,7 +436,7 @@ static void ksrc_mark_done(kafka_source_t *ks, size_t i)
 		ks->eof_pending = true;
 	/* Stop fetching what we would drop anyway. */
 	list = rd_kafka_topic_partition_list_new(1);
-	rd_kafka_topic_partition_list_add(list, ks->topic,
+	rd_kafka_topic_partition_list_add(list, ks->id.topic,
 					  ks->pos[i].partition);
 	rd_kafka_pause_partitions(ks->rk, list);
 	rd_kafka_topic_partition_list_destroy(list);
@@ -447,7 +448,7 @@ static void ksrc_refresh_watermarks(kafka_source_t *ks)
 		int64_t lo = -1, hi = -1;
 		sv_partpos_t *p = &ks->pos[i];
 
-		if (rd_kafka_get_watermark_offsets(ks->rk, ks->topic,
+		if (rd_kafka_get_watermark_offsets(ks->rk, ks->id.topic,
 						   p->partition, &lo, &hi) ||
 		    hi < 0)
 			continue;
@@ -468,14 +469,8 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	*out = NULL;
 	ks = sv_calloc(1, sizeof(*ks));
 	ks->base.ops = &sv_source_kafka_ops;
-	ks->job_id = conf->job_id ? sv_strdup(conf->job_id) : NULL;
-	ks->attempt = conf->attempt;
-	ks->logctx.job_id = ks->job_id;
-	ks->logctx.attempt = conf->attempt;
-	ks->cluster_name = sv_strdup(conf->cluster && conf->cluster->name
-					     ? conf->cluster->name
-					     : "(none)");
-	ks->topic = sv_strdup(conf->topic ? conf->topic : "");
+	sv_kafka_ident_init(&ks->id, conf->job_id, conf->attempt, conf->cluster,
+			    conf->topic);
 	ks->group_id = sv_strdup(conf->group_id ? conf->group_id : "");
 	ks->bounded = conf->bounded;
 	sv_ratelimit_init(&ks->rl, conf->rate_per_s);
@@ -488,7 +483,7 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		err = ksrc_error(ks, SV_ERR_BINDING, 0, NULL,
 				 "kafka source needs a cluster with bootstrap "
 				 "servers (cluster '%s')",
-				 ks->cluster_name);
+				 ks->id.cluster_name);
 		goto fail;
 	}
 	if (!conf->topic || !*conf->topic) {
@@ -501,13 +496,13 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	if (!conf->group_id || !*conf->group_id) {
 		err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
 				 "kafka source of topic '%s' needs a group id",
-				 ks->topic);
+				 ks->id.topic);
 		goto fail;
 	}
 	if (!conf->schema) {
 		err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
 				 "kafka source of topic '%s' needs a schema",
-				 ks->topic);
+				 ks->id.topic);
 		goto fail;
 	}
 	ks->dec = sv_decoder_new(conf->format, conf->schema);
@@ -527,10 +522,10 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	rd_kafka_poll_set_consumer(ks->rk);
 	ks->q = rd_kafka_queue_get_consumer(ks->rk);
 	if (conf->cluster->dev_embedded)
-		sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+		sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 		       "cluster '%s' is the embedded development cluster: "
 		       "read_committed is not enforced there",
-		       ks->cluster_name);
+		       ks->id.cluster_name);
 
 	if ((err = ksrc_metadata(ks)))
 		goto fail;
@@ -540,7 +535,7 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 				   "parallelism %d is more than the %d "
 				   "partitions of topic '%s'",
 				   ks->members, (int)ks->topic_nparts,
-				   ks->topic),
+				   ks->id.topic),
 			"parallelism");
 		err->retriable = false;
 		err->fatal = true;
@@ -562,10 +557,10 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		goto fail;
 	ks->wm_next_ms = sv_mono_ms() + KSRC_WM_REFRESH_MS;
 
-	sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
+	sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
 	       "reading topic '%s' (%zu partitions) on cluster '%s' as group "
 	       "'%s'%s; committed checkpoint %lld",
-	       ks->topic, ks->nparts, ks->cluster_name, ks->group_id,
+	       ks->id.topic, ks->nparts, ks->id.cluster_name, ks->group_id,
 	       ks->bounded ? ", bounded to the end offsets at open" : "",
 	       (long long)ks->committed_ck);
 	*out = &ks->base;
@@ -659,7 +654,7 @@ static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
 		sv_error_t *err = ksrc_error(ks, SV_ERR_RUNTIME, orig, buf,
 					     "kafka consumer of topic '%s' on "
 					     "cluster '%s' failed",
-					     ks->topic, ks->cluster_name);
+					     ks->id.topic, ks->id.cluster_name);
 		err->fatal = true;
 		return err;
 	}
@@ -669,9 +664,9 @@ static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
 	char text[512];
 	sv_kafka_client_scrub(ks->rk, rd_kafka_message_errstr(m), text,
 			      sizeof(text));
-	sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+	sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
 	       "consumer of topic '%s' partition %d on cluster '%s': %s: %s",
-	       ks->topic, (int)m->partition, ks->cluster_name,
+	       ks->id.topic, (int)m->partition, ks->id.cluster_name,
 	       rd_kafka_err2name(m->err), text);
 	return NULL;
 }
@@ -718,7 +713,7 @@ static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 	if (n < 0)
 		return ksrc_error(ks, SV_ERR_RUNTIME, rd_kafka_last_error(),
 				  NULL, "cannot consume from topic '%s'",
-				  ks->topic);
+				  ks->id.topic);
 	sv_ratelimit_take(&ks->rl, (size_t)n);
 
 	now_ms = sv_now_ms();
@@ -747,12 +742,12 @@ static sv_error_t *ksrc_seek(sv_source_t *src, const sv_partpos_t *pos,
 			return ksrc_error(ks, SV_ERR_OFFSET, 0, NULL,
 					  "cannot seek: topic '%s' has no "
 					  "partition %d",
-					  ks->topic, (int)pos[k].partition);
+					  ks->id.topic, (int)pos[k].partition);
 		if (pos[k].next_offset < 0)
 			return ksrc_error(ks, SV_ERR_OFFSET, 0, NULL,
 					  "cannot seek topic '%s' partition %d "
 					  "to offset %lld",
-					  ks->topic, (int)pos[k].partition,
+					  ks->id.topic, (int)pos[k].partition,
 					  (long long)pos[k].next_offset);
 	}
 	for (size_t k = 0; k < n; k++) {
@@ -789,7 +784,7 @@ static sv_error_t *ksrc_commit(sv_source_t *src)
 	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
 	for (size_t i = 0; i < ks->nparts; i++)
 		if (ks->pos[i].next_offset >= 0)
-			rd_kafka_topic_partition_list_add(list, ks->topic,
+			rd_kafka_topic_partition_list_add(list, ks->id.topic,
 							  ks->pos[i].partition)
 				->offset = ks->pos[i].next_offset;
 	if (list->cnt == 0)
@@ -801,7 +796,8 @@ static sv_error_t *ksrc_commit(sv_source_t *src)
 		err = ksrc_error(ks, SV_ERR_COMMIT, e, NULL,
 				 "cannot commit offsets of group '%s' for "
 				 "topic '%s' on cluster '%s'",
-				 ks->group_id, ks->topic, ks->cluster_name);
+				 ks->group_id, ks->id.topic,
+				 ks->id.cluster_name);
 out:
 	rd_kafka_topic_partition_list_destroy(list);
 	return err;
@@ -844,10 +840,8 @@ static void ksrc_close(sv_source_t *src)
 	free(ks->stop);
 	free(ks->done);
 	free(ks->part_ck);
-	free(ks->topic);
+	sv_kafka_ident_release(&ks->id);
 	free(ks->group_id);
-	free(ks->cluster_name);
-	free(ks->job_id);
 	free(ks);
 }
 
@@ -876,4 +870,5 @@ const sv_source_ops_t sv_source_kafka_ops = {
 	.committed_checkpoint = ksrc_committed_checkpoint,
 	.committed_checkpoint_of = ksrc_committed_checkpoint_of,
 	.topic_partitions = ksrc_topic_partitions,
+	.partition_count = sv_kafka_topic_partitions,
 };

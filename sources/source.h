@@ -96,6 +96,12 @@ typedef struct sv_source_ops {
 	/* The topic's partition count (all of them, not only the ones read),
 	 * or 0 when the driver has no partitions. NULL: 0. */
 	int32_t (*topic_partitions)(sv_source_t *src);
+	/* At submit, before any source is open: the partition count of the
+	 * input named by topic on cluster (both borrowed; cluster is NULL
+	 * for a driver without SV_DRIVER_CLUSTER), so a parallelism beyond it
+	 * is refused now. 0 when the input does not exist yet or cannot be
+	 * asked (the job's start checks again). NULL: 0, nothing to check. */
+	int (*partition_count)(const sv_cluster_t *cluster, const char *topic);
 } sv_source_ops_t;
 
 struct sv_source {

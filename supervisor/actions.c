@@ -330,6 +330,12 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		sv_on_worker_end(sv, job);
 	}
 	job->pending_start = false;
+	/* the attempt may have ended on its own while it stopped (a bounded
+	 * job completing): a terminal job is not restarted */
+	if (sv_jobstate_terminal(job->state)) {
+		sv_jobspec_destroy(rescaled);
+		return sv_conflict(job, "restart");
+	}
 	if (rescaled) {
 		/* the worker that borrowed the old spec is gone */
 		sv_jobspec_destroy(job->spec);

@@ -29,6 +29,50 @@ static sv_error_t *ck_error(const sv_ckpt_conf_t *conf, sv_error_t *cause,
 
 /* ---- take ---- */
 
+/* Snapshot every stateful operator of pl into ops[k] and opbufs[k] (sized
+ * for the pipeline), adding their bytes to rec->bytes. delta_of > 0: an
+ * operator that can writes only what changed since that checkpoint
+ * (snapshot_delta), and rec->delta_of names it; otherwise full snapshots.
+ * *nops_out is the number of buffers to free, on error too. */
+static sv_error_t *snapshot_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
+				int64_t delta_of, ckrec_t *rec,
+				Streamvisor__OperatorState *ops,
+				sv_buf_t *opbufs, size_t *nops_out)
+{
+	size_t nops = 0;
+	for (size_t i = 0; i < sv_pipeline_len(pl); i++) {
+		sv_op_t *op = sv_pipeline_op(pl, i);
+		if (!op->ops->snapshot)
+			continue;
+		sv_buf_init(&opbufs[nops]);
+		bool delta = false;
+		sv_error_t *err = NULL;
+		if (delta_of > 0 && op->ops->snapshot_delta)
+			err = op->ops->snapshot_delta(op, &opbufs[nops],
+						      &delta);
+		if (!err && !delta)
+			err = op->ops->snapshot(op, &opbufs[nops]);
+		if (err) {
+			*nops_out = nops + 1;
+			return ck_error(conf, err,
+					"cannot snapshot an operator");
+		}
+		Streamvisor__OperatorState *os = &ops[nops];
+		streamvisor__operator_state__init(os);
+		os->index = (uint32_t)i;
+		os->kind = (char *)op->ops->name;
+		os->state.data = (uint8_t *)opbufs[nops].data;
+		os->state.len = opbufs[nops].len;
+		os->delta = delta;
+		if (delta)
+			rec->delta_of = delta_of;
+		rec->bytes += (int64_t)opbufs[nops].len;
+		nops++;
+	}
+	*nops_out = nops;
+	return NULL;
+}
+
 /* The record of checkpoint id as PREPARED: positions (pos, n), watermarks,
  * operator state, sink state. The record points into offs (n entries),
  * ops and opbufs (one per pipeline operator), which the caller frees. */
@@ -58,42 +102,17 @@ static sv_error_t *build_record(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 							  pos[i].partition);
 		rec->offsets[i] = o;
 	}
-	size_t nops = 0;
 	sv_ckpt_incr_t *incr = conf->incr;
 	bool try_delta = incr && incr->full_every > 1 && incr->prev > 0 &&
 		incr->chain + 1 < incr->full_every &&
 		incr->delta_bytes <= incr->full_bytes;
 	rec->delta_of = 0;
-	for (size_t i = 0; i < sv_pipeline_len(p->pl); i++) {
-		sv_op_t *op = sv_pipeline_op(p->pl, i);
-		if (!op->ops->snapshot)
-			continue;
-		sv_buf_init(&opbufs[nops]);
-		bool delta = false;
-		sv_error_t *err = NULL;
-		if (try_delta && op->ops->snapshot_delta)
-			err = op->ops->snapshot_delta(op, &opbufs[nops],
-						      &delta);
-		if (!err && !delta)
-			err = op->ops->snapshot(op, &opbufs[nops]);
-		if (err) {
-			*nops_out = nops + 1;
-			return ck_error(conf, err,
-					"cannot snapshot an operator");
-		}
-		Streamvisor__OperatorState *os = &ops[nops];
-		streamvisor__operator_state__init(os);
-		os->index = (uint32_t)i;
-		os->kind = (char *)op->ops->name;
-		os->state.data = (uint8_t *)opbufs[nops].data;
-		os->state.len = opbufs[nops].len;
-		os->delta = delta;
-		if (delta)
-			rec->delta_of = incr->prev;
-		rec->bytes += (int64_t)opbufs[nops].len;
-		nops++;
-	}
+	size_t nops;
+	sv_error_t *err = snapshot_ops(conf, p->pl, try_delta ? incr->prev : 0,
+				       rec, ops, opbufs, &nops);
 	*nops_out = nops;
+	if (err)
+		return err;
 	rec->n_operators = nops;
 	rec->operators = sv_calloc(nops ? nops : 1, sizeof(*rec->operators));
 	for (size_t i = 0; i < nops; i++)
@@ -311,29 +330,13 @@ static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
 	rec->offsets = offp;
 	rec->n_offsets = 1;
 	rec->watermark_ms = off->watermark_ms;
-	size_t nops = 0;
-	for (size_t i = 0; i < sv_pipeline_len(t->pl); i++) {
-		sv_op_t *op = sv_pipeline_op(t->pl, i);
-		if (!op->ops->snapshot)
-			continue;
-		sv_buf_init(&opbufs[nops]);
-		sv_error_t *err = op->ops->snapshot(op, &opbufs[nops]);
-		if (err) {
-			*nops_out = nops + 1;
-			return ck_error(conf, err,
-					"cannot snapshot an operator");
-		}
-		Streamvisor__OperatorState *os = &ops[nops];
-		streamvisor__operator_state__init(os);
-		os->index = (uint32_t)i;
-		os->kind = (char *)op->ops->name;
-		os->state.data = (uint8_t *)opbufs[nops].data;
-		os->state.len = opbufs[nops].len;
-		rec->bytes += (int64_t)opbufs[nops].len;
-		opp[nops] = os;
-		nops++;
-	}
+	size_t nops;
+	sv_error_t *err = snapshot_ops(conf, t->pl, 0, rec, ops, opbufs, &nops);
 	*nops_out = nops;
+	if (err)
+		return err;
+	for (size_t i = 0; i < nops; i++)
+		opp[i] = &ops[i];
 	rec->n_operators = nops;
 	rec->operators = opp;
 	return NULL;

@@ -158,6 +158,14 @@ static void usage(FILE *out)
 		"(else $" TOKEN_ENV ",\n"
 		"                            else the file $" TOKEN_FILE_ENV
 		")\n"
+		"  --cacert FILE             https://: trust the server "
+		"certificate's CAs in\n"
+		"                            FILE, not the system's (else "
+		"$" CACERT_ENV ")\n"
+		"  --cert FILE --key FILE    https://: client certificate "
+		"and key (mTLS;\n"
+		"                            else $" CERT_ENV ", $" KEY_ENV
+		")\n"
 		"  $" TIMEOUT_ENV "   deadline of one request "
 		"(default 30000; 0 = none)\n"
 		"\nclient exit codes: 0 ok, 1 usage, 2 no answer from the "

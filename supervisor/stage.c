@@ -40,6 +40,12 @@ sv_error_t *sv_stage_topic_ready(const sv_cluster_t *cluster,
 	return NULL;
 }
 
+sv_error_t *sv_stage_delete_topic(const sv_cluster_t *cluster,
+				  const char *topic)
+{
+	return sv_kafka_topic_delete(cluster, topic);
+}
+
 sv_error_t *sv_stage_write_watermark(sv_sink_t *snk, int32_t rp_parts,
 				     int32_t src_task, int32_t n_tasks,
 				     int64_t watermark_ms)

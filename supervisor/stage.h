@@ -29,6 +29,11 @@ sv_error_t *sv_stage_topic_ready(const sv_cluster_t *cluster,
  * it will ever write is before it. */
 #define SV_STAGE_WM_END INT64_MAX
 
+/* Delete the internal topic (DELETE ?purge=true; a missing topic is no
+ * error). thread: the supervisor's. */
+sv_error_t *sv_stage_delete_topic(const sv_cluster_t *cluster,
+				  const char *topic);
+
 /* Stage 0: task src_task of n_tasks is at watermark_ms; one watermark
  * record into each of the topic's rp_parts partitions through snk (inside
  * its open transaction). */

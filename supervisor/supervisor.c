@@ -22,8 +22,8 @@
 
 #include "core/log.h"
 #include "core/util.h"
-#include "kafka/admin.h"
 #include "sinks/sink.h"
+#include "sources/source.h"
 #include "supervisor/drivers.h"
 #include "supervisor/history.h"
 #include "supervisor/job.h"
@@ -32,6 +32,7 @@
 #include "ingress/plan.h"
 #include "ingress/spec.h"
 #include "ingress/stages.h"
+#include "supervisor/stage.h"
 
 #define TICK_MS 100
 
@@ -140,7 +141,9 @@ static void tick(sv_supervisor_t *sv)
 		sv_check_drain(sv, job, now);
 		if (job->pending_start && !job->worker) {
 			job->pending_start = false;
-			sv_start_attempt(sv, job);
+			/* the stopping attempt may have completed on its own */
+			if (!sv_jobstate_terminal(job->state))
+				sv_start_attempt(sv, job);
 		}
 		if (job->state == SV_JOB_RESTARTING && !job->worker &&
 		    now >= job->next_attempt_at_ms)
@@ -167,8 +170,8 @@ static sv_error_t *check_transactions(const Streamvisor__JobSpec *js,
 			      "sink.transaction_timeout_ms");
 }
 
-/* File sinks (sink, dead_letter, late_sink) only under file_sink_roots
- * (sinks/confine.h): a 400 naming <field>.path. */
+/* Path-bearing sinks (SV_DRIVER_PATH: sink, dead_letter, late_sink) only
+ * under file_sink_roots (sinks/confine.h): a 400 naming <field>.path. */
 static sv_error_t *check_file_sinks(sv_supervisor_t *sv,
 				    const Streamvisor__JobSpec *js)
 {
@@ -182,7 +185,8 @@ static sv_error_t *check_file_sinks(sv_supervisor_t *sv,
 	};
 	for (size_t i = 0; i < SV_ARRAY_LEN(sinks); i++) {
 		const Streamvisor__Sink *s = sinks[i].s;
-		if (!s || strcmp(s->kind, "file"))
+		const sv_sink_ops_t *ops = s ? sv_sink_find(s->kind) : NULL;
+		if (!ops || !sv_driver_has(ops->driver, SV_DRIVER_PATH))
 			continue;
 		sv_error_t *err = sv_fileroots_check(
 			&sv->file_roots, sinks[i].field, s->path,
@@ -193,14 +197,16 @@ static sv_error_t *check_file_sinks(sv_supervisor_t *sv,
 	return NULL;
 }
 
-/* parallelism at most the source topic's partition count (when the topic
- * exists already; otherwise the job's start checks it). */
+/* parallelism at most the source's partition count, as its driver tells
+ * it (partition_count: when the topic exists already; otherwise the job's
+ * start checks it). */
 static sv_error_t *check_parallelism(const Streamvisor__JobSpec *js,
 				     const sv_clusters_t *cl)
 {
-	if (js->parallelism <= 1 || !cl->source)
+	const sv_source_ops_t *ops = sv_source_find(js->source->kind);
+	if (js->parallelism <= 1 || !ops || !ops->partition_count)
 		return NULL;
-	int n = sv_kafka_topic_partitions(cl->source, js->source->topic);
+	int n = ops->partition_count(cl->source, js->source->topic);
 	if (n > 0 && js->parallelism > n)
 		return sv_error_set_field(
 			sv_error_new(SV_ERR_SUBMISSION,
@@ -389,7 +395,7 @@ static void purge_stages(sv_supervisor_t *sv, sv_job_t *job)
 	sv_clusters_t cl;
 	sv_error_t *err = sv_resolve_clusters(sv, job->spec->msg, &cl);
 	if (!err)
-		err = sv_kafka_topic_delete(cl.source, topic);
+		err = sv_stage_delete_topic(cl.source, topic);
 	sv_log(&(sv_logctx_t){job->id, 0}, err ? SV_LOG_ERROR : SV_LOG_INFO,
 	       "supervisor", "%s repartition topic '%s'%s%s",
 	       err ? "cannot delete the" : "deleted the", topic,

@@ -145,6 +145,32 @@ void cr_producer_join(producer_t *p, bool stop)
 
 static crash_t *g_live; /* for the atexit safety net */
 
+pid_t cr_spawn(const char *file, char *const argv[], char *const envp[],
+	       int fd0, int fd1, int fd2, bool own_group)
+{
+	fflush(NULL); /* nothing buffered is written twice */
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent) /* the test died before prctl */
+			_exit(126);
+		if (own_group)
+			setpgid(0, 0);
+		if (fd0 >= 0)
+			dup2(fd0, 0);
+		if (fd1 >= 0)
+			dup2(fd1, 1);
+		if (fd2 >= 0)
+			dup2(fd2, 2);
+		execvpe(file, argv, envp ? envp : environ);
+		_exit(127);
+	}
+	if (pid > 0 && own_group)
+		setpgid(pid, pid); /* either side may win the race */
+	return pid;
+}
+
 void cr_kill_group(pid_t pid)
 {
 	if (pid > 0) {
@@ -333,28 +359,14 @@ void cr_start(crash_t *c, const char *kill_at)
 	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || nul < 0)
 		cr_fail(c, "cannot open %s: %s", c->log_path, strerror(errno));
-	fflush(NULL);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* dies with the test, even if the test is killed (ctest timeout) */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(126);
-		setpgid(0, 0);
-		dup2(nul, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execve(bin, argv, envp);
-		_exit(127);
-	}
+	pid_t pid = cr_spawn(bin, argv, envp, nul, fd, fd, true);
+	int fork_errno = errno;
 	close(fd);
 	close(nul);
 	free(envp);
 	free(ka);
 	if (pid < 0)
-		cr_fail(c, "fork: %s", strerror(errno));
-	setpgid(pid, pid); /* either side may win the race */
+		cr_fail(c, "fork: %s", strerror(fork_errno));
 	c->pid = pid;
 	c->port = 0;
 	for (int i = 0; i < c->njobs; i++)
@@ -550,6 +562,31 @@ json_t *cr_http_json(crash_t *c, const char *method, const char *path,
 	else
 		free(resp);
 	return j;
+}
+
+rd_kafka_t *cr_client(crash_t *c, rd_kafka_type_t type, const char *group,
+		      const char *isolation, bool eof)
+{
+	char err[512];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	if (group) {
+		rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
+		rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
+				  sizeof(err));
+	}
+	if (isolation)
+		rd_kafka_conf_set(conf, "isolation.level", isolation, err,
+				  sizeof(err));
+	if (eof)
+		rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
+				  sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(type, conf, err, sizeof(err));
+	if (!rk)
+		cr_fail(c, "kafka client: %s", err);
+	return rk;
 }
 
 int64_t cr_jint(json_t *o, const char *k, int64_t dflt)
@@ -1038,15 +1075,7 @@ void cr_cycle_point(crash_t *c, const char *kill_at)
 
 void cr_input_ends(crash_t *c, int64_t ends[PARTS])
 {
-	char err[512];
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		cr_fail(c, "kafka client: %s", err);
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_PRODUCER, NULL, NULL, false);
 	for (int p = 0; p < PARTS; p++) {
 		int64_t lo, hi;
 		rd_kafka_resp_err_t r = rd_kafka_query_watermark_offsets(
@@ -1064,21 +1093,10 @@ void cr_input_ends(crash_t *c, int64_t ends[PARTS])
 bool cr_group_at_end(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 		     int64_t got[PARTS])
 {
-	char err[512], group[200];
+	char group[200];
 	snprintf(group, sizeof(group), "streamvisor-%s", j->id);
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		cr_fail(c, "kafka client: %s", err);
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_CONSUMER, group,
+				   "read_committed", false);
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
 		PARTS);
 	for (int p = 0; p < PARTS; p++)
@@ -1159,26 +1177,11 @@ void cr_wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
 		   lines_t *out)
 {
-	char err[512];
 	char *group = tk_unique("it-crash-reader");
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "enable.partition.eof", "true", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level",
-			  read_committed ? "read_committed"
-					 : "read_uncommitted",
-			  err, sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = cr_client(
+		c, RD_KAFKA_CONSUMER, group,
+		read_committed ? "read_committed" : "read_uncommitted", true);
 	free(group);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		cr_fail(c, "kafka consumer: %s", err);
 	rd_kafka_poll_set_consumer(rk);
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
 	const struct rd_kafka_metadata *md;

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <sys/types.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "core/partition.h"
 
 /* ---- the input: a pure function of the sequence number ---- */
@@ -196,6 +198,16 @@ typedef struct tally {
 void cr_producer_start(producer_t *p, const char *topic, int64_t target,
 		       double rate);
 void cr_producer_join(producer_t *p, bool stop);
+/* Fork and exec file (PATH searched when it has no '/') with argv and
+ * envp (NULL: this process's environment). The child's stdin, stdout and
+ * stderr become fd0, fd1, fd2 (-1: inherited); it dies with the test, even
+ * a test killed by ctest's timeout (PR_SET_PDEATHSIG), and with own_group
+ * it leads a process group of its own, so cr_kill_group reaches whatever it
+ * starts. Everything is prepared before the fork and the child calls only
+ * async-signal-safe functions (the tests have threads). Returns the pid, or
+ * -1 with errno when fork failed. */
+pid_t cr_spawn(const char *file, char *const argv[], char *const envp[],
+	       int fd0, int fd1, int fd2, bool own_group);
 void cr_kill_group(pid_t pid);
 void cr_atexit_kill(void);
 char *cr_slurp(const char *path, size_t *len);
@@ -218,6 +230,13 @@ int cr_http_do(int port, const char *method, const char *path, const char *body,
 json_t *cr_http_json(crash_t *c, const char *method, const char *path,
 		     const char *body, int *status, char **raw);
 int64_t cr_jint(json_t *o, const char *k, int64_t dflt);
+/* A client of the current broker (tk_bootstrap), librdkafka's log at
+ * errors only. With group: of that consumer group, offsets never committed
+ * by itself. isolation: "read_committed", "read_uncommitted" or NULL
+ * (librdkafka's default). eof: report each partition's end. Fails the test
+ * when librdkafka refuses. */
+rd_kafka_t *cr_client(crash_t *c, rd_kafka_type_t type, const char *group,
+		      const char *isolation, bool eof);
 json_t *cr_job_get(crash_t *c, cjob_t *j);
 void cr_poll_jobs(crash_t *c);
 void cr_wait_port(crash_t *c, int timeout_ms);

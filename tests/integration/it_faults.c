@@ -32,7 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <pthread.h>
@@ -340,22 +339,10 @@ static void test_sigterm_no_final_checkpoint(void **state)
 static int markers_visible(crash_t *c, const char *topic, int want,
 			   int timeout_ms)
 {
-	char err[512];
 	char *group = tk_unique("it-faults-marker");
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "group.id", group, err, sizeof(err));
-	rd_kafka_conf_set(conf, "enable.auto.commit", "false", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "isolation.level", "read_committed", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_CONSUMER, group,
+				   "read_committed", false);
 	free(group);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		cr_fail(c, "consumer: %s", err);
 	rd_kafka_poll_set_consumer(rk);
 	rd_kafka_topic_partition_list_t *parts =
 		rd_kafka_topic_partition_list_new(PARTS);
@@ -382,15 +369,7 @@ static int markers_visible(crash_t *c, const char *topic, int want,
 /* One marker per output partition, written by a plain producer. */
 static void write_markers(crash_t *c, const char *topic)
 {
-	char err[512];
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		cr_fail(c, "producer: %s", err);
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_PRODUCER, NULL, NULL, false);
 	for (int p = 0; p < PARTS; p++)
 		if (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
 				      RD_KAFKA_V_PARTITION(p),
@@ -496,8 +475,56 @@ static void test_lingering_transactions(void **state)
 
 /* ---- 5. frozen supervisor ---- */
 
+/* Whether a transaction holds records of topic back from read_committed
+ * readers: some partition's last stable offset (rc's end) behind its high
+ * watermark (ru's end). */
+static bool txn_open_on(rd_kafka_t *rc, rd_kafka_t *ru, const char *topic)
+{
+	for (int p = 0; p < PARTS; p++) {
+		int64_t lo, lso, hw;
+		if (!rd_kafka_query_watermark_offsets(rc, topic, p, &lo, &lso,
+						      5000) &&
+		    !rd_kafka_query_watermark_offsets(ru, topic, p, &lo, &hw,
+						      5000) &&
+		    lso < hw)
+			return true;
+	}
+	return false;
+}
+
+/* Keep the supervisor stopped until the coordinator has aborted the open
+ * transaction of j (expired after transaction_timeout_ms, aborted at the
+ * broker's next sweep, every 10 s): seen open, then gone. At most
+ * FROZEN_MAX_MS, as long as the freeze always lasted before; returns how
+ * long it lasted. */
+#define FROZEN_MIN_MS 5000 /* the jobs' transaction_timeout_ms */
+#define FROZEN_MAX_MS 18000 /* 5 s + a 10 s sweep + margin */
+static int64_t freeze_until_aborted(crash_t *c, cjob_t *j)
+{
+	rd_kafka_t *rc = cr_client(c, RD_KAFKA_CONSUMER, NULL, "read_committed",
+				   false);
+	rd_kafka_t *ru = cr_client(c, RD_KAFKA_CONSUMER, NULL,
+				   "read_uncommitted", false);
+	int64_t t0 = sv_mono_ms(), el = 0;
+	kill(c->pid, SIGSTOP);
+	bool seen_open = false;
+	while ((el = sv_mono_ms() - t0) < FROZEN_MAX_MS) {
+		bool open = txn_open_on(rc, ru, j->out);
+		seen_open = seen_open || open;
+		if (seen_open && !open && el >= FROZEN_MIN_MS)
+			break;
+		sleep_ms(200);
+	}
+	kill(c->pid, SIGCONT);
+	rd_kafka_destroy(rc);
+	rd_kafka_destroy(ru);
+	return el;
+}
+
 /* SIGSTOP past transaction.timeout.ms (5 s; the broker aborts expired
- * transactions every 10 s), then SIGCONT: the coordinator has aborted the
+ * transactions every 10 s) until the broker aborted the open transaction
+ * (its records no longer hold the last stable offset back; 18 s at most),
+ * then SIGCONT: the coordinator has aborted the
  * open transaction and bumped the epoch, the producer finds itself fenced,
  * the job restarts (restarting, not failed) from its last checkpoint. */
 static void test_frozen_supervisor(void **state)
@@ -514,11 +541,13 @@ static void test_frozen_supervisor(void **state)
 		int64_t in0 = j->in, restarts0 = j->restarts;
 		while (j->in < in0 + 300)
 			cr_poll_jobs(c), sleep_ms(50);
-		kill(c->pid, SIGSTOP);
 		printf("[%s %6.1fs] SIGSTOP %d\n", c->test, cr_secs(c), r + 1);
 		fflush(stdout);
-		sleep_ms(18000); /* the fault lasts this long, by design */
-		kill(c->pid, SIGCONT);
+		int64_t frozen = freeze_until_aborted(c, j);
+		printf("[%s %6.1fs] frozen %.1f s: the open transaction %s\n",
+		       c->test, cr_secs(c), (double)frozen / 1000.0,
+		       frozen < FROZEN_MAX_MS ? "was aborted by the broker"
+					      : "ran out the longest freeze");
 		int64_t t0 = sv_mono_ms();
 		bool restarted = false;
 		char reason[300] = "";
@@ -833,17 +862,10 @@ static void proxy_start(void)
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
 		die("pipe: %s", strerror(errno));
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(126);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		execlp(py, py, script, lp, tp, (char *)NULL);
-		_exit(127);
-	}
+	char *argv[] = {py, script, lp, tp, NULL};
+	pid_t pid = cr_spawn(py, argv, NULL, in[0], out[1], -1, false);
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
 	close(in[0]);
 	close(out[1]);
 	B.proxy = pid;
@@ -1165,6 +1187,9 @@ static void print_stats(crash_t *c, const stats_t *st)
 static void verify_all(crash_t *c, stats_t *st)
 {
 	if (!st->restarting_seen) {
+		/* counters start again at 0 in a supervisor just started
+		 * (network: after the SIGTERM): read them from this one */
+		cr_wait_back(c, 60000);
 		int64_t in0 = c->jobs[0].in;
 		while (c->jobs[0].in < in0 + 300)
 			cr_poll_jobs(c), sleep_ms(50);

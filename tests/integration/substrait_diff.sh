@@ -16,7 +16,7 @@
 # relative, order where the plan declares one. First, over HTTP dry runs,
 # every refusal (unknown function, stream GROUP BY, stream DISTINCT without
 # a bound, a read root without a binding, an unused binding, decimal, a
-# join) and hostile plans (20,000 deep, random, truncated, 761 KB: the
+# join of streams, a right join, a non-equi join) and hostile plans (20,000 deep, random, truncated, 761 KB: the
 # largest a 1 MiB body holds as base64) answer 400/422 with the field or
 # the coverage record, and the supervisor stays up.
 #

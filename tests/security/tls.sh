@@ -58,6 +58,37 @@ st=$(curl -s -o /dev/null -w '%{http_code}' "${good[@]}" "$url/v1/jobs")
 [ "$st" = 401 ] || fail "client certificate without token: $st"
 ok "right CA + CA 1 client certificate: 200 (and still 401 without a token)"
 
+# the CLI, same listener: right CA and client certificate work (options and
+# their environment variables); each wrong one is exit 2 naming the cause
+cli() { STREAMVISOR_TOKEN=$TOK_viewer "$BIN" jobs --server "$url" "$@"; }
+cli --cacert "$pki/ca1.pem" --cert "$pki/client1.pem" --key "$pki/client1.key" \
+    > "$work/cli.out" 2>&1 || fail "CLI over mTLS: $(cat "$work/cli.out")"
+grep -q '^ID' "$work/cli.out" || fail "CLI over mTLS printed: $(cat "$work/cli.out")"
+STREAMVISOR_CACERT=$pki/ca1.pem STREAMVISOR_CERT=$pki/client1.pem \
+    STREAMVISOR_KEY=$pki/client1.key cli > "$work/cli.out" 2>&1 ||
+    fail "CLI over mTLS from the environment: $(cat "$work/cli.out")"
+cli_refused() { # cli_refused WHAT PATTERN cli-args...
+    local what=$1 pat=$2 rc=0
+    shift 2
+    cli "$@" > "$work/cli.out" 2>&1 || rc=$?
+    [ "$rc" = 2 ] || fail "CLI, $what: exit $rc: $(cat "$work/cli.out")"
+    grep -q "$pat" "$work/cli.out" || fail "CLI, $what: $(cat "$work/cli.out")"
+}
+cli_refused "untrusted server CA" "not trusted for '127.0.0.1'" \
+    --cacert "$pki/ca2.pem" --cert "$pki/client1.pem" --key "$pki/client1.key"
+cli_refused "no client certificate" "client certificate" --cacert "$pki/ca1.pem"
+cli_refused "another CA's client certificate" "client certificate" --cacert "$pki/ca1.pem" \
+    --cert "$pki/client2.pem" --key "$pki/client2.key"
+rc=0
+cli --cacert "$pki/ca1.pem" --cert "$pki/client1.pem" > "$work/cli.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q -- "--key" "$work/cli.out" ||
+    fail "CLI, certificate without key: exit $rc: $(cat "$work/cli.out")"
+rc=0
+cli --cacert "$work/nonexistent.pem" > "$work/cli.out" 2>&1 || rc=$?
+grep -q "nonexistent.pem" "$work/cli.out" ||
+    fail "CLI, missing CA file: exit $rc: $(cat "$work/cli.out")"
+ok "CLI over mTLS: 'jobs' works (options and environment); untrusted server, no or foreign client certificate refused with exit 2 and the reason; a certificate without key is a usage error; a missing CA file is named"
+
 # the number of requests that reached the handlers
 handled() {
     curl -s "${good[@]}" "${auth[@]}" "$url/metrics" |

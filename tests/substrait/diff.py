@@ -534,11 +534,28 @@ def refusals(server, ctx, topic):
                    capability="substrait_type:decimal")
     jctx = datafusion_ctx(make_rows()[:10])
     jctx.sql("CREATE TABLE regions (region VARCHAR, manager VARCHAR)").collect()
-    expect_refusal(server, "a join (JoinRel)",
-                   spec_for(None, plan_bytes=Serde.serialize_bytes(
-                       "SELECT o.id, r.manager FROM orders o JOIN regions r "
-                       "ON o.region = r.region", jctx)), 422,
+    both = {"orders": {"topic": topic}, "regions": {"topic": topic}}
+    expect_refusal(server, "a join of two streams (JoinRel, no time bound)",
+                   spec_for(None, "stream", bindings=both,
+                            plan_bytes=Serde.serialize_bytes(
+                                "SELECT o.id, r.manager FROM orders o "
+                                "JOIN regions r ON o.region = r.region",
+                                jctx)), 422,
                    capability="stateful_join_support")
+    expect_refusal(server, "a right join (JoinRel)",
+                   spec_for(None, bindings=both,
+                            plan_bytes=Serde.serialize_bytes(
+                                "SELECT o.id, r.manager FROM orders o "
+                                "RIGHT JOIN regions r ON o.region = r.region",
+                                jctx)), 422,
+                   capability="substrait_rel:join")
+    expect_refusal(server, "a non-equi join (JoinRel)",
+                   spec_for(None, bindings=both,
+                            plan_bytes=Serde.serialize_bytes(
+                                "SELECT o.id, r.manager FROM orders o "
+                                "JOIN regions r ON o.region < r.region",
+                                jctx)), 422,
+                   capability="substrait_rel:join")
     expect_refusal(server, "a plan nested 20,000 deep",
                    spec_for(None, plan_bytes=deep_plan(20000)), 400,
                    field="plan.substrait")

@@ -46,11 +46,10 @@
 #include <cmocka.h>
 
 #include "core/join_int.h"
+#include "tests/unit/random_case.h"
 
 #define MAXN 160 /* records per input */
 #define MAXR (2 * MAXN)
-#define NKEYS 4
-static const char *const KEYS[NKEYS] = {"a", "b", "c", ""};
 
 #define NONE SV_WATERMARK_NONE
 
@@ -87,107 +86,14 @@ typedef struct tcase {
 
 /* ---- output lines ---- */
 
-typedef struct lines {
-	char **v;
-	size_t n, cap;
-} lines_t;
-
-static void lines_add(lines_t *l, const char *s)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 64;
-		l->v = realloc(l->v, l->cap * sizeof(char *));
-	}
-	l->v[l->n++] = strdup(s);
-}
-
-static void lines_free(lines_t *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void fmt_value(char **p, char *end, const sv_value_t *v)
-{
-	size_t room = (size_t)(end - *p);
-	int n = 0;
-	switch (v->type) {
-	case SV_T_NULL:
-		n = snprintf(*p, room, "~");
-		break;
-	case SV_T_INT64:
-		n = snprintf(*p, room, "%lld", (long long)v->v.i);
-		break;
-	case SV_T_STRING:
-		n = snprintf(*p, room, "'%.*s'", (int)v->len, v->v.s);
-		break;
-	default:
-		n = snprintf(*p, room, "?");
-	}
-	*p += n;
-}
-
 static void fmt_row(char *buf, size_t cap, const sv_value_t *row, size_t n,
 		    int64_t t)
 {
-	char *p = buf, *end = buf + cap;
-	*p = '\0';
-	for (size_t c = 0; c < n; c++) {
-		if (c)
-			*p++ = '|';
-		fmt_value(&p, end, &row[c]);
-	}
-	snprintf(p, (size_t)(end - p), "@%lld", (long long)t);
-}
-
-static bool same_lines(lines_t *a, lines_t *b)
-{
-	if (a->n)
-		qsort(a->v, a->n, sizeof(char *), str_cmp);
-	if (b->n)
-		qsort(b->v, b->n, sizeof(char *), str_cmp);
-	if (a->n != b->n)
-		return false;
-	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->v[i], b->v[i]))
-			return false;
-	return true;
+	char *p = fmt_cells(buf, cap, row, n);
+	snprintf(p, (size_t)(buf + cap - p), "@%lld", (long long)t);
 }
 
 /* ---- random cases ---- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int64_t rnd(uint64_t *s, int64_t lo, int64_t hi) /* [lo, hi] */
-{
-	return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
-}
-
-typedef struct order {
-	int64_t at;
-	size_t i;
-} order_t;
-
-static int order_cmp(const void *a, const void *b)
-{
-	const order_t *x = a, *y = b;
-	if (x->at != y->at)
-		return x->at < y->at ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
 
 /* One input's records in arrival order. */
 static size_t make_side(uint64_t *s, const tcase_t *c, int side, jrec_t *out)
@@ -718,13 +624,6 @@ static void reference(const tcase_t *c, ref_t *ref)
 		ref_symmetric(c, ref);
 }
 
-static void dump(const char *what, const lines_t *l)
-{
-	fprintf(stderr, "%s (%zu rows):\n", what, l->n);
-	for (size_t i = 0; i < l->n && i < 60; i++)
-		fprintf(stderr, "  %s\n", l->v[i]);
-}
-
 static void check_case(sv_jointype_t type, uint64_t seed)
 {
 	tcase_t *c = malloc(sizeof(*c));
@@ -785,8 +684,8 @@ static void check_case(sv_jointype_t type, uint64_t seed)
 						.keys,
 					(unsigned long long)ref->after[bad_i][1]
 						.keys);
-			dump("operator", &R->lines);
-			dump("reference", &ref->lines);
+			dump("operator", &R->lines, 60);
+			dump("reference", &ref->lines, 60);
 			fail_msg("mismatch");
 		}
 		run_release(R);

@@ -35,10 +35,9 @@
 
 #include "core/watermark.h"
 #include "core/window_int.h"
+#include "tests/unit/random_case.h"
 
 #define MAXR 240
-#define NKEYS 4
-static const char *const KEYS[NKEYS] = {"a", "b", "c", ""};
 
 #define AGGS                                                          \
 	"n:count();c:count(v);s:sum(v);mn:min(v);mx:max(s);a:avg(x);" \
@@ -73,108 +72,17 @@ typedef struct tcase {
 	size_t snap_at; /* snapshot/restore after this batch */
 } tcase_t;
 
-/* ---- output lines ---- */
-
-typedef struct lines {
-	char **v;
-	size_t n, cap;
-} lines_t;
-
-static void lines_add(lines_t *l, const char *s)
-{
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 64;
-		l->v = realloc(l->v, l->cap * sizeof(char *));
-	}
-	l->v[l->n++] = strdup(s);
-}
-
-static void lines_free(lines_t *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void fmt_value(char **p, char *end, const sv_value_t *v)
-{
-	size_t room = (size_t)(end - *p);
-	int n = 0;
-	switch (v->type) {
-	case SV_T_NULL:
-		n = snprintf(*p, room, "~");
-		break;
-	case SV_T_BOOL:
-		n = snprintf(*p, room, "%d", v->v.b);
-		break;
-	case SV_T_INT64:
-	case SV_T_TIMESTAMP:
-		n = snprintf(*p, room, "%lld", (long long)v->v.i);
-		break;
-	case SV_T_FLOAT64:
-		n = snprintf(*p, room, "%.17g", v->v.f);
-		break;
-	case SV_T_STRING:
-		n = snprintf(*p, room, "'%.*s'", (int)v->len, v->v.s);
-		break;
-	}
-	*p += n;
-}
-
-static void fmt_row(char *buf, size_t cap, const sv_value_t *row, size_t n)
-{
-	char *p = buf, *end = buf + cap;
-	*p = '\0';
-	for (size_t c = 0; c < n; c++) {
-		if (c)
-			*p++ = '|';
-		fmt_value(&p, end, &row[c]);
-	}
-}
-
 static void take_rows(lines_t *l, sv_batch_t *b)
 {
 	char buf[512];
 	for (size_t r = 0; r < b->nrows; r++) {
-		fmt_row(buf, sizeof(buf), sv_batch_row(b, r), b->ncols);
+		fmt_cells(buf, sizeof(buf), sv_batch_row(b, r), b->ncols);
 		lines_add(l, buf);
 	}
 	sv_batch_reset(b);
 }
 
 /* ---- random cases ---- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static int64_t rnd(uint64_t *s, int64_t lo, int64_t hi) /* [lo, hi] */
-{
-	return lo + (int64_t)(rng_next(s) % (uint64_t)(hi - lo + 1));
-}
-
-typedef struct order {
-	int64_t at;
-	size_t i;
-} order_t;
-
-static int order_cmp(const void *a, const void *b)
-{
-	const order_t *x = a, *y = b;
-	if (x->at != y->at)
-		return x->at < y->at ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
 
 static void make_case(tcase_t *c, enum kind kind, uint64_t seed)
 {
@@ -474,7 +382,7 @@ static void ref_emit(const tcase_t *c, ref_t *ref, int key, int64_t start,
 	row[k++] = sv_int((int64_t)nseen);
 	row[k++] = cnt ? sv_float(sx) : sv_null();
 	char buf[512];
-	fmt_row(buf, sizeof(buf), row, k);
+	fmt_cells(buf, sizeof(buf), row, k);
 	lines_add(&ref->lines, buf);
 }
 
@@ -672,13 +580,6 @@ static void ref_dedup(const tcase_t *c, ref_t *ref)
 
 /* ---- the comparison ---- */
 
-static void dump(const char *what, const lines_t *l)
-{
-	fprintf(stderr, "%s (%zu rows):\n", what, l->n);
-	for (size_t i = 0; i < l->n; i++)
-		fprintf(stderr, "  %s\n", l->v[i]);
-}
-
 static void check_case(enum kind kind, uint64_t seed)
 {
 	tcase_t *c = malloc(sizeof(*c));
@@ -732,8 +633,8 @@ static void check_case(enum kind kind, uint64_t seed)
 					(unsigned long long)R->keys_after[bad_b],
 					(unsigned long long)
 						ref.keys_after[bad_b]);
-			dump("operator", &R->lines);
-			dump("reference", &ref.lines);
+			dump("operator", &R->lines, SIZE_MAX);
+			dump("reference", &ref.lines, SIZE_MAX);
 			fail_msg("mismatch");
 		}
 		run_release(R);
