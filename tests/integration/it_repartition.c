@@ -11,7 +11,8 @@
  * here. The parallel job's status shows its two stages, the internal
  * topic and its lag, /metrics the repartition figures; DELETE ?purge=true
  * deletes the internal topic; a drain (state kept in both stages) and
- * resume still gives the brute-force answer, and a drain with
+ * resume, and a rescale 4 -> 2 mid-input, still give the brute-force
+ * answer, and a drain with
  * final_watermark is refused. A negative control: the same window at
  * parallelism 2 with a false source.partitioned_by (which skips the
  * repartition) fails loudly rather than split its groups.
@@ -585,6 +586,48 @@ static void test_equal(void **state)
 		       "%lld of %zu records, rows=%zu equal to brute "
 		       "force=yes\n",
 		       (long long)in1, f->n_total, r.nrows);
+		cancel(f, r.id);
+		run_free(&r);
+	}
+
+	/* rescale mid-input, 4 -> 2 (restart with parallelism): both
+	 * stages' per-partition snapshots regroup; still the brute-force
+	 * answer */
+	{
+		run_t r = {0};
+		r.what = "window-rescale";
+		r.parallelism = 4;
+		r.out = tk_unique("it-rp-out");
+		tk_create_topic(r.out, 2);
+		char *rs = eq_spec(f, "it-rp-rescale", 4,
+				   ", \"rate_per_s\": 6000", window_step,
+				   r.out);
+		r.id = tk_submit(f->svc.port, rs);
+		free(rs);
+		json_decref(tk_wait_status(f->svc.port, r.id, in_at_least,
+					   (void *)(f->n_total / 4), EQ_WAIT_MS,
+					   "a quarter read"));
+		snprintf(path, sizeof(path), "/v1/jobs/%s/restart", r.id);
+		json_decref(tk_http_json(f->svc.port, "POST", path,
+					 "{\"parallelism\": 2}", &status));
+		assert_int_equal(status, 200);
+		collect(&r, want);
+		check_brute_force(f, r.rows, r.nrows);
+		json_t *rst = tk_wait_status(f->svc.port, r.id, rp_caught_up,
+					     NULL, EQ_WAIT_MS, "caught up");
+		assert_int_equal(
+			json_integer_value(json_object_get(rst, "parallelism")),
+			2);
+		assert_int_equal(
+			json_array_size(json_object_get(
+				json_array_get(json_object_get(rst, "stages"),
+					       1),
+				"members")),
+			2);
+		json_decref(rst);
+		printf("SUMMARY it_repartition rescale 4 -> 2: rows=%zu equal "
+		       "to brute force=yes\n",
+		       r.nrows);
 		cancel(f, r.id);
 		run_free(&r);
 	}
