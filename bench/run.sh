@@ -6,7 +6,7 @@
 # Usage: bench/run.sh [--quick] [--json PATH] [--records N]
 #                     [--contenders raw,streamvisor,kstreams,flink] [--workloads W1,W2,W3,W4]
 #                     [--no-latency] [--latency-s S] [--keep-broker]
-#                     [--parallelism 1,2] [--persons N]
+#                     [--parallelism 1,2] [--persons N] [--repartition]
 #
 #   --workloads L  default W1,W2,W3,W4; with --quick W1,W2,W3 (W4, the
 #                  lookup join, only when named: it loads two more topics)
@@ -24,6 +24,12 @@
 #                  'bids' as loaded; W2: 'bids-key', W3: 'bids-auction',
 #                  loaded with --key-by and declared source.partitioned_by,
 #                  docs/parallelism.md); latency runs stay at parallelism 1
+#   --repartition  also, for W2 and W3 at each parallelism N > 1 of the
+#                  list, rows "streamvisor-rp-pN": the unkeyed 'bids' as
+#                  loaded, no partitioned_by, so the window runs after a
+#                  repartition through the job's internal topic
+#                  (docs/repartition.md); their output must equal
+#                  streamvisor's at parallelism 1
 #
 # Everything is written under build/bench/ (the broker's state in
 # build/bench/kafka, its own port 19492 so it never meets a test broker,
@@ -61,6 +67,7 @@ LATENCY=1
 LATENCY_S=""
 KEEP_BROKER=0
 PARALLELISM=1
+REPARTITION=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -73,6 +80,7 @@ while [ $# -gt 0 ]; do
         --keep-broker) KEEP_BROKER=1 ;;
         --parallelism) PARALLELISM=$2; shift ;;
         --persons) PERSONS=$2; shift ;;
+        --repartition) REPARTITION=1 ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -200,10 +208,13 @@ pipeline() {
 # the column a workload's window is keyed by (what its input at
 # parallelism > 1 is partitioned by), or "" for none
 window_key() { case "$1" in W2) echo key ;; W3) echo auction ;; *) echo "" ;; esac; }
-# spec NAME MODE WORKLOAD DELIVERY IN OUT [PARALLELISM]
+# spec NAME MODE WORKLOAD DELIVERY IN OUT [PARALLELISM [rp]]
+# (rp: no partitioned_by, the window is repartitioned)
 spec() {
+    local pk
+    pk=$(window_key "$3"); [ "${8:-}" = rp ] && pk=""
     jq -n --arg name "$1" --arg mode "$2" --arg d "$4" --arg in "$5" --arg out "$6" \
-        --argjson par "${7:-1}" --arg pk "$(window_key "$3")" \
+        --argjson par "${7:-1}" --arg pk "$pk" \
         --argjson schema "$SCHEMA" --argjson pl "$(pipeline "$3")" '{
         name: $name, mode: $mode, parallelism: $par,
         source: ({kind: "kafka", topic: $in, format: "json", start: "earliest"}
@@ -325,11 +336,14 @@ run_raw() { # W D
 }
 
 SV_MAX_RATE_W1_at_least_once=0
-run_sv() { # W D [PARALLELISM]
-    local w=$1 d=$2 par=${3:-1} out="out-sv-$1-$2" dir="$RUN/sv-$1-$2" in
+run_sv() { # W D [PARALLELISM [rp]]
+    local w=$1 d=$2 par=${3:-1} rp=${4:-} out="out-sv-$1-$2" dir="$RUN/sv-$1-$2" in
     in=$(input_of "$w")
     local name=streamvisor
-    if [ "$par" -gt 1 ]; then
+    if [ "$par" -gt 1 ] && [ "$rp" = rp ]; then
+        # the unkeyed input: the window is repartitioned
+        name=streamvisor-rp-p$par; out="$out-rp-p$par"; dir="$dir-rp-p$par"
+    elif [ "$par" -gt 1 ]; then
         name=streamvisor-p$par; out="$out-p$par"; dir="$dir-p$par"
         case "$(window_key "$w")" in
             key) in=bids-key ;; auction) in=bids-auction ;;
@@ -340,7 +354,7 @@ run_sv() { # W D [PARALLELISM]
     if [ "$w" = W4 ]; then
         spec_q3 "bench-$w-$d-p$par" bounded "$d" "$in" "$TABLE" "$out" "$par" >"$dir/spec.json"
     else
-        spec "bench-$w-$d-p$par" bounded "$w" "$d" "$in" "$out" "$par" >"$dir/spec.json"
+        spec "bench-$w-$d-p$par$rp" bounded "$w" "$d" "$in" "$out" "$par" "$rp" >"$dir/spec.json"
     fi
     say "streamvisor $w $d parallelism $par (input $in)"
     sv_start "$dir/data" "$dir/server.log"
@@ -559,7 +573,12 @@ for w in "${WL[@]}"; do
     for d in at_least_once exactly_once; do
         has "$CONTENDERS" raw && run_raw "$w" "$d"
         if has "$CONTENDERS" streamvisor; then
-            for p in "${PARS[@]}"; do run_sv "$w" "$d" "$p"; done
+            for p in "${PARS[@]}"; do
+                run_sv "$w" "$d" "$p"
+                if [ "$REPARTITION" = 1 ] && [ "$p" -gt 1 ] && [ -n "$(window_key "$w")" ]; then
+                    run_sv "$w" "$d" "$p" rp
+                fi
+            done
         fi
         has "$CONTENDERS" kstreams && run_kstreams "$w" "$d"
         has "$CONTENDERS" flink && run_flink "$w" "$d"

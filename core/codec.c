@@ -2,7 +2,8 @@
  * decoders), the JSON row encoder, and the helpers both decoders share:
  * strict C-locale float parsing, RFC 3339 timestamps and UTF-8 validation.
  *
- * The decoders live in codec_json.c and codec_csv.c. There is no private
+ * The decoders live in codec_json.c and codec_csv.c (and rowcodec.c, the
+ * internal sv-row format of repartition topics). There is no private
  * header for the module yet (core/codec_int.h is not ours to add), so the
  * handful of cross-file functions below are declared again, identically, at
  * the top of those files under "codec-internal".
@@ -13,6 +14,8 @@
  * as null. */
 #define _GNU_SOURCE
 #include "core/codec.h"
+
+#include "core/rowcodec.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -61,6 +64,8 @@ const char *sv_format_name(sv_format_t fmt)
 		return "json";
 	case SV_FMT_CSV:
 		return "csv";
+	case SV_FMT_ROW:
+		return "sv-row";
 	}
 	return "unknown";
 }
@@ -80,6 +85,9 @@ sv_decoder_t *sv_decoder_new(sv_format_t fmt, const sv_schema_t *schema)
 	case SV_FMT_CSV:
 		impl = sv_codec_csv_new(schema);
 		break;
+	case SV_FMT_ROW:
+		impl = (void *)schema;
+		break;
 	default:
 		return NULL;
 	}
@@ -95,7 +103,7 @@ void sv_decoder_destroy(sv_decoder_t *dec)
 		return;
 	if (dec->fmt == SV_FMT_JSON)
 		sv_codec_json_destroy(dec->impl);
-	else
+	else if (dec->fmt == SV_FMT_CSV)
 		sv_codec_csv_destroy(dec->impl);
 	free(dec);
 }
@@ -107,6 +115,16 @@ int sv_decoder_decode(sv_decoder_t *dec, const char *payload, size_t len,
 	if (dec->fmt == SV_FMT_JSON)
 		return sv_codec_json_decode(dec->impl, payload, len, b,
 					    meta_out, reason, reason_len);
+	if (dec->fmt == SV_FMT_ROW) {
+		/* a watermark record is not a row: the repartition stage
+		 * takes it from the rejects (docs/repartition.md) */
+		int rc = sv_rowcodec_decode(dec->impl, payload, len, b,
+					    meta_out, reason, reason_len);
+		if (rc == 1)
+			sv_codec_reason(reason, reason_len,
+					"sv-row watermark record");
+		return rc ? -1 : 0;
+	}
 	return sv_codec_csv_decode(dec->impl, payload, len, b, meta_out, reason,
 				   reason_len);
 }

@@ -16,6 +16,8 @@
 typedef enum sv_format {
 	SV_FMT_JSON = 0,
 	SV_FMT_CSV,
+	SV_FMT_ROW, /* sv-row (core/rowcodec.h): repartition topics only,
+		     * never parsed from a spec */
 } sv_format_t;
 
 /* "json" / "csv"; false when unknown. */

@@ -11,6 +11,7 @@
  * sv_coverage_record_new(), so the shape and the ids cannot drift. */
 #define _GNU_SOURCE
 #include "ingress/coverage.h"
+#include "ingress/stages.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -980,22 +981,41 @@ sv_error_t *sv_coverage_parallel_check(const sv_jobspec_t *spec)
 		}
 		if (follows_partitioning(js->source, key, nkey))
 			continue;
-		char field[64], msg[512];
+		/* the first such step is repartitioned through an internal
+		 * topic when this build can (docs/repartition.md) */
+		char why[256];
+		bool refused = sv_stages_refused(spec, (int)i, why,
+						 sizeof(why));
+		if (!refused) {
+			/* and the stage specs can be made (the event-time
+			 * column still there at the split) */
+			sv_jobspec_t *s0, *s1;
+			sv_error_t *err = sv_stages_derive(spec, "submit", &s0,
+							   &s1);
+			sv_jobspec_destroy(s0);
+			sv_jobspec_destroy(s1);
+			if (!err)
+				return NULL;
+			snprintf(why, sizeof(why), "%s", err->message);
+			sv_error_destroy(err);
+		}
+		char field[64], msg[768];
 		snprintf(field, sizeof(field), "pipeline[%zu].%s", i, what);
 		snprintf(msg, sizeof(msg),
 			 "the %s at pipeline[%zu] is keyed on columns that do "
-			 "not include source.partitioned_by%s; at parallelism "
-			 "%d each task sees one partition, so its groups would "
-			 "be split (declare source.partitioned_by, or use "
-			 "parallelism 1)",
+			 "not include source.partitioned_by%s, and at "
+			 "parallelism %d it cannot be repartitioned: %s "
+			 "(declare source.partitioned_by, or use parallelism "
+			 "1)",
 			 what, i,
 			 js->source->n_partitioned_by ? "" : " (none declared)",
-			 js->parallelism);
+			 js->parallelism, why);
 		return sv_coverage_refuse(
 			"stateful_window_support",
 			"at parallelism > 1 a keyed step runs inside a task "
-			"only when its key follows source.partitioned_by; "
-			"there is no repartition stage yet",
+			"when its key follows source.partitioned_by, and "
+			"after a repartition through an internal topic "
+			"otherwise; this one cannot be repartitioned",
 			field, msg);
 	}
 	return NULL;

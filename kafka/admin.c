@@ -156,3 +156,251 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
 			field);
 	return NULL;
 }
+
+/* Wait for the one topic result of a CreateTopics or DeleteTopics call:
+ * its error code (or the request's), with its text in why. */
+static rd_kafka_resp_err_t topic_result(rd_kafka_queue_t *q, bool create,
+					char *why, size_t whylen)
+{
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, ADMIN_TIMEOUT_MS + 1000);
+	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
+	snprintf(why, whylen, "no answer");
+	if (ev && rd_kafka_event_error(ev)) {
+		e = rd_kafka_event_error(ev);
+		snprintf(why, whylen, "%s", rd_kafka_event_error_string(ev));
+	} else if (ev) {
+		const rd_kafka_topic_result_t **tr;
+		size_t n = 0;
+		if (create) {
+			const rd_kafka_CreateTopics_result_t *r =
+				rd_kafka_event_CreateTopics_result(ev);
+			tr = r ? rd_kafka_CreateTopics_result_topics(r, &n)
+			       : NULL;
+		} else {
+			const rd_kafka_DeleteTopics_result_t *r =
+				rd_kafka_event_DeleteTopics_result(ev);
+			tr = r ? rd_kafka_DeleteTopics_result_topics(r, &n)
+			       : NULL;
+		}
+		if (tr && n == 1) {
+			e = rd_kafka_topic_result_error(tr[0]);
+			const char *s = rd_kafka_topic_result_error_string(
+				tr[0]);
+			snprintf(why, whylen, "%s",
+				 s ? s : rd_kafka_err2str(e));
+		}
+	}
+	if (ev)
+		rd_kafka_event_destroy(ev);
+	return e;
+}
+
+sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
+				  const char *topic, int partitions,
+				  bool *created)
+{
+	*created = false;
+	if (!cluster || cluster->dev_embedded)
+		return sv_error_new(
+			SV_ERR_CONFIG,
+			"topic '%s' needs a real Kafka cluster (the "
+			"embedded development cluster has no "
+			"admin API)",
+			topic);
+	int have = sv_kafka_topic_partitions(cluster, topic);
+	if (have > 0 && have != partitions)
+		return sv_error_new(SV_ERR_CONFIG,
+				    "topic '%s' on cluster '%s' has %d "
+				    "partitions, not the %d it needs",
+				    topic, cluster->name, have, partitions);
+	if (have > 0)
+		return NULL;
+	rd_kafka_t *rk;
+	sv_error_t *err = admin_client(cluster, &rk);
+	if (err)
+		return err;
+	char es[256], why[512], text[512];
+	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1,
+							es, sizeof(es));
+	if (!nt) {
+		sv_kafka_client_destroy(rk);
+		return sv_error_new(SV_ERR_CONFIG, "topic '%s': %s", topic, es);
+	}
+	rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete");
+	rd_kafka_NewTopic_set_config(nt, "retention.ms", "-1");
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+		rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+	rd_kafka_AdminOptions_set_request_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						  sizeof(es));
+	rd_kafka_AdminOptions_set_operation_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						    sizeof(es));
+	rd_kafka_CreateTopics(rk, &nt, 1, opt, q);
+	rd_kafka_resp_err_t e = topic_result(q, true, why, sizeof(why));
+	if (!e)
+		*created = true;
+	else if (e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+		err = sv_error_new(
+			SV_ERR_BINDING,
+			"cannot create topic '%s' on cluster '%s': %s", topic,
+			cluster->name,
+			sv_kafka_client_scrub(rk, why, text, sizeof(text)));
+	rd_kafka_AdminOptions_destroy(opt);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_NewTopic_destroy(nt);
+	sv_kafka_client_destroy(rk);
+	if (!err && !*created) {
+		have = sv_kafka_topic_partitions(cluster, topic);
+		if (have > 0 && have != partitions)
+			err = sv_error_new(SV_ERR_CONFIG,
+					   "topic '%s' on cluster '%s' has %d "
+					   "partitions, not the %d it needs",
+					   topic, cluster->name, have,
+					   partitions);
+	}
+	return err;
+}
+
+sv_error_t *sv_kafka_topic_delete(const sv_cluster_t *cluster,
+				  const char *topic)
+{
+	if (!cluster || cluster->dev_embedded)
+		return NULL;
+	rd_kafka_t *rk;
+	sv_error_t *err = admin_client(cluster, &rk);
+	if (err)
+		return err;
+	char es[256], why[512], text[512];
+	rd_kafka_DeleteTopic_t *dt = rd_kafka_DeleteTopic_new(topic);
+	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+		rk, RD_KAFKA_ADMIN_OP_DELETETOPICS);
+	rd_kafka_AdminOptions_set_request_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						  sizeof(es));
+	rd_kafka_AdminOptions_set_operation_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						    sizeof(es));
+	rd_kafka_DeleteTopics(rk, &dt, 1, opt, q);
+	rd_kafka_resp_err_t e = topic_result(q, false, why, sizeof(why));
+	if (e && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+		err = sv_error_new(
+			SV_ERR_BINDING,
+			"cannot delete topic '%s' on cluster '%s': %s", topic,
+			cluster->name,
+			sv_kafka_client_scrub(rk, why, text, sizeof(text)));
+	rd_kafka_AdminOptions_destroy(opt);
+	rd_kafka_queue_destroy(q);
+	rd_kafka_DeleteTopic_destroy(dt);
+	sv_kafka_client_destroy(rk);
+	return err;
+}
+
+/* ---- DeleteRecords (repartition purge) ---- */
+
+struct sv_kafka_admin {
+	rd_kafka_t *rk;
+	rd_kafka_queue_t *q;
+	char *cluster;
+	int inflight; /* DeleteRecords requests without a result yet */
+};
+
+sv_error_t *sv_kafka_admin_new(const sv_cluster_t *cluster,
+			       sv_kafka_admin_t **out)
+{
+	*out = NULL;
+	if (!cluster || cluster->dev_embedded)
+		return sv_error_new(SV_ERR_CONFIG,
+				    "an admin client needs a real Kafka "
+				    "cluster");
+	rd_kafka_t *rk;
+	sv_error_t *err = admin_client(cluster, &rk);
+	if (err)
+		return err;
+	sv_kafka_admin_t *adm = sv_calloc(1, sizeof(*adm));
+	adm->rk = rk;
+	adm->q = rd_kafka_queue_new(rk);
+	adm->cluster = sv_strdup(cluster->name);
+	*out = adm;
+	return NULL;
+}
+
+void sv_kafka_admin_destroy(sv_kafka_admin_t *adm)
+{
+	if (!adm)
+		return;
+	rd_kafka_queue_destroy(adm->q);
+	sv_kafka_client_destroy(adm->rk);
+	free(adm->cluster);
+	free(adm);
+}
+
+/* The results of earlier requests that have arrived: the first failure
+ * as an error (the others are dropped). */
+static sv_error_t *delete_results(sv_kafka_admin_t *adm, int timeout_ms)
+{
+	sv_error_t *err = NULL;
+	rd_kafka_event_t *ev;
+	while (adm->inflight > 0 &&
+	       (ev = rd_kafka_queue_poll(adm->q, timeout_ms))) {
+		adm->inflight--;
+		char why[512] = "", text[512];
+		if (rd_kafka_event_error(ev)) {
+			snprintf(why, sizeof(why), "%s",
+				 rd_kafka_event_error_string(ev));
+		} else {
+			const rd_kafka_DeleteRecords_result_t *r =
+				rd_kafka_event_DeleteRecords_result(ev);
+			const rd_kafka_topic_partition_list_t *l = r
+				? rd_kafka_DeleteRecords_result_offsets(r)
+				: NULL;
+			for (int i = 0; l && i < l->cnt && !why[0]; i++)
+				if (l->elems[i].err)
+					snprintf(why, sizeof(why),
+						 "partition %d: %s",
+						 l->elems[i].partition,
+						 rd_kafka_err2str(
+							 l->elems[i].err));
+		}
+		if (why[0] && !err)
+			err = sv_error_new(
+				SV_ERR_BINDING,
+				"cannot delete records on cluster '%s': %s",
+				adm->cluster,
+				sv_kafka_client_scrub(adm->rk, why, text,
+						      sizeof(text)));
+		rd_kafka_event_destroy(ev);
+	}
+	return err;
+}
+
+sv_error_t *sv_kafka_delete_records(sv_kafka_admin_t *adm, const char *topic,
+				    const int32_t *partitions,
+				    const int64_t *before, size_t n)
+{
+	sv_error_t *err = delete_results(adm, 0);
+	if (!n)
+		return err;
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+		(int)n);
+	for (size_t i = 0; i < n; i++)
+		rd_kafka_topic_partition_list_add(l, topic, partitions[i])
+			->offset = before[i];
+	rd_kafka_DeleteRecords_t *dr = rd_kafka_DeleteRecords_new(l);
+	rd_kafka_topic_partition_list_destroy(l);
+	char es[256];
+	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
+		adm->rk, RD_KAFKA_ADMIN_OP_DELETERECORDS);
+	rd_kafka_AdminOptions_set_request_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						  sizeof(es));
+	rd_kafka_AdminOptions_set_operation_timeout(opt, ADMIN_TIMEOUT_MS, es,
+						    sizeof(es));
+	rd_kafka_DeleteRecords(adm->rk, &dr, 1, opt, adm->q);
+	adm->inflight++;
+	rd_kafka_AdminOptions_destroy(opt);
+	rd_kafka_DeleteRecords_destroy(dr);
+	return err;
+}
+
+sv_error_t *sv_kafka_admin_drain(sv_kafka_admin_t *adm, int timeout_ms)
+{
+	return delete_results(adm, timeout_ms);
+}

@@ -12,7 +12,10 @@
  * then on and the job goes through recovery.
  *
  * write_raw() produces a dead letter as it came, with the reason in the
- * header "streamvisor.error".
+ * header "streamvisor.error". write_to() produces one payload into one
+ * partition (a repartition topic's watermark records); a sink of format
+ * sv-row encodes rows with core/rowcodec.h instead of JSON
+ * (docs/repartition.md).
  *
  * Exactly-once (conf->transactional; docs/exactly-once.md, docs/kafka.md):
  * the same producer with transactional.id = conf->transactional_id, which is
@@ -54,6 +57,7 @@
 
 #include "core/log.h"
 #include "core/partition.h"
+#include "core/rowcodec.h"
 #include "core/util.h"
 #include "kafka/admin.h"
 #include "kafka/client.h"
@@ -84,6 +88,7 @@ typedef struct kafka_sink {
 	const sv_schema_t *schema; /* borrowed */
 	int key_column; /* -1: no key */
 	bool raw;
+	bool row_format; /* sv-row (repartition topics), else JSON */
 	/* exactly-once */
 	bool transactional;
 	char *txn_id; /* transactional.id */
@@ -396,6 +401,7 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 	ks->schema = conf->schema;
 	ks->key_column = conf->key_column;
 	ks->raw = conf->raw;
+	ks->row_format = conf->format == SV_FMT_ROW;
 	ks->transactional = conf->transactional;
 	if (ks->transactional) {
 		ks->base.ops = &sv_sink_kafka_txn_ops;
@@ -436,7 +442,8 @@ static sv_error_t *ksnk_open(const sv_sink_conf_t *conf, sv_sink_t **out)
 				 ks->id.topic);
 		goto fail;
 	}
-	if (!ks->raw && conf->format != SV_FMT_JSON) {
+	if (!ks->raw && conf->format != SV_FMT_JSON &&
+	    conf->format != SV_FMT_ROW) {
 		err = sv_error_set_field(
 			ksnk_error(ks, SV_ERR_CONFIG, 0, NULL,
 				   "kafka sink cannot write format '%s' "
@@ -572,10 +579,14 @@ static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 					   &keylen);
 
 		sv_buf_reset(&ks->buf);
-		sv_json_encode_row(ks->schema, row, &ks->buf);
+		if (ks->row_format)
+			sv_rowcodec_encode(ks->schema, row, &ks->buf);
+		else
+			sv_json_encode_row(ks->schema, row, &ks->buf);
 		if ((err = ksnk_produce(ks, ks->buf.data, ks->buf.len, key,
 					keylen, NULL)))
 			return err;
+		ks->base.bytes_out += ks->buf.len;
 	}
 	/* Serve delivery reports of earlier batches without waiting. */
 	rd_kafka_poll(ks->rk, 0);
@@ -596,6 +607,39 @@ static sv_error_t *ksnk_write_raw(sv_sink_t *snk, const char *payload,
 				reason ? reason : "")))
 		return err;
 	rd_kafka_poll(ks->rk, 0);
+	return ks->err ? sv_error_copy(ks->err) : NULL;
+}
+
+/* One payload into one partition, no key (a repartition topic's
+ * watermark records, docs/repartition.md). */
+static sv_error_t *ksnk_write_to(sv_sink_t *snk, int32_t partition,
+				 const char *payload, size_t len)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	sv_error_t *err;
+
+	if (ks->err)
+		return sv_error_copy(ks->err);
+	if ((err = ksnk_txn_check_open(ks, "write")))
+		return err;
+	for (;;) {
+		rd_kafka_resp_err_t e = rd_kafka_producev(
+			ks->rk, RD_KAFKA_V_RKT(ks->rkt),
+			RD_KAFKA_V_PARTITION(partition),
+			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+			RD_KAFKA_V_VALUE((void *)payload, len), RD_KAFKA_V_END);
+		if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+			rd_kafka_poll(ks->rk, 10);
+			if (ks->err)
+				return sv_error_copy(ks->err);
+			continue;
+		}
+		if (e && !ks->err)
+			ks->err = ksnk_delivery_error(ks, e);
+		if (!e)
+			ks->base.bytes_out += len;
+		break;
+	}
 	return ks->err ? sv_error_copy(ks->err) : NULL;
 }
 
@@ -926,6 +970,7 @@ const sv_sink_ops_t sv_sink_kafka_ops = {
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,
+	.write_to = ksnk_write_to,
 	.flush = ksnk_flush,
 	.close = ksnk_close,
 	.check_txn = sv_kafka_check_txn_timeout,
@@ -938,6 +983,7 @@ const sv_sink_ops_t sv_sink_kafka_txn_ops = {
 	.open = ksnk_open,
 	.write = ksnk_write,
 	.write_raw = ksnk_write_raw,
+	.write_to = ksnk_write_to,
 	.flush = ksnk_flush,
 	.close = ksnk_close,
 	.txn_begin = ksnk_txn_begin,

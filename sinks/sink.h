@@ -77,6 +77,11 @@ typedef struct sv_sink_ops {
 	 * came, with the reason as a header when the driver has headers). */
 	sv_error_t *(*write_raw)(sv_sink_t *snk, const char *payload,
 				 size_t len, const char *reason);
+	/* Enqueue one payload, without key, into partition (a repartition
+	 * topic's watermark records); NULL when the driver has no
+	 * partitions. */
+	sv_error_t *(*write_to)(sv_sink_t *snk, int32_t partition,
+				const char *payload, size_t len);
 	/* Wait until everything written is acknowledged, at most timeout_ms. */
 	sv_error_t *(*flush)(sv_sink_t *snk, int timeout_ms);
 	void (*close)(sv_sink_t *snk);
@@ -130,6 +135,8 @@ typedef struct sv_sink_ops {
 struct sv_sink {
 	const sv_sink_ops_t *ops;
 	uint64_t records_out; /* rows acknowledged (or enqueued, see driver) */
+	uint64_t bytes_out; /* kafka: value bytes enqueued (thread: the
+			     * sink's) */
 };
 
 const sv_sink_ops_t *sv_sink_find(const char *kind);
@@ -152,6 +159,11 @@ static inline sv_error_t *sv_sink_write_raw(sv_sink_t *snk, const char *p,
 					    size_t len, const char *reason)
 {
 	return snk->ops->write_raw(snk, p, len, reason);
+}
+static inline sv_error_t *sv_sink_write_to(sv_sink_t *snk, int32_t partition,
+					   const char *p, size_t len)
+{
+	return snk->ops->write_to(snk, partition, p, len);
 }
 static inline sv_error_t *sv_sink_flush(sv_sink_t *snk, int timeout_ms)
 {

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ingress/coverage.h"
+#include "ingress/stages.h"
 #include "supervisor/drivers.h"
 #include "supervisor/supervisor_int.h"
 #include "supervisor/transitions.h"
@@ -167,6 +168,16 @@ static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 				"drain needs checkpoints, and this "
 				"supervisor has no data directory");
 	bool final_wm = c->u.act.final_watermark;
+	const char *rp_key;
+	if (final_wm && sv_stages_split_at(job->spec->msg, &rp_key) >= 0)
+		/* stage 1 may not have read all stage 0 committed: firing
+		 * its windows now would be early (docs/repartition.md) */
+		return sv_error_new(SV_ERR_COVERAGE,
+				    "drain with final_watermark is not "
+				    "available for a repartitioned job (its "
+				    "second stage may not have read all its "
+				    "first stage committed); drain without it "
+				    "keeps the window state");
 	int64_t timeout = c->u.act.timeout_ms ? c->u.act.timeout_ms
 					      : DRAIN_DEFAULT_TIMEOUT_MS;
 	job->drain_deadline_ms = sv_now_ms() + timeout;

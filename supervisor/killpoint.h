@@ -4,8 +4,11 @@
  *
  * makes the process SIGKILL itself the n-th time (default 1st) it reaches
  * <point>. Points, in protocol order: before_prepare, after_prepare,
- * after_send_offsets, after_commit, after_mark_committed. Unset: no cost
- * beyond one load. thread: any */
+ * after_send_offsets, after_commit, after_mark_committed; and
+ * stage0_committed, after a checkpoint of a repartitioned job's stage 0
+ * completed (its rows are in the internal topic, stage 1 has not yet
+ * committed their output; docs/repartition.md). Unset: no cost beyond one
+ * load. thread: any */
 #ifndef SV_KILLPOINT_H
 #define SV_KILLPOINT_H
 

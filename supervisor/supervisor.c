@@ -31,6 +31,8 @@
 #include "ingress/coverage.h"
 #include "ingress/plan.h"
 #include "ingress/spec.h"
+#include "ingress/stages.h"
+#include "supervisor/stage.h"
 
 #define TICK_MS 100
 
@@ -438,6 +440,29 @@ void sv_job_free(sv_job_t *job)
 	free(job);
 }
 
+/* A repartitioned job's purge also removes its internal topic and stage
+ * 1's checkpoints (docs/repartition.md). */
+static void purge_stages(sv_supervisor_t *sv, sv_job_t *job)
+{
+	const char *key;
+	if (sv_stages_split_at(job->spec->msg, &key) < 0)
+		return;
+	char *topic = sv_stages_topic(job->id);
+	char s1[200];
+	snprintf(s1, sizeof(s1), "%s-s1", job->id);
+	sv_persist_forget(sv, s1, true);
+	sv_clusters_t cl;
+	sv_error_t *err = sv_resolve_clusters(sv, job->spec->msg, &cl);
+	if (!err)
+		err = sv_stage_delete_topic(cl.source, topic);
+	sv_log(&(sv_logctx_t){job->id, 0}, err ? SV_LOG_ERROR : SV_LOG_INFO,
+	       "supervisor", "%s repartition topic '%s'%s%s",
+	       err ? "cannot delete the" : "deleted the", topic,
+	       err ? ": " : "", err ? err->message : "");
+	sv_error_destroy(err);
+	free(topic);
+}
+
 static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 {
 	for (size_t i = 0; i < sv->njobs; i++) {
@@ -451,6 +476,8 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 						 job->id, "deleted", 1,
 						 "checkpoints_deleted", purge));
 		sv_persist_forget(sv, job->id, purge);
+		if (purge)
+			purge_stages(sv, job);
 		sv_job_free(job);
 		memmove(&sv->jobs[i], &sv->jobs[i + 1],
 			(sv->njobs - i - 1) * sizeof(*sv->jobs));

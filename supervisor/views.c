@@ -198,6 +198,11 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	json_object_set_new(o, "members", members_json(job, par));
 	if (sv->conf.dist.name)
 		json_object_set_new(o, "distributed", dist_json(sv, job));
+	json_t *stages = job->worker
+		? sv_worker_stages_json(job->worker, NULL, NULL)
+		: NULL;
+	if (stages)
+		json_object_set_new(o, "stages", stages);
 	json_t *parts = json_array();
 	int64_t lag_records = 0;
 	for (size_t i = 0; i < npos; i++) {
@@ -452,6 +457,47 @@ static void member_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
 	}
 }
 
+/* Repartitioned jobs (docs/repartition.md): rows and bytes written to
+ * the internal topic, and what stage 1 has not read of it yet. One family
+ * at a time, each with its samples grouped under it. */
+static void repartition_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
+{
+	static const char *const fams[][3] = {
+		{"streamvisor_repartition_records_total", "counter",
+		 "rows stage 0 wrote to the repartition topic"},
+		{"streamvisor_repartition_bytes_total", "counter",
+		 "bytes stage 0 wrote to the repartition topic"},
+		{"streamvisor_repartition_lag_records", "gauge",
+		 "repartition topic records stage 1 has not read"},
+	};
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		sv_prom_family(b, fams[f][0], fams[f][1], fams[f][2]);
+		for (size_t i = 0; i < sv->njobs; i++) {
+			sv_job_t *job = sv->jobs[i];
+			const char *topic;
+			uint64_t lag;
+			json_t *st = job->worker
+				? sv_worker_stages_json(job->worker, &topic,
+							&lag)
+				: NULL;
+			if (!st)
+				continue;
+			double v = f == 0
+				? (double)atomic_load(
+					  &sv_worker_stats(job->worker)
+						   ->records_repartitioned)
+				: f == 1
+				? (double)json_integer_value(json_object_get(
+					  json_array_get(st, 0), "bytes_out"))
+				: (double)lag;
+			json_decref(st);
+			job_labels(l, job);
+			sv_prom_label(l, "topic", topic);
+			sv_prom_sample(b, fams[f][0], l->data, v);
+		}
+	}
+}
+
 sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 {
 	sv_buf_t b, l;
@@ -645,6 +691,7 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 	}
 	member_metrics(sv, &b, &l);
 	sv_join_metrics(sv, &b, &l);
+	repartition_metrics(sv, &b, &l);
 	sv_prom_family(&b, "streamvisor_http_requests_total", "counter",
 		       "HTTP requests served");
 	pthread_mutex_lock(&sv->http_lock);

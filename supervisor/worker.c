@@ -60,9 +60,11 @@
 #include "core/util.h"
 #include "core/watermark.h"
 #include "sinks/sink.h"
+#include "ingress/stages.h"
 #include "supervisor/ckpt.h"
 #include "supervisor/join_input.h"
 #include "supervisor/killpoint.h"
+#include "supervisor/stage.h"
 
 #define BATCH_ROWS 2048
 #define POLL_TIMEOUT_MS 100
@@ -100,7 +102,17 @@ typedef struct task {
  * watermarks only (scope job). */
 typedef struct member {
 	struct sv_worker *w;
-	int index;
+	int index; /* within its stage */
+	/* repartition (docs/repartition.md): the member's stage, its spec
+	 * (the job's, or the stage's), the name its transactional id,
+	 * group and checkpoints take (the job id, or <job>-s1), and at
+	 * stage 1 the upstream watermarks of its tasks */
+	int stage;
+	const sv_jobspec_t *spec;
+	const char *name;
+	sv_stage_in_t *rp_in;
+	sv_stage_purge_t *purge; /* stage 1 with checkpoints */
+	bool rp_end; /* stage 0: its bounded input ended */
 	pthread_t thread;
 	bool thread_started;
 	sv_logctx_t log;
@@ -146,8 +158,14 @@ struct sv_worker {
 	sv_error_t *error;
 	sv_worker_stats_t stats;
 
-	int nmembers;
-	member_t *members;
+	int nmembers; /* per stage: the spec's parallelism */
+	member_t *members; /* nall: stage 0's first, then stage 1's */
+	int nall;
+	int nstages; /* 2 when the job is repartitioned */
+	sv_jobspec_t *stage_spec[2]; /* owned, repartition only */
+	char *stage1_name; /* <job>-s1 */
+	char *rp_topic;
+	int32_t rp_parts;
 	bool checkpointing; /* a store is configured */
 	bool transactional;
 	bool wm_per_partition;
@@ -285,9 +303,15 @@ static sv_error_t *emit(member_t *m, sv_batch_t *out)
 		sv_error_t *err = sv_sink_write(m->snk, out);
 		if (err)
 			return err;
-		atomic_fetch_add(&w->stats.records_out, out->nrows);
 		atomic_fetch_add(&m->stats.records_out, out->nrows);
-		remember_output(w, out);
+		if (m->stage == w->nstages - 1) {
+			atomic_fetch_add(&w->stats.records_out, out->nrows);
+			remember_output(w, out);
+		} else {
+			atomic_fetch_add(&w->stats.records_repartitioned,
+					 out->nrows);
+			atomic_store(&m->stats.bytes_out, m->snk->bytes_out);
+		}
 	}
 	if (m->late_rows.nrows) {
 		if (m->late) {
@@ -307,7 +331,7 @@ static sv_error_t *handle_rejects(member_t *m)
 	if (!b->nrejects)
 		return NULL;
 	atomic_fetch_add(&w->stats.records_invalid, b->nrejects);
-	const char *policy = w->conf.spec->msg->on_invalid;
+	const char *policy = m->spec->msg->on_invalid;
 	if (!strcmp(policy, "fail")) {
 		const sv_reject_t *rj = &b->rejects[0];
 		return sv_error_new(
@@ -342,7 +366,7 @@ static sv_error_t *check_partitioning(member_t *m)
 {
 	if (m->key_col < 0 || m->topic_nparts <= 0)
 		return NULL;
-	const Streamvisor__Source *s = m->w->conf.spec->msg->source;
+	const Streamvisor__Source *s = m->spec->msg->source;
 	char tmp[64];
 	for (size_t r = 0; r < m->in.nrows; r++) {
 		const sv_rowmeta_t *meta = &m->in.meta[r];
@@ -393,16 +417,23 @@ static void publish_committed(member_t *m)
 	atomic_store(&m->stats.records_out_committed,
 		     atomic_load(&m->stats.records_out));
 	uint64_t sum = 0;
-	for (int k = 0; k < w->nmembers; k++)
-		sum += atomic_load(&w->members[k].stats.records_out_committed);
+	for (int k = 0; k < w->nall; k++)
+		if (w->members[k].stage == w->nstages - 1)
+			sum += atomic_load(
+				&w->members[k].stats.records_out_committed);
 	atomic_store(&w->stats.records_out_committed, sum);
 }
 
+static sv_error_t *write_watermarks(member_t *m);
+
 /* No store: flush everything downstream, then commit the source
- * positions. */
+ * positions (stage 0 of a repartitioned job: its watermark records
+ * first). */
 static sv_error_t *commit(member_t *m)
 {
 	sv_error_t *err;
+	if (m->stage == 0 && m->w->nstages > 1 && (err = write_watermarks(m)))
+		return err;
 	if ((err = sv_sink_flush(m->snk, FLUSH_TIMEOUT_MS)))
 		return err;
 	if ((err = flush_side_sinks(m)))
@@ -462,7 +493,7 @@ static void update_state_size(member_t *m)
 	atomic_store(&m->stats.state_keys, keys);
 	sv_worker_t *w = m->w;
 	bytes = keys = 0;
-	for (int k = 0; k < w->nmembers; k++) {
+	for (int k = 0; k < w->nall; k++) {
 		bytes += atomic_load(&w->members[k].stats.state_bytes);
 		keys += atomic_load(&w->members[k].stats.state_keys);
 	}
@@ -499,7 +530,7 @@ static sv_ckpt_parts_t parts_of(member_t *m)
 static bool publish_served(sv_worker_t *w)
 {
 	uint64_t lo = UINT64_MAX;
-	for (int k = 0; k < w->nmembers; k++) {
+	for (int k = 0; k < w->nall; k++) {
 		uint64_t s = atomic_load(
 			&w->members[k].stats.checkpoint_served);
 		if (s < lo)
@@ -536,6 +567,60 @@ static sv_error_t *group_metadata(member_t *m)
 	return err;
 }
 
+/* Stage 0 of a repartitioned job: a watermark record per task to every
+ * partition of the internal topic, in the checkpoint's transaction
+ * (docs/repartition.md). The value is the stage's job-wide watermark as
+ * the member sees it (the minimum over the non-idle partitions of every
+ * member), so an idle or empty partition does not hold stage 1 back and
+ * stage 1 fires as parallelism 1 would. */
+static sv_error_t *write_watermarks(member_t *m)
+{
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		sv_error_t *err = sv_stage_write_watermark(
+			m->snk, m->w->rp_parts, t->partition, m->topic_nparts,
+			m->rp_end ? SV_STAGE_WM_END : m->wm);
+		if (err)
+			return err;
+	}
+	atomic_store(&m->stats.bytes_out, m->snk->bytes_out);
+	return NULL;
+}
+
+/* Stage 1: the watermark records of the batch into the upstream tables,
+ * and each task's minimum over its upstream tasks into its tracker (so
+ * it is in the task's snapshot); rows do not move these watermarks. */
+static void take_watermarks(member_t *m, int64_t mono)
+{
+	if (!sv_stage_in_take(m->rp_in, &m->in, m->task_of, m->ntask_of))
+		return;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		int64_t v = sv_stage_in_watermark(m->rp_in, i);
+		int64_t have = sv_watermarks_partition(t->wm, t->partition);
+		/* every upstream task ended: the member finishes (run) */
+		if (v == SV_WATERMARK_NONE || v == SV_STAGE_WM_END ||
+		    (have != SV_WATERMARK_NONE && v <= have))
+			continue;
+		sv_watermarks_set(t->wm, t->partition, v, mono);
+		sv_watermarks_set_current(t->wm, v);
+	}
+}
+
+/* Stage 1, after a committed checkpoint: what it consumed of the internal
+ * topic is deleted (best effort: a failure is logged). */
+static void purge_committed(member_t *m)
+{
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(m->src, &pos);
+	sv_error_t *err = sv_stage_purge(m->purge, pos, n, sv_mono_ms());
+	if (err) {
+		sv_log(&m->log, SV_LOG_WARN, "worker",
+		       "repartition topic purge: %s", err->message);
+		sv_error_destroy(err);
+	}
+}
+
 /* Flush the side sinks (dead letters, late records: at-least-once), then
  * take the member's checkpoint through its main sink. */
 static sv_error_t *checkpoint(member_t *m, int64_t wm)
@@ -545,6 +630,8 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 	if ((err = flush_side_sinks(m)))
 		return err;
 	uint64_t asked = atomic_load(&w->stats.checkpoint_requests);
+	if (m->stage == 0 && w->nstages > 1 && (err = write_watermarks(m)))
+		return err;
 	update_state_size(m);
 	if (m->ck.transactional && sv_source_grouped(m->src) &&
 	    (err = group_metadata(m)))
@@ -575,6 +662,10 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 	 * the supervisor hears of it (its parked checkpoint command) */
 	if (publish_served(w) && w->conf.done)
 		w->conf.done(w->conf.opaque, w);
+	if (m->purge)
+		purge_committed(m);
+	if (m->stage == 0 && w->nstages > 1)
+		sv_killpoint("stage0_committed");
 	double secs = (double)info.duration_ms / 1000.0;
 	for (int b = 0; b < SV_CK_BUCKETS; b++)
 		if (secs <= sv_ck_buckets_s[b])
@@ -639,7 +730,8 @@ static int64_t combine(member_t *m, int64_t mono)
 		atomic_store(&m->stats.idle, true);
 	}
 	int64_t lo = INT64_MAX;
-	for (int k = 0; k < w->nmembers; k++) {
+	int first = m->stage * w->nmembers; /* the members of its stage */
+	for (int k = first; k < first + w->nmembers; k++) {
 		const sv_member_stats_t *ms = &w->members[k].stats;
 		if (atomic_load(&ms->idle))
 			continue;
@@ -680,7 +772,8 @@ static sv_error_t *advance(member_t *m, int64_t mono)
 	sv_worker_t *w = m->w;
 	int64_t wm = combine(m, mono);
 	m->wm = wm;
-	max64(&w->stats.watermark_ms, wm);
+	if (m->stage == w->nstages - 1)
+		max64(&w->stats.watermark_ms, wm);
 	for (size_t i = 0; i < m->ntasks; i++) {
 		task_t *t = &m->tasks[i];
 		int64_t twm = w->wm_per_partition && w->nmembers > 1
@@ -718,7 +811,7 @@ static void count_late(member_t *m)
 	atomic_store(&m->stats.records_late, late);
 	sv_worker_t *w = m->w;
 	late = 0;
-	for (int k = 0; k < w->nmembers; k++)
+	for (int k = 0; k < w->nall; k++)
 		late += atomic_load(&w->members[k].stats.records_late);
 	atomic_store(&w->stats.records_late, late);
 }
@@ -754,8 +847,9 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
 			t = &m->tasks[ti];
 			sv_batch_copy_row(&t->in, &m->in, r);
 		}
-		sv_watermarks_observe(t->wm, meta->partition, meta->event_ms,
-				      mono);
+		if (!m->rp_in)
+			sv_watermarks_observe(t->wm, meta->partition,
+					      meta->event_ms, mono);
 	}
 	if (n) {
 		int64_t hi = SV_WATERMARK_NONE;
@@ -766,9 +860,12 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
 		}
 		max64(&w->stats.last_event_ms, hi);
 	}
-	atomic_fetch_add(&w->stats.records_in, n);
+	if (m->stage == 0)
+		atomic_fetch_add(&w->stats.records_in, n);
 	atomic_fetch_add(&m->stats.records_in, n);
 	sv_error_t *err;
+	if (m->rp_in)
+		take_watermarks(m, mono);
 	if ((err = handle_rejects(m)))
 		return err;
 	for (size_t i = 0; i < m->ntasks; i++) {
@@ -890,7 +987,7 @@ static sv_error_t *group_step(member_t *m)
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
-	const Streamvisor__JobSpec *js = w->conf.spec->msg;
+	const Streamvisor__JobSpec *js = m->spec->msg;
 	int64_t interval = js->checkpoint->interval_ms;
 	if (!w->checkpointing && (interval > 1000 || interval <= 0))
 		interval = 1000; /* no store: commit offsets every second */
@@ -940,6 +1037,9 @@ static sv_error_t *run(member_t *m)
 		if (busy > 0)
 			atomic_fetch_add(&m->stats.busy_us, (uint64_t)busy);
 		t_loop = t_end;
+		/* a bounded job's stage 1 ends once every upstream task has */
+		if (m->rp_in && sv_stage_in_ended(m->rp_in))
+			eof = true;
 		if (eof && (!m->join || m->join_eof))
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
@@ -976,6 +1076,8 @@ static sv_error_t *run(member_t *m)
 		}
 		count_late(m);
 	}
+	/* a bounded stage 0: its last watermark records say it ended */
+	m->rp_end = eof && m->stage == 0 && w->nstages > 1;
 	bool final_ck = atomic_load(&w->final_ck) && !atomic_load(&w->stop);
 	if (w->checkpointing && !atomic_load(&w->failing) &&
 	    (eof || drain || final_ck)) {
@@ -998,15 +1100,17 @@ static sv_error_t *run(member_t *m)
 	return NULL;
 }
 
-/* Member k's transactional id: streamvisor-<job>-<k>, or in distributed
- * mode streamvisor-<job>-<node>-t<k> (one per node and thread). */
-static void txn_id_of(const sv_worker_t *w, int k, char *out, size_t n)
+/* Member k's transactional id: streamvisor-<name>-<k> (name: the job id,
+ * or stage 1's "<job>-s1"), or in distributed mode
+ * streamvisor-<job>-<node>-t<k> (one per node and thread). */
+static void txn_id_of(const sv_worker_t *w, const char *name, int k, char *out,
+		      size_t n)
 {
 	if (w->conf.node_id)
-		snprintf(out, n, "streamvisor-%s-%s-t%d", w->job_id,
-			 w->conf.node_id, k);
+		snprintf(out, n, "streamvisor-%s-%s-t%d", name, w->conf.node_id,
+			 k);
 	else
-		snprintf(out, n, "streamvisor-%s-%d", w->job_id, k);
+		snprintf(out, n, "streamvisor-%s-%d", name, k);
 }
 
 static sv_error_t *open_sink(member_t *m, const Streamvisor__Sink *s,
@@ -1016,15 +1120,18 @@ static sv_error_t *open_sink(member_t *m, const Streamvisor__Sink *s,
 {
 	sv_worker_t *w = m->w;
 	char txn_id[200], group[160];
-	txn_id_of(w, txn_member, txn_id, sizeof(txn_id));
-	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
+	const char *name = m->name ? m->name : w->job_id;
+	txn_id_of(w, name, txn_member, txn_id, sizeof(txn_id));
+	snprintf(group, sizeof(group), "streamvisor-%s", name);
 	sv_sink_conf_t sc = {
 		.kind = s->kind,
 		.job_id = w->job_id,
 		.attempt = w->conf.attempt,
 		.cluster = cluster,
 		.topic = s->topic,
-		.format = SV_FMT_JSON,
+		.format = s->format && !strcmp(s->format, SV_STAGES_FORMAT)
+			? SV_FMT_ROW
+			: SV_FMT_JSON,
 		.schema = schema,
 		.key_column = key_col,
 		.raw = raw,
@@ -1044,38 +1151,47 @@ static void observe_bound(sv_worker_t *w)
 {
 	json_t *parts = json_array();
 	json_t *members = json_array();
-	for (int k = 0; k < w->nmembers; k++) {
+	for (int k = 0; k < w->nall; k++) {
 		member_t *m = &w->members[k];
 		const sv_partpos_t *pos;
 		size_t n = sv_source_positions(m->src, &pos);
 		json_t *mine = json_array();
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < n && m->stage == 0; i++) {
 			json_array_append_new(
 				parts,
 				json_pack("{s:i, s:I, s:i}", "partition",
 					  pos[i].partition, "next_offset",
 					  (json_int_t)pos[i].next_offset,
 					  "member", k));
+		}
+		for (size_t i = 0; i < n; i++)
 			json_array_append_new(mine,
 					      json_integer(pos[i].partition));
-		}
 		char txn_id[200];
-		txn_id_of(w, k, txn_id, sizeof(txn_id));
-		json_array_append_new(members,
-				      json_pack("{s:i, s:o, s:o}", "member", k,
-						"transactional_id",
-						w->transactional
-							? json_string(txn_id)
+		txn_id_of(w, m->name, m->index, txn_id, sizeof(txn_id));
+		json_t *mo = json_pack("{s:i, s:o, s:o}", "member", m->index,
+				       "transactional_id",
+				       w->transactional ? json_string(txn_id)
 							: json_null(),
-						"partitions", mine));
+				       "partitions", mine);
+		if (w->nstages > 1)
+			json_object_set_new(mo, "stage",
+					    json_integer(m->stage));
+		json_array_append_new(members, mo);
 	}
 	const Streamvisor__JobSpec *js = w->conf.spec->msg;
-	sv_obslog_add(w->conf.obs, w->conf.attempt, "source_bound",
-		      json_pack("{s:s, s:s, s:i, s:o, s:o}", "source_kind",
-				js->source->kind, "topic",
-				js->source->topic ? js->source->topic : "",
-				"parallelism", w->nmembers, "partitions", parts,
-				"members", members));
+	json_t *o = json_pack("{s:s, s:s, s:i, s:o, s:o}", "source_kind",
+			      js->source->kind, "topic",
+			      js->source->topic ? js->source->topic : "",
+			      "parallelism", w->nmembers, "partitions", parts,
+			      "members", members);
+	if (w->nstages > 1)
+		json_object_set_new(o, "stages",
+				    json_pack("[{s:i, s:s}, {s:i, s:s}]",
+					      "stage", 0, "topic",
+					      js->source->topic, "stage", 1,
+					      "topic", w->rp_topic));
+	sv_obslog_add(w->conf.obs, w->conf.attempt, "source_bound", o);
 }
 
 /* One task per partition the member reads (parallelism > 1), or one over
@@ -1083,7 +1199,7 @@ static void observe_bound(sv_worker_t *w)
 static sv_error_t *make_tasks(member_t *m)
 {
 	sv_worker_t *w = m->w;
-	const Streamvisor__EventTime *evt = w->conf.spec->msg->event_time;
+	const Streamvisor__EventTime *evt = m->spec->msg->event_time;
 	const sv_partpos_t *pos;
 	size_t npos = sv_source_positions(m->src, &pos);
 	m->ntasks = w->nmembers > 1 ? npos : 1;
@@ -1103,7 +1219,7 @@ static sv_error_t *make_tasks(member_t *m)
 	int64_t mono = sv_mono_ms();
 	for (size_t i = 0; i < m->ntasks; i++) {
 		task_t *t = &m->tasks[i];
-		sv_error_t *err = sv_plan_build(w->conf.spec, &t->plan);
+		sv_error_t *err = sv_plan_build(m->spec, &t->plan);
 		if (err)
 			return err;
 		t->partition = w->nmembers > 1 ? pos[i].partition : -1;
@@ -1125,6 +1241,8 @@ static sv_error_t *make_tasks(member_t *m)
 		m->cktasks[i] = (sv_ckpt_task_t){t->partition,
 						 t->plan->pipeline, t->wm};
 	}
+	if (m->stage == 1)
+		m->rp_in = sv_stage_in_new(m->ntasks);
 	return NULL;
 }
 
@@ -1167,17 +1285,17 @@ static sv_error_t *open_join(member_t *m, const char *group)
 static sv_error_t *open_member(member_t *m)
 {
 	sv_worker_t *w = m->w;
-	const Streamvisor__JobSpec *js = w->conf.spec->msg;
+	const Streamvisor__JobSpec *js = m->spec->msg;
 	/* a plan of our own for the columns and the schemas the clients
 	 * borrow; the tasks build theirs once the partitions are known */
-	sv_error_t *err = sv_plan_build(w->conf.spec, &m->plan);
+	sv_error_t *err = sv_plan_build(m->spec, &m->plan);
 	if (err)
 		return err;
 	const sv_plan_t *plan = m->plan;
 	m->ck = (sv_ckpt_conf_t){
 		.store = w->conf.store,
-		.job_id = w->job_id,
-		.plan_id = w->conf.spec->plan_id,
+		.job_id = m->name,
+		.plan_id = m->spec->plan_id,
 		.topic = js->source->topic ? js->source->topic : "",
 		.attempt = w->conf.attempt,
 		.retain = js->checkpoint->retain,
@@ -1202,9 +1320,12 @@ static sv_error_t *open_member(member_t *m)
 			    js->source->partitioned_by[0]))
 			m->key_col = (int)i;
 	char group[160];
-	snprintf(group, sizeof(group), "streamvisor-%s", w->job_id);
+	snprintf(group, sizeof(group), "streamvisor-%s", m->name);
 	sv_format_t fmt = SV_FMT_JSON;
-	sv_format_parse(js->source->format, &fmt);
+	if (!strcmp(js->source->format, SV_STAGES_FORMAT))
+		fmt = SV_FMT_ROW; /* stage 1 reads the internal topic */
+	else
+		sv_format_parse(js->source->format, &fmt);
 	sv_source_conf_t sc = {
 		.kind = js->source->kind,
 		.job_id = w->job_id,
@@ -1215,7 +1336,7 @@ static sv_error_t *open_member(member_t *m)
 		.start = !strcmp(js->source->start, "latest")
 			? SV_START_LATEST
 			: SV_START_EARLIEST,
-		.bounded = sv_jobspec_bounded(w->conf.spec),
+		.bounded = sv_jobspec_bounded(m->spec),
 		.format = fmt,
 		.schema = plan->schema,
 		.member = m->index,
@@ -1240,7 +1361,10 @@ static sv_error_t *open_member(member_t *m)
 	/* The sink first: a transactional sink's init_transactions aborts a
 	 * crashed attempt's open transaction, which otherwise keeps the
 	 * group's offsets unreadable (require_stable) until it times out. */
-	err = open_sink(m, js->sink, w->conf.sink_cluster,
+	/* stage 0 writes the internal topic, on the source's cluster */
+	err = open_sink(m, js->sink,
+			m->stage == 0 && w->nstages > 1 ? w->conf.source_cluster
+							: w->conf.sink_cluster,
 			sv_pipeline_out_schema(plan->pipeline),
 			plan->sink_key_col, false, w->transactional, m->index,
 			&m->snk);
@@ -1258,6 +1382,14 @@ static sv_error_t *open_member(member_t *m)
 	}
 	if (!err && plan->join_step >= 0)
 		err = open_join(m, group);
+	if (!err && m->stage == 1 && w->checkpointing) {
+		sv_stage_purge_t *pg;
+		err = sv_stage_purge_new(w->conf.source_cluster, w->rp_topic,
+					 w->rp_parts, &pg);
+		pthread_mutex_lock(&w->lock);
+		m->purge = err ? NULL : pg;
+		pthread_mutex_unlock(&w->lock);
+	}
 	if (err)
 		return err;
 	const sv_plan_t *p0 = m->plan;
@@ -1298,20 +1430,24 @@ static sv_error_t *abort_unused_ids(sv_worker_t *w)
 		       w->nmembers, before - 1);
 		return NULL;
 	}
-	const Streamvisor__JobSpec *js = w->conf.spec->msg;
+	/* repartitioned: stage 0's ids, which write the internal topic */
+	const sv_jobspec_t *spec = w->members[0].spec;
+	const Streamvisor__JobSpec *js = spec->msg;
 	sv_plan_t *plan;
-	if ((err = sv_plan_build(w->conf.spec, &plan)))
+	if ((err = sv_plan_build(spec, &plan)))
 		return err;
 	json_t *ids = json_array();
-	member_t tmp = {.w = w};
+	member_t tmp = {.w = w, .name = w->job_id};
 	for (int k = w->nmembers; k < before && !err; k++) {
 		sv_sink_t *snk = NULL;
-		err = open_sink(&tmp, js->sink, w->conf.sink_cluster,
+		err = open_sink(&tmp, js->sink,
+				w->nstages > 1 ? w->conf.source_cluster
+					       : w->conf.sink_cluster,
 				sv_pipeline_out_schema(plan->pipeline), -1,
 				false, true, k, &snk);
 		sv_sink_close(snk);
-		char id[160];
-		snprintf(id, sizeof(id), "streamvisor-%s-%d", w->job_id, k);
+		char id[200];
+		txn_id_of(w, w->job_id, k, id, sizeof(id));
 		json_array_append_new(ids, json_string(id));
 	}
 	sv_plan_destroy(plan);
@@ -1357,6 +1493,12 @@ static void *member_main(void *arg)
 
 static void close_member(member_t *m)
 {
+	/* the status reads the purge's offsets under the lock */
+	pthread_mutex_lock(&m->w->lock);
+	sv_stage_purge_t *pg = m->purge;
+	m->purge = NULL;
+	pthread_mutex_unlock(&m->w->lock);
+	sv_stage_purge_destroy(pg);
 	sv_sink_close(m->snk);
 	sv_sink_close(m->dlq);
 	sv_sink_close(m->late);
@@ -1372,10 +1514,15 @@ static void *worker_main(void *arg)
 	sv_log(&w->log, SV_LOG_INFO, "worker",
 	       "attempt started (parallelism %d)", w->nmembers);
 	sv_error_t *err = NULL;
-	if (w->checkpointing)
+	if (w->nstages > 1)
+		err = sv_stage_topic_ready(w->conf.source_cluster,
+					   w->conf.spec->msg->source->topic,
+					   w->rp_topic, w->conf.obs,
+					   w->conf.attempt, &w->rp_parts);
+	if (!err && w->checkpointing)
 		err = abort_unused_ids(w);
 	int started = 0;
-	for (int k = 0; k < w->nmembers && !err; k++) {
+	for (int k = 0; k < w->nall && !err; k++) {
 		member_t *m = &w->members[k];
 		if (pthread_create(&m->thread, NULL, member_main, m) != 0) {
 			err = sv_error_new(SV_ERR_RUNTIME,
@@ -1399,19 +1546,19 @@ static void *worker_main(void *arg)
 	w->go = true;
 	pthread_cond_broadcast(&w->opened);
 	pthread_mutex_unlock(&w->lock);
-	for (int k = 0; k < w->nmembers; k++)
+	for (int k = 0; k < w->nall; k++)
 		if (w->members[k].thread_started)
 			pthread_join(w->members[k].thread, NULL);
 	/* the first member error is the attempt's */
-	for (int k = 0; k < w->nmembers && !err; k++)
+	for (int k = 0; k < w->nall && !err; k++)
 		if (w->members[k].error) {
 			err = w->members[k].error;
 			w->members[k].error = NULL;
 		}
 	if (err)
 		w->error = sv_error_set_job(err, w->job_id, w->conf.attempt);
-	bool drained = w->nmembers > 0;
-	for (int k = 0; k < w->nmembers; k++)
+	bool drained = w->nall > 0;
+	for (int k = 0; k < w->nall; k++)
 		drained = drained && w->members[k].drained;
 	sv_worker_end_t end;
 	if (w->error) {
@@ -1429,7 +1576,7 @@ static void *worker_main(void *arg)
 	}
 	/* Close the clients here, on the worker thread, so a slow close does not
 	 * hold up the supervisor. */
-	for (int k = 0; k < w->nmembers; k++)
+	for (int k = 0; k < w->nall; k++)
 		close_member(&w->members[k]);
 	sv_log(&w->log, SV_LOG_INFO, "worker", "attempt ended: %s",
 	       end == SV_WORKER_COMPLETED         ? "completed"
@@ -1442,6 +1589,24 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&w->lock);
 	if (w->conf.done)
 		w->conf.done(w->conf.opaque, w);
+	return NULL;
+}
+
+/* A job with a keyed step off its source partitioning runs as two
+ * stages through an internal topic (docs/repartition.md). */
+static sv_error_t *split_stages(sv_worker_t *w)
+{
+	const char *key;
+	if (sv_stages_split_at(w->conf.spec->msg, &key) < 0)
+		return NULL;
+	sv_error_t *err = sv_stages_derive(
+		w->conf.spec, w->job_id, &w->stage_spec[0], &w->stage_spec[1]);
+	if (err)
+		return err;
+	w->nstages = 2;
+	w->rp_topic = sv_stages_topic(w->job_id);
+	if (asprintf(&w->stage1_name, "%s-s1", w->job_id) < 0)
+		abort();
 	return NULL;
 }
 
@@ -1468,11 +1633,22 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 		!strcmp(conf->spec->msg->delivery, "exactly_once");
 	w->wm_per_partition = sv_jobspec_wm_per_partition(conf->spec);
 	w->nmembers = sv_jobspec_parallelism(conf->spec);
-	w->members = sv_calloc((size_t)w->nmembers, sizeof(*w->members));
-	for (int k = 0; k < w->nmembers; k++) {
+	w->nstages = 1;
+	sv_error_t *serr = split_stages(w);
+	if (serr) {
+		free(w->job_id);
+		free(w);
+		return serr;
+	}
+	w->nall = w->nmembers * w->nstages;
+	w->members = sv_calloc((size_t)w->nall, sizeof(*w->members));
+	for (int k = 0; k < w->nall; k++) {
 		member_t *m = &w->members[k];
 		m->w = w;
-		m->index = k;
+		m->stage = k / w->nmembers;
+		m->index = k % w->nmembers;
+		m->spec = w->nstages > 1 ? w->stage_spec[m->stage] : conf->spec;
+		m->name = m->stage ? w->stage1_name : w->job_id;
 		m->log = w->log;
 		m->wm = SV_WATERMARK_NONE;
 		atomic_store(&m->stats.watermark_ms, SV_WATERMARK_NONE);
@@ -1527,8 +1703,9 @@ void sv_worker_destroy(sv_worker_t *w)
 		return;
 	atomic_store(&w->stop, true);
 	pthread_join(w->thread, NULL);
-	for (int k = 0; k < w->nmembers; k++) {
+	for (int k = 0; k < w->nall; k++) {
 		member_t *m = &w->members[k];
+		sv_stage_in_destroy(m->rp_in);
 		for (size_t i = 0; i < m->ntasks; i++) {
 			sv_plan_destroy(m->tasks[i].plan);
 			sv_watermarks_destroy(m->tasks[i].wm);
@@ -1546,6 +1723,10 @@ void sv_worker_destroy(sv_worker_t *w)
 		free(m->jpos);
 	}
 	free(w->members);
+	sv_jobspec_destroy(w->stage_spec[0]);
+	sv_jobspec_destroy(w->stage_spec[1]);
+	free(w->stage1_name);
+	free(w->rp_topic);
 	sv_error_destroy(w->error);
 	for (size_t i = 0; i < PREVIEW_ROWS; i++) {
 		free(w->preview[i].cells);
@@ -1672,4 +1853,97 @@ char *sv_worker_result(sv_worker_t *w, size_t limit, size_t *rows,
 	*truncated = w->result_truncated || n < w->result_rows;
 	pthread_mutex_unlock(&w->lock);
 	return copy;
+}
+
+/* The members of one stage as JSON, with their records and lag (the
+ * records of their partitions not read yet). */
+static json_t *stage_members(sv_worker_t *w, int stage, uint64_t *in,
+			     uint64_t *out, uint64_t *lag, uint64_t *retained,
+			     uint64_t *bytes)
+{
+	json_t *a = json_array();
+	*in = *out = *lag = *retained = *bytes = 0;
+	for (int k = stage * w->nmembers; k < (stage + 1) * w->nmembers; k++) {
+		const member_t *m = &w->members[k];
+		uint64_t mlag = 0;
+		json_t *parts = json_array();
+		for (size_t i = 0; i < m->npos; i++) {
+			const sv_partpos_t *p = &m->pos[i];
+			if (p->end_offset > p->next_offset)
+				mlag += (uint64_t)(p->end_offset -
+						   p->next_offset);
+			int64_t low = sv_stage_purged_before(m->purge,
+							     p->partition);
+			if (stage == 1 && p->end_offset > (low > 0 ? low : 0))
+				*retained += (uint64_t)(p->end_offset -
+							(low > 0 ? low : 0));
+			json_array_append_new(parts,
+					      json_integer(p->partition));
+		}
+		*bytes += atomic_load(&m->stats.bytes_out);
+		uint64_t mi = atomic_load(&m->stats.records_in);
+		uint64_t mo = atomic_load(&m->stats.records_out);
+		*in += mi;
+		*out += mo;
+		*lag += mlag;
+		char txn_id[200];
+		txn_id_of(w, m->name, m->index, txn_id, sizeof(txn_id));
+		json_array_append_new(
+			a,
+			json_pack("{s:i, s:s, s:o, s:I, s:I, s:I, s:I}",
+				  "member", m->index, "transactional_id",
+				  txn_id, "partitions", parts, "records_in",
+				  (json_int_t)mi, "records_out", (json_int_t)mo,
+				  "lag", (json_int_t)mlag, "last_checkpoint",
+				  (json_int_t)atomic_load(
+					  &m->stats.last_checkpoint)));
+	}
+	return a;
+}
+
+json_t *sv_worker_stages_json(sv_worker_t *w, const char **rp_topic,
+			      uint64_t *rp_lag)
+{
+	if (rp_topic)
+		*rp_topic = w->rp_topic;
+	if (rp_lag)
+		*rp_lag = 0;
+	if (w->nstages < 2)
+		return NULL;
+	json_t *stages = json_array();
+	pthread_mutex_lock(&w->lock);
+	for (int st = 0; st < w->nstages; st++) {
+		uint64_t in, out, lag, retained, bytes;
+		json_t *members = stage_members(w, st, &in, &out, &lag,
+						&retained, &bytes);
+		const Streamvisor__JobSpec *js = w->stage_spec[st]->msg;
+		json_t *o = json_pack("{s:i, s:s, s:o, s:I, s:I, s:I}", "stage",
+				      st, "topic", js->source->topic, "members",
+				      members, "records_in", (json_int_t)in,
+				      "records_out", (json_int_t)out, "lag",
+				      (json_int_t)lag);
+		char group[200];
+		snprintf(group, sizeof(group), "streamvisor-%s",
+			 st ? w->stage1_name : w->job_id);
+		json_object_set_new(o, "group", json_string(group));
+		if (st == 0) {
+			json_object_set_new(o, "repartition_topic",
+					    json_string(w->rp_topic));
+			/* sv-row values and watermark records written */
+			json_object_set_new(o, "bytes_out",
+					    json_integer((json_int_t)bytes));
+		} else if (rp_lag)
+			*rp_lag = lag;
+		if (st == 1)
+			/* what the topic still holds (below: purged) */
+			json_object_set_new(o, "retained_records",
+					    json_integer((json_int_t)retained));
+		if (st == w->nstages - 1)
+			json_object_set_new(o, "watermark_ms",
+					    json_integer(atomic_load(
+						    &w->stats.watermark_ms)));
+		json_array_append_new(stages, o);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return stages;
 }

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <pthread.h>
 
+#include <jansson.h>
+
 #include "checkpoint/store.h"
 #include "core/cluster.h"
 #include "core/error.h"
@@ -84,6 +86,9 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t join_state_bytes[2];
 	_Atomic uint64_t join_state_keys[2];
 	_Atomic uint64_t join_state_rows[2];
+	/* repartition (docs/repartition.md): rows stage 0 wrote to the
+	 * internal topic */
+	_Atomic uint64_t records_repartitioned;
 } sv_worker_stats_t;
 
 /* One member (worker thread) of a job with parallelism N; member k reads
@@ -113,6 +118,8 @@ typedef struct sv_member_stats {
 	 * tasks' join state per input */
 	_Atomic int64_t join_watermark_ms;
 	_Atomic uint64_t join_state[2][3]; /* [input][bytes, keys, rows] */
+	/* repartition, stage 0: bytes written to the internal topic */
+	_Atomic uint64_t bytes_out;
 } sv_member_stats_t;
 
 typedef struct sv_worker sv_worker_t;
@@ -190,6 +197,12 @@ const sv_member_stats_t *sv_worker_member_stats(const sv_worker_t *w, int k);
  * says how many, *truncated whether there is more. Caller frees. */
 char *sv_worker_result(sv_worker_t *w, size_t limit, size_t *rows,
 		       bool *truncated);
+/* A repartitioned job's stages (docs/repartition.md) as a JSON array:
+ * for each its topic, members and counters, and stage 1's lag on the
+ * internal topic; NULL when the job runs in one stage. *rp_topic (may be
+ * NULL) is borrowed from the worker. thread: any */
+json_t *sv_worker_stages_json(sv_worker_t *w, const char **rp_topic,
+			      uint64_t *rp_lag);
 /* The last n output rows as JSON lines (newest last); caller frees. */
 char *sv_worker_preview(sv_worker_t *w, size_t limit);
 

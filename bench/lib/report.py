@@ -20,13 +20,17 @@ ORDER = {"raw-librdkafka": 0, "streamvisor": 1, "kstreams": 2, "flink": 3}
 
 
 def is_sv(contender):
-    """streamvisor at parallelism 1 ("streamvisor") or N ("streamvisor-pN")"""
-    return contender == "streamvisor" or contender.startswith("streamvisor-p")
+    """streamvisor at parallelism 1 ("streamvisor") or N ("streamvisor-pN";
+    "streamvisor-rp-pN": repartitioned, docs/repartition.md)"""
+    return (contender == "streamvisor" or contender.startswith("streamvisor-p")
+            or contender.startswith("streamvisor-rp-p"))
 
 
 def order(contender):
     if contender.startswith("streamvisor-p"):
         return 1 + int(contender[len("streamvisor-p"):]) / 1000
+    if contender.startswith("streamvisor-rp-p"):
+        return 1 + int(contender[len("streamvisor-rp-p"):]) / 1000 + 0.0005
     return ORDER.get(contender, 9)
 
 
@@ -136,6 +140,12 @@ def check(rows):
         # W1 at parallelism N reads the same topic as at 1 (W2 and W3 read
         # a copy keyed by their window key, loaded later: other event times)
         if r["contender"].startswith("streamvisor-p") and w == "W1":
+            sv = find(rows, "streamvisor", w, d)
+            if sv and sv.get("output_records") != r.get("output_records"):
+                bad.append(f"{w} {d}: {r['contender']} wrote {r.get('output_records')} records, "
+                           f"streamvisor at parallelism 1 {sv.get('output_records')}")
+        # a repartitioned run reads the same unkeyed topic as parallelism 1
+        if r["contender"].startswith("streamvisor-rp-p"):
             sv = find(rows, "streamvisor", w, d)
             if sv and sv.get("output_records") != r.get("output_records"):
                 bad.append(f"{w} {d}: {r['contender']} wrote {r.get('output_records')} records, "

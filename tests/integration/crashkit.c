@@ -731,8 +731,9 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		     " \"checkpoint\": {\"interval_ms\": %d, \"retain\": 3},"
 		     " \"restart\": %s}",
 		     c->test, j->label, cr_par, c->in_topic,
-		     cr_par > 1 ? ", \"partitioned_by\": [\"k\"]" : "", OOO_MS,
-		     j->kind == J_WINDOW ? ", " : "",
+		     cr_par > 1 && !cr_repart ? ", \"partitioned_by\": [\"k\"]"
+					      : "",
+		     OOO_MS, j->kind == J_WINDOW ? ", " : "",
 		     j->kind == J_WINDOW ? window_step : "", sink,
 		     j->exactly_once ? "exactly_once" : "at_least_once", CK_MS,
 		     j->restart ? j->restart
@@ -1668,10 +1669,12 @@ void cr_print_end(crash_t *c)
 }
 
 int cr_par = 1;
+bool cr_repart;
 
 int cr_teardown(void **state)
 {
 	cr_par = 1;
+	cr_repart = false;
 	crash_t *c = *state;
 	if (!c)
 		return 0;

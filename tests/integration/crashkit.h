@@ -57,6 +57,11 @@ static inline int key_of(int64_t seq)
  * source.partitioned_by ["k"] holds. Otherwise record seq goes to
  * partition seq % PARTS without a key. */
 extern int cr_par;
+/* Repartition mode (it_repartition.c, docs/repartition.md): with cr_par >
+ * 1, the input is not keyed (record seq in partition seq % PARTS) and the
+ * spec declares no partitioned_by, so the window on k runs after a
+ * repartition through the job's internal topic. */
+extern bool cr_repart;
 
 static inline int key_part(int k)
 {
@@ -67,7 +72,8 @@ static inline int key_part(int k)
 
 static inline int part_of(int64_t seq)
 {
-	return cr_par > 1 ? key_part(key_of(seq)) : (int)(seq % PARTS);
+	return cr_par > 1 && !cr_repart ? key_part(key_of(seq))
+					: (int)(seq % PARTS);
 }
 /* One millisecond of event time per record plus jitter: within a partition
  * (every 4th record) event time moves forward 4 ms per record with less
@@ -88,7 +94,7 @@ static inline int fmt_record(char *buf, size_t len, int64_t seq)
 
 static inline int64_t part_count(int64_t n, int p)
 {
-	if (cr_par > 1) {
+	if (cr_par > 1 && !cr_repart) {
 		int64_t c = 0;
 		for (int64_t seq = 0; seq < n; seq++)
 			c += part_of(seq) == p;

@@ -603,7 +603,9 @@ static void test_wrong_partition(void **state)
 static void test_coverage(void **state)
 {
 	fixture_t *f = *state;
-	const char *steps = "{\"dedup\": {\"key\": [\"v\"], "
+	/* off partitioned_by and not repartitionable (a two-column key;
+	 * a one-column one is repartitioned: it_repartition.c) */
+	const char *steps = "{\"dedup\": {\"key\": [\"v\", \"seq\"], "
 			    "\"within_ms\": 1000}}";
 	char *spec = job_spec(f->in_topic, "it-par-cov", "stream", 2, steps,
 			      "unused");
