@@ -27,7 +27,10 @@
  * parallelism) equals the oracle, and 2 -> 1 with state fails loudly; a record in the wrong partition for partitioned_by fails the job
  * with an error naming its partition and key; a keyed step off the declared
  * partitioning is refused with 422 at parallelism > 1; parallelism above the
- * topic's partition count fails the job naming the field. */
+ * topic's partition count fails the job naming the field; at scope
+ * partition, a partition read out of event-time order drops the records
+ * that came too late, counts them in records_late and never fires their
+ * windows (the stall a reordered input once caused here). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
