@@ -63,18 +63,6 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *group,
 	return client_conf(type, group, read_committed, rd_kafka_conf_new());
 }
 
-/* A producer whose delivery reports go to dr(opaque). */
-static rd_kafka_t *client_with_dr(void (*dr)(rd_kafka_t *,
-					     const rd_kafka_message_t *,
-					     void *),
-				  void *opaque)
-{
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set_dr_msg_cb(conf, dr);
-	rd_kafka_conf_set_opaque(conf, opaque);
-	return client_conf(RD_KAFKA_PRODUCER, NULL, false, conf);
-}
-
 static char *bs;
 
 void tk_use_bootstrap(const char *bootstrap)
@@ -164,13 +152,103 @@ void tk_create_topic(const char *topic, int partitions)
 	rd_kafka_destroy(rk);
 }
 
-/* Delivery reports: count failures (a produce that never arrives must fail
- * the test, not shrink its input). */
-static void dr_count(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
+/* The delivery reports of one produce call: failures are counted (a
+ * produce that never arrives must fail the test, not shrink its input) and
+ * each record's partition and offset kept (its index is the message's
+ * opaque), to check that the log holds the records in produce order. */
+typedef struct delivery {
+	size_t n, failed;
+	int32_t *part;
+	int64_t *off;
+} delivery_t;
+
+static void dr_record(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
 {
 	(void)rk;
+	delivery_t *d = op;
+	size_t i = (size_t)(uintptr_t)m->_private;
 	if (m->err)
-		(*(size_t *)op)++;
+		d->failed++;
+	else if (i < d->n) {
+		d->part[i] = m->partition;
+		d->off[i] = m->offset;
+	}
+}
+
+/* The producer of test input. Idempotent: without it librdkafka may
+ * reorder a partition's records when it retries a request (e.g. one sent
+ * to a partition the broker has not loaded yet, right after the topic was
+ * created, while a later request succeeds), and tests read the input in
+ * produce order (event time, sentinels last). partitioner NULL: the
+ * default. */
+static rd_kafka_t *input_producer(delivery_t *d, size_t n,
+				  const char *partitioner)
+{
+	char err[256];
+	d->n = n;
+	d->failed = 0;
+	d->part = sv_calloc(n ? n : 1, sizeof(*d->part));
+	d->off = sv_calloc(n ? n : 1, sizeof(*d->off));
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	if (rd_kafka_conf_set(conf, "enable.idempotence", "true", err,
+			      sizeof(err)) != RD_KAFKA_CONF_OK ||
+	    (partitioner &&
+	     rd_kafka_conf_set(conf, "partitioner", partitioner, err,
+			       sizeof(err)) != RD_KAFKA_CONF_OK))
+		die("producer: %s", err);
+	rd_kafka_conf_set(conf, "linger.ms", "20", err, sizeof(err));
+	rd_kafka_conf_set_dr_msg_cb(conf, dr_record);
+	rd_kafka_conf_set_opaque(conf, d);
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+				      sizeof(err));
+	if (!rk)
+		die("producer: %s", err);
+	return rk;
+}
+
+/* After the flush: every record arrived, and each partition's offsets
+ * follow produce order (a reordered input would make a test fail later
+ * and far from its cause, e.g. as late records that never fire). */
+static void delivery_check(const char *topic, delivery_t *d)
+{
+	size_t failed = d->failed;
+	int32_t np = 0;
+	for (size_t i = 0; i < d->n; i++)
+		if (d->part[i] >= np)
+			np = d->part[i] + 1;
+	int64_t *last = sv_calloc((size_t)np + 1, sizeof(*last));
+	size_t bad = SIZE_MAX, prev = 0;
+	for (int32_t p = 0; p < np; p++)
+		last[p] = -1;
+	size_t *at = sv_calloc((size_t)np + 1, sizeof(*at));
+	for (size_t i = 0; !failed && i < d->n && bad == SIZE_MAX; i++) {
+		int32_t p = d->part[i];
+		if (d->off[i] <= last[p]) {
+			bad = i;
+			prev = at[p];
+		}
+		last[p] = d->off[i];
+		at[p] = i;
+	}
+	int32_t bp = bad != SIZE_MAX ? d->part[bad] : -1;
+	int64_t boff = bad != SIZE_MAX ? d->off[bad] : -1;
+	int64_t poff = bad != SIZE_MAX ? d->off[prev] : -1;
+	free(last);
+	free(at);
+	free(d->part);
+	free(d->off);
+	if (failed)
+		die("produce to '%s': %zu of %zu records were not delivered",
+		    topic, failed, d->n);
+	if (bad != SIZE_MAX)
+		die("produce to '%s': partition %d holds record %zu at offset "
+		    "%lld, before record %zu (offset %lld): not in produce "
+		    "order",
+		    topic, (int)bp, bad, (long long)boff, prev,
+		    (long long)poff);
 }
 
 static int partition_count(rd_kafka_t *rk, const char *topic)
@@ -192,8 +270,8 @@ static int partition_count(rd_kafka_t *rk, const char *topic)
 
 void tk_produce(const char *topic, const char *const *payloads, size_t n)
 {
-	size_t failed = 0;
-	rd_kafka_t *rk = client_with_dr(dr_count, &failed);
+	delivery_t d;
+	rd_kafka_t *rk = input_producer(&d, n, NULL);
 	int nparts = partition_count(rk, topic);
 	for (size_t i = 0; i < n; i++) {
 		for (;;) {
@@ -204,6 +282,7 @@ void tk_produce(const char *topic, const char *const *payloads, size_t n)
 				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 				RD_KAFKA_V_PARTITION(
 					(int32_t)(i % (size_t)nparts)),
+				RD_KAFKA_V_OPAQUE((void *)(uintptr_t)i),
 				RD_KAFKA_V_END);
 			if (r == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				rd_kafka_poll(rk, 10);
@@ -218,31 +297,16 @@ void tk_produce(const char *topic, const char *const *payloads, size_t n)
 	if (rd_kafka_flush(rk, 60000))
 		die("produce to '%s': flush timed out", topic);
 	rd_kafka_destroy(rk);
-	if (failed)
-		die("produce to '%s': %zu of %zu records were not delivered",
-		    topic, failed, n);
+	delivery_check(topic, &d);
 }
 
 void tk_produce_keyed(const char *topic, const char *const *payloads,
 		      const char *const *keys, const int32_t *partitions,
 		      size_t n)
 {
-	size_t failed = 0;
-	char err[256];
-	rd_kafka_conf_t *conf = rd_kafka_conf_new();
-	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	delivery_t d;
 	/* the Java client's default: what source.partitioned_by declares */
-	rd_kafka_conf_set(conf, "partitioner", "murmur2_random", err,
-			  sizeof(err));
-	rd_kafka_conf_set(conf, "linger.ms", "20", err, sizeof(err));
-	rd_kafka_conf_set_dr_msg_cb(conf, dr_count);
-	rd_kafka_conf_set_opaque(conf, &failed);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
-				      sizeof(err));
-	if (!rk)
-		die("producer: %s", err);
+	rd_kafka_t *rk = input_producer(&d, n, "murmur2_random");
 	for (size_t i = 0; i < n; i++) {
 		for (;;) {
 			int32_t part = partitions ? partitions[i]
@@ -254,7 +318,9 @@ void tk_produce_keyed(const char *topic, const char *const *payloads,
 				RD_KAFKA_V_KEY((void *)keys[i],
 					       strlen(keys[i])),
 				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-				RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_END);
+				RD_KAFKA_V_PARTITION(part),
+				RD_KAFKA_V_OPAQUE((void *)(uintptr_t)i),
+				RD_KAFKA_V_END);
 			if (r == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				rd_kafka_poll(rk, 10);
 				continue;
@@ -268,9 +334,7 @@ void tk_produce_keyed(const char *topic, const char *const *payloads,
 	if (rd_kafka_flush(rk, 60000))
 		die("produce to '%s': flush timed out", topic);
 	rd_kafka_destroy(rk);
-	if (failed)
-		die("produce to '%s': %zu of %zu records were not delivered",
-		    topic, failed, n);
+	delivery_check(topic, &d);
 }
 
 size_t tk_consume(const char *topic, size_t expect, int timeout_ms,
