@@ -239,6 +239,15 @@ static sv_error_t *commit_sources(sv_ckpt_parts_t *p)
 	return err;
 }
 
+/* STREAMVISOR_DELAY_AT=<point>_m<k>:<ms>: only member k's checkpoints
+ * wait at point (a test makes one member slow, the others not). */
+static void member_delaypoint(const char *point, int member)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%s_m%d", point, member);
+	sv_delaypoint(name);
+}
+
 /* Steps 3 to 5 of checkpoint id, shared by both take paths: the offsets
  * (offsets[0] the source's, offsets[1] a join input's when p->src2;
  * borrowed) into the transaction or committed
@@ -255,6 +264,8 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 {
 	if (!err)
 		sv_killpoint("after_prepare");
+	if (!err && member >= 0)
+		member_delaypoint("after_prepare", member);
 
 	/* 3. offsets */
 	if (!err) {

@@ -17,7 +17,8 @@ void sv_killpoint(const char *point);
 /* STREAMVISOR_DELAY_AT=<point>:<ms> makes every pass through <point> sleep
  * ms milliseconds (read at each call, so in-process tests can set and
  * clear it): how tests make a checkpoint slow, e.g. to see a drain time
- * out. Same points as above. */
+ * out. Same points as above. At parallelism > 1, <point>_m<k> (only
+ * after_prepare_m<k> for now) delays only member k's checkpoints. */
 void sv_delaypoint(const char *point);
 
 #endif

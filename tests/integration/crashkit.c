@@ -1111,16 +1111,60 @@ bool cr_group_at_end(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 	return at;
 }
 
-/* Wait until the job has read its input to ends and committed that: the
- * group's offsets are at the end (Kafka sinks), or two more checkpoints
- * completed after the status first showed the end. */
+#define CR_MAX_MEMBERS 64
+
+/* Each member's checkpoint.last_id from the status (-1: none yet) into
+ * ids; the number of members. Without a members array (an older status
+ * document): the job's last_checkpoint, as one member. */
+static int member_ck_ids(json_t *s, const cjob_t *j,
+			 int64_t ids[CR_MAX_MEMBERS])
+{
+	json_t *ms = json_object_get(s, "members");
+	if (!json_is_array(ms) || !json_array_size(ms)) {
+		ids[0] = j->ck;
+		return 1;
+	}
+	int n = 0;
+	size_t i;
+	json_t *me;
+	json_array_foreach (ms, i, me) {
+		if (n == CR_MAX_MEMBERS)
+			break;
+		ids[n++] = cr_jint(json_object_get(me, "checkpoint"), "last_id",
+				   -1);
+	}
+	return n;
+}
+
+/* Wait until the job has read its input to ends and committed that.
+ *
+ * Neither the status' positions nor its last_checkpoint say so by
+ * themselves: partitions[].next_offset is where each member has READ to,
+ * and at parallelism > 1 last_checkpoint is the newest checkpoint of ANY
+ * member (ids come from one sequence), so "two checkpoints after the
+ * end" can be two checkpoints of the other members while one member's
+ * last transaction is still open; the reader then stops at the last
+ * stable offset that transaction holds and reports committed tail
+ * records as missing (the likely cause of crash_parallel's missing=222
+ * at the tail under load, docs/testing-exactly-once.md). So: once the
+ * status shows
+ * every partition read to its end (T), EVERY member must complete two
+ * more checkpoints, seen as two increases of its own checkpoint.last_id
+ * (the second began after T, so it commits everything the member read
+ * or fired by then, also windows that fire on the other members'
+ * watermarks); and for Kafka sinks the group's committed offsets
+ * (require_stable) must be at ends as well. */
 void cr_wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 		     int timeout_ms)
 {
 	int64_t deadline = sv_mono_ms() + timeout_ms, next_group = 0;
-	int64_t ck_at_end = -2, got[PARTS] = {-1, -1, -1, -1};
+	int64_t got[PARTS] = {-1, -1, -1, -1};
+	int64_t base[CR_MAX_MEMBERS], first[CR_MAX_MEMBERS];
+	int nm = -1; /* members at T; -1: the end not seen yet */
+	bool group_ok = j->sink != S_KAFKA;
 	json_t *last = NULL;
 	for (;;) {
+		bool members_done = false;
 		json_t *s = cr_job_get(c, j);
 		if (s) {
 			json_decref(last);
@@ -1135,17 +1179,35 @@ void cr_wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 				    cr_jint(pe, "next_offset", -1) == ends[p])
 					at++;
 			}
-			if (at == PARTS && ck_at_end == -2)
-				ck_at_end = j->ck;
-			if (ck_at_end != -2 && j->ck >= ck_at_end + 2)
-				break;
+			int64_t ids[CR_MAX_MEMBERS];
+			int n = member_ck_ids(s, j, ids);
+			if (nm >= 0 && n != nm)
+				nm = -1; /* another layout: from the end again */
+			if (at == PARTS && nm < 0) {
+				nm = n;
+				for (int k = 0; k < n; k++) {
+					base[k] = ids[k];
+					first[k] = INT64_MIN;
+				}
+			}
+			if (nm >= 0) {
+				members_done = true;
+				for (int k = 0; k < nm; k++) {
+					if (first[k] == INT64_MIN &&
+					    ids[k] > base[k])
+						first[k] = ids[k];
+					members_done = members_done &&
+						first[k] != INT64_MIN &&
+						ids[k] > first[k];
+				}
+			}
 		}
-		if (ck_at_end != -2 && j->sink == S_KAFKA &&
-		    sv_mono_ms() >= next_group) {
-			if (cr_group_at_end(c, j, ends, got))
-				break;
+		if (members_done && !group_ok && sv_mono_ms() >= next_group) {
+			group_ok = cr_group_at_end(c, j, ends, got);
 			next_group = sv_mono_ms() + 1000;
 		}
+		if (members_done && group_ok)
+			break;
 		int st;
 		char d[96];
 		if (cr_reap(c, 0, &st))
@@ -1159,30 +1221,26 @@ void cr_wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 				"end "
 				"(%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
 				") and "
-				"commit within %d ms; group offsets %" PRId64
-				",%" PRId64 ",%" PRId64 ",%" PRId64
+				"commit within %d ms (every member two "
+				"checkpoints after the end: %s); group offsets "
+				"%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
 				"; last status %s",
 				j->label, j->id, ends[0], ends[1], ends[2],
-				ends[3], timeout_ms, got[0], got[1], got[2],
-				got[3], dump ? dump : "(none)");
+				ends[3], timeout_ms,
+				members_done     ? "yes"
+					: nm < 0 ? "end not read"
+						 : "no",
+				got[0], got[1], got[2], got[3],
+				dump ? dump : "(none)");
 		}
 		usleep(200000);
 	}
 	json_decref(last);
 }
 
-/* Read every partition of topic from the beginning to its current end
- * (end of partition at or past the high watermark taken now; for
- * read_committed the end is the last stable offset). */
-void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
-		   lines_t *out)
+int cr_topic_partitions(crash_t *c, const char *topic)
 {
-	char *group = tk_unique("it-crash-reader");
-	rd_kafka_t *rk = cr_client(
-		c, RD_KAFKA_CONSUMER, group,
-		read_committed ? "read_committed" : "read_uncommitted", true);
-	free(group);
-	rd_kafka_poll_set_consumer(rk);
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_PRODUCER, NULL, NULL, false);
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
 	const struct rd_kafka_metadata *md;
 	if (rd_kafka_metadata(rk, 0, rkt, &md, 10000) || md->topic_cnt != 1 ||
@@ -1191,18 +1249,67 @@ void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
 	int np = md->topics[0].partition_cnt;
 	rd_kafka_metadata_destroy(md);
 	rd_kafka_topic_destroy(rkt);
-	int64_t *hw = sv_calloc((size_t)np, sizeof(int64_t));
+	rd_kafka_destroy(rk);
+	return np;
+}
+
+/* The end a reader of each of np partitions sees now: ListOffsets with
+ * the client's isolation level, so the high watermark for
+ * read_uncommitted and the last stable offset for read_committed. */
+static void topic_ends(crash_t *c, rd_kafka_t *rk, const char *topic, int np,
+		       int64_t *end)
+{
+	for (int p = 0; p < np; p++) {
+		int64_t lo;
+		rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+			rk, topic, p, &lo, &end[p], 10000);
+		if (e)
+			cr_fail(c, "watermarks of %s/%d: %s", topic, p,
+				rd_kafka_err2str(e));
+	}
+}
+
+bool cr_output_settled(crash_t *c, const char *topic, int np, int64_t *lso,
+		       int64_t *hw, int timeout_ms)
+{
+	rd_kafka_t *rc = cr_client(c, RD_KAFKA_CONSUMER, NULL, "read_committed",
+				   false);
+	rd_kafka_t *ru = cr_client(c, RD_KAFKA_CONSUMER, NULL,
+				   "read_uncommitted", false);
+	int64_t deadline = sv_mono_ms() + timeout_ms;
+	bool settled;
+	for (;;) {
+		/* the high watermark first: an LSO taken after it that equals
+		 * it held nothing back at that moment */
+		topic_ends(c, ru, topic, np, hw);
+		topic_ends(c, rc, topic, np, lso);
+		settled = true;
+		for (int p = 0; p < np; p++)
+			settled = settled && lso[p] == hw[p];
+		if (settled || sv_mono_ms() >= deadline)
+			break;
+		usleep(100000);
+	}
+	rd_kafka_destroy(rc);
+	rd_kafka_destroy(ru);
+	return settled;
+}
+
+void cr_read_topic_to(crash_t *c, const char *topic, bool read_committed,
+		      int np, const int64_t *ends, lines_t *out)
+{
+	char *group = tk_unique("it-crash-reader");
+	rd_kafka_t *rk = cr_client(
+		c, RD_KAFKA_CONSUMER, group,
+		read_committed ? "read_committed" : "read_uncommitted", true);
+	free(group);
+	rd_kafka_poll_set_consumer(rk);
 	bool *done = sv_calloc((size_t)np, sizeof(bool));
 	rd_kafka_topic_partition_list_t *parts =
 		rd_kafka_topic_partition_list_new(np);
-	for (int p = 0; p < np; p++) {
-		int64_t lo;
-		if (rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hw[p],
-						     10000))
-			cr_fail(c, "watermarks of %s/%d", topic, p);
+	for (int p = 0; p < np; p++)
 		rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
 			RD_KAFKA_OFFSET_BEGINNING;
-	}
 	rd_kafka_assign(rk, parts);
 	rd_kafka_topic_partition_list_destroy(parts);
 	int ndone = 0;
@@ -1216,11 +1323,10 @@ void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
 				o += (size_t)snprintf(pos + o, sizeof(pos) - o,
 						      " p%d: eof at %" PRId64
 						      " of %" PRId64,
-						      p, eof_at[p], hw[p]);
+						      p, eof_at[p], ends[p]);
 			cr_fail(c,
 				"reading %s (%s) did not reach the end within "
-				"120 s:%s (an open transaction holds the last "
-				"stable offset?)",
+				"120 s:%s",
 				topic,
 				read_committed ? "read_committed"
 					       : "read_uncommitted",
@@ -1233,7 +1339,7 @@ void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
 			int p = m->partition;
 			if (p >= 0 && p < np) {
 				eof_at[p] = m->offset;
-				if (!done[p] && m->offset >= hw[p]) {
+				if (!done[p] && m->offset >= ends[p]) {
 					done[p] = true;
 					ndone++;
 				}
@@ -1247,10 +1353,68 @@ void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
 		rd_kafka_message_destroy(m);
 	}
 	free(eof_at);
-	free(hw);
 	free(done);
 	rd_kafka_consumer_close(rk);
 	rd_kafka_destroy(rk);
+}
+
+/* Read every partition of topic from the beginning to its end.
+ * read_uncommitted: the high watermark taken now. read_committed: a
+ * reader ends at the last stable offset, which an open transaction holds
+ * back, or one whose commit is decided but whose markers are not all
+ * written yet (with Kafka 4's group coordinator the group's offsets and
+ * the output partitions get their markers separately, so offsets seen
+ * committed do not mean the output is visible yet). Reading to the LSO of
+ * the moment would report such records as missing, silently. So first
+ * wait until every partition's LSO equals its high watermark (nothing
+ * open) and read to that; an output still held after 20 s fails loudly,
+ * naming the partitions. */
+void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
+		   lines_t *out)
+{
+	int np = cr_topic_partitions(c, topic);
+	int64_t *hw = sv_calloc((size_t)np, sizeof(int64_t));
+	int64_t *lso = sv_calloc((size_t)np, sizeof(int64_t));
+	if (!read_committed) {
+		rd_kafka_t *ru = cr_client(c, RD_KAFKA_CONSUMER, NULL,
+					   "read_uncommitted", false);
+		topic_ends(c, ru, topic, np, hw);
+		rd_kafka_destroy(ru);
+	} else if (!cr_output_settled(c, topic, np, lso, hw, 0)) {
+		char first[256] = "";
+		size_t o = 0;
+		for (int p = 0; p < np && o < sizeof(first); p++)
+			if (lso[p] != hw[p])
+				o += (size_t)snprintf(
+					first + o, sizeof(first) - o,
+					" p%d: LSO %" PRId64 " < HW %" PRId64,
+					p, lso[p], hw[p]);
+		int64_t t0 = sv_mono_ms();
+		bool ok = cr_output_settled(c, topic, np, lso, hw, 20000);
+		printf("[%s %6.1fs] %s: read_committed end held back at "
+		       "first (%s ), %s after %" PRId64 " ms\n",
+		       c->test, cr_secs(c), topic, first,
+		       ok ? "released" : "STILL HELD", sv_mono_ms() - t0);
+		fflush(stdout);
+		if (!ok) {
+			char now[256] = "";
+			o = 0;
+			for (int p = 0; p < np && o < sizeof(now); p++)
+				if (lso[p] != hw[p])
+					o += (size_t)snprintf(
+						now + o, sizeof(now) - o,
+						" p%d: LSO %" PRId64
+						" < HW %" PRId64,
+						p, lso[p], hw[p]);
+			cr_fail(c,
+				"the output %s is held by an open transaction "
+				"20 s after every job drained and committed:%s",
+				topic, now);
+		}
+	}
+	cr_read_topic_to(c, topic, read_committed, np, hw, out);
+	free(lso);
+	free(hw);
 }
 
 /* ---- verification against the offline computation ---- */
@@ -1522,8 +1686,9 @@ void cr_final_incarnation(crash_t *c)
 	fflush(stdout);
 }
 
-/* Sentinels, then wait until every job has drained and committed. */
-void cr_drain_all(crash_t *c)
+/* One sentinel per partition (keyed in parallel mode); ends = the input's
+ * end offsets after them, checked against what the producer wrote. */
+void cr_put_sentinels(crash_t *c, int64_t ends[PARTS])
 {
 	char *sentinels[PARTS], *keys[PARTS];
 	int32_t sparts[PARTS];
@@ -1552,7 +1717,6 @@ void cr_drain_all(crash_t *c)
 		free(sentinels[p]);
 		free(keys[p]);
 	}
-	int64_t ends[PARTS];
 	cr_input_ends(c, ends);
 	for (int p = 0; p < PARTS; p++)
 		if (ends[p] != part_count(c->n, p) + 1)
@@ -1562,6 +1726,13 @@ void cr_drain_all(crash_t *c)
 				" + 1 sentinel: the test's own "
 				"producer lost or duplicated input",
 				p, ends[p], part_count(c->n, p));
+}
+
+/* Sentinels, then wait until every job has drained and committed. */
+void cr_drain_all(crash_t *c)
+{
+	int64_t ends[PARTS];
+	cr_put_sentinels(c, ends);
 	int drain_ms = 120000 + (int)(c->n / 10);
 	for (int i = 0; i < c->njobs; i++)
 		cr_wait_drained(c, &c->jobs[i], ends, drain_ms);

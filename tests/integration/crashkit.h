@@ -262,6 +262,17 @@ bool cr_group_at_end(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 		     int64_t got[PARTS]);
 void cr_wait_drained(crash_t *c, cjob_t *j, const int64_t ends[PARTS],
 		     int timeout_ms);
+/* The topic's partition count (metadata). */
+int cr_topic_partitions(crash_t *c, const char *topic);
+/* Every one of np partitions has its last stable offset equal to its high
+ * watermark (no transaction open or still writing markers there), polled
+ * for up to timeout_ms (0: one look); lso and hw hold the last values. */
+bool cr_output_settled(crash_t *c, const char *topic, int np, int64_t *lso,
+		       int64_t *hw, int timeout_ms);
+/* Read np partitions from the beginning until each reports its end at or
+ * past ends[p]. */
+void cr_read_topic_to(crash_t *c, const char *topic, bool read_committed,
+		      int np, const int64_t *ends, lines_t *out);
 void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
 		   lines_t *out);
 tally_t cr_verify_pass(const char *label, char **lines, size_t nl, int64_t n);
@@ -272,6 +283,7 @@ bool cr_exact(const tally_t *t);
 tally_t cr_check_output(crash_t *c, cjob_t *j, bool read_committed);
 void cr_wait_input(crash_t *c);
 void cr_final_incarnation(crash_t *c);
+void cr_put_sentinels(crash_t *c, int64_t ends[PARTS]);
 void cr_drain_all(crash_t *c);
 void cr_finish(crash_t *c);
 void cr_print_recoveries(crash_t *c);

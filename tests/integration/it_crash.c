@@ -37,6 +37,13 @@
  *                   read_committed output moves within 2 s; exact output.
  *   scale_in_no_abort  its negative control: without the abort of the
  *                   unused transactional ids the output stalls (>= 5 s).
+ *   verifier_open_transaction  the reader's end under read_committed: a
+ *                   read to the last stable offset of the moment misses an
+ *                   open transaction's records; cr_read_topic waits for it.
+ *   drain_slow_member  parallelism 4, member 0's checkpoints 3 s slower:
+ *                   the old drain criterion ends early (output then short,
+ *                   the negative control); the verifier's drain waits for
+ *                   every member: exact.
  *
  * crash_loop asserts that a negative control did show a duplicate: without
  * one, no kill is known to have landed mid-transaction and the exact
@@ -391,6 +398,190 @@ static void test_crash_parallel(void **state)
 	c->passed = true;
 }
 
+/* The drain criterion the verifier used before: every partition read to
+ * its end in the status, then the job's last_checkpoint two ids further.
+ * At parallelism > 1 those ids can be any member's. */
+static int64_t old_drain_criterion(crash_t *c, cjob_t *j,
+				   const int64_t ends[PARTS], int64_t *t_end)
+{
+	int64_t ck_at_end = -2, deadline = sv_mono_ms() + 60000;
+	for (;;) {
+		json_t *s = cr_job_get(c, j);
+		if (s) {
+			int at = 0;
+			size_t i;
+			json_t *pe;
+			json_array_foreach (json_object_get(s, "partitions"), i,
+					    pe) {
+				int64_t p = cr_jint(pe, "partition", -1);
+				if (p >= 0 && p < PARTS &&
+				    cr_jint(pe, "next_offset", -1) == ends[p])
+					at++;
+			}
+			json_decref(s);
+			if (at == PARTS && ck_at_end == -2) {
+				ck_at_end = j->ck;
+				*t_end = sv_mono_ms();
+			}
+			if (ck_at_end != -2 && j->ck >= ck_at_end + 2)
+				return sv_mono_ms() - *t_end;
+		}
+		if (sv_mono_ms() > deadline)
+			cr_fail(c, "the old drain criterion was never met");
+		usleep(50000);
+	}
+}
+
+/* One member slower than the others (its checkpoints wait 3 s between
+ * prepare and commit: STREAMVISOR_DELAY_AT=after_prepare_m0:3000), no
+ * kills. The old drain criterion (the job's last_checkpoint two ids past
+ * the end) is met by the other members' checkpoints while member 0's last
+ * transaction is still open: read_committed output read then misses its
+ * tail, as crash_parallel did under load (the negative control, asserted).
+ * The verifier's criterion (every member two checkpoints of its own, and
+ * the group at the end) waits for it: exact. */
+static void test_drain_slow_member(void **state)
+{
+	cr_par = 4;
+	crash_t *c = cr_new(state, "drain_slow_member", 7);
+	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	c->no_kills = true;
+	setenv("STREAMVISOR_DELAY_AT", "after_prepare_m0:3000", 1);
+	cr_producer_start(&c->prod, c->in_topic, 6000, 3000);
+	cr_first_incarnation(c);
+	unsetenv("STREAMVISOR_DELAY_AT"); /* the supervisor has its copy */
+	cr_wait_input(c);
+	cr_final_incarnation(c);
+	int64_t ends[PARTS], t_end = 0;
+	cr_put_sentinels(c, ends);
+	int64_t after = old_drain_criterion(c, pass, ends, &t_end);
+	int64_t lso[4], hw[4];
+	bool settled = cr_output_settled(c, pass->out, 4, lso, hw, 0);
+	lines_t l = {0};
+	cr_read_topic_to(c, pass->out, true, 4, lso, &l);
+	tally_t early = cr_verify_pass("eo-pass/old-criterion", l.v, l.n, c->n);
+	cr_lines_free(&l);
+	printf("[%s %6.1fs] old drain criterion met %" PRId64
+	       " ms after the end was read: read_committed then showed "
+	       "%zu of %" PRId64 " records (missing %zu), output %s\n",
+	       c->test, cr_secs(c), after, early.got, c->n, early.missing,
+	       settled ? "settled" : "held by an open transaction");
+	cr_wait_drained(c, pass, ends, 120000);
+	printf("[%s %6.1fs] drained and committed (every member)\n", c->test,
+	       cr_secs(c));
+	tally_t tp = cr_check_output(c, pass, true);
+	cr_summary(c, pass, "read_committed", &tp, "asserted");
+	cr_stop(c);
+	cr_print_end(c);
+	cr_par = 1;
+	if (!early.missing)
+		cr_fail(c,
+			"negative control: with member 0 slow the old drain "
+			"criterion did not end early, so this test cannot "
+			"show the verifier's wait matters");
+	if (!cr_exact(&tp))
+		cr_fail(c,
+			"exactly_once output at parallelism 4 with one slow "
+			"member is not exact (see SUMMARY above)");
+	c->passed = true;
+}
+
+/* The reader's end under read_committed: with a transaction open (its
+ * records in the log), the last stable offset of the moment is short of
+ * what will be committed. Reading to it (what the verifier did) misses
+ * those records: the negative control, deterministic. cr_read_topic waits
+ * until the LSO equals the high watermark; the open transaction commits
+ * meanwhile (a helper thread), and every record is read. */
+typedef struct {
+	rd_kafka_t *rk;
+	rd_kafka_error_t *err;
+	int64_t at_ms;
+} commit_later_t;
+
+static void *commit_later(void *arg)
+{
+	commit_later_t *cl = arg;
+	while (sv_mono_ms() < cl->at_ms)
+		usleep(20000);
+	cl->err = rd_kafka_commit_transaction(cl->rk, 30000);
+	return NULL;
+}
+
+static void txn_produce(crash_t *c, rd_kafka_t *rk, const char *topic, int n,
+			int from)
+{
+	for (int i = 0; i < n; i++) {
+		char v[32];
+		int len = snprintf(v, sizeof(v), "{\"seq\":%d}", from + i);
+		if (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
+				      RD_KAFKA_V_PARTITION(0),
+				      RD_KAFKA_V_VALUE(v, (size_t)len),
+				      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+				      RD_KAFKA_V_END))
+			cr_fail(c, "produce to %s", topic);
+	}
+	if (rd_kafka_flush(rk, 30000))
+		cr_fail(c, "flush to %s", topic);
+}
+
+static void test_verifier_open_transaction(void **state)
+{
+	crash_t *c = cr_new(state, "verifier_txn", 8);
+	char *topic = tk_unique("it-crash-txn");
+	tk_create_topic(topic, 1);
+	char err[512], *tid = tk_unique("it-crash-txn-id");
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	rd_kafka_conf_set(conf, "bootstrap.servers", tk_bootstrap(), err,
+			  sizeof(err));
+	rd_kafka_conf_set(conf, "transactional.id", tid, err, sizeof(err));
+	rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err,
+				      sizeof(err));
+	free(tid);
+	if (!rk)
+		cr_fail(c, "transactional producer: %s", err);
+	rd_kafka_error_t *e = rd_kafka_init_transactions(rk, 30000);
+	if (!e)
+		e = rd_kafka_begin_transaction(rk);
+	if (e)
+		cr_fail(c, "init/begin: %s", rd_kafka_error_string(e));
+	txn_produce(c, rk, topic, 3, 0);
+	if ((e = rd_kafka_commit_transaction(rk, 30000)) ||
+	    (e = rd_kafka_begin_transaction(rk)))
+		cr_fail(c, "commit/begin: %s", rd_kafka_error_string(e));
+	txn_produce(c, rk, topic, 2, 3); /* in the log, not committed */
+
+	int64_t lso[1], hw[1];
+	bool settled = cr_output_settled(c, topic, 1, lso, hw, 0);
+	lines_t l = {0};
+	cr_read_topic_to(c, topic, true, 1, lso, &l);
+	size_t early = l.n;
+	cr_lines_free(&l);
+	printf("[%s] open transaction: LSO %" PRId64 ", HW %" PRId64
+	       "; reading to the LSO of the moment: %zu of 5 records\n",
+	       c->test, lso[0], hw[0], early);
+
+	commit_later_t cl = {rk, NULL, sv_mono_ms() + 1000};
+	pthread_t th;
+	if (pthread_create(&th, NULL, commit_later, &cl))
+		cr_fail(c, "thread");
+	cr_read_topic(c, topic, true, &l); /* waits for the commit */
+	pthread_join(th, NULL);
+	if (cl.err)
+		cr_fail(c, "commit: %s", rd_kafka_error_string(cl.err));
+	size_t got = l.n;
+	cr_lines_free(&l);
+	printf("[%s] cr_read_topic after the commit: %zu of 5 records\n",
+	       c->test, got);
+	rd_kafka_destroy(rk);
+	free(topic);
+	assert_false(settled);
+	assert_true(lso[0] < hw[0]);
+	assert_int_equal(early, 3); /* the negative control */
+	assert_int_equal(got, 5);
+	c->passed = true;
+}
+
 /* Rewrite the stored definition of job j with another parallelism while
  * the supervisor is down: what a restart with a new parallelism does. */
 static void set_parallelism(crash_t *c, cjob_t *j, int par)
@@ -598,6 +789,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_crash_parallel, cr_teardown),
 		cmocka_unit_test_teardown(test_scale_in, cr_teardown),
 		cmocka_unit_test_teardown(test_scale_in_no_abort, cr_teardown),
+		cmocka_unit_test_teardown(test_verifier_open_transaction,
+					  cr_teardown),
+		cmocka_unit_test_teardown(test_drain_slow_member, cr_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
