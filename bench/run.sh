@@ -6,7 +6,7 @@
 # Usage: bench/run.sh [--quick] [--json PATH] [--records N]
 #                     [--contenders raw,streamvisor,kstreams,flink] [--workloads W1,W2,W3]
 #                     [--no-latency] [--latency-s S] [--keep-broker]
-#                     [--parallelism 1,2]
+#                     [--parallelism 1,2] [--memory-mb 0,64]
 #
 #   --quick        100,000 records, bounded runs of every contender (the CI
 #                  smoke check: every contender completes with the right
@@ -20,6 +20,10 @@
 #                  'bids' as loaded; W2: 'bids-key', W3: 'bids-auction',
 #                  loaded with --key-by and declared source.partitioned_by,
 #                  docs/parallelism.md); latency runs stay at parallelism 1
+#   --memory-mb L  streamvisor's bounded runs at each memory budget of the
+#                  list (resources.memory_mb; default 0: none); rows
+#                  "streamvisor[-pN]-mM" for M > 0 carry the largest memory
+#                  estimate the status showed (docs/performance.md)
 #
 # Everything is written under build/bench/ (the broker's state in
 # build/bench/kafka, its own port 19492 so it never meets a test broker,
@@ -55,6 +59,7 @@ LATENCY=1
 LATENCY_S=""
 KEEP_BROKER=0
 PARALLELISM=1
+MEMORY_MB=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -66,6 +71,7 @@ while [ $# -gt 0 ]; do
         --latency-s) LATENCY_S=$2; shift ;;
         --keep-broker) KEEP_BROKER=1 ;;
         --parallelism) PARALLELISM=$2; shift ;;
+        --memory-mb) MEMORY_MB=$2; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -188,12 +194,13 @@ pipeline() {
 # the column a workload's window is keyed by (what its input at
 # parallelism > 1 is partitioned by), or "" for none
 window_key() { case "$1" in W2) echo key ;; W3) echo auction ;; *) echo "" ;; esac; }
-# spec NAME MODE WORKLOAD DELIVERY IN OUT [PARALLELISM]
+# spec NAME MODE WORKLOAD DELIVERY IN OUT [PARALLELISM [MEMORY_MB]]
 spec() {
     jq -n --arg name "$1" --arg mode "$2" --arg d "$4" --arg in "$5" --arg out "$6" \
-        --argjson par "${7:-1}" --arg pk "$(window_key "$3")" \
+        --argjson par "${7:-1}" --argjson mem "${8:-0}" --arg pk "$(window_key "$3")" \
         --argjson schema "$SCHEMA" --argjson pl "$(pipeline "$3")" '{
-        name: $name, mode: $mode, parallelism: $par,
+        name: $name, mode: $mode, parallelism: $par}
+        + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end) + {
         source: ({kind: "kafka", topic: $in, format: "json", start: "earliest"}
                  + (if $par > 1 and $pk != "" then {partitioned_by: [$pk]} else {} end)),
         schema: $schema,
@@ -262,8 +269,8 @@ run_raw() { # W D
 }
 
 SV_MAX_RATE_W1_at_least_once=0
-run_sv() { # W D [PARALLELISM]
-    local w=$1 d=$2 par=${3:-1} out="out-sv-$1-$2" dir="$RUN/sv-$1-$2" in=$IN
+run_sv() { # W D [PARALLELISM [MEMORY_MB]]
+    local w=$1 d=$2 par=${3:-1} mem=${4:-0} out="out-sv-$1-$2" dir="$RUN/sv-$1-$2" in=$IN
     local name=streamvisor
     if [ "$par" -gt 1 ]; then
         name=streamvisor-p$par; out="$out-p$par"; dir="$dir-p$par"
@@ -271,16 +278,21 @@ run_sv() { # W D [PARALLELISM]
             key) in=bids-key ;; auction) in=bids-auction ;;
         esac
     fi
+    if [ "$mem" -gt 0 ]; then
+        name=$name-m$mem; out="$out-m$mem"; dir="$dir-m$mem"
+    fi
     rm -rf "$dir"; mkdir -p "$dir"
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    spec "bench-$w-$d-p$par" bounded "$w" "$d" "$in" "$out" "$par" >"$dir/spec.json"
-    say "streamvisor $w $d parallelism $par (input $in)"
+    spec "bench-$w-$d-p$par" bounded "$w" "$d" "$in" "$out" "$par" "$mem" >"$dir/spec.json"
+    say "streamvisor $w $d parallelism $par memory_mb $mem (input $in)"
     sv_start "$dir/data" "$dir/server.log"
-    local c0 t0 id st t1 c1 hwm job
+    local c0 t0 id st t1 c1 hwm job hwm0 est_max=0 est
+    hwm0=$(proc_hwm_mb "$SV_PID")
     c0=$(proc_cpu "$SV_PID"); t0=$(now_ms)
     id=$(sv_submit "$dir/spec.json")
     while :; do
-        st=$(sv_job "$id" | jq -r .state)
+        read -r st est < <(sv_job "$id" | jq -r '"\(.state) \(.memory.estimate_bytes // 0)"')
+        [ "$est" -le "$est_max" ] || est_max=$est
         case "$st" in completed|failed|cancelled) break ;; esac
         kill -0 "$SV_PID" 2>/dev/null || die "streamvisor died (see $dir/server.log)"
         [ $(( $(now_ms) - t0 )) -lt 1800000 ] || die "streamvisor $w $d: not completed after 30 min"
@@ -305,7 +317,10 @@ run_sv() { # W D [PARALLELISM]
          peak_rss_mb: ($hwm | tonumber), output_records: $out,
          checkpoints: $ck.n}
         + (if $ck.n > 0 then {checkpoint_p50_ms: $ck.p50, checkpoint_p99_ms: $ck.p99} else {} end)')
-    row "$name" "$w" "$d" "$(jq -c --argjson p "$par" '. + {parallelism: $p}' <<<"$f")"
+    row "$name" "$w" "$d" "$(jq -c --argjson p "$par" --argjson m "$mem" --arg h0 "$hwm0" \
+        --argjson e "$est_max" '. + {parallelism: $p, idle_rss_mb: ($h0 | tonumber),
+        memory_estimate_max_mb: ($e / 1048576 * 10 | round / 10)}
+        + (if $m > 0 then {memory_mb: $m} else {} end)' <<<"$f")"
 }
 
 # Kafka Streams (bench/peers/kstreams): 2 stream threads, the same JVM
@@ -458,6 +473,7 @@ LOAD=$("$RAWK" load --bootstrap "$BOOT" --topic "$IN" --count "$RECORDS")
 echo "$LOAD" >"$RUN/load.json"
 say "loaded: $LOAD"
 IFS=, read -r -a PARS <<<"$PARALLELISM"
+IFS=, read -r -a MEMS <<<"$MEMORY_MB"
 if has "$CONTENDERS" streamvisor && [ "$(printf '%s\n' "${PARS[@]}" | sort -n | tail -1)" -gt 1 ]; then
     # the same bids, keyed by the windows' keys (Kafka's default
     # partitioner), for the parallel runs of W2 and W3
@@ -473,7 +489,9 @@ for w in "${WL[@]}"; do
     for d in at_least_once exactly_once; do
         has "$CONTENDERS" raw && run_raw "$w" "$d"
         if has "$CONTENDERS" streamvisor; then
-            for p in "${PARS[@]}"; do run_sv "$w" "$d" "$p"; done
+            for p in "${PARS[@]}"; do
+                for m in "${MEMS[@]}"; do run_sv "$w" "$d" "$p" "$m"; done
+            done
         fi
         has "$CONTENDERS" kstreams && run_kstreams "$w" "$d"
         has "$CONTENDERS" flink && run_flink "$w" "$d"

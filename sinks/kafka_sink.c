@@ -36,6 +36,10 @@
  * producer is unusable). In transactional mode records_out counts records
  * of committed transactions only.
  *
+ * With conf->memory_budget the producer's queue sizes come from it
+ * (kafka/client.h sv_kafka_budget) instead of the deep fixed queue below;
+ * memory_bytes() reports the queue at the average message size.
+ *
  * librdkafka's log lines go to sv_log with the job id; client properties
  * of the cluster profile are never logged. */
 #include <stdarg.h>
@@ -92,6 +96,7 @@ typedef struct kafka_sink {
 	rd_kafka_topic_t *rkt;
 	sv_buf_t buf; /* encoded value, reused */
 	sv_error_t *err; /* first delivery failure (sticky) */
+	uint64_t produced, produced_bytes; /* for the average message size */
 } kafka_sink_t;
 
 extern const sv_sink_ops_t sv_sink_kafka_ops;
@@ -293,6 +298,7 @@ static sv_error_t *ksnk_client(kafka_sink_t *ks, const sv_sink_conf_t *conf)
 		.fixed = fixed,
 		.nfixed = ks->transactional ? SV_ARRAY_LEN(fixed)
 					    : SV_ARRAY_LEN(fixed) - 2,
+		.memory_budget = conf->memory_budget,
 		.opaque = ks,
 		.on_error = ksnk_on_error,
 		.on_delivery = ksnk_on_delivery,
@@ -520,7 +526,22 @@ static sv_error_t *ksnk_produce(kafka_sink_t *ks, const char *val, size_t len,
 			ks->err = ksnk_delivery_error(ks, e);
 		return sv_error_copy(ks->err);
 	}
+	ks->produced++;
+	ks->produced_bytes += len + keylen;
 	return NULL;
+}
+
+/* The producer's queue (rd_kafka_outq_len: messages not yet acknowledged,
+ * and requests) at the average message size plus librdkafka's per-message
+ * struct. */
+static uint64_t ksnk_memory_bytes(sv_sink_t *snk)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	int q = ks->rk ? rd_kafka_outq_len(ks->rk) : 0;
+	if (q <= 0)
+		return 0;
+	uint64_t avg = ks->produced ? ks->produced_bytes / ks->produced : 0;
+	return (uint64_t)q * (avg + SV_KAFKA_MSG_OVERHEAD);
 }
 
 /* Transactional: records may be produced only inside an open
@@ -876,6 +897,7 @@ const sv_sink_ops_t sv_sink_kafka_ops = {
 	.flush = ksnk_flush,
 	.close = ksnk_close,
 	.check_txn = sv_kafka_check_txn_timeout,
+	.memory_bytes = ksnk_memory_bytes,
 };
 
 /* A sink opened with conf->transactional gets this table (open() switches
@@ -892,4 +914,5 @@ const sv_sink_ops_t sv_sink_kafka_txn_ops = {
 	.txn_offsets = ksnk_txn_offsets,
 	.txn_commit = ksnk_txn_commit,
 	.txn_abort = ksnk_txn_abort,
+	.memory_bytes = ksnk_memory_bytes,
 };

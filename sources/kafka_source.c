@@ -33,6 +33,10 @@
  * is then paused. poll() reports eof once every partition is done and
  * everything before has been returned.
  *
+ * With conf->memory_budget the prefetch queue and fetch sizes come from it
+ * (kafka/client.h sv_kafka_budget) instead of the deep fixed queue of the
+ * tuning; memory_bytes() reports the queue at the average message size.
+ *
  * The client is made by kafka/client.c (profile properties, log routing,
  * scrubbing); client properties of the profile are never logged. */
 #include <stdarg.h>
@@ -86,6 +90,13 @@ typedef struct kafka_source {
 	int member, members;
 	int64_t wm_next_ms; /* next watermark refresh (monotonic) */
 	sv_error_t *err; /* sticky: the source is broken */
+	uint64_t consumed, consumed_bytes; /* for the average message size */
+	/* the prefetch queue's thresholds in effect (queued.min.messages,
+	 * queued.max.messages.kbytes in bytes) and whether the queue reached
+	 * them since the fetcher was last woken (ksrc_wake_fetcher) */
+	uint64_t q_max_msgs, q_max_bytes;
+	bool q_full;
+	uint64_t fetcher_wakes;
 } kafka_source_t;
 
 extern const sv_source_ops_t sv_source_kafka_ops;
@@ -159,6 +170,7 @@ static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 		.fixed = fixed,
 		.nfixed = SV_ARRAY_LEN(fixed),
 		.opaque = ks,
+		.memory_budget = conf->memory_budget,
 	};
 	sv_error_t *err = sv_kafka_client_new(&kc, &ks->rk);
 	return err && ks->job_id
@@ -456,6 +468,60 @@ static void ksrc_refresh_watermarks(kafka_source_t *ks)
 	}
 }
 
+/* ---- the fetcher's wake-up ---- */
+
+static uint64_t conf_u64(rd_kafka_t *rk, const char *key)
+{
+	char v[32];
+	size_t n = sizeof(v);
+	if (rd_kafka_conf_get(rd_kafka_conf(rk), key, v, &n) !=
+	    RD_KAFKA_CONF_OK)
+		return 0;
+	return strtoull(v, NULL, 10);
+}
+
+static void ksrc_queue_limits(kafka_source_t *ks)
+{
+	ks->q_max_msgs = conf_u64(ks->rk, "queued.min.messages");
+	ks->q_max_bytes = conf_u64(ks->rk, "queued.max.messages.kbytes") * 1024;
+}
+
+/* librdkafka 2.0 stops fetching a partition whose prefetch queue holds
+ * queued.min.messages or queued.max.messages.kbytes, and looks at it again
+ * only when its broker thread wakes up: on a fetch response of another
+ * partition, an op, or after rd_kafka_max_block_ms (1 s). Every partition
+ * of a source shares our one queue, so all of them stop at once and
+ * nothing wakes the thread: once the queue is drained the job waits out
+ * the rest of that second (2.2 made it fetch.queue.backoff.ms). A queue
+ * that holds less than a second of input (a memory budget; the message
+ * cap at high rates) starves the job. So once the queue reached a
+ * threshold and was drained below half of it, a ListOffsets request to
+ * the first partition's leader (rd_kafka_query_watermark_offsets: an op
+ * on that broker's thread, a round trip, no effect on the fetch position)
+ * wakes the fetcher at once. One request per fill of the queue, and none
+ * while it never fills. */
+static void ksrc_wake_fetcher(kafka_source_t *ks)
+{
+	if (!ks->nparts || (!ks->q_max_msgs && !ks->q_max_bytes))
+		return;
+	uint64_t q = rd_kafka_queue_length(ks->q);
+	uint64_t avg = ks->consumed ? ks->consumed_bytes / ks->consumed : 0;
+	uint64_t bytes = q * avg;
+	if ((ks->q_max_msgs && q * 4 >= ks->q_max_msgs * 3) ||
+	    (ks->q_max_bytes && bytes * 4 >= ks->q_max_bytes * 3)) {
+		ks->q_full = true;
+		return;
+	}
+	if (!ks->q_full || q * 2 >= ks->q_max_msgs ||
+	    bytes * 2 >= ks->q_max_bytes)
+		return;
+	ks->q_full = false;
+	ks->fetcher_wakes++;
+	int64_t lo, hi;
+	rd_kafka_query_watermark_offsets(ks->rk, ks->topic,
+					 ks->pos[0].partition, &lo, &hi, 200);
+}
+
 /* ---- driver ---- */
 
 static void ksrc_close(sv_source_t *src);
@@ -522,6 +588,7 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 
 	if ((err = ksrc_client(ks, conf)))
 		goto fail;
+	ksrc_queue_limits(ks);
 	/* Everything (errors, logs if queued, rebalance-less events) comes
 	 * through the one queue we poll. */
 	rd_kafka_poll_set_consumer(ks->rk);
@@ -701,6 +768,7 @@ static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 		ks->wm_next_ms = sv_mono_ms() + KSRC_WM_REFRESH_MS;
 	}
 	ksrc_reserve(ks, max_rows);
+	ksrc_wake_fetcher(ks);
 
 	/* Drain what is queued; if nothing is, wait for the first message
 	 * only (a batch call with a timeout would wait for a full batch). */
@@ -725,13 +793,27 @@ static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 	for (ssize_t k = 0; k < n; k++) {
 		if (!err)
 			err = ksrc_handle(ks, ks->msgs[k], b, now_ms);
+		ks->consumed_bytes += ks->msgs[k]->len;
 		rd_kafka_message_destroy(ks->msgs[k]);
 	}
+	ks->consumed += (uint64_t)(n > 0 ? n : 0);
 	if (err) {
 		ks->err = err;
 		return sv_error_copy(err);
 	}
 	return NULL;
+}
+
+/* The prefetch queue (messages fetched, not yet polled) at the average
+ * message size plus librdkafka's per-message op. */
+static uint64_t ksrc_memory_bytes(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	size_t q = ks->q ? rd_kafka_queue_length(ks->q) : 0;
+	if (!q)
+		return 0;
+	uint64_t avg = ks->consumed ? ks->consumed_bytes / ks->consumed : 0;
+	return (uint64_t)q * (avg + SV_KAFKA_MSG_OVERHEAD);
 }
 
 static sv_error_t *ksrc_seek(sv_source_t *src, const sv_partpos_t *pos,
@@ -830,6 +912,11 @@ static void ksrc_close(sv_source_t *src)
 
 	if (!ks)
 		return;
+	if (ks->fetcher_wakes)
+		sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
+		       "consumer of topic '%s': fetcher woken %llu times after "
+		       "a full prefetch queue",
+		       ks->topic, (unsigned long long)ks->fetcher_wakes);
 	if (ks->q)
 		rd_kafka_queue_destroy(ks->q);
 	if (ks->rk) {
@@ -876,4 +963,5 @@ const sv_source_ops_t sv_source_kafka_ops = {
 	.committed_checkpoint = ksrc_committed_checkpoint,
 	.committed_checkpoint_of = ksrc_committed_checkpoint_of,
 	.topic_partitions = ksrc_topic_partitions,
+	.memory_bytes = ksrc_memory_bytes,
 };

@@ -39,6 +39,10 @@ typedef struct sv_source_conf {
 	 * (a member of a job with parallelism members; members <= 1: all) */
 	int member;
 	int members;
+	/* kafka: bytes the consumer's queues may hold (a share of the job's
+	 * resources.memory_mb; kafka/client.h sv_kafka_budget), 0: the
+	 * driver's fixed maxima */
+	int64_t memory_budget;
 	/* generator */
 	const char *generator; /* "sequence" | "nexmark" */
 	int64_t count; /* rows to generate (bounded), or -1 */
@@ -96,6 +100,10 @@ typedef struct sv_source_ops {
 	/* The topic's partition count (all of them, not only the ones read),
 	 * or 0 when the driver has no partitions. NULL: 0. */
 	int32_t (*topic_partitions)(sv_source_t *src);
+	/* Bytes the driver holds now beyond the caller's batch (prefetched
+	 * input in its client's queues), an estimate. NULL: 0. thread: the
+	 * one polling. */
+	uint64_t (*memory_bytes)(sv_source_t *src);
 } sv_source_ops_t;
 
 struct sv_source {
@@ -153,6 +161,10 @@ static inline int64_t sv_source_committed_checkpoint_of(sv_source_t *src,
 static inline int32_t sv_source_topic_partitions(sv_source_t *src)
 {
 	return src->ops->topic_partitions ? src->ops->topic_partitions(src) : 0;
+}
+static inline uint64_t sv_source_memory_bytes(sv_source_t *src)
+{
+	return src && src->ops->memory_bytes ? src->ops->memory_bytes(src) : 0;
 }
 static inline void sv_source_close(sv_source_t *src)
 {

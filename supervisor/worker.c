@@ -381,6 +381,33 @@ static sv_error_t *commit(member_t *m)
 	return NULL;
 }
 
+/* What the member's Kafka clients hold now (their queues), summed over
+ * the members into the job's figure (docs/performance.md "Memory
+ * budget"). */
+static void update_memory(member_t *m)
+{
+	uint64_t bytes = sv_source_memory_bytes(m->src) +
+		sv_sink_memory_bytes(m->snk) + sv_sink_memory_bytes(m->dlq) +
+		sv_sink_memory_bytes(m->late);
+	atomic_store(&m->stats.kafka_bytes, bytes);
+	sv_worker_t *w = m->w;
+	bytes = 0;
+	for (int k = 0; k < w->nmembers; k++)
+		bytes += atomic_load(&w->members[k].stats.kafka_bytes);
+	atomic_store(&w->stats.kafka_bytes, bytes);
+}
+
+/* A member's share of resources.memory_mb for one of its Kafka clients:
+ * 3/8 for the consumer and 3/8 for the main sink's producer, 1/32 for
+ * each side sink (dead letters, late records); the rest is left to state
+ * and batches. 0: the job sets no budget. */
+static int64_t client_budget(const sv_worker_t *w, bool consumer,
+			     bool main_sink)
+{
+	int64_t per = sv_jobspec_memory_budget(w->conf.spec) / w->nmembers;
+	return consumer || main_sink ? per / 8 * 3 : per / 32;
+}
+
 static void update_state_size(member_t *m)
 {
 	uint64_t bytes = 0, keys = 0;
@@ -400,6 +427,7 @@ static void update_state_size(member_t *m)
 	}
 	atomic_store(&w->stats.state_bytes, bytes);
 	atomic_store(&w->stats.state_keys, keys);
+	update_memory(m);
 }
 
 static sv_ckpt_parts_t parts_of(member_t *m)
@@ -772,6 +800,8 @@ static sv_error_t *open_sink(member_t *m, const Streamvisor__Sink *s,
 		.group_id = group,
 		.path = s->path,
 		.roots = w->conf.file_roots,
+		.memory_budget = client_budget(w, false,
+					       s == w->conf.spec->msg->sink),
 	};
 	return sv_sink_open(&sc, out);
 }
@@ -931,6 +961,7 @@ static sv_error_t *open_member(member_t *m)
 				w->nmembers
 			: 0,
 		.seed = js->source->seed,
+		.memory_budget = client_budget(w, true, false),
 	};
 	/* The sink first: a transactional sink's init_transactions aborts a
 	 * crashed attempt's open transaction, which otherwise keeps the
