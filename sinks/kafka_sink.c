@@ -65,6 +65,9 @@
 #define KSNK_TXN_RETRY_DEADLINE_MS 60000
 /* close(): how long an abort of the open transaction may take. */
 #define KSNK_CLOSE_ABORT_TIMEOUT_MS 5000
+/* init_transactions: the first call waits this long, each retry twice as
+ * long as the one before, up to KSNK_TXN_CALL_TIMEOUT_MS */
+#define KSNK_TXN_FIRST_CALL_MS 20
 #define KSNK_CK_META_PREFIX "streamvisor:ck="
 
 typedef enum ksnk_txn_state {
@@ -338,26 +341,51 @@ static sv_error_t *ksnk_check_topic(kafka_sink_t *ks)
 /* init_transactions: fences every older producer with our transactional
  * id and settles (aborts) its open transaction. Retriable errors (the
  * coordinator is loading or moving, a previous transaction is still
- * completing) are retried until the deadline: the call is resumable. */
+ * completing) are retried until the deadline: the call is resumable.
+ *
+ * The first call is short (docs/performance.md "Exactly-once recovery"):
+ * when the attempt before was killed inside a transaction, the first
+ * InitProducerId makes the coordinator abort it and answers
+ * CONCURRENT_TRANSACTIONS; librdkafka 2.0 then asks again only after a
+ * fixed 500 ms (rdkafka_idempotence.c), while the abort takes a few
+ * milliseconds. A call that returns (its timeout, with that error) and is
+ * made again asks at once. So the calls wait 20 ms, then twice as long
+ * each time, up to KSNK_TXN_CALL_TIMEOUT_MS. */
 static sv_error_t *ksnk_init_transactions(kafka_sink_t *ks)
 {
-	int64_t deadline = sv_mono_ms() + KSNK_TXN_RETRY_DEADLINE_MS;
+	int64_t t0 = sv_mono_ms();
+	int64_t deadline = t0 + KSNK_TXN_RETRY_DEADLINE_MS;
+	int call_ms = KSNK_TXN_FIRST_CALL_MS;
 	rd_kafka_error_t *e;
 
-	for (;;) {
-		e = rd_kafka_init_transactions(ks->rk,
-					       KSNK_TXN_CALL_TIMEOUT_MS);
-		if (!e)
+	for (;; call_ms = call_ms * 2 < KSNK_TXN_CALL_TIMEOUT_MS
+		     ? call_ms * 2
+		     : KSNK_TXN_CALL_TIMEOUT_MS) {
+		e = rd_kafka_init_transactions(ks->rk, call_ms);
+		if (!e) {
+			sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
+			       "transactional id '%s' initialised in %lld ms",
+			       ks->txn_id, (long long)(sv_mono_ms() - t0));
 			return NULL;
+		}
 		if (rd_kafka_error_is_retriable(e) &&
 		    !rd_kafka_error_is_fatal(e) && sv_mono_ms() < deadline) {
 			char text[512];
 			sv_kafka_client_scrub(ks->rk, rd_kafka_error_string(e),
 					      text, sizeof(text));
-			sv_log(&ks->logctx, SV_LOG_WARN, "kafka",
+			/* a short call's timeout or the abort of a killed
+			 * attempt's transaction is expected: info, not a
+			 * warning */
+			bool expected = call_ms < KSNK_TXN_CALL_TIMEOUT_MS &&
+				(rd_kafka_error_code(e) ==
+					 RD_KAFKA_RESP_ERR__TIMED_OUT ||
+				 rd_kafka_error_code(e) ==
+					 RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS);
+			sv_log(&ks->logctx,
+			       expected ? SV_LOG_INFO : SV_LOG_WARN, "kafka",
 			       "init_transactions of transactional id '%s' on "
-			       "cluster '%s': %s; retrying",
-			       ks->txn_id, ks->cluster_name, text);
+			       "cluster '%s' (%d ms call): %s; retrying",
+			       ks->txn_id, ks->cluster_name, call_ms, text);
 			rd_kafka_error_destroy(e);
 			continue;
 		}

@@ -599,8 +599,10 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		       "read_committed is not enforced there",
 		       ks->cluster_name);
 
+	int64_t t_open = sv_mono_ms();
 	if ((err = ksrc_metadata(ks)))
 		goto fail;
+	int64_t t_meta = sv_mono_ms();
 	if (ks->members > ks->topic_nparts) {
 		err = sv_error_set_field(
 			ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
@@ -631,10 +633,12 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 
 	sv_log(&ks->logctx, SV_LOG_INFO, "kafka",
 	       "reading topic '%s' (%zu partitions) on cluster '%s' as group "
-	       "'%s'%s; committed checkpoint %lld",
+	       "'%s'%s; committed checkpoint %lld (metadata %lld ms, "
+	       "positions %lld ms)",
 	       ks->topic, ks->nparts, ks->cluster_name, ks->group_id,
 	       ks->bounded ? ", bounded to the end offsets at open" : "",
-	       (long long)ks->committed_ck);
+	       (long long)ks->committed_ck, (long long)(t_meta - t_open),
+	       (long long)(sv_mono_ms() - t_meta));
 	*out = &ks->base;
 	return NULL;
 fail:

@@ -681,6 +681,28 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
 	return NULL;
 }
 
+/* Exactly-once output becomes visible when its checkpoint commits, so
+ * after a (re)start nothing shows for a whole checkpoint interval. Until
+ * the attempt's first checkpoint, one is due as soon as the member caught
+ * up with its input: a poll returned rows but fewer than a full batch, and
+ * every partition it reads is read to the end it knows (what was waiting
+ * while the job was down is through); at the latest after the interval
+ * (docs/performance.md "Exactly-once recovery"). Parallelism 1 only: at
+ * more, it_parallel's partition-scope stream run stopped producing output
+ * with it (not understood yet), so members keep the interval. */
+static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled)
+{
+	if (!first_pending || !m->w->transactional || m->w->nmembers > 1 ||
+	    !polled || polled >= BATCH_ROWS)
+		return false;
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(m->src, &pos);
+	for (size_t i = 0; i < n; i++)
+		if (sv_partpos_lag(&pos[i]) > 0)
+			return false;
+	return true;
+}
+
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -692,6 +714,8 @@ static sv_error_t *run(member_t *m)
 	if (w->checkpointing && (err = recover(m)))
 		return err;
 	int64_t next_commit = sv_mono_ms() + interval;
+	bool first_pending = true; /* no checkpoint of this attempt yet */
+	int64_t t_started = sv_mono_ms();
 	bool eof = false;
 	int64_t t_loop = mono_us();
 
@@ -702,6 +726,7 @@ static sv_error_t *run(member_t *m)
 					  POLL_TIMEOUT_MS, &eof)))
 			return err;
 		int64_t t_polled = mono_us();
+		size_t polled = m->in.nrows;
 		if (!m->in.nrows)
 			atomic_fetch_add(&m->stats.idle_us,
 					 (uint64_t)(t_polled - t_poll));
@@ -727,11 +752,22 @@ static sv_error_t *run(member_t *m)
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
 			atomic_load(&m->stats.checkpoint_served);
-		if (sv_mono_ms() >= next_commit || asked) {
+		bool first_due = first_checkpoint_due(m, first_pending, polled);
+		if (sv_mono_ms() >= next_commit || asked || first_due) {
+			int64_t t_ck = sv_mono_ms();
 			if ((err = w->checkpointing ? checkpoint(m, m->wm)
 						    : commit(m)))
 				return err;
+			if (first_pending && w->transactional)
+				sv_log(&m->log, SV_LOG_INFO, "worker",
+				       "member %d: first checkpoint %lld ms "
+				       "after reading started (%s), committed "
+				       "in %lld ms",
+				       m->index, (long long)(t_ck - t_started),
+				       first_due ? "caught up" : "interval",
+				       (long long)(sv_mono_ms() - t_ck));
 			update_state_size(m);
+			first_pending = false;
 			next_commit = sv_mono_ms() + interval;
 			t_loop = mono_us(); /* checkpoint time is its own */
 		}
