@@ -688,8 +688,9 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
  * every partition it reads is read to the end it knows (what was waiting
  * while the job was down is through); at the latest after the interval
  * (docs/performance.md "Exactly-once recovery"). Parallelism 1 only: at
- * more, it_parallel's partition-scope stream run stopped producing output
- * with it (not understood yet), so members keep the interval. */
+ * more, one of two it_parallel runs with it failed (the partition-scope
+ * stream run at parallelism 4 lacked output; not understood yet), so
+ * members keep the interval. */
 static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled)
 {
 	if (!first_pending || !m->w->transactional || m->w->nmembers > 1 ||
