@@ -7,6 +7,7 @@
 #                     [--contenders raw,streamvisor,kstreams,flink] [--workloads W1,W2,W3,W4]
 #                     [--no-latency] [--latency-s S] [--keep-broker]
 #                     [--parallelism 1,2] [--persons N] [--repartition]
+#                     [--memory-mb 0,64]
 #
 #   --workloads L  default W1,W2,W3,W4; with --quick W1,W2,W3 (W4, the
 #                  lookup join, only when named: it loads two more topics)
@@ -30,6 +31,10 @@
 #                  repartition through the job's internal topic
 #                  (docs/repartition.md); their output must equal
 #                  streamvisor's at parallelism 1
+#   --memory-mb L  streamvisor's bounded runs at each memory budget of the
+#                  list (resources.memory_mb; default 0: none); rows
+#                  "streamvisor[-pN]-mM" for M > 0 carry the largest memory
+#                  estimate the status showed (docs/performance.md)
 #
 # Everything is written under build/bench/ (the broker's state in
 # build/bench/kafka, its own port 19492 so it never meets a test broker,
@@ -68,6 +73,7 @@ LATENCY_S=""
 KEEP_BROKER=0
 PARALLELISM=1
 REPARTITION=0
+MEMORY_MB=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -81,6 +87,7 @@ while [ $# -gt 0 ]; do
         --parallelism) PARALLELISM=$2; shift ;;
         --persons) PERSONS=$2; shift ;;
         --repartition) REPARTITION=1 ;;
+        --memory-mb) MEMORY_MB=$2; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -208,15 +215,16 @@ pipeline() {
 # the column a workload's window is keyed by (what its input at
 # parallelism > 1 is partitioned by), or "" for none
 window_key() { case "$1" in W2) echo key ;; W3) echo auction ;; *) echo "" ;; esac; }
-# spec NAME MODE WORKLOAD DELIVERY IN OUT [PARALLELISM [rp]]
+# spec NAME MODE WORKLOAD DELIVERY IN OUT [PARALLELISM [rp|"" [MEMORY_MB]]]
 # (rp: no partitioned_by, the window is repartitioned)
 spec() {
     local pk
     pk=$(window_key "$3"); [ "${8:-}" = rp ] && pk=""
     jq -n --arg name "$1" --arg mode "$2" --arg d "$4" --arg in "$5" --arg out "$6" \
-        --argjson par "${7:-1}" --arg pk "$pk" \
+        --argjson par "${7:-1}" --argjson mem "${9:-0}" --arg pk "$pk" \
         --argjson schema "$SCHEMA" --argjson pl "$(pipeline "$3")" '{
-        name: $name, mode: $mode, parallelism: $par,
+        name: $name, mode: $mode, parallelism: $par}
+        + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end) + {
         source: ({kind: "kafka", topic: $in, format: "json", start: "earliest"}
                  + (if $par > 1 and $pk != "" then {partitioned_by: [$pk]} else {} end)),
         schema: $schema,
@@ -336,8 +344,8 @@ run_raw() { # W D
 }
 
 SV_MAX_RATE_W1_at_least_once=0
-run_sv() { # W D [PARALLELISM [rp]]
-    local w=$1 d=$2 par=${3:-1} rp=${4:-} out="out-sv-$1-$2" dir="$RUN/sv-$1-$2" in
+run_sv() { # W D [PARALLELISM [rp|"" [MEMORY_MB]]]
+    local w=$1 d=$2 par=${3:-1} rp=${4:-} mem=${5:-0} out="out-sv-$1-$2" dir="$RUN/sv-$1-$2" in
     in=$(input_of "$w")
     local name=streamvisor
     if [ "$par" -gt 1 ] && [ "$rp" = rp ]; then
@@ -349,20 +357,25 @@ run_sv() { # W D [PARALLELISM [rp]]
             key) in=bids-key ;; auction) in=bids-auction ;;
         esac
     fi
+    if [ "$mem" -gt 0 ]; then
+        name=$name-m$mem; out="$out-m$mem"; dir="$dir-m$mem"
+    fi
     rm -rf "$dir"; mkdir -p "$dir"
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
     if [ "$w" = W4 ]; then
         spec_q3 "bench-$w-$d-p$par" bounded "$d" "$in" "$TABLE" "$out" "$par" >"$dir/spec.json"
     else
-        spec "bench-$w-$d-p$par$rp" bounded "$w" "$d" "$in" "$out" "$par" "$rp" >"$dir/spec.json"
+        spec "bench-$w-$d-p$par$rp" bounded "$w" "$d" "$in" "$out" "$par" "$rp" "$mem" >"$dir/spec.json"
     fi
-    say "streamvisor $w $d parallelism $par (input $in)"
+    say "streamvisor $w $d parallelism $par memory_mb $mem (input $in)"
     sv_start "$dir/data" "$dir/server.log"
-    local c0 t0 id st t1 c1 hwm job
+    local c0 t0 id st t1 c1 hwm job hwm0 est_max=0 est
+    hwm0=$(proc_hwm_mb "$SV_PID")
     c0=$(proc_cpu "$SV_PID"); t0=$(now_ms)
     id=$(sv_submit "$dir/spec.json")
     while :; do
-        st=$(sv_job "$id" | jq -r .state)
+        read -r st est < <(sv_job "$id" | jq -r '"\(.state) \(.memory.estimate_bytes // 0)"')
+        [ "$est" -le "$est_max" ] || est_max=$est
         case "$st" in completed|failed|cancelled) break ;; esac
         kill -0 "$SV_PID" 2>/dev/null || die "streamvisor died (see $dir/server.log)"
         [ $(( $(now_ms) - t0 )) -lt 1800000 ] || die "streamvisor $w $d: not completed after 30 min"
@@ -386,7 +399,10 @@ run_sv() { # W D [PARALLELISM [rp]]
          cpu_s_per_million: (((($c1 | tonumber) - ($c0 | tonumber)) / $j.records_in * 1e6) * 1000 | round / 1000),
          peak_rss_mb: ($hwm | tonumber), checkpoints: $ck.n} + $out
         + (if $ck.n > 0 then {checkpoint_p50_ms: $ck.p50, checkpoint_p99_ms: $ck.p99} else {} end)')
-    row "$name" "$w" "$d" "$(jq -c --argjson p "$par" '. + {parallelism: $p}' <<<"$f")"
+    row "$name" "$w" "$d" "$(jq -c --argjson p "$par" --argjson m "$mem" --arg h0 "$hwm0" \
+        --argjson e "$est_max" '. + {parallelism: $p, idle_rss_mb: ($h0 | tonumber),
+        memory_estimate_max_mb: ($e / 1048576 * 10 | round / 10)}
+        + (if $m > 0 then {memory_mb: $m} else {} end)' <<<"$f")"
 }
 
 # Kafka Streams (bench/peers/kstreams): 2 stream threads, the same JVM
@@ -557,6 +573,7 @@ if has "$WORKLOADS" W4; then
     say "loaded: $LOAD_Q3"
 fi
 IFS=, read -r -a PARS <<<"$PARALLELISM"
+IFS=, read -r -a MEMS <<<"$MEMORY_MB"
 if has "$CONTENDERS" streamvisor && [ "$(printf '%s\n' "${PARS[@]}" | sort -n | tail -1)" -gt 1 ] &&
     { has "$WORKLOADS" W2 || has "$WORKLOADS" W3; }; then
     # the same bids, keyed by the windows' keys (Kafka's default
@@ -574,7 +591,7 @@ for w in "${WL[@]}"; do
         has "$CONTENDERS" raw && run_raw "$w" "$d"
         if has "$CONTENDERS" streamvisor; then
             for p in "${PARS[@]}"; do
-                run_sv "$w" "$d" "$p"
+                for m in "${MEMS[@]}"; do run_sv "$w" "$d" "$p" "" "$m"; done
                 if [ "$REPARTITION" = 1 ] && [ "$p" -gt 1 ] && [ -n "$(window_key "$w")" ]; then
                     run_sv "$w" "$d" "$p" rp
                 fi

@@ -672,7 +672,8 @@ static const char *const top_keys[] = {
 	"event_time", "pipeline",     "sink",        "delivery",
 	"checkpoint", "restart",      "lag",         "dead_letter",
 	"late_sink",  "on_invalid",   "plan",        "plan_target",
-	"plan_id",    "requirements", "parallelism", NULL};
+	"plan_id",    "requirements", "parallelism", "resources",
+	NULL};
 
 /* "plan": a Substrait plan with its read-root bindings (ingress/substrait.c
  * translates it in finish()). */
@@ -1013,6 +1014,18 @@ static bool parse_root(pctx_t *c, json_t *root, Streamvisor__JobSpec *js)
 		leave(c, saved);
 	}
 
+	static const char *const res_keys[] = {"memory_mb", NULL};
+	o = enter(c, root, "resources", res_keys, false, &saved);
+	if (c->err)
+		return false;
+	if (o) {
+		js->resources = anew(c, sizeof(*js->resources));
+		streamvisor__resources__init(js->resources);
+		if (!get_int(c, o, "memory_mb", &js->resources->memory_mb, 1))
+			return false;
+		leave(c, saved);
+	}
+
 	static const char *const lag_keys[] = {"max_records", "max_seconds",
 					       "grace_ms", NULL};
 	o = enter(c, root, "lag", lag_keys, false, &saved);
@@ -1240,6 +1253,29 @@ static sv_error_t *check_parallelism(Streamvisor__JobSpec *js)
 			   "%d needs a kafka or null sink (sink kind '%s' "
 			   "has one writer per job)",
 			   js->parallelism, js->sink->kind);
+	return NULL;
+}
+
+/* resources.memory_mb: each member needs at least SV_SPEC_MEMORY_MB_MIN
+ * for its consumer's and producer's queues (kafka/client.c
+ * sv_kafka_budget). */
+static sv_error_t *check_resources(Streamvisor__JobSpec *js)
+{
+	const Streamvisor__Resources *r = js->resources;
+	if (!r || !r->memory_mb)
+		return NULL;
+	int64_t min = (int64_t)SV_SPEC_MEMORY_MB_MIN *
+		(js->parallelism > 1 ? js->parallelism : 1);
+	if (r->memory_mb < min)
+		return bad("resources.memory_mb",
+			   "%lld is below the minimum %lld (%d MB per "
+			   "member at parallelism %d)",
+			   (long long)r->memory_mb, (long long)min,
+			   SV_SPEC_MEMORY_MB_MIN,
+			   js->parallelism > 1 ? js->parallelism : 1);
+	if (r->memory_mb > SV_SPEC_MEMORY_MB_MAX)
+		return bad("resources.memory_mb", "%lld is above %d MB",
+			   (long long)r->memory_mb, SV_SPEC_MEMORY_MB_MAX);
 	return NULL;
 }
 
@@ -1663,7 +1699,7 @@ static sv_error_t *normalize(Streamvisor__JobSpec *js, const sv_drivers_t *cat)
 				   "partition)",
 				   sc);
 	}
-	if ((err = check_parallelism(js)))
+	if ((err = check_parallelism(js)) || (err = check_resources(js)))
 		return err;
 
 	if (js->checkpoint->interval_ms == 0)
@@ -1736,12 +1772,16 @@ static sv_error_t *finish(Streamvisor__JobSpec *msg, const sv_drivers_t *cat,
 	 * of it restores the same checkpoints regrouped */
 	int32_t par = msg->parallelism;
 	msg->parallelism = 0;
+	/* and resources: what the job may use, not what it computes */
+	Streamvisor__Resources *res = msg->resources;
+	msg->resources = NULL;
 	size_t hlen = streamvisor__job_spec__get_packed_size(msg);
 	uint8_t *hbytes = sv_malloc(hlen ? hlen : 1);
 	streamvisor__job_spec__pack(msg, hbytes);
 	msg->evidence = ev;
 	msg->plan = pl;
 	msg->parallelism = par;
+	msg->resources = res;
 	sv_jobspec_t *spec = sv_calloc(1, sizeof(*spec));
 	if (coverage) {
 		spec->coverage_json = json_dumps(coverage, JSON_COMPACT);
@@ -2211,6 +2251,11 @@ static char *spec_text(const sv_jobspec_t *spec, bool translated)
 	put_str(o, "delivery", js->delivery);
 	put_str(o, "on_invalid", js->on_invalid);
 	json_object_set_new(o, "parallelism", json_integer(js->parallelism));
+	if (js->resources && js->resources->memory_mb)
+		json_object_set_new(
+			o, "resources",
+			json_pack("{s:I}", "memory_mb",
+				  (json_int_t)js->resources->memory_mb));
 	json_object_set_new(o, "checkpoint",
 			    json_pack("{s:I, s:i}", "interval_ms",
 				      (json_int_t)js->checkpoint->interval_ms,

@@ -71,6 +71,17 @@ static inline int sv_jobspec_parallelism(const sv_jobspec_t *spec)
 	return spec->msg->parallelism > 1 ? spec->msg->parallelism : 1;
 }
 
+/* resources.memory_mb bounds (docs/jobspec.md): the minimum is per member */
+#define SV_SPEC_MEMORY_MB_MIN 16
+#define SV_SPEC_MEMORY_MB_MAX 1048576
+
+/* The job's memory budget in bytes (resources.memory_mb), 0: none. */
+static inline int64_t sv_jobspec_memory_budget(const sv_jobspec_t *spec)
+{
+	const Streamvisor__Resources *r = spec->msg->resources;
+	return r && r->memory_mb > 0 ? r->memory_mb * 1024 * 1024 : 0;
+}
+
 /* event_time.watermark_scope is "partition": each task fires on its own
  * partition's watermark instead of the job-wide minimum. */
 static inline bool sv_jobspec_wm_per_partition(const sv_jobspec_t *spec)

@@ -6,7 +6,11 @@
  * covers the values of secret-bearing properties (a key that names a
  * password, secret, token, key, credential or JAAS config, any length);
  * other values are not secrets and are left as librdkafka wrote them.
- * Log lines are rare, so the scrub is a plain search per value. */
+ * Log lines are rare, so the scrub is a plain search per value.
+ *
+ * A memory budget (sv_kafka_budget) turns into queue sizes that sit between
+ * the caller's tuning and the profile's properties: a profile that sets a
+ * queue size explicitly still wins, the fixed maxima of the tuning do not. */
 #include "kafka/client.h"
 
 #include <stdarg.h>
@@ -171,6 +175,50 @@ static const sv_kafka_prop_t module_defaults[] = {
 	{"reconnect.backoff.max.ms", "1000"},
 };
 
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void budget_put(sv_kafka_budget_t *b, const char *key, int64_t v)
+{
+	size_t i = b->nprops++;
+	snprintf(b->values[i], sizeof(b->values[i]), "%lld", (long long)v);
+	b->props[i] = (sv_kafka_prop_t){key, b->values[i]};
+}
+
+void sv_kafka_budget(rd_kafka_type_t type, int64_t budget,
+		     sv_kafka_budget_t *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (budget <= 0)
+		return;
+	int64_t queue = budget / 3;
+	int64_t kbytes = clamp64(queue / 1024, 64, 2097151);
+	int64_t msgs = clamp64(queue / SV_KAFKA_MSG_OVERHEAD, 1000, 10000000);
+	if (type == RD_KAFKA_CONSUMER) {
+		/* librdkafka raises fetch.max.bytes to message.max.bytes
+		 * (1,000,000) unless it is set; set it no lower */
+		int64_t fetch = clamp64(budget / 6, 1000000, 64 << 20);
+		budget_put(out, "queued.max.messages.kbytes", kbytes);
+		budget_put(out, "queued.min.messages", msgs);
+		budget_put(out, "fetch.max.bytes", fetch);
+		budget_put(out, "fetch.message.max.bytes",
+			   fetch < (1 << 20) ? fetch : 1 << 20);
+		/* the queue's payload, the op of each message, a fetch in
+		 * flight and the one being parsed */
+		out->reserved_bytes = kbytes * 1024 +
+			msgs * SV_KAFKA_MSG_OVERHEAD + 2 * fetch;
+	} else {
+		int64_t batch = clamp64(budget / 16, 64 << 10, 1 << 20);
+		budget_put(out, "queue.buffering.max.kbytes", kbytes);
+		budget_put(out, "queue.buffering.max.messages", msgs);
+		budget_put(out, "batch.size", batch);
+		out->reserved_bytes = kbytes * 1024 +
+			msgs * SV_KAFKA_MSG_OVERHEAD + batch;
+	}
+}
+
 sv_error_t *sv_kafka_client_new(const sv_kafka_client_conf_t *conf,
 				rd_kafka_t **out)
 {
@@ -204,6 +252,10 @@ sv_error_t *sv_kafka_client_new(const sv_kafka_client_conf_t *conf,
 			  module_defaults[i].value);
 	for (size_t i = 0; !err && i < conf->ntuning; i++)
 		err = set(kc, name, conf->tuning[i].key, conf->tuning[i].value);
+	sv_kafka_budget_t budget;
+	sv_kafka_budget(conf->type, conf->memory_budget, &budget);
+	for (size_t i = 0; !err && i < budget.nprops; i++)
+		err = set(kc, name, budget.props[i].key, budget.props[i].value);
 	if (!err && conf->client_id)
 		err = set(kc, name, "client.id", conf->client_id);
 	for (size_t i = 0; !err && i < cl->nprops; i++)

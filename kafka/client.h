@@ -47,6 +47,10 @@ typedef struct sv_kafka_client_conf {
 	size_t ntuning;
 	const sv_kafka_prop_t *fixed; /* after them: nothing overrides these */
 	size_t nfixed;
+	/* > 0: the bytes this client's queues may hold (a share of the job's
+	 * resources.memory_mb): the queue sizes of sv_kafka_budget go after
+	 * the tuning and before the profile's properties. 0: the tuning's. */
+	int64_t memory_budget;
 	void *opaque; /* the caller's, handed to the callbacks */
 	/* Optional: an error event, after it was logged (scrubbed). thread:
 	 * the thread serving the client's queue (rd_kafka_poll or the
@@ -93,6 +97,31 @@ sv_error_t *sv_kafka_error(const rd_kafka_t *rk, const sv_logctx_t *log,
 			   sv_errcat_t cat, rd_kafka_resp_err_t code,
 			   const char *cause, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
+
+/* Queue sizes of a client that may hold budget bytes (docs/performance.md
+ * "Memory budget"). A consumer: queued.max.messages.kbytes (a third),
+ * queued.min.messages (the same bytes at 256 a message: a cap on the
+ * per-message overhead too), fetch.max.bytes (a sixth, 1..64 MiB) and
+ * fetch.message.max.bytes (at most 1 MiB). A producer:
+ * queue.buffering.max.kbytes (a third), queue.buffering.max.messages (256
+ * bytes a message) and batch.size (a sixteenth, 64 KiB..1 MiB).
+ * reserved_bytes: what librdkafka may hold with these sizes, message
+ * overhead included (an estimate, at most budget). */
+#define SV_KAFKA_BUDGET_PROPS 4
+typedef struct sv_kafka_budget {
+	sv_kafka_prop_t props[SV_KAFKA_BUDGET_PROPS];
+	size_t nprops;
+	char values[SV_KAFKA_BUDGET_PROPS][24];
+	int64_t reserved_bytes;
+} sv_kafka_budget_t;
+
+void sv_kafka_budget(rd_kafka_type_t type, int64_t budget,
+		     sv_kafka_budget_t *out);
+
+/* Bytes librdkafka keeps per queued message beyond its payload (the
+ * message or op struct): what the status' memory estimate adds per
+ * message counted in a queue. */
+#define SV_KAFKA_MSG_OVERHEAD 256
 
 /* The level of a librdkafka (syslog) log level. */
 sv_loglevel_t sv_kafka_log_level(int syslog_level);

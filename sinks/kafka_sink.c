@@ -46,6 +46,10 @@
  * producer is unusable). In transactional mode records_out counts records
  * of committed transactions only.
  *
+ * With conf->memory_budget the producer's queue sizes come from it
+ * (kafka/client.h sv_kafka_budget) instead of the deep fixed queue below;
+ * memory_bytes() reports the queue at the average message size.
+ *
  * librdkafka's log lines go to sv_log with the job id; client properties
  * of the cluster profile are never logged. */
 #include <stdarg.h>
@@ -73,6 +77,9 @@
 #define KSNK_TXN_RETRY_DEADLINE_MS 60000
 /* close(): how long an abort of the open transaction may take. */
 #define KSNK_CLOSE_ABORT_TIMEOUT_MS 5000
+/* init_transactions: the first call waits this long, each retry twice as
+ * long as the one before, up to KSNK_TXN_CALL_TIMEOUT_MS */
+#define KSNK_TXN_FIRST_CALL_MS 20
 #define KSNK_CK_META_PREFIX "streamvisor:ck="
 
 typedef enum ksnk_txn_state {
@@ -102,6 +109,7 @@ typedef struct kafka_sink {
 	rd_kafka_topic_t *rkt;
 	sv_buf_t buf; /* encoded value, reused */
 	sv_error_t *err; /* first delivery failure (sticky) */
+	uint64_t produced, produced_bytes; /* for the average message size */
 } kafka_sink_t;
 
 extern const sv_sink_ops_t sv_sink_kafka_ops;
@@ -318,6 +326,7 @@ static sv_error_t *ksnk_client(kafka_sink_t *ks, const sv_sink_conf_t *conf)
 		.fixed = fixed,
 		.nfixed = ks->transactional ? SV_ARRAY_LEN(fixed)
 					    : SV_ARRAY_LEN(fixed) - 2,
+		.memory_budget = conf->memory_budget,
 		.opaque = ks,
 		.on_error = ksnk_on_error,
 		.on_delivery = ksnk_on_delivery,
@@ -357,26 +366,51 @@ static sv_error_t *ksnk_check_topic(kafka_sink_t *ks)
 /* init_transactions: fences every older producer with our transactional
  * id and settles (aborts) its open transaction. Retriable errors (the
  * coordinator is loading or moving, a previous transaction is still
- * completing) are retried until the deadline: the call is resumable. */
+ * completing) are retried until the deadline: the call is resumable.
+ *
+ * The first call is short (docs/performance.md "Exactly-once recovery"):
+ * when the attempt before was killed inside a transaction, the first
+ * InitProducerId makes the coordinator abort it and answers
+ * CONCURRENT_TRANSACTIONS; librdkafka 2.0 then asks again only after a
+ * fixed 500 ms (rdkafka_idempotence.c), while the abort takes a few
+ * milliseconds. A call that returns (its timeout, with that error) and is
+ * made again asks at once. So the calls wait 20 ms, then twice as long
+ * each time, up to KSNK_TXN_CALL_TIMEOUT_MS. */
 static sv_error_t *ksnk_init_transactions(kafka_sink_t *ks)
 {
-	int64_t deadline = sv_mono_ms() + KSNK_TXN_RETRY_DEADLINE_MS;
+	int64_t t0 = sv_mono_ms();
+	int64_t deadline = t0 + KSNK_TXN_RETRY_DEADLINE_MS;
+	int call_ms = KSNK_TXN_FIRST_CALL_MS;
 	rd_kafka_error_t *e;
 
-	for (;;) {
-		e = rd_kafka_init_transactions(ks->rk,
-					       KSNK_TXN_CALL_TIMEOUT_MS);
-		if (!e)
+	for (;; call_ms = call_ms * 2 < KSNK_TXN_CALL_TIMEOUT_MS
+		     ? call_ms * 2
+		     : KSNK_TXN_CALL_TIMEOUT_MS) {
+		e = rd_kafka_init_transactions(ks->rk, call_ms);
+		if (!e) {
+			sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
+			       "transactional id '%s' initialised in %lld ms",
+			       ks->txn_id, (long long)(sv_mono_ms() - t0));
 			return NULL;
+		}
 		if (rd_kafka_error_is_retriable(e) &&
 		    !rd_kafka_error_is_fatal(e) && sv_mono_ms() < deadline) {
 			char text[512];
 			sv_kafka_client_scrub(ks->rk, rd_kafka_error_string(e),
 					      text, sizeof(text));
-			sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
+			/* a short call's timeout or the abort of a killed
+			 * attempt's transaction is expected: info, not a
+			 * warning */
+			bool expected = call_ms < KSNK_TXN_CALL_TIMEOUT_MS &&
+				(rd_kafka_error_code(e) ==
+					 RD_KAFKA_RESP_ERR__TIMED_OUT ||
+				 rd_kafka_error_code(e) ==
+					 RD_KAFKA_RESP_ERR_CONCURRENT_TRANSACTIONS);
+			sv_log(&ks->id.logctx,
+			       expected ? SV_LOG_INFO : SV_LOG_WARN, "kafka",
 			       "init_transactions of transactional id '%s' on "
-			       "cluster '%s': %s; retrying",
-			       ks->txn_id, ks->id.cluster_name, text);
+			       "cluster '%s' (%d ms call): %s; retrying",
+			       ks->txn_id, ks->id.cluster_name, call_ms, text);
 			rd_kafka_error_destroy(e);
 			continue;
 		}
@@ -541,7 +575,22 @@ static sv_error_t *ksnk_produce(kafka_sink_t *ks, const char *val, size_t len,
 			ks->err = ksnk_delivery_error(ks, e);
 		return sv_error_copy(ks->err);
 	}
+	ks->produced++;
+	ks->produced_bytes += len + keylen;
 	return NULL;
+}
+
+/* The producer's queue (rd_kafka_outq_len: messages not yet acknowledged,
+ * and requests) at the average message size plus librdkafka's per-message
+ * struct. */
+static uint64_t ksnk_memory_bytes(sv_sink_t *snk)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	int q = ks->rk ? rd_kafka_outq_len(ks->rk) : 0;
+	if (q <= 0)
+		return 0;
+	uint64_t avg = ks->produced ? ks->produced_bytes / ks->produced : 0;
+	return (uint64_t)q * (avg + SV_KAFKA_MSG_OVERHEAD);
 }
 
 /* Transactional: records may be produced only inside an open
@@ -974,6 +1023,7 @@ const sv_sink_ops_t sv_sink_kafka_ops = {
 	.flush = ksnk_flush,
 	.close = ksnk_close,
 	.check_txn = sv_kafka_check_txn_timeout,
+	.memory_bytes = ksnk_memory_bytes,
 };
 
 /* A sink opened with conf->transactional gets this table (open() switches
@@ -993,4 +1043,5 @@ const sv_sink_ops_t sv_sink_kafka_txn_ops = {
 	.txn_commit = ksnk_txn_commit,
 	.txn_abort = ksnk_txn_abort,
 	.txn_group = ksnk_txn_group,
+	.memory_bytes = ksnk_memory_bytes,
 };

@@ -51,6 +51,10 @@ typedef struct sv_sink_conf {
 	const char *group_id; /* kafka: the job's consumer group, for
 				       * txn_offsets */
 	const char *path; /* file: output directory */
+	/* kafka: bytes the producer's queue may hold (a share of the job's
+	 * resources.memory_mb; kafka/client.h sv_kafka_budget), 0: the
+	 * driver's fixed maxima */
+	int64_t memory_budget;
 	/* file: where path may lead (sinks/confine.h); borrowed, NULL =
 	 * unconfined */
 	const sv_fileroots_t *roots;
@@ -130,6 +134,9 @@ typedef struct sv_sink_ops {
 	sv_error_t *(*check_txn)(const sv_cluster_t *cluster,
 				 int64_t transaction_timeout_ms,
 				 const char *field);
+	/* Bytes the driver holds now (output queued in its client, not yet
+	 * acknowledged), an estimate. NULL: 0. thread: the one writing. */
+	uint64_t (*memory_bytes)(sv_sink_t *snk);
 } sv_sink_ops_t;
 
 struct sv_sink {
@@ -225,6 +232,10 @@ static inline sv_error_t *sv_sink_txn_recover(sv_sink_t *snk, const char *state,
 {
 	return snk->ops->txn_recover ? snk->ops->txn_recover(snk, state, len)
 				     : NULL;
+}
+static inline uint64_t sv_sink_memory_bytes(sv_sink_t *snk)
+{
+	return snk && snk->ops->memory_bytes ? snk->ops->memory_bytes(snk) : 0;
 }
 static inline void sv_sink_close(sv_sink_t *snk)
 {

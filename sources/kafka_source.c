@@ -46,6 +46,10 @@
  * gives the consumer's own metadata for the sink's transaction, after a
  * local guard: a member id, and the assignment not lost.
  *
+ * With conf->memory_budget the prefetch queue and fetch sizes come from it
+ * (kafka/client.h sv_kafka_budget) instead of the deep fixed queue of the
+ * tuning; memory_bytes() reports the queue at the average message size.
+ *
  * The client is made by kafka/client.c (profile properties, log routing,
  * scrubbing); client properties of the profile are never logged. */
 #include <stdarg.h>
@@ -105,6 +109,13 @@ typedef struct kafka_source {
 	int tombstone_key_col;
 	const sv_schema_t *schema;
 	sv_error_t *err; /* sticky: the source is broken */
+	uint64_t consumed, consumed_bytes; /* for the average message size */
+	/* the prefetch queue's thresholds in effect (queued.min.messages,
+	 * queued.max.messages.kbytes in bytes) and whether the queue reached
+	 * them since the fetcher was last woken (ksrc_wake_fetcher) */
+	uint64_t q_max_msgs, q_max_bytes;
+	bool q_full;
+	uint64_t fetcher_wakes;
 } kafka_source_t;
 
 extern const sv_source_ops_t sv_source_kafka_ops;
@@ -382,6 +393,7 @@ static sv_error_t *ksrc_client(kafka_source_t *ks, const sv_source_conf_t *conf)
 		.nfixed = nfixed,
 		.opaque = ks,
 		.on_rebalance = ks->instance_id ? ksrc_on_rebalance : NULL,
+		.memory_budget = conf->memory_budget,
 	};
 	sv_error_t *err = sv_kafka_client_new(&kc, &ks->rk);
 	return err && ks->id.job_id
@@ -681,6 +693,60 @@ static void ksrc_refresh_watermarks(kafka_source_t *ks)
 	}
 }
 
+/* ---- the fetcher's wake-up ---- */
+
+static uint64_t conf_u64(rd_kafka_t *rk, const char *key)
+{
+	char v[32];
+	size_t n = sizeof(v);
+	if (rd_kafka_conf_get(rd_kafka_conf(rk), key, v, &n) !=
+	    RD_KAFKA_CONF_OK)
+		return 0;
+	return strtoull(v, NULL, 10);
+}
+
+static void ksrc_queue_limits(kafka_source_t *ks)
+{
+	ks->q_max_msgs = conf_u64(ks->rk, "queued.min.messages");
+	ks->q_max_bytes = conf_u64(ks->rk, "queued.max.messages.kbytes") * 1024;
+}
+
+/* librdkafka 2.0 stops fetching a partition whose prefetch queue holds
+ * queued.min.messages or queued.max.messages.kbytes, and looks at it again
+ * only when its broker thread wakes up: on a fetch response of another
+ * partition, an op, or after rd_kafka_max_block_ms (1 s). Every partition
+ * of a source shares our one queue, so all of them stop at once and
+ * nothing wakes the thread: once the queue is drained the job waits out
+ * the rest of that second (2.2 made it fetch.queue.backoff.ms). A queue
+ * that holds less than a second of input (a memory budget; the message
+ * cap at high rates) starves the job. So once the queue reached a
+ * threshold and was drained below half of it, a ListOffsets request to
+ * the first partition's leader (rd_kafka_query_watermark_offsets: an op
+ * on that broker's thread, a round trip, no effect on the fetch position)
+ * wakes the fetcher at once. One request per fill of the queue, and none
+ * while it never fills. */
+static void ksrc_wake_fetcher(kafka_source_t *ks)
+{
+	if (!ks->nparts || (!ks->q_max_msgs && !ks->q_max_bytes))
+		return;
+	uint64_t q = rd_kafka_queue_length(ks->q);
+	uint64_t avg = ks->consumed ? ks->consumed_bytes / ks->consumed : 0;
+	uint64_t bytes = q * avg;
+	if ((ks->q_max_msgs && q * 4 >= ks->q_max_msgs * 3) ||
+	    (ks->q_max_bytes && bytes * 4 >= ks->q_max_bytes * 3)) {
+		ks->q_full = true;
+		return;
+	}
+	if (!ks->q_full || q * 2 >= ks->q_max_msgs ||
+	    bytes * 2 >= ks->q_max_bytes)
+		return;
+	ks->q_full = false;
+	ks->fetcher_wakes++;
+	int64_t lo, hi;
+	rd_kafka_query_watermark_offsets(ks->rk, ks->id.topic,
+					 ks->pos[0].partition, &lo, &hi, 200);
+}
+
 /* ---- driver ---- */
 
 static void ksrc_close(sv_source_t *src);
@@ -756,6 +822,7 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 
 	if ((err = ksrc_client(ks, conf)))
 		goto fail;
+	ksrc_queue_limits(ks);
 	/* Everything (errors, logs if queued, rebalance-less events) comes
 	 * through the one queue we poll. */
 	rd_kafka_poll_set_consumer(ks->rk);
@@ -766,8 +833,10 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		       "read_committed is not enforced there",
 		       ks->id.cluster_name);
 
+	int64_t t_open = sv_mono_ms();
 	if ((err = ksrc_metadata(ks)))
 		goto fail;
+	int64_t t_meta = sv_mono_ms();
 	if (ks->members > ks->topic_nparts) {
 		err = sv_error_set_field(
 			ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
@@ -824,10 +893,12 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 
 	sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
 	       "reading topic '%s' (%zu partitions) on cluster '%s' as group "
-	       "'%s'%s; committed checkpoint %lld",
+	       "'%s'%s; committed checkpoint %lld (metadata %lld ms, "
+	       "positions %lld ms)",
 	       ks->id.topic, ks->nparts, ks->id.cluster_name, ks->group_id,
 	       ks->bounded ? ", bounded to the end offsets at open" : "",
-	       (long long)ks->committed_ck);
+	       (long long)ks->committed_ck, (long long)(t_meta - t_open),
+	       (long long)(sv_mono_ms() - t_meta));
 	*out = &ks->base;
 	return NULL;
 fail:
@@ -1030,6 +1101,7 @@ static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 		ks->wm_next_ms = sv_mono_ms() + KSRC_WM_REFRESH_MS;
 	}
 	ksrc_reserve(ks, max_rows);
+	ksrc_wake_fetcher(ks);
 
 	/* Drain what is queued; if nothing is, wait for the first message
 	 * only (a batch call with a timeout would wait for a full batch). */
@@ -1054,13 +1126,27 @@ static sv_error_t *ksrc_poll(sv_source_t *src, sv_batch_t *b, size_t max_rows,
 	for (ssize_t k = 0; k < n; k++) {
 		if (!err)
 			err = ksrc_handle(ks, ks->msgs[k], b, now_ms);
+		ks->consumed_bytes += ks->msgs[k]->len;
 		rd_kafka_message_destroy(ks->msgs[k]);
 	}
+	ks->consumed += (uint64_t)(n > 0 ? n : 0);
 	if (err) {
 		ks->err = err;
 		return sv_error_copy(err);
 	}
 	return NULL;
+}
+
+/* The prefetch queue (messages fetched, not yet polled) at the average
+ * message size plus librdkafka's per-message op. */
+static uint64_t ksrc_memory_bytes(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	size_t q = ks->q ? rd_kafka_queue_length(ks->q) : 0;
+	if (!q)
+		return 0;
+	uint64_t avg = ks->consumed ? ks->consumed_bytes / ks->consumed : 0;
+	return (uint64_t)q * (avg + SV_KAFKA_MSG_OVERHEAD);
 }
 
 static sv_error_t *ksrc_seek(sv_source_t *src, const sv_partpos_t *pos,
@@ -1163,6 +1249,11 @@ static void ksrc_close(sv_source_t *src)
 
 	if (!ks)
 		return;
+	if (ks->fetcher_wakes)
+		sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
+		       "consumer of topic '%s': fetcher woken %llu times after "
+		       "a full prefetch queue",
+		       ks->id.topic, (unsigned long long)ks->fetcher_wakes);
 	if (ks->q)
 		rd_kafka_queue_destroy(ks->q);
 	if (ks->rk) {
@@ -1212,6 +1303,7 @@ static const sv_source_ops_t kafka_group_ops = {
 	.committed_checkpoint_of = ksrc_committed_checkpoint_of,
 	.topic_partitions = ksrc_topic_partitions,
 	.partition_count = sv_kafka_topic_partitions,
+	.memory_bytes = ksrc_memory_bytes,
 	.rebalance = ksrc_rebalance,
 	.rebalance_ack = ksrc_rebalance_ack,
 	.rewind = ksrc_rewind,
@@ -1230,4 +1322,5 @@ const sv_source_ops_t sv_source_kafka_ops = {
 	.committed_checkpoint_of = ksrc_committed_checkpoint_of,
 	.topic_partitions = ksrc_topic_partitions,
 	.partition_count = sv_kafka_topic_partitions,
+	.memory_bytes = ksrc_memory_bytes,
 };

@@ -47,6 +47,10 @@ typedef struct sv_source_conf {
 	const char *group_instance_id;
 	int session_timeout_ms; /* group mode: session.timeout.ms (0: 10000) */
 	int max_poll_interval_ms; /* group mode: (0: librdkafka's 300000) */
+	/* kafka: bytes the consumer's queues may hold (a share of the job's
+	 * resources.memory_mb; kafka/client.h sv_kafka_budget), 0: the
+	 * driver's fixed maxima */
+	int64_t memory_budget;
 	/* generator */
 	const char *generator; /* "sequence" | "nexmark" */
 	int64_t count; /* rows to generate (bounded), or -1 */
@@ -135,6 +139,10 @@ typedef struct sv_source_ops {
 	 * (SV_ERR_REBALANCE) when the member has no member id or lost its
 	 * assignment: then it must not commit. */
 	sv_error_t *(*group_metadata)(sv_source_t *src, sv_buf_t *out);
+	/* Bytes the driver holds now beyond the caller's batch (prefetched
+	 * input in its client's queues), an estimate. NULL: 0. thread: the
+	 * one polling. */
+	uint64_t (*memory_bytes)(sv_source_t *src);
 } sv_source_ops_t;
 
 enum {
@@ -215,6 +223,10 @@ static inline sv_error_t *sv_source_rebalance_ack(sv_source_t *src)
 static inline sv_error_t *sv_source_rewind(sv_source_t *src)
 {
 	return src->ops->rewind ? src->ops->rewind(src) : NULL;
+}
+static inline uint64_t sv_source_memory_bytes(sv_source_t *src)
+{
+	return src && src->ops->memory_bytes ? src->ops->memory_bytes(src) : 0;
 }
 static inline void sv_source_close(sv_source_t *src)
 {

@@ -86,6 +86,20 @@ static json_t *members_json(sv_job_t *job, int par)
 	return a;
 }
 
+/* The job's memory (docs/performance.md "Memory budget"): its budget
+ * (resources.memory_mb, or null) and an estimate of what the running
+ * attempt holds, operator state plus the Kafka clients' queues. */
+static json_t *memory_json(const sv_job_t *job, const sv_progress_t *pr)
+{
+	int64_t budget = sv_jobspec_memory_budget(job->spec);
+	return json_pack("{s:o, s:I, s:I, s:I}", "budget_bytes",
+			 budget ? json_integer(budget) : json_null(),
+			 "estimate_bytes",
+			 (json_int_t)(pr->state_bytes + pr->kafka_bytes),
+			 "state_bytes", (json_int_t)pr->state_bytes,
+			 "kafka_queued_bytes", (json_int_t)pr->kafka_bytes);
+}
+
 static json_t *last_checkpoint_json(sv_job_t *job)
 {
 	if (job->worker)
@@ -254,6 +268,7 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    json_pack("{s:I, s:I}", "bytes",
 				      (json_int_t)pr.state_bytes, "keys",
 				      (json_int_t)pr.state_keys));
+	json_object_set_new(o, "memory", memory_json(job, &pr));
 	sv_job_history_status(job, o);
 	return o;
 }
@@ -538,6 +553,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		F_LATE,
 		F_SBYTES,
 		F_SKEYS,
+		F_MEM,
+		F_MEMBUDGET,
 		F_WM,
 		F_LAG_S,
 		F_EVLAG_S,
@@ -564,6 +581,11 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		{"streamvisor_state_bytes", "gauge", "operator state size"},
 		{"streamvisor_state_keys", "gauge",
 		 "keys held in operator state"},
+		{"streamvisor_memory_bytes", "gauge",
+		 "the job's memory estimate: operator state and the Kafka "
+		 "clients' queues"},
+		{"streamvisor_memory_budget_bytes", "gauge",
+		 "the job's memory budget (resources.memory_mb)"},
 		{"streamvisor_watermark_seconds", "gauge",
 		 "the job's event-time watermark, as seconds since the epoch"},
 		{"streamvisor_source_lag_seconds", "gauge",
@@ -607,6 +629,9 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		jv[F_LATE] = (double)pr.n.late;
 		jv[F_SBYTES] = (double)pr.state_bytes;
 		jv[F_SKEYS] = (double)pr.state_keys;
+		jv[F_MEM] = (double)(pr.state_bytes + pr.kafka_bytes);
+		int64_t budget = sv_jobspec_memory_budget(job->spec);
+		jv[F_MEMBUDGET] = budget ? (double)budget : NAN;
 		jv[F_WM] = wm == INT64_MIN ? NAN : (double)wm / 1000.0;
 		jv[F_LAG_S] = wm == INT64_MIN
 			? NAN

@@ -55,6 +55,9 @@ typedef struct sv_worker_stats {
 	_Atomic int64_t last_event_ms; /* largest event time read, or MIN */
 	_Atomic uint64_t state_bytes;
 	_Atomic uint64_t state_keys;
+	/* bytes held in the Kafka clients' queues (prefetched input, output
+	 * not yet acknowledged), an estimate (docs/performance.md) */
+	_Atomic uint64_t kafka_bytes;
 	_Atomic int64_t last_commit_ms;
 	/* records_out at the last commit point (a checkpoint, or flushed
 	 * output with positions committed): what the attempt wrote beyond it
@@ -103,6 +106,7 @@ typedef struct sv_member_stats {
 	_Atomic bool idle; /* every task idle (or the member ended) */
 	_Atomic uint64_t state_bytes;
 	_Atomic uint64_t state_keys;
+	_Atomic uint64_t kafka_bytes; /* its clients' queues, see above */
 	_Atomic int64_t last_checkpoint; /* id, or -1 */
 	_Atomic int64_t last_checkpoint_ms;
 	_Atomic int64_t last_checkpoint_duration_ms;

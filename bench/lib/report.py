@@ -21,16 +21,22 @@ ORDER = {"raw-librdkafka": 0, "streamvisor": 1, "kstreams": 2, "flink": 3}
 
 def is_sv(contender):
     """streamvisor at parallelism 1 ("streamvisor") or N ("streamvisor-pN";
-    "streamvisor-rp-pN": repartitioned, docs/repartition.md)"""
-    return (contender == "streamvisor" or contender.startswith("streamvisor-p")
-            or contender.startswith("streamvisor-rp-p"))
+    "streamvisor-rp-pN": repartitioned, docs/repartition.md), with a memory
+    budget of M MB ("streamvisor[-pN]-mM")"""
+    return contender == "streamvisor" or contender.startswith("streamvisor-")
 
 
 def order(contender):
-    if contender.startswith("streamvisor-p"):
-        return 1 + int(contender[len("streamvisor-p"):]) / 1000
-    if contender.startswith("streamvisor-rp-p"):
-        return 1 + int(contender[len("streamvisor-rp-p"):]) / 1000 + 0.0005
+    if contender.startswith("streamvisor-"):
+        par, mem, rp = 1, 0, 0
+        for part in contender.split("-")[1:]:
+            if part == "rp":
+                rp = 0.0005
+            elif part.startswith("p"):
+                par = int(part[1:])
+            elif part.startswith("m"):
+                mem = int(part[1:])
+        return 1 + par / 1000 + mem / 1e7 + rp
     return ORDER.get(contender, 9)
 
 

@@ -478,13 +478,14 @@ static void purge(eq_fixture_t *f, run_t *r)
 static void test_equal(void **state)
 {
 	eq_fixture_t *f = *state;
-	/* the window and the dedup at 1, 2 and 4 (the dedup: 1 and 2) */
-	run_t w[3] = {{0}}, d[2] = {{0}};
+	/* the window and the dedup at 1, 2 and 4 */
+	run_t w[3] = {{0}}, d[3] = {{0}};
 	run_submit(f, &w[0], "window", window_step, 1);
 	run_submit(f, &w[1], "window", window_step, 2);
 	run_submit(f, &w[2], "window", window_step, 4);
 	run_submit(f, &d[0], "dedup", dedup_step, 1);
 	run_submit(f, &d[1], "dedup", dedup_step, 2);
+	run_submit(f, &d[2], "dedup", dedup_step, 4);
 	/* bounded: stage 0 reads to the end offsets, stage 1 until every
 	 * upstream task's last watermark record says it ended */
 	run_t bw = {0};
@@ -493,13 +494,15 @@ static void test_equal(void **state)
 	g_mode = "stream";
 
 	/* the dedup: every seq once */
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		collect(&d[i], f->n_records);
 		assert_int_equal(d[i].nrows, f->n_records);
 	}
 	same(d[1].rows, d[1].nrows, d[0].rows, d[0].nrows, "dedup p2 vs p1");
-	printf("SUMMARY it_repartition dedup p1=%zu p2=%zu identical=yes\n",
-	       d[0].nrows, d[1].nrows);
+	same(d[2].rows, d[2].nrows, d[0].rows, d[0].nrows, "dedup p4 vs p1");
+	printf("SUMMARY it_repartition dedup p1=%zu p2=%zu p4=%zu "
+	       "identical=yes\n",
+	       d[0].nrows, d[1].nrows, d[2].nrows);
 
 	/* the window: brute force, then p2 and p4 against p1 */
 	size_t want = brute_force_rows(f);
@@ -541,12 +544,12 @@ static void test_equal(void **state)
 
 	for (int i = 0; i < 3; i++)
 		cancel(f, w[i].id);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		cancel(f, d[i].id);
 	purge(f, &w[1]);
 	for (int i = 0; i < 3; i++)
 		run_free(&w[i]);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		run_free(&d[i]);
 
 	/* drain mid-stream (window state kept in both stages) and resume:

@@ -3,7 +3,11 @@
  * filter+select job submitted over HTTP, the output topic read back by an
  * independent consumer and compared as a multiset with what the test
  * computes itself; status counters must agree; cancel ends in `cancelled`.
- * The same pipeline in bounded mode ends `completed` with the same output. */
+ * The same pipeline in bounded mode ends `completed` with the same output,
+ * and with a 64 MB memory budget (resources.memory_mb) the status and the
+ * metrics carry the budget and an estimate under it. An exactly-once job
+ * with a 10-minute checkpoint interval commits its output long before
+ * that: an attempt's first checkpoint comes once it caught up. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -259,6 +263,106 @@ static void test_bounded_completes(void **state)
 	free(out_topic);
 }
 
+/* The stream job again with resources.memory_mb 64: the same output, and
+ * the status' memory (budget, and an estimate of state plus the Kafka
+ * queues) stays under the budget; the metrics carry both. Not a speed
+ * test: the bound is the budget itself. */
+static void test_memory_budget(void **state)
+{
+	fixture_t *f = *state;
+	char *out_topic = tk_unique("it-orders-budget");
+	tk_create_topic(out_topic, 2);
+	char *text = job_spec(f, "it-budget", "stream", out_topic);
+	json_error_t jerr;
+	json_t *js = json_loads(text, 0, &jerr);
+	assert_non_null(js);
+	json_object_set_new(js, "resources",
+			    json_pack("{s:i}", "memory_mb", 64));
+	char *spec = json_dumps(js, JSON_COMPACT);
+	json_decref(js);
+	char *id = tk_submit(f->svc.port, spec);
+	json_t *st = tk_wait_status(f->svc.port, id, out_reached,
+				    (void *)(size_t)f->nexpected, 120000,
+				    "all expected output");
+	json_t *mem = json_object_get(st, "memory");
+	assert_non_null(mem);
+	assert_int_equal(
+		json_integer_value(json_object_get(mem, "budget_bytes")),
+		64 << 20);
+	json_int_t est = json_integer_value(
+		json_object_get(mem, "estimate_bytes"));
+	assert_true(
+		json_is_integer(json_object_get(mem, "kafka_queued_bytes")));
+	assert_true(est >= 0 && est < (64 << 20));
+	json_decref(st);
+	char *body = NULL;
+	assert_int_equal(tk_http(f->svc.port, "GET", "/metrics", NULL, &body),
+			 200);
+	assert_non_null(strstr(body, "streamvisor_memory_budget_bytes{"));
+	assert_non_null(strstr(body, "streamvisor_memory_bytes{"));
+	free(body);
+	char **lines;
+	size_t n = tk_consume(out_topic, f->nexpected, 60000, true, &lines);
+	check_output(f, lines, n);
+	tk_free_lines(lines, n);
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", id);
+	int status;
+	json_decref(tk_http_json(f->svc.port, "POST", path, NULL, &status));
+	assert_int_equal(status, 200);
+	json_decref(tk_wait_state(f->svc.port, id, "cancelled", 30000));
+	free(id);
+	free(spec);
+	free(text);
+	free(out_topic);
+}
+
+static bool checkpointed(json_t *st, void *arg)
+{
+	(void)arg;
+	json_t *ck = json_object_get(st, "last_checkpoint");
+	return json_integer_value(json_object_get(ck, "id")) >= 1;
+}
+
+/* delivery exactly_once, checkpoint interval 10 minutes: the output is
+ * committed and readable with read_committed within the test's deadline, a fraction of the
+ * interval, because the attempt's first checkpoint is taken as soon as
+ * it caught up with its input (supervisor/worker.c
+ * first_checkpoint_due). Not a speed test: without that rule the
+ * output would wait the whole interval. */
+static void test_exactly_once_first_checkpoint(void **state)
+{
+	fixture_t *f = *state;
+	char *out_topic = tk_unique("it-orders-eo");
+	tk_create_topic(out_topic, 2);
+	char *text = job_spec(f, "it-eo-first", "stream", out_topic);
+	json_error_t jerr;
+	json_t *js = json_loads(text, 0, &jerr);
+	assert_non_null(js);
+	json_object_set_new(js, "delivery", json_string("exactly_once"));
+	json_object_set_new(js, "checkpoint",
+			    json_pack("{s:i}", "interval_ms", 600000));
+	char *spec = json_dumps(js, JSON_COMPACT);
+	json_decref(js);
+	char *id = tk_submit(f->svc.port, spec);
+	json_decref(tk_wait_status(f->svc.port, id, checkpointed, NULL, 120000,
+				   "a first committed checkpoint"));
+	char **lines;
+	size_t n = tk_consume(out_topic, f->nexpected, 60000, true, &lines);
+	check_output(f, lines, n);
+	tk_free_lines(lines, n);
+	char path[128];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", id);
+	int status;
+	json_decref(tk_http_json(f->svc.port, "POST", path, NULL, &status));
+	assert_int_equal(status, 200);
+	json_decref(tk_wait_state(f->svc.port, id, "cancelled", 30000));
+	free(id);
+	free(spec);
+	free(text);
+	free(out_topic);
+}
+
 static void test_bad_specs(void **state)
 {
 	fixture_t *f = *state;
@@ -293,6 +397,11 @@ static void test_bad_specs(void **state)
 		 "[{\"filter\": "
 		 "\"frobnicate(a)\"}], \"sink\": {\"topic\": \"t\"}}",
 		 422, "function 'frobnicate' is not in the registry"},
+		{"{\"name\": \"x\", \"resources\": {\"memory_mb\": 4}, "
+		 "\"source\": {\"topic\": \"t\"}, \"schema\": "
+		 "[{\"name\": \"a\", \"type\": \"int64\"}], \"sink\": "
+		 "{\"topic\": \"t\"}}",
+		 400, "field 'resources.memory_mb': 4 is below the minimum"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *body = NULL;
@@ -345,6 +454,8 @@ int main(void)
 		cmocka_unit_test(test_bad_specs),
 		cmocka_unit_test(test_stream_filter_select),
 		cmocka_unit_test(test_bounded_completes),
+		cmocka_unit_test(test_memory_budget),
+		cmocka_unit_test(test_exactly_once_first_checkpoint),
 		cmocka_unit_test(test_missing_topic_is_binding_error),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

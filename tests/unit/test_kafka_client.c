@@ -1,7 +1,8 @@
 /* test_kafka_client.c — the one librdkafka client module (kafka/client.c):
  * the order of properties (tuning < profile < fixed), errors that name a
  * key but never a value, the scrubbing of secret-bearing values out of
- * librdkafka text, and no leak on any failure path (the asan preset). */
+ * librdkafka text, no leak on any failure path (the asan preset), and the
+ * queue sizes of a memory budget (tuning < budget < profile). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -148,6 +149,79 @@ static void test_scrub(void **state)
 	sv_kafka_client_destroy(rk);
 }
 
+static void conf_get(rd_kafka_t *rk, const char *key, char *out, size_t n)
+{
+	assert_int_equal(rd_kafka_conf_get(rd_kafka_conf(rk), key, out, &n),
+			 RD_KAFKA_CONF_OK);
+}
+
+/* A budget sets the queue sizes over the tuning's maxima; a profile that
+ * names one still wins; librdkafka accepts the sizes of every budget from
+ * the smallest side-sink share (512 KiB) up. */
+static void test_memory_budget(void **state)
+{
+	SV_UNUSED(state);
+	sv_kafka_budget_t b;
+	sv_kafka_budget(RD_KAFKA_CONSUMER, 0, &b);
+	assert_int_equal(b.nprops, 0);
+	int64_t budget = 24 << 20;
+	sv_kafka_budget(RD_KAFKA_CONSUMER, budget, &b);
+	assert_true(b.reserved_bytes <= budget + 2 * 1000000);
+	sv_kafka_budget(RD_KAFKA_PRODUCER, budget, &b);
+	assert_true(b.reserved_bytes <= budget);
+
+	static sv_kv_t over[] = {{"fetch.max.bytes", "2000000"}};
+	sv_cluster_t cl = {.name = "c",
+			   .bootstrap = "127.0.0.1:1",
+			   .nprops = 1,
+			   .props = over};
+	static const sv_kafka_prop_t tuning[] = {
+		{"queued.max.messages.kbytes", "131072"},
+		{"fetch.max.bytes", "67108864"},
+		{"queue.buffering.max.kbytes", "1048576"},
+	};
+	sv_kafka_client_conf_t kc = {
+		.type = RD_KAFKA_CONSUMER,
+		.cluster = &cl,
+		.client_id = "t",
+		.role = "consumer of test",
+		.tuning = tuning,
+		.ntuning = 2,
+		.memory_budget = budget,
+	};
+	rd_kafka_t *rk = NULL;
+	assert_null(sv_kafka_client_new(&kc, &rk));
+	char v[64];
+	conf_get(rk, "queued.max.messages.kbytes", v, sizeof(v));
+	assert_string_equal(v, "8192");
+	conf_get(rk, "fetch.max.bytes", v, sizeof(v));
+	assert_string_equal(v, "2000000");
+	sv_kafka_client_destroy(rk);
+
+	kc.type = RD_KAFKA_PRODUCER;
+	kc.cluster = &cluster;
+	kc.tuning = tuning + 2;
+	kc.ntuning = 1;
+	assert_null(sv_kafka_client_new(&kc, &rk));
+	conf_get(rk, "queue.buffering.max.kbytes", v, sizeof(v));
+	assert_string_equal(v, "8192");
+	conf_get(rk, "batch.size", v, sizeof(v));
+	assert_string_equal(v, "1048576");
+	sv_kafka_client_destroy(rk);
+
+	for (int64_t small = 512 << 10; small <= (256 << 20); small *= 4) {
+		kc.memory_budget = small;
+		kc.type = RD_KAFKA_PRODUCER;
+		assert_null(sv_kafka_client_new(&kc, &rk));
+		sv_kafka_client_destroy(rk);
+		kc.type = RD_KAFKA_CONSUMER;
+		kc.tuning = NULL;
+		kc.ntuning = 0;
+		assert_null(sv_kafka_client_new(&kc, &rk));
+		sv_kafka_client_destroy(rk);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -155,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_bad_property_names_key_only),
 		cmocka_unit_test(test_no_bootstrap),
 		cmocka_unit_test(test_scrub),
+		cmocka_unit_test(test_memory_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

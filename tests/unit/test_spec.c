@@ -174,6 +174,33 @@ static void test_parallel_fields(void **state)
 	sv_jobspec_destroy(c);
 	sv_jobspec_destroy(d);
 
+	/* resources.memory_mb is not part of the plan id either and survives
+	 * the round trip */
+	const char *res = "{\"name\": \"p\", \"parallelism\": 2,"
+			  " \"resources\": {\"memory_mb\": 64},"
+			  " \"source\": {\"topic\": \"in\"}, \"schema\":"
+			  " [{\"name\": \"k\", \"type\": \"string\"}],"
+			  " \"sink\": {\"topic\": \"o\"}}";
+	const char *nores = "{\"name\": \"p\", \"parallelism\": 2,"
+			    " \"source\": {\"topic\": \"in\"}, \"schema\":"
+			    " [{\"name\": \"k\", \"type\": \"string\"}],"
+			    " \"sink\": {\"topic\": \"o\"}}";
+	assert_null(sv_jobspec_parse_json(res, strlen(res),
+					  sv_registry_drivers(), &a));
+	assert_null(sv_jobspec_parse_json(nores, strlen(nores),
+					  sv_registry_drivers(), &b));
+	assert_string_equal(a->plan_id, b->plan_id);
+	assert_int_equal(sv_jobspec_memory_budget(a), 64LL << 20);
+	assert_int_equal(sv_jobspec_memory_budget(b), 0);
+	json = sv_jobspec_to_json(a);
+	assert_null(sv_jobspec_parse_json(json, strlen(json),
+					  sv_registry_drivers(), &c));
+	assert_int_equal(sv_jobspec_memory_budget(c), 64LL << 20);
+	free(json);
+	sv_jobspec_destroy(a);
+	sv_jobspec_destroy(b);
+	sv_jobspec_destroy(c);
+
 	/* refused: unknown partitioned_by column, two columns, parallelism
 	 * with a generator or a file sink, out of range */
 	static const char *const bad[][2] = {
@@ -199,6 +226,23 @@ static void test_parallel_fields(void **state)
 		 "{\"topic\": \"in\"}, \"schema\": [{\"name\": \"k\", "
 		 "\"type\": \"string\"}], \"sink\": {\"topic\": \"o\"}}",
 		 "parallelism"},
+		/* a memory budget below 16 MB a member, not an integer, a
+		 * field it does not have */
+		{"{\"name\": \"p\", \"parallelism\": 2, \"resources\": "
+		 "{\"memory_mb\": 20}, \"source\": {\"topic\": \"in\"}, "
+		 "\"schema\": [{\"name\": \"k\", \"type\": \"string\"}], "
+		 "\"sink\": {\"topic\": \"o\"}}",
+		 "resources.memory_mb"},
+		{"{\"name\": \"p\", \"resources\": {\"memory_mb\": \"64\"}, "
+		 "\"source\": {\"topic\": \"in\"}, \"schema\": "
+		 "[{\"name\": \"k\", \"type\": \"string\"}], \"sink\": "
+		 "{\"topic\": \"o\"}}",
+		 "resources.memory_mb"},
+		{"{\"name\": \"p\", \"resources\": {\"cpus\": 2}, "
+		 "\"source\": {\"topic\": \"in\"}, \"schema\": "
+		 "[{\"name\": \"k\", \"type\": \"string\"}], \"sink\": "
+		 "{\"topic\": \"o\"}}",
+		 "resources.cpus"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sv_jobspec_t *x = NULL;
