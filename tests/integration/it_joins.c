@@ -16,12 +16,12 @@
  *     GET /result against the relational answer computed here and against
  *     DataFusion's (join_datafusion.py, the test venv);
  *   - copartition: topics of 4 and 2 partitions at parallelism 2: 422;
- *   - kill: the interval job in a supervisor process killed with SIGKILL
- *     at a checkpoint step (STREAMVISOR_KILL_AT after_send_offsets, then
- *     after_commit), restarted each time: output still exactly the
- *     brute-force pairs, each once (both inputs' offsets restored and
- *     committed in one transaction); and the same at parallelism 2 over
- *     inputs keyed by the customer (4 partitions each).
+ *   - kill loops: the interval and the lookup job in a supervisor process
+ *     killed with SIGKILL at the checkpoint steps (STREAMVISOR_KILL_AT)
+ *     and at random moments, restarted each time: output still exactly
+ *     the brute-force answer, each once (both inputs' offsets restored and
+ *     committed in one transaction); and the interval job at parallelism 2
+ *     over inputs keyed by the customer (4 partitions each).
  * The sources are rate-limited in the kill case so the job spans several
  * checkpoints. */
 #define _GNU_SOURCE
@@ -825,49 +825,62 @@ static void wait_killed(crash_t *c, const char *point)
 		cr_fail(c, "expected a SIGKILL at %s", point);
 }
 
-static void test_kill(void **state)
+/* The kill loop of it_crash for both streaming joins: a supervisor killed
+ * by SIGKILL at checkpoint steps (each at its second hit, so every
+ * incarnation makes progress first), then at random moments
+ * (SV_CRASH_SEED), restarted on the same data dir each time; the last
+ * incarnation runs to the end. The exactly-once output must be the
+ * brute-force answer: 0 duplicated, 0 missing, 0 wrong. By default the two
+ * joins share the five kill points between them and take one random kill
+ * each (make test's time); SV_CRASH_LONG=1 runs every point and 10 random
+ * kills for each. */
+static const char *const kill_points[] = {
+	"before_prepare:2", "after_prepare:2", "after_send_offsets:2",
+	"after_commit:2", "after_mark_committed:2"};
+
+/* Kill at points[i] for each i with i % step == first (step 1: all),
+ * then nrandom random kills, then the last incarnation. */
+static void kill_at(crash_t *c, const char *spec, const char *const *points,
+		    size_t npoints, size_t step, size_t first, int nrandom)
 {
-	crash_t *c = cr_new(state, "joins_kill", 15);
-	char *left = tk_unique("it-join-k-orders");
-	char *right = tk_unique("it-join-k-payments");
-	char *out = tk_unique("it-join-k-out");
-	tk_create_topic(left, 2);
-	tk_create_topic(right, 2);
-	tk_create_topic(out, 2);
-	produce_orders(left);
-	produce_payments(right);
-	char **want;
-	size_t nw = interval_expected(&want);
-	/* 3,000 records at 1,000/s: ~3 s, ~10 checkpoints */
-	char *spec = interval_spec("it-join-kill", left, right, out, 1000, 1);
-
-	start_incarnation(c, "after_send_offsets:3");
-	int status;
-	json_t *r = cr_http_json(c, "POST", "/v1/jobs", spec, &status, NULL);
-	if (status != 201)
-		cr_fail(c, "submit: %d", status);
-	json_decref(r);
-	wait_killed(c, "after_send_offsets:3");
-
-	start_incarnation(c, "after_commit:2");
-	wait_killed(c, "after_commit:2");
-
+	bool submitted = false;
+	for (size_t i = 0; i < npoints; i++) {
+		if (i % step != first)
+			continue;
+		start_incarnation(c, points[i]);
+		if (!submitted) {
+			int status;
+			char *raw = NULL;
+			json_t *r = cr_http_json(c, "POST", "/v1/jobs", spec,
+						 &status, &raw);
+			if (status != 201)
+				cr_fail(c, "submit: %d %s", status,
+					raw ? raw : "");
+			free(raw);
+			json_decref(r);
+			submitted = true;
+		}
+		wait_killed(c, points[i]);
+	}
+	for (int k = 0; k < nrandom; k++) {
+		start_incarnation(c, NULL);
+		/* a moment of the running job, not a synchronization */
+		int ms = 200 + (int)(rnd(&c->rng) % 900);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+		cr_sigkill(c);
+		printf("[kill] incarnation %d killed after %d ms\n",
+		       c->incarnation, ms);
+	}
 	start_incarnation(c, NULL);
-	char **lines;
-	size_t nl = tk_consume(out, nw + 4, 90000, true, &lines);
-	char **got;
-	size_t ng = interval_got(lines, nl, &got);
-	assert_same(got, ng, want, nw, "interval exactly_once, 2 kills");
-	if (!cr_log_contains(c, "restored checkpoint"))
-		cr_fail(c, "the last incarnation restored no checkpoint");
-	c->passed = true;
-	free_strs(lines, nl);
-	free_strs(got, ng);
-	free_strs(want, nw);
-	free(spec);
-	free(left);
-	free(right);
-	free(out);
+}
+
+/* first: which half of the points runs by default (0: even, 1: odd) */
+static void kill_loop(crash_t *c, const char *spec, size_t first)
+{
+	bool all = env_on("SV_CRASH_LONG");
+	kill_at(c, spec, kill_points, SV_ARRAY_LEN(kill_points), all ? 1 : 2,
+		all ? 0 : first, all ? 10 : 1);
 }
 
 /* Parallelism 2 over inputs keyed by the customer (4 partitions each):
@@ -890,18 +903,9 @@ static void test_kill_parallel(void **state)
 	size_t nw = interval_expected(&want);
 	char *spec = interval_spec("it-join-kill-p2", left, right, out, 1000,
 				   2);
-	start_incarnation(c, "after_send_offsets:4");
-	int status;
-	char *raw = NULL;
-	json_t *r = cr_http_json(c, "POST", "/v1/jobs", spec, &status, &raw);
-	if (status != 201)
-		cr_fail(c, "submit: %d %s", status, raw ? raw : "");
-	free(raw);
-	json_decref(r);
-	wait_killed(c, "after_send_offsets:4");
-	start_incarnation(c, "after_commit:3");
-	wait_killed(c, "after_commit:3");
-	start_incarnation(c, NULL);
+	static const char *const points[] = {"after_send_offsets:4",
+					     "after_commit:3"};
+	kill_at(c, spec, points, SV_ARRAY_LEN(points), 1, 0, 0);
 	char **lines;
 	/* one sentinel pair per partition */
 	size_t nl = tk_consume(out, nw + 4, 90000, true, &lines);
@@ -919,56 +923,6 @@ static void test_kill_parallel(void **state)
 	free(left);
 	free(right);
 	free(out);
-}
-
-/* The kill loop of it_crash for both streaming joins: a supervisor killed
- * by SIGKILL at checkpoint steps (each at its second hit, so every
- * incarnation makes progress first), then at random moments
- * (SV_CRASH_SEED), restarted on the same data dir each time; the last
- * incarnation runs to the end. The exactly-once output must be the
- * brute-force answer: 0 duplicated, 0 missing, 0 wrong. By default the two
- * joins share the five kill points between them and take one random kill
- * each (make test's time); SV_CRASH_LONG=1 runs every point and 10 random
- * kills for each. */
-static const char *const kill_points[] = {
-	"before_prepare:2", "after_prepare:2", "after_send_offsets:2",
-	"after_commit:2", "after_mark_committed:2"};
-
-/* first: which half of the points runs by default (0: even, 1: odd) */
-static void kill_loop(crash_t *c, const char *spec, size_t first)
-{
-	bool all = env_on("SV_CRASH_LONG");
-	bool submitted = false;
-	for (size_t i = 0; i < SV_ARRAY_LEN(kill_points); i++) {
-		if (!all && i % 2 != first)
-			continue;
-		start_incarnation(c, kill_points[i]);
-		if (!submitted) {
-			int status;
-			char *raw = NULL;
-			json_t *r = cr_http_json(c, "POST", "/v1/jobs", spec,
-						 &status, &raw);
-			if (status != 201)
-				cr_fail(c, "submit: %d %s", status,
-					raw ? raw : "");
-			free(raw);
-			json_decref(r);
-			submitted = true;
-		}
-		wait_killed(c, kill_points[i]);
-	}
-	int nrandom = all ? 10 : 1;
-	for (int k = 0; k < nrandom; k++) {
-		start_incarnation(c, NULL);
-		/* a moment of the running job, not a synchronization */
-		int ms = 200 + (int)(rnd(&c->rng) % 900);
-		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-		nanosleep(&ts, NULL);
-		cr_sigkill(c);
-		printf("[kill] incarnation %d killed after %d ms\n",
-		       c->incarnation, ms);
-	}
-	start_incarnation(c, NULL);
 }
 
 static void test_kill_loop_interval(void **state)
@@ -1070,7 +1024,6 @@ int main(void)
 		cmocka_unit_test(test_lookup),
 		cmocka_unit_test(test_hash_bounded),
 		cmocka_unit_test(test_copartition_refused),
-		cmocka_unit_test_teardown(test_kill, cr_teardown),
 		cmocka_unit_test_teardown(test_kill_parallel, cr_teardown),
 		cmocka_unit_test_teardown(test_kill_loop_interval, cr_teardown),
 		cmocka_unit_test_teardown(test_kill_loop_lookup, cr_teardown),
