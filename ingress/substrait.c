@@ -154,36 +154,32 @@ static Streamvisor__Step *add_step(tctx_t *c)
 	return s;
 }
 
-static char *quote_col(tctx_t *c, const char *name)
+/* s between q quotes, each q inside doubled (streamvisor's expression
+ * syntax for column names and string literals alike). */
+static char *quoted(tctx_t *c, const char *s, char q)
 {
 	sv_buf_t b;
 	sv_buf_init(&b);
-	sv_buf_putc(&b, '`');
-	for (const char *p = name; *p; p++) {
-		if (*p == '`')
-			sv_buf_putc(&b, '`');
+	sv_buf_putc(&b, q);
+	for (const char *p = s; *p; p++) {
+		if (*p == q)
+			sv_buf_putc(&b, q);
 		sv_buf_putc(&b, *p);
 	}
-	sv_buf_putc(&b, '`');
+	sv_buf_putc(&b, q);
 	char *r = adup(c, b.data);
 	sv_buf_release(&b);
 	return r;
 }
 
+static char *quote_col(tctx_t *c, const char *name)
+{
+	return quoted(c, name, '`');
+}
+
 static char *quote_str(tctx_t *c, const char *s)
 {
-	sv_buf_t b;
-	sv_buf_init(&b);
-	sv_buf_putc(&b, '\'');
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'')
-			sv_buf_putc(&b, '\'');
-		sv_buf_putc(&b, *p);
-	}
-	sv_buf_putc(&b, '\'');
-	char *r = adup(c, b.data);
-	sv_buf_release(&b);
-	return r;
+	return quoted(c, s, '\'');
 }
 
 /* If text is exactly one backticked column, its name; else NULL. */
@@ -301,13 +297,23 @@ static const char *sv_type_of(tctx_t *c, const Substrait__Type *t,
 
 /* ---- functions ---- */
 
-static const fn_t *find_fn(tctx_t *c, uint32_t ref)
+/* The declared function of anchor ref, or NULL. */
+static const fn_t *lookup_fn(const tctx_t *c, uint32_t ref)
 {
 	for (size_t i = 0; i < c->nfns; i++)
 		if (c->fns[i].anchor == ref)
 			return &c->fns[i];
-	bad(c, "function reference %u has no extension declaration", ref);
 	return NULL;
+}
+
+/* As lookup_fn; an undeclared anchor is a malformed plan. */
+static const fn_t *find_fn(tctx_t *c, uint32_t ref)
+{
+	const fn_t *fn = lookup_fn(c, ref);
+	if (!fn)
+		bad(c, "function reference %u has no extension declaration",
+		    ref);
+	return fn;
 }
 
 static bool known_urn(const char *urn)
@@ -1867,10 +1873,7 @@ static size_t count_keys(tctx_t *c, const Substrait__Expression *e, int depth)
 	    e->rex_type_case != SUBSTRAIT__EXPRESSION__REX_TYPE_SCALAR_FUNCTION)
 		return 1;
 	const Substrait__Expression__ScalarFunction *f = e->scalar_function;
-	const fn_t *fn = NULL;
-	for (size_t i = 0; i < c->nfns; i++)
-		if (c->fns[i].anchor == f->function_reference)
-			fn = &c->fns[i];
+	const fn_t *fn = lookup_fn(c, f->function_reference);
 	if (!fn || strcmp(fn->name, "and"))
 		return 1;
 	size_t k = 0;
