@@ -63,406 +63,35 @@
 #include <cmocka.h>
 
 #include "core/util.h"
-#include "tests/integration/crashkit.h"
+#include "tests/integration/clusterkit.h"
 #include "tests/integration/testkit.h"
-
-extern char **environ;
-
-#define SESSION_MS 6000
-#define NODES_MAX 3
-
-typedef struct node {
-	char id[16];
-	char *dir, *config;
-	char log[700];
-	pid_t pid;
-	int port;
-	int incarnation;
-	bool stopped; /* SIGSTOPped */
-} node_t;
-
-typedef struct cluster {
-	crash_t *c;
-	char *name;
-	node_t n[NODES_MAX];
-	int nn;
-} cluster_t;
-
-static cluster_t *g_cl;
-
-static void kill_nodes(void)
-{
-	if (!g_cl)
-		return;
-	for (int i = 0; i < g_cl->nn; i++)
-		if (g_cl->n[i].pid > 0) {
-			kill(g_cl->n[i].pid, SIGCONT);
-			cr_kill_group(g_cl->n[i].pid);
-		}
-}
-
-static void node_init(cluster_t *cl, int i)
-{
-	node_t *n = &cl->n[i];
-	snprintf(n->id, sizeof(n->id), "n%d", i + 1);
-	if (asprintf(&n->dir, "%s/%s", cl->c->root, n->id) < 0 ||
-	    asprintf(&n->config, "%s/%s.yaml", cl->c->root, n->id) < 0)
-		abort();
-	FILE *f = fopen(n->config, "w");
-	if (!f)
-		cr_fail(cl->c, "cannot write %s", n->config);
-	fprintf(f,
-		"listen: 127.0.0.1:0\n"
-		"data_dir: %s\n"
-		"shutdown_timeout_ms: 2000\n"
-		"clusters:\n"
-		"  default:\n"
-		"    bootstrap_servers: %s\n"
-		"distributed:\n"
-		"  name: %s\n"
-		"  node_id: %s\n"
-		"  session_timeout_ms: %d\n",
-		n->dir, tk_bootstrap(), cl->name, n->id, SESSION_MS);
-	fclose(f);
-	cl->nn = i + 1 > cl->nn ? i + 1 : cl->nn;
-}
-
-/* Start node i (fork, exec), with env and env2 (NAME=VALUE or NULL)
- * added to the test's environment (less its STREAMVISOR_ variables). */
-static void node_start(cluster_t *cl, int i, const char *env, const char *env2)
-{
-	node_t *n = &cl->n[i];
-	const char *bin = getenv("STREAMVISOR_BIN");
-	n->incarnation++;
-	char log[sizeof(n->log)];
-	snprintf(log, sizeof(log), "%s/logs/%s-%02d.log", cl->c->root, n->id,
-		 n->incarnation);
-	memcpy(n->log, log, sizeof(log));
-	char *argv[] = {(char *)bin, "serve", "--config", n->config, NULL};
-	size_t ne = 0;
-	while (environ[ne])
-		ne++;
-	char **envp = sv_calloc(ne + 3, sizeof(char *));
-	size_t k = 0;
-	for (size_t e = 0; e < ne; e++)
-		if (strncmp(environ[e], "STREAMVISOR_", 12))
-			envp[k++] = environ[e];
-	if (env)
-		envp[k++] = (char *)env;
-	if (env2)
-		envp[k++] = (char *)env2;
-	envp[k] = NULL;
-	int fd = open(n->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || nul < 0)
-		cr_fail(cl->c, "cannot open %s: %s", n->log, strerror(errno));
-	fflush(NULL);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(126);
-		setpgid(0, 0);
-		dup2(nul, 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execve(bin, argv, envp);
-		_exit(127);
-	}
-	close(fd);
-	close(nul);
-	free(envp);
-	if (pid < 0)
-		cr_fail(cl->c, "fork: %s", strerror(errno));
-	setpgid(pid, pid);
-	n->pid = pid;
-	n->port = 0;
-	n->stopped = false;
-	/* the port it bound, from its log */
-	int64_t deadline = sv_mono_ms() + 30000;
-	while (!n->port) {
-		char *s = cr_slurp(n->log, NULL);
-		const char *p = s ? strstr(s, "listening on http://127.0.0.1:")
-				  : NULL;
-		if (p && s && strstr(s, "of streamvisor cluster"))
-			n->port = atoi(p +
-				       strlen("listening on "
-					      "http://127.0.0.1:"));
-		free(s);
-		int st;
-		if (!n->port && waitpid(pid, &st, WNOHANG) == pid) {
-			n->pid = 0;
-			cr_fail(cl->c, "node %s exited at start; log %s", n->id,
-				n->log);
-		}
-		if (!n->port && sv_mono_ms() > deadline)
-			cr_fail(cl->c, "node %s did not start within 30 s",
-				n->id);
-		if (!n->port)
-			usleep(50000);
-	}
-	printf("[%s %6.1fs] node %s up on port %d (pid %d)%s%s%s%s\n",
-	       cl->c->test, cr_secs(cl->c), n->id, n->port, (int)pid,
-	       env ? " with " : "", env ? env : "", env2 ? " " : "",
-	       env2 ? env2 : "");
-	fflush(stdout);
-}
-
-/* SIGTERM: the node's graceful shutdown (final checkpoints); it must exit
- * within timeout_ms. */
-static void node_term(cluster_t *cl, int i, int timeout_ms)
-{
-	node_t *n = &cl->n[i];
-	int64_t t0 = sv_mono_ms(), deadline = t0 + timeout_ms;
-	kill(n->pid, SIGTERM);
-	int st;
-	while (waitpid(n->pid, &st, WNOHANG) != n->pid) {
-		if (sv_mono_ms() > deadline)
-			cr_fail(cl->c,
-				"node %s did not exit within %d ms of "
-				"SIGTERM",
-				n->id, timeout_ms);
-		usleep(50000);
-	}
-	printf("[%s %6.1fs] node %s stopped by SIGTERM in %" PRId64
-	       " ms (exit %d)\n",
-	       cl->c->test, cr_secs(cl->c), n->id, sv_mono_ms() - t0,
-	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	n->pid = 0;
-	n->port = 0;
-}
-
-static void node_kill(cluster_t *cl, int i)
-{
-	node_t *n = &cl->n[i];
-	if (n->pid <= 0)
-		return;
-	kill(n->pid, SIGCONT);
-	cr_kill_group(n->pid);
-	int st;
-	waitpid(n->pid, &st, 0);
-	n->pid = 0;
-	n->port = 0;
-}
-
-/* The job's status on node i, or NULL (unreachable, not there yet). */
-static json_t *node_job(cluster_t *cl, int i, const char *id)
-{
-	node_t *n = &cl->n[i];
-	if (n->pid <= 0 || n->stopped)
-		return NULL;
-	char path[200], *resp = NULL;
-	snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-	int st = cr_http_do(n->port, "GET", path, NULL, &resp, 3000);
-	json_t *o = st == 200 && resp ? json_loads(resp, 0, NULL) : NULL;
-	free(resp);
-	return o;
-}
-
-/* How many partitions node i reads in the job's current attempt (-1: no
- * answer); their ids into *mask. */
-static int node_parts(cluster_t *cl, int i, const char *id, unsigned *mask)
-{
-	json_t *o = node_job(cl, i, id);
-	if (!o)
-		return -1;
-	json_t *parts = json_object_get(o, "partitions");
-	size_t k;
-	json_t *pe;
-	unsigned m = 0;
-	json_array_foreach (parts, k, pe) {
-		m |= 1u << cr_jint(pe, "partition", 0);
-		const char *node = json_string_value(
-			json_object_get(pe, "node"));
-		if (!node || strcmp(node, cl->n[i].id))
-			cr_fail(cl->c,
-				"node %s lists partition %d as read by "
-				"node '%s'",
-				cl->n[i].id, (int)cr_jint(pe, "partition", 0),
-				node ? node : "(none)");
-	}
-	int n = (int)json_array_size(parts);
-	json_decref(o);
-	if (mask)
-		*mask = m;
-	return n;
-}
-
-static int64_t node_dist(cluster_t *cl, int i, const char *id, const char *k)
-{
-	json_t *o = node_job(cl, i, id);
-	int64_t v = o ? cr_jint(json_object_get(o, "distributed"), k, -1) : -1;
-	json_decref(o);
-	return v;
-}
-
-/* Wait until every node in want (node index → partitions, -1: do not
- * care, -2: at least one) reads that many partitions, and together all
- * PARTS. Returns ms waited. */
-static int64_t wait_split(cluster_t *cl, const char *id, const int *want,
-			  int timeout_ms, const char *what)
-{
-	int64_t t0 = sv_mono_ms(), deadline = t0 + timeout_ms;
-	for (;;) {
-		bool ok = true;
-		unsigned all = 0;
-		char got[128] = "";
-		size_t off = 0;
-		for (int i = 0; i < cl->nn; i++) {
-			unsigned m = 0;
-			int n = want[i] != -1 ? node_parts(cl, i, id, &m) : 0;
-			all |= m;
-			if (want[i] != -1) {
-				ok = ok &&
-					(want[i] == -2 ? n >= 1 : n == want[i]);
-				off += (size_t)snprintf(
-					got + off, sizeof(got) - off,
-					"%s%s=%d(0x%x)", off ? " " : "",
-					cl->n[i].id, n, m);
-			}
-		}
-		if (ok && all == (1u << PARTS) - 1) {
-			int64_t ms = sv_mono_ms() - t0;
-			printf("[%s %6.1fs] %s: %s after %" PRId64 " ms\n",
-			       cl->c->test, cr_secs(cl->c), what, got, ms);
-			fflush(stdout);
-			return ms;
-		}
-		if (sv_mono_ms() > deadline)
-			cr_fail(cl->c, "%s: not reached within %d ms (%s)",
-				what, timeout_ms, got);
-		usleep(100000);
-	}
-}
-
-static char *submit(cluster_t *cl, int i, const char *spec)
-{
-	char *resp = NULL;
-	int st = cr_http_do(cl->n[i].port, "POST", "/v1/jobs", spec, &resp,
-			    15000);
-	json_t *o = resp ? json_loads(resp, 0, NULL) : NULL;
-	const char *id = o ? json_string_value(json_object_get(o, "id")) : NULL;
-	if (st != 201 || !id)
-		cr_fail(cl->c, "submit to %s: %d %s", cl->n[i].id, st,
-			resp ? resp : "");
-	char *r = sv_strdup(id);
-	json_decref(o);
-	free(resp);
-	return r;
-}
-
-/* Until node i has at least min records written and not yet committed
- * (an open transaction with output): then a kill or a freeze leaves
- * aborted output behind. */
-static void wait_uncommitted(cluster_t *cl, int i, const char *id, int64_t min)
-{
-	int64_t deadline = sv_mono_ms() + 30000;
-	while (node_dist(cl, i, id, "records_out_uncommitted") < min) {
-		if (sv_mono_ms() > deadline)
-			cr_fail(cl->c,
-				"node %s never had %" PRId64
-				" uncommitted records",
-				cl->n[i].id, min);
-		usleep(10000);
-	}
-}
-
-static cluster_t *cluster_new(void **state, const char *test, unsigned salt,
-			      int nodes)
-{
-	crash_t *c = cr_new(state, test, salt);
-	char *logs;
-	if (asprintf(&logs, "%s/logs", c->root) < 0)
-		abort();
-	mkdir(logs, 0755);
-	free(logs);
-	cluster_t *cl = sv_calloc(1, sizeof(*cl));
-	cl->c = c;
-	cl->name = tk_unique("itc");
-	g_cl = cl;
-	for (int i = 0; i < nodes; i++)
-		node_init(cl, i);
-	return cl;
-}
-
-static void cluster_free(cluster_t *cl)
-{
-	kill_nodes();
-	for (int i = 0; i < cl->nn; i++) {
-		if (cl->n[i].pid > 0)
-			waitpid(cl->n[i].pid, NULL, 0);
-		free(cl->n[i].dir);
-		free(cl->n[i].config);
-	}
-	free(cl->name);
-	free(cl);
-	g_cl = NULL;
-}
-
-/* Wait until the group committed the input's end, then check the output
- * with both readers. Returns the read_committed tally; *unc the other. */
-static tally_t finish(cluster_t *cl, cjob_t *j, tally_t *unc, const char *role,
-		      const char *unc_role)
-{
-	crash_t *c = cl->c;
-	cr_wait_input(c);
-	int64_t ends[PARTS], got[PARTS];
-	cr_input_ends(c, ends);
-	int64_t deadline = sv_mono_ms() + 60000;
-	while (!cr_group_at_end(c, j, ends, got)) {
-		if (sv_mono_ms() > deadline)
-			cr_fail(c,
-				"group offsets %" PRId64 ",%" PRId64 ",%" PRId64
-				",%" PRId64
-				" did not reach the input's end %" PRId64
-				",%" PRId64 ",%" PRId64 ",%" PRId64,
-				got[0], got[1], got[2], got[3], ends[0],
-				ends[1], ends[2], ends[3]);
-		usleep(200000);
-	}
-	tally_t t = cr_check_output(c, j, true);
-	cr_summary(c, j, "read_committed", &t, role);
-	*unc = cr_check_output(c, j, false);
-	cr_summary(c, j, "read_uncommitted", unc, unc_role);
-	return t;
-}
-
-static cjob_t *add_job(cluster_t *cl)
-{
-	cjob_t *j = cr_add_job(cl->c, "eo-pass", J_PASS, S_KAFKA, true);
-	/* a crashed node's open transaction holds its partitions until it
-	 * times out (docs/cluster.md) */
-	j->sink_extra = "\"transaction_timeout_ms\": 10000";
-	return j;
-}
 
 /* ---- two nodes share a job; one is killed -9, then restarted ---- */
 
 static void test_share_kill_restart(void **state)
 {
-	cluster_t *cl = cluster_new(state, "share_kill", 11, 2);
+	cluster_t *cl = cl_new(state, "share_kill", 11, 2);
 	crash_t *c = cl->c;
-	cjob_t *j = add_job(cl);
-	node_start(cl, 0, NULL, NULL);
-	node_start(cl, 1, NULL, NULL);
+	cjob_t *j = cl_add_job(cl);
+	cl_node_start(cl, 0, NULL, NULL);
+	cl_node_start(cl, 1, NULL, NULL);
 	char *spec = cr_job_spec(c, j);
-	j->id = submit(cl, 0, spec); /* to node 1 only */
+	j->id = cl_submit(cl, 0, spec); /* to node 1 only */
 	free(spec);
 	int both[] = {2, 2};
-	wait_split(cl, j->id, both, 30000,
-		   "shared (submitted to n1 only; n2 has it from the "
-		   "registry)");
+	cl_wait_split(cl, j->id, both, 30000,
+		      "shared (submitted to n1 only; n2 has it from the "
+		      "registry)");
 
 	cr_producer_start(&c->prod, c->in_topic, 24000, 2000);
-	wait_uncommitted(cl, 0, j->id, 100);
+	cl_wait_uncommitted(cl, 0, j->id, 100);
 	int64_t t_kill = sv_mono_ms();
-	node_kill(cl, 0);
+	cl_node_kill(cl, 0);
 	printf("[%s %6.1fs] kill -9 n1 (output in an open transaction)\n",
 	       c->test, cr_secs(c));
 	int only2[] = {-1, 4};
-	int64_t take = wait_split(cl, j->id, only2, 40000,
-				  "n2 took n1's partitions");
+	int64_t take = cl_wait_split(cl, j->id, only2, 40000,
+				     "n2 took n1's partitions");
 	/* the first output of the new owner for n1's partitions: its
 	 * checkpoint committed beyond where the group stood at the kill */
 	printf("[ cluster ] kill -9 -> other node holds every partition: "
@@ -490,8 +119,8 @@ static void test_share_kill_restart(void **state)
 	       sv_mono_ms() - t_kill);
 
 	/* n1 comes back: same data dir, same node id, same static member */
-	node_start(cl, 0, NULL, NULL);
-	wait_split(cl, j->id, both, 40000, "n1 back, shared again");
+	cl_node_start(cl, 0, NULL, NULL);
+	cl_wait_split(cl, j->id, both, 40000, "n1 back, shared again");
 	char path[800];
 	snprintf(path, sizeof(path), "%s/node_id", cl->n[0].dir);
 	char *kept = cr_slurp(path, NULL);
@@ -501,10 +130,10 @@ static void test_share_kill_restart(void **state)
 	free(kept);
 
 	tally_t unc,
-		t = finish(cl, j, &unc, "asserted",
-			   "negative control: duplicates asserted");
-	int64_t rb = node_dist(cl, 1, j->id, "rebalances");
-	int64_t fenced = node_dist(cl, 1, j->id, "commits_fenced");
+		t = cl_finish(cl, j, &unc, "asserted",
+			      "negative control: duplicates asserted");
+	int64_t rb = cl_node_dist(cl, 1, j->id, "rebalances");
+	int64_t fenced = cl_node_dist(cl, 1, j->id, "commits_fenced");
 	printf("[ cluster ] n2: revokes acknowledged after a checkpoint "
 	       "%" PRId64 ", commits fenced %" PRId64 "\n",
 	       rb, fenced);
@@ -534,7 +163,7 @@ static void test_share_kill_restart(void **state)
 	for (bool both_done = false; !both_done;) {
 		both_done = true;
 		for (int i = 0; i < 2; i++) {
-			json_t *o = node_job(cl, i, j->id);
+			json_t *o = cl_node_job(cl, i, j->id);
 			const char *state = o
 				? json_string_value(json_object_get(o, "state"))
 				: NULL;
@@ -553,13 +182,13 @@ static void test_share_kill_restart(void **state)
 	       "%" PRId64 " ms\n",
 	       sv_mono_ms() - t_cancel);
 	c->passed = true;
-	cluster_free(cl);
+	cl_free(cl);
 }
 
 /* The id of node i's last committed checkpoint of the job (-1: none). */
 static int64_t last_ck(cluster_t *cl, int i, const char *id)
 {
-	json_t *o = node_job(cl, i, id);
+	json_t *o = cl_node_job(cl, i, id);
 	json_t *ck = o ? json_object_get(o, "last_checkpoint") : NULL;
 	int64_t v = json_is_object(ck) ? cr_jint(ck, "id", -1) : -1;
 	json_decref(o);
@@ -591,16 +220,16 @@ static void wait_committed_past(cluster_t *cl, cjob_t *j, const int64_t *at,
 
 static void test_crash_loop(void **state)
 {
-	cluster_t *cl = cluster_new(state, "crash_loop", 31, 2);
+	cluster_t *cl = cl_new(state, "crash_loop", 31, 2);
 	crash_t *c = cl->c;
-	cjob_t *j = add_job(cl);
-	node_start(cl, 0, NULL, NULL);
-	node_start(cl, 1, NULL, NULL);
+	cjob_t *j = cl_add_job(cl);
+	cl_node_start(cl, 0, NULL, NULL);
+	cl_node_start(cl, 1, NULL, NULL);
 	char *spec = cr_job_spec(c, j);
-	j->id = submit(cl, 0, spec);
+	j->id = cl_submit(cl, 0, spec);
 	free(spec);
 	int both[] = {2, 2};
-	wait_split(cl, j->id, both, 30000, "shared");
+	cl_wait_split(cl, j->id, both, 30000, "shared");
 	int kills = env_on("SV_CLUSTER_LONG") ? 30 : 3;
 	cr_producer_start(&c->prod, c->in_topic, 4000000, 2000);
 	int within = 0, beyond = 0;
@@ -609,8 +238,8 @@ static void test_crash_loop(void **state)
 		int victim = (int)(rnd(&c->rng) % 2), other = 1 - victim;
 		/* every other kill waits out the session timeout */
 		bool late = k % 2 == 1;
-		int64_t rb0 = node_dist(cl, other, j->id, "rebalances");
-		node_kill(cl, victim);
+		int64_t rb0 = cl_node_dist(cl, other, j->id, "rebalances");
+		cl_node_kill(cl, victim);
 		int down_ms = (int)(rnd(&c->rng) % 3000);
 		if (late)
 			printf("[%s %6.1fs] kill -9 %s; restart once the other "
@@ -625,14 +254,14 @@ static void test_crash_loop(void **state)
 		if (late) {
 			int alone[] = {-1, -1};
 			alone[other] = 4;
-			wait_split(cl, j->id, alone, 30000,
-				   "the other node holds every partition");
+			cl_wait_split(cl, j->id, alone, 30000,
+				      "the other node holds every partition");
 		} else {
 			usleep((useconds_t)down_ms * 1000);
 		}
-		node_start(cl, victim, NULL, NULL);
-		wait_split(cl, j->id, both, 40000, "shared again");
-		int64_t rb1 = node_dist(cl, other, j->id, "rebalances");
+		cl_node_start(cl, victim, NULL, NULL);
+		cl_wait_split(cl, j->id, both, 40000, "shared again");
+		int64_t rb1 = cl_node_dist(cl, other, j->id, "rebalances");
 		printf("[ cluster ] kill %d (%s): the other node gave back "
 		       "partitions %" PRId64 " time(s) meanwhile\n",
 		       k + 1, late ? "beyond session" : "within session",
@@ -641,8 +270,8 @@ static void test_crash_loop(void **state)
 	}
 	atomic_store(&c->prod.stop, true);
 	tally_t unc,
-		t = finish(cl, j, &unc, "asserted",
-			   "negative control: duplicates asserted");
+		t = cl_finish(cl, j, &unc, "asserted",
+			      "negative control: duplicates asserted");
 	printf("[ cluster ] KILLS within session %d, beyond %d\n", within,
 	       beyond);
 	if (!cr_exact(&t))
@@ -654,22 +283,22 @@ static void test_crash_loop(void **state)
 		cr_fail(c, "negative control: %d kills left no aborted output",
 			kills);
 	c->passed = true;
-	cluster_free(cl);
+	cl_free(cl);
 }
 
 /* ---- scale 1 -> 2 -> 3 -> 2 -> 1 nodes while input flows ---- */
 
 static void test_scale(void **state)
 {
-	cluster_t *cl = cluster_new(state, "scale", 29, 3);
+	cluster_t *cl = cl_new(state, "scale", 29, 3);
 	crash_t *c = cl->c;
-	cjob_t *j = add_job(cl);
-	node_start(cl, 0, NULL, NULL);
+	cjob_t *j = cl_add_job(cl);
+	cl_node_start(cl, 0, NULL, NULL);
 	char *spec = cr_job_spec(c, j);
-	j->id = submit(cl, 0, spec);
+	j->id = cl_submit(cl, 0, spec);
 	free(spec);
 	int one[] = {4, -1, -1};
-	wait_split(cl, j->id, one, 30000, "1 node");
+	cl_wait_split(cl, j->id, one, 30000, "1 node");
 	int cycles = env_on("SV_CLUSTER_LONG") ? 10 : 1;
 	cr_producer_start(&c->prod, c->in_topic, 2000000, 2000);
 	int two[] = {2, 2, -1};
@@ -677,22 +306,22 @@ static void test_scale(void **state)
 	for (int k = 0; k < cycles; k++) {
 		printf("[%s %6.1fs] cycle %d of %d: 1 -> 2 -> 3 -> 2 -> 1\n",
 		       c->test, cr_secs(c), k + 1, cycles);
-		node_start(cl, 1, NULL, NULL);
-		wait_split(cl, j->id, two, 30000, "2 nodes");
-		node_start(cl, 2, NULL, NULL);
-		wait_split(cl, j->id, three, 30000, "3 nodes");
+		cl_node_start(cl, 1, NULL, NULL);
+		cl_wait_split(cl, j->id, two, 30000, "2 nodes");
+		cl_node_start(cl, 2, NULL, NULL);
+		cl_wait_split(cl, j->id, three, 30000, "3 nodes");
 		/* a static member sends no LeaveGroup: its partitions move
 		 * after the session timeout */
-		node_term(cl, 2, 20000);
-		wait_split(cl, j->id, two, 30000, "2 nodes (n3 stopped)");
-		node_term(cl, 1, 20000);
-		wait_split(cl, j->id, one, 30000, "1 node (n2 stopped)");
+		cl_node_term(cl, 2, 20000);
+		cl_wait_split(cl, j->id, two, 30000, "2 nodes (n3 stopped)");
+		cl_node_term(cl, 1, 20000);
+		cl_wait_split(cl, j->id, one, 30000, "1 node (n2 stopped)");
 	}
 	atomic_store(&c->prod.stop, true); /* the input ends here */
 	tally_t unc,
-		t = finish(cl, j, &unc, "asserted",
-			   "graceful leaves: reported, not asserted");
-	int64_t rb = node_dist(cl, 0, j->id, "rebalances");
+		t = cl_finish(cl, j, &unc, "asserted",
+			      "graceful leaves: reported, not asserted");
+	int64_t rb = cl_node_dist(cl, 0, j->id, "rebalances");
 	printf("[ cluster ] n1: revokes acknowledged after a checkpoint "
 	       "%" PRId64 "\n",
 	       rb);
@@ -706,25 +335,25 @@ static void test_scale(void **state)
 			"per membership change (4)",
 			rb);
 	c->passed = true;
-	cluster_free(cl);
+	cl_free(cl);
 }
 
 /* ---- a frozen node (SIGSTOP) past the session timeout, then resumed ---- */
 
 static void test_zombie_sigstop(void **state)
 {
-	cluster_t *cl = cluster_new(state, "zombie_stop", 17, 2);
+	cluster_t *cl = cl_new(state, "zombie_stop", 17, 2);
 	crash_t *c = cl->c;
-	cjob_t *j = add_job(cl);
-	node_start(cl, 0, NULL, NULL);
-	node_start(cl, 1, NULL, NULL);
+	cjob_t *j = cl_add_job(cl);
+	cl_node_start(cl, 0, NULL, NULL);
+	cl_node_start(cl, 1, NULL, NULL);
 	char *spec = cr_job_spec(c, j);
-	j->id = submit(cl, 1, spec);
+	j->id = cl_submit(cl, 1, spec);
 	free(spec);
 	int both[] = {2, 2};
-	wait_split(cl, j->id, both, 30000, "shared");
+	cl_wait_split(cl, j->id, both, 30000, "shared");
 	cr_producer_start(&c->prod, c->in_topic, 20000, 2000);
-	wait_uncommitted(cl, 0, j->id, 100);
+	cl_wait_uncommitted(cl, 0, j->id, 100);
 	kill(cl->n[0].pid, SIGSTOP);
 	cl->n[0].stopped = true;
 	printf("[%s %6.1fs] SIGSTOP n1 (output in an open transaction)\n",
@@ -733,21 +362,21 @@ static void test_zombie_sigstop(void **state)
 	int64_t at[PARTS];
 	cr_group_at_end(c, j, ends0, at);
 	int only2[] = {-1, 4};
-	wait_split(cl, j->id, only2, 40000,
-		   "n2 took the frozen n1's partitions");
+	cl_wait_split(cl, j->id, only2, 40000,
+		      "n2 took the frozen n1's partitions");
 	wait_committed_past(cl, j, at, 30000, "n2 committed every partition");
 	kill(cl->n[0].pid, SIGCONT);
 	cl->n[0].stopped = false;
 	printf("[%s %6.1fs] SIGCONT n1\n", c->test, cr_secs(c));
-	wait_split(cl, j->id, both, 40000, "n1 rejoined, shared again");
-	int64_t fenced = node_dist(cl, 0, j->id, "commits_fenced");
-	int64_t lost = node_dist(cl, 0, j->id, "partitions_lost");
+	cl_wait_split(cl, j->id, both, 40000, "n1 rejoined, shared again");
+	int64_t fenced = cl_node_dist(cl, 0, j->id, "commits_fenced");
+	int64_t lost = cl_node_dist(cl, 0, j->id, "partitions_lost");
 	printf("[ cluster ] SIGSTOPped n1 after SIGCONT: commits fenced "
 	       "%" PRId64 ", assignments lost %" PRId64 "\n",
 	       fenced, lost);
 	tally_t unc,
-		t = finish(cl, j, &unc, "asserted",
-			   "negative control: duplicates asserted");
+		t = cl_finish(cl, j, &unc, "asserted",
+			      "negative control: duplicates asserted");
 	if (!cr_exact(&t))
 		cr_fail(c,
 			"exactly-once output is not exact after the frozen "
@@ -761,7 +390,7 @@ static void test_zombie_sigstop(void **state)
 			"the resumed node was neither fenced nor told its "
 			"assignment was lost");
 	c->passed = true;
-	cluster_free(cl);
+	cl_free(cl);
 }
 
 /* ---- a member stuck in a checkpoint past max.poll.interval.ms ---- */
@@ -770,7 +399,7 @@ static void test_zombie_sigstop(void **state)
 
 static void zombie_delay(void **state, const char *test, bool groupid_only)
 {
-	cluster_t *cl = cluster_new(state, test, groupid_only ? 23 : 19, 2);
+	cluster_t *cl = cl_new(state, test, groupid_only ? 23 : 19, 2);
 	crash_t *c = cl->c;
 	/* the stuck member's transaction must outlive the delay, so that
 	 * only the group can refuse its commit */
@@ -781,27 +410,27 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 	FILE *f = fopen(cl->n[0].config, "a");
 	fprintf(f, "  max_poll_interval_ms: 7000\n");
 	fclose(f);
-	node_start(cl, 1, NULL, NULL);
+	cl_node_start(cl, 1, NULL, NULL);
 	char *spec = cr_job_spec(c, j);
-	j->id = submit(cl, 1, spec);
+	j->id = cl_submit(cl, 1, spec);
 	free(spec);
 	int alone[] = {-1, 4};
-	wait_split(cl, j->id, alone, 30000, "n2 alone");
+	cl_wait_split(cl, j->id, alone, 30000, "n2 alone");
 	cr_producer_start(&c->prod, c->in_topic, 30000, 2000);
 	char env[64];
 	snprintf(env, sizeof(env),
 		 "STREAMVISOR_DELAY_AT=after_group_metadata:%d", DELAY_MS);
-	node_start(cl, 0, env,
-		   groupid_only ? "STREAMVISOR_TEST_GROUPID_CGMD=1" : NULL);
+	cl_node_start(cl, 0, env,
+		      groupid_only ? "STREAMVISOR_TEST_GROUPID_CGMD=1" : NULL);
 	int both[] = {2, 2};
-	wait_split(cl, j->id, both, 30000,
-		   "n1 joined (stuck at its first "
-		   "checkpoint from now on)");
+	cl_wait_split(cl, j->id, both, 30000,
+		      "n1 joined (stuck at its first "
+		      "checkpoint from now on)");
 	int64_t ends0[PARTS] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
 	int64_t at[PARTS];
 	cr_group_at_end(c, j, ends0, at);
-	wait_split(cl, j->id, alone, 40000,
-		   "n2 took the stuck member's partitions");
+	cl_wait_split(cl, j->id, alone, 40000,
+		      "n2 took the stuck member's partitions");
 	wait_committed_past(cl, j, at, 30000, "n2 committed every partition");
 	/* the stuck member wakes and tries to commit: refused, or (without
 	 * fencing) a checkpoint newer than the one it was stuck in */
@@ -809,7 +438,7 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 	int64_t deadline = sv_mono_ms() + 30000;
 	int64_t fenced = 0, ck = -1;
 	for (;;) {
-		fenced = node_dist(cl, 0, j->id, "commits_fenced");
+		fenced = cl_node_dist(cl, 0, j->id, "commits_fenced");
 		ck = last_ck(cl, 0, j->id);
 		if (groupid_only ? ck > before : fenced >= 1)
 			break;
@@ -843,16 +472,16 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 	/* it would be stuck again at every checkpoint: kill it and start it
 	 * without the delay; the same transactional id aborts what it left
 	 * open */
-	node_kill(cl, 0);
-	node_start(cl, 0, NULL, NULL);
+	cl_node_kill(cl, 0);
+	cl_node_start(cl, 0, NULL, NULL);
 	int both2[] = {2, 2};
-	wait_split(cl, j->id, both2, 40000, "n1 back without the delay");
+	cl_wait_split(cl, j->id, both2, 40000, "n1 back without the delay");
 	tally_t unc,
-		t = finish(cl, j, &unc,
-			   groupid_only ? "negative control: duplicates "
-					  "asserted"
-					: "asserted",
-			   "aborted output shown, not asserted");
+		t = cl_finish(cl, j, &unc,
+			      groupid_only ? "negative control: duplicates "
+					     "asserted"
+					   : "asserted",
+			      "aborted output shown, not asserted");
 	if (groupid_only) {
 		if (!t.dup)
 			cr_fail(c,
@@ -865,7 +494,7 @@ static void zombie_delay(void **state, const char *test, bool groupid_only)
 			"member's commit (SUMMARY above)");
 	}
 	c->passed = true;
-	cluster_free(cl);
+	cl_free(cl);
 }
 
 static void test_zombie_delay(void **state)
@@ -878,29 +507,22 @@ static void test_zombie_delay_groupid_only(void **state)
 	zombie_delay(state, "zombie_delay_neg", true);
 }
 
-static int teardown(void **state)
-{
-	if (g_cl)
-		cluster_free(g_cl);
-	return cr_teardown(state);
-}
-
 int main(void)
 {
-	atexit(kill_nodes);
+	atexit(cl_kill_nodes);
 	atexit(cr_atexit_kill);
 	signal(SIGPIPE, SIG_IGN);
 	const char *only = getenv("SV_CLUSTER_ONLY");
 	if (only && *only)
 		cmocka_set_test_filter(only);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_share_kill_restart, teardown),
-		cmocka_unit_test_teardown(test_crash_loop, teardown),
-		cmocka_unit_test_teardown(test_scale, teardown),
-		cmocka_unit_test_teardown(test_zombie_sigstop, teardown),
-		cmocka_unit_test_teardown(test_zombie_delay, teardown),
+		cmocka_unit_test_teardown(test_share_kill_restart, cl_teardown),
+		cmocka_unit_test_teardown(test_crash_loop, cl_teardown),
+		cmocka_unit_test_teardown(test_scale, cl_teardown),
+		cmocka_unit_test_teardown(test_zombie_sigstop, cl_teardown),
+		cmocka_unit_test_teardown(test_zombie_delay, cl_teardown),
 		cmocka_unit_test_teardown(test_zombie_delay_groupid_only,
-					  teardown),
+					  cl_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
