@@ -229,6 +229,27 @@ static sv_error_t *produce(sv_dist_t *d, const char *key, const char *value)
 	return NULL;
 }
 
+/* A record's `end_offsets` (an array, index = partition) into *ends (the
+ * caller's); returns the count, 0 when absent or not all integers. */
+static size_t record_ends(const json_t *a, int64_t **ends)
+{
+	*ends = NULL;
+	size_t n = json_is_array(a) ? json_array_size(a) : 0;
+	if (!n)
+		return 0;
+	*ends = sv_calloc(n, sizeof(**ends));
+	for (size_t i = 0; i < n; i++) {
+		const json_t *v = json_array_get(a, i);
+		if (!json_is_integer(v) || json_integer_value(v) < 0) {
+			free(*ends);
+			*ends = NULL;
+			return 0;
+		}
+		(*ends)[i] = json_integer_value(v);
+	}
+	return n;
+}
+
 static void apply(sv_dist_t *d, const rd_kafka_message_t *m)
 {
 	if (!m->key || !m->payload || m->key_len < 5 ||
@@ -241,9 +262,12 @@ static void apply(sv_dist_t *d, const rd_kafka_message_t *m)
 			     : NULL;
 	const char *target = o ? json_string_value(json_object_get(o, "target"))
 			       : NULL;
+	int64_t *ends = NULL;
+	size_t nends = record_ends(json_object_get(o, "end_offsets"), &ends);
 	if (id && spec) {
 		sv_error_t *err = d->conf.apply(d->conf.opaque, id, spec,
-						target ? target : "running");
+						target ? target : "running",
+						ends, nends);
 		if (err) {
 			sv_logctx_t lc = {id, 0};
 			sv_log(&lc, SV_LOG_WARN, "cluster",
@@ -258,6 +282,7 @@ static void apply(sv_dist_t *d, const rd_kafka_message_t *m)
 		       "{id, spec}: skipped",
 		       (long long)m->offset, d->topic);
 	}
+	free(ends);
 	json_decref(o);
 }
 
@@ -386,15 +411,99 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out)
 sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
 				const char *spec_json, const char *target)
 {
+	return sv_dist_publish_job_ends(d, job_id, spec_json, target, NULL, 0);
+}
+
+sv_error_t *sv_dist_publish_job_ends(sv_dist_t *d, const char *job_id,
+				     const char *spec_json, const char *target,
+				     const int64_t *ends, size_t nends)
+{
 	char key[200];
 	snprintf(key, sizeof(key), "job/%s", job_id);
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", job_id, "spec",
 			      spec_json, "node", d->node_id, "target", target);
+	if (nends) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < nends; i++)
+			json_array_append_new(a, json_integer(ends[i]));
+		json_object_set_new(o, "end_offsets", a);
+	}
 	char *v = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	sv_error_t *err = produce(d, key, v);
 	free(v);
 	return err;
+}
+
+sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
+				int64_t **ends, size_t *nends)
+{
+	*ends = NULL;
+	*nends = 0;
+	sv_logctx_t log = {NULL, 0};
+	char role[400];
+	snprintf(role, sizeof(role),
+		 "end offsets of topic '%s' on cluster '%s'", topic,
+		 kafka->name);
+	static const sv_kafka_prop_t fixed[] = {
+		{"group.id", "_streamvisor.end-offsets"}, /* never joined */
+		{"enable.auto.commit", "false"},
+		/* ListOffsets at the last stable offset: a transaction of
+		 * the input still open at submit is not part of the job */
+		{"isolation.level", "read_committed"},
+	};
+	sv_kafka_client_conf_t cc = {
+		.type = RD_KAFKA_CONSUMER,
+		.cluster = kafka,
+		.client_id = "streamvisor-end-offsets",
+		.role = role,
+		.log = &log,
+		.fixed = fixed,
+		.nfixed = SV_ARRAY_LEN(fixed),
+	};
+	rd_kafka_t *rk = NULL;
+	sv_error_t *err = sv_kafka_client_new(&cc, &rk);
+	if (err)
+		return err;
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_resp_err_t e = rkt
+		? rd_kafka_metadata(rk, 0, rkt, &md, DIST_TIMEOUT_MS)
+		: rd_kafka_last_error();
+	if (!e &&
+	    (md->topic_cnt != 1 || md->topics[0].err ||
+	     md->topics[0].partition_cnt < 1))
+		e = md->topic_cnt == 1 && md->topics[0].err
+			? md->topics[0].err
+			: RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+	int np = e ? 0 : md->topics[0].partition_cnt;
+	int64_t *out = np ? sv_calloc((size_t)np, sizeof(*out)) : NULL;
+	for (int p = 0; !e && p < np; p++) {
+		int64_t lo = -1, hi = -1;
+		e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+						     DIST_TIMEOUT_MS);
+		out[p] = hi;
+	}
+	if (e)
+		err = sv_error_set_field(
+			sv_kafka_error(rk, &log, SV_ERR_BINDING, e, NULL,
+				       "cannot take the end offsets of topic "
+				       "'%s' on cluster '%s' for a bounded "
+				       "job",
+				       topic, kafka->name),
+			"source.topic");
+	if (md)
+		rd_kafka_metadata_destroy(md);
+	if (rkt)
+		rd_kafka_topic_destroy(rkt);
+	sv_kafka_client_destroy(rk);
+	if (err) {
+		free(out);
+		return err;
+	}
+	*ends = out;
+	*nends = (size_t)np;
+	return NULL;
 }
 
 int64_t sv_dist_applied_offset(const sv_dist_t *d)

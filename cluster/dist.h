@@ -15,6 +15,7 @@
 #ifndef SV_CLUSTER_DIST_H
 #define SV_CLUSTER_DIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/cluster.h"
@@ -41,10 +42,13 @@ typedef struct sv_dist_conf {
 	int replication_factor;
 	/* A job record: make the job as the record says — create it when
 	 * target is "running" and this node does not have it (spec is the
-	 * job spec JSON), cancel it when target is "cancelled". Errors are
-	 * logged. thread: the registry's */
+	 * job spec JSON), cancel it when target is "cancelled". A bounded
+	 * job's record carries its end offsets (ends[p] for partition p of
+	 * the source topic; NULL and 0 for other jobs). Errors are logged.
+	 * thread: the registry's */
 	sv_error_t *(*apply)(void *opaque, const char *job_id,
-			     const char *spec_json, const char *target);
+			     const char *spec_json, const char *target,
+			     const int64_t *ends, size_t nends);
 	void *opaque;
 } sv_dist_conf_t;
 
@@ -59,6 +63,23 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out);
  * "cancelled". Errors: SV_ERR_BINDING. thread: any */
 sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
 				const char *spec_json, const char *target);
+
+/* The same with a bounded job's end offsets (ends[p] for partition p;
+ * nends 0: none), written as the record's `end_offsets`. thread: any */
+sv_error_t *sv_dist_publish_job_ends(sv_dist_t *d, const char *job_id,
+				     const char *spec_json, const char *target,
+				     const int64_t *ends, size_t nends);
+
+/* A bounded job's end offsets, fixed once when the job is first written
+ * to the registry so that every member agrees where the input ends: the
+ * last stable offset (read_committed ListOffsets) of every partition of
+ * topic on cluster kafka, *ends[p] for partition p (*nends the partition
+ * count); *ends is the caller's (free). The leader's duty in SCALE-OUT.md
+ * §5.2; any node that accepts the submit calls it today. Errors:
+ * SV_ERR_BINDING (the topic is missing or the cluster cannot answer).
+ * thread: any */
+sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
+				int64_t **ends, size_t *nends);
 
 /* The registry's read position (records applied up to this offset) and
  * the jobs seen; for GET /v1/cluster. thread: any */

@@ -138,7 +138,8 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		return err;
 	/* distributed: every node cancels (docs/cluster.md) */
 	if (!c->replicated &&
-	    (err = sv_dist_publish(sv, job->id, job->spec, "cancelled")))
+	    (err = sv_dist_publish(sv, job->id, job->spec, "cancelled",
+				   job->end_offsets, job->nend_offsets)))
 		return err;
 	job->cancel_requested = true;
 	job->pending_start = false;

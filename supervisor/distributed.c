@@ -38,12 +38,6 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 				     "only, not '%s'",
 				     js->source->kind),
 			"source.kind");
-	if (sv_jobspec_bounded(spec))
-		return sv_error_set_field(
-			sv_error_new(SV_ERR_SUBMISSION,
-				     "distributed mode does not run bounded "
-				     "jobs yet"),
-			"mode");
 	if (sv_jobspec_parallelism(spec) != 1)
 		return sv_error_set_field(
 			sv_error_new(SV_ERR_SUBMISSION,
@@ -58,6 +52,19 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 			continue;
 		char field[64];
 		snprintf(field, sizeof(field), "pipeline[%zu]", i);
+		if (sv_jobspec_bounded(spec))
+			return sv_error_set_field(
+				sv_error_new(SV_ERR_COVERAGE,
+					     "distributed mode runs bounded "
+					     "jobs of stateless steps (filter, "
+					     "select) only: a bounded job's "
+					     "final windows fire at the end of "
+					     "each partition, on whichever "
+					     "node finishes it, so its task "
+					     "state would have to move between "
+					     "nodes, which it does not yet "
+					     "(docs/cluster.md)"),
+				field);
 		return sv_error_set_field(
 			sv_error_new(SV_ERR_COVERAGE,
 				     "distributed mode runs stateless steps "
@@ -70,7 +77,8 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 }
 
 static sv_error_t *apply(void *opaque, const char *job_id,
-			 const char *spec_json, const char *target)
+			 const char *spec_json, const char *target,
+			 const int64_t *ends, size_t nends)
 {
 	sv_supervisor_t *sv = opaque;
 	if (!strcmp(target, "cancelled")) {
@@ -90,7 +98,7 @@ static sv_error_t *apply(void *opaque, const char *job_id,
 		}
 		return err;
 	}
-	return sv_supervisor_adopt(sv, job_id, spec_json);
+	return sv_supervisor_adopt(sv, job_id, spec_json, ends, nends);
 }
 
 sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
@@ -134,14 +142,83 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 }
 
 sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
-			    const sv_jobspec_t *spec, const char *target)
+			    const sv_jobspec_t *spec, const char *target,
+			    const int64_t *ends, size_t nends)
 {
 	if (!sv->dist)
 		return NULL;
 	char *json = sv_jobspec_to_json(spec);
-	sv_error_t *err = sv_dist_publish_job(sv->dist, job_id, json, target);
+	sv_error_t *err = sv_dist_publish_job_ends(sv->dist, job_id, json,
+						   target, ends, nends);
 	free(json);
 	return err;
+}
+
+/* Bounded jobs across nodes: the end offsets are fixed once, when the job
+ * is first written to the registry, and every node reads them from the
+ * job's record, so every member stops each partition at the same offset
+ * whichever node reads it (SCALE-OUT.md §5.2 gives this to the leader;
+ * with no leader yet, the node that accepts the submit takes them). */
+sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
+			      const int64_t *ends, size_t nends)
+{
+	if (!sv->conf.dist.name || !sv_jobspec_bounded(job->spec))
+		return NULL;
+	if (adopted && !nends)
+		return sv_error_new(SV_ERR_SUBMISSION,
+				    "the registry record of bounded job '%s' "
+				    "has no end_offsets",
+				    job->id);
+	if (nends) {
+		job->end_offsets = sv_calloc(nends, sizeof(*ends));
+		memcpy(job->end_offsets, ends, nends * sizeof(*ends));
+		job->nend_offsets = nends;
+		return NULL;
+	}
+	const Streamvisor__JobSpec *js = job->spec->msg;
+	const sv_cluster_t *kafka = sv_svconf_cluster(&sv->conf,
+						      js->source->cluster);
+	if (!kafka)
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_BINDING,
+				     "cluster profile '%s' is not defined",
+				     js->source->cluster),
+			"source.cluster");
+	sv_error_t *err = sv_dist_end_offsets(kafka, js->source->topic,
+					      &job->end_offsets,
+					      &job->nend_offsets);
+	if (err)
+		return err;
+	int64_t total = 0;
+	for (size_t p = 0; p < job->nend_offsets; p++)
+		total += job->end_offsets[p];
+	sv_logctx_t lc = {job->id, 0};
+	sv_log(&lc, SV_LOG_INFO, "cluster",
+	       "bounded job: end offsets of topic '%s' fixed at submit over "
+	       "%zu partitions (%lld offsets in all)",
+	       js->source->topic, job->nend_offsets, (long long)total);
+	return NULL;
+}
+
+json_t *sv_dist_ends_json(const sv_job_t *job)
+{
+	if (!job->nend_offsets)
+		return NULL;
+	json_t *a = json_array();
+	for (size_t p = 0; p < job->nend_offsets; p++)
+		json_array_append_new(a, json_integer(job->end_offsets[p]));
+	return a;
+}
+
+void sv_dist_ends_load(sv_job_t *job, const json_t *a)
+{
+	size_t n = json_is_array(a) ? json_array_size(a) : 0;
+	if (!n)
+		return;
+	job->end_offsets = sv_calloc(n, sizeof(*job->end_offsets));
+	job->nend_offsets = n;
+	for (size_t p = 0; p < n; p++)
+		job->end_offsets[p] = json_integer_value(json_array_get(a, p));
 }
 
 void sv_dist_release(sv_supervisor_t *sv)

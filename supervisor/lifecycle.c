@@ -149,6 +149,8 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 		wc.session_timeout_ms = (int)sv->conf.dist.session_timeout_ms;
 		wc.max_poll_interval_ms =
 			(int)sv->conf.dist.max_poll_interval_ms;
+		wc.end_offsets = job->end_offsets;
+		wc.nend_offsets = job->nend_offsets;
 	}
 	wc.ignore_state = job->restart_ignore_state;
 	job->restart_from = -1;

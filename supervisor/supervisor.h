@@ -117,10 +117,12 @@ int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms);
  * the node's URL unless distributed.advertised_url is set. Nothing
  * standalone. thread: main, once, after HTTP is bound */
 sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url);
-/* Distributed mode: create job job_id from spec_json (a registry record)
- * unless it exists. thread: any but the supervisor's */
+/* Distributed mode: create job job_id from spec_json (a registry record,
+ * with a bounded job's end offsets ends[0..nends), borrowed) unless it
+ * exists. thread: any but the supervisor's */
 sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,
-				const char *spec_json);
+				const char *spec_json, const int64_t *ends,
+				size_t nends);
 /* Stop every job attempt (jobs stay as they are in the store) and join. */
 void sv_supervisor_destroy(sv_supervisor_t *sv);
 

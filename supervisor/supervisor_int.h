@@ -57,6 +57,10 @@ struct cmd {
 			const char *body;
 			size_t len;
 			bool protobuf;
+			/* adopted from the registry: a bounded job's end
+			 * offsets (borrowed), nends 0: none */
+			const int64_t *ends;
+			size_t nends;
 		} submit;
 		struct {
 			bool purge;
@@ -124,9 +128,23 @@ struct sv_supervisor {
 sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 			       const sv_jobspec_t *spec);
 /* Write the job to the registry with target "running" or "cancelled"
- * (nothing standalone). thread: supervisor */
+ * and a bounded job's end offsets (ends, nends; NULL, 0: none) (nothing
+ * standalone). thread: supervisor */
 sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
-			    const sv_jobspec_t *spec, const char *target);
+			    const sv_jobspec_t *spec, const char *target,
+			    const int64_t *ends, size_t nends);
+/* A distributed bounded job's end offsets into job (end_offsets): those
+ * of the registry record it was adopted from (ends, nends), else, on the
+ * node that accepts the submit, the source topic's end offsets now
+ * (sv_dist_end_offsets). Nothing for other jobs or standalone. Errors:
+ * SV_ERR_BINDING (the ends cannot be taken), SV_ERR_SUBMISSION (a record
+ * of a bounded job without them). thread: supervisor */
+sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
+			      const int64_t *ends, size_t nends);
+/* A job's end offsets as JSON (an array; NULL when it has none), and
+ * back from a stored job record's member (persist.c). */
+json_t *sv_dist_ends_json(const sv_job_t *job);
+void sv_dist_ends_load(sv_job_t *job, const json_t *a);
 /* Post a command to the supervisor thread and wait (supervisor.c). */
 sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json);
 /* Stop the registry (before the supervisor thread stops). */

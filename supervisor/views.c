@@ -210,8 +210,13 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 	int par = sv_jobspec_parallelism(job->spec);
 	json_object_set_new(o, "parallelism", json_integer(par));
 	json_object_set_new(o, "members", members_json(job, par));
-	if (sv->conf.dist.name)
-		json_object_set_new(o, "distributed", dist_json(sv, job));
+	if (sv->conf.dist.name) {
+		json_t *d = dist_json(sv, job);
+		json_t *ends = sv_dist_ends_json(job);
+		if (ends) /* a bounded job's, fixed at submit */
+			json_object_set_new(d, "end_offsets", ends);
+		json_object_set_new(o, "distributed", d);
+	}
 	json_t *stages = job->worker
 		? sv_worker_stages_json(job->worker, NULL, NULL)
 		: NULL;

@@ -142,6 +142,11 @@ typedef struct member {
 	bool join_eof; /* bounded: the join input is read to its end */
 	sv_partpos_t *jpos; /* its positions, under w->lock */
 	size_t njpos;
+	/* distributed bounded jobs (bounded_step) */
+	bool bounded_group;
+	bool held_was_done; /* what it holds was read out and committed */
+	int64_t next_end_check; /* monotonic ms */
+	bool group_complete; /* the group committed every end offset */
 } member_t;
 
 struct sv_worker {
@@ -1035,6 +1040,52 @@ static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled)
 	return true;
 }
 
+/* Distributed bounded jobs (docs/cluster.md): a member stays in the group
+ * until the job's input is read and committed on every partition,
+ * whichever member read it, so the partitions of a node that dies are
+ * taken over and finished. Once every partition the member holds is read
+ * to its end offset it commits them at once (its final checkpoint for
+ * them, taken again whenever a new assignment is read out); from then on,
+ * every END_CHECK_MS, it asks the group's committed offsets, and once they
+ * reached the end offsets on every partition the input is done
+ * cluster-wide: *eof, and the attempt ends completed. Every node learns it
+ * the same way, from the group's offsets (read_committed: a pending
+ * checkpoint is waited out), so no node has to tell the others. */
+#define END_CHECK_MS 500
+#define END_ASK_TIMEOUT_MS 2000
+static sv_error_t *bounded_step(member_t *m, bool *eof)
+{
+	if (!m->bounded_group)
+		return NULL;
+	if (!sv_source_held_done(m->src)) {
+		m->held_was_done = false;
+		return NULL;
+	}
+	sv_error_t *err;
+	if (!m->held_was_done) {
+		err = m->w->checkpointing ? checkpoint(m, m->wm) : commit(m);
+		if (err && err->category == SV_ERR_REBALANCE)
+			return fenced(m, err); /* read again, commit again */
+		if (err)
+			return err;
+		m->held_was_done = true;
+	}
+	int64_t now = sv_mono_ms();
+	if (now < m->next_end_check)
+		return NULL;
+	m->next_end_check = now + END_CHECK_MS;
+	if (sv_source_group_complete(m->src, END_ASK_TIMEOUT_MS)) {
+		sv_log(&m->log, SV_LOG_INFO, "worker",
+		       "member %d: the group committed the end offsets of "
+		       "every "
+		       "partition: the bounded input is done",
+		       m->index);
+		m->group_complete = true;
+		*eof = true;
+	}
+	return NULL;
+}
+
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -1094,6 +1145,8 @@ static sv_error_t *run(member_t *m)
 		/* a bounded job's stage 1 ends once every upstream task has */
 		if (m->rp_in && sv_stage_in_ended(m->rp_in))
 			eof = true;
+		if (grouped && (err = bounded_step(m, &eof)))
+			return err;
 		if (eof && (!m->join || m->join_eof))
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
@@ -1144,8 +1197,14 @@ static sv_error_t *run(member_t *m)
 	/* a bounded stage 0: its last watermark records say it ended */
 	m->rp_end = eof && m->stage == 0 && w->nstages > 1;
 	bool final_ck = atomic_load(&w->final_ck) && !atomic_load(&w->stop);
-	if (w->checkpointing && !atomic_load(&w->failing) &&
-	    (eof || drain || final_ck)) {
+	if (m->group_complete && eof) {
+		/* distributed bounded: committed cluster-wide; the open
+		 * transaction holds nothing of the job's (what the member
+		 * held was committed at its end): give it up */
+		if (m->ck.transactional)
+			sv_error_destroy(sv_sink_txn_abort(m->snk));
+	} else if (w->checkpointing && !atomic_load(&w->failing) &&
+		   (eof || drain || final_ck)) {
 		/* bounded end, drain or shutdown: a final checkpoint commits
 		 * the last output (and, drained or shut down, is where the
 		 * job continues) */
@@ -1425,6 +1484,9 @@ static sv_error_t *open_member(member_t *m)
 		sc.group_instance_id = instance;
 		sc.session_timeout_ms = w->conf.session_timeout_ms;
 		sc.max_poll_interval_ms = w->conf.max_poll_interval_ms;
+		sc.end_offsets = w->conf.end_offsets;
+		sc.nend_offsets = w->conf.nend_offsets;
+		m->bounded_group = sc.bounded;
 	}
 	/* The sink first: a transactional sink's init_transactions aborts a
 	 * crashed attempt's open transaction, which otherwise keeps the

@@ -156,6 +156,10 @@ typedef struct sv_worker_conf {
 	const char *node_id;
 	int session_timeout_ms; /* group mode: session.timeout.ms */
 	int max_poll_interval_ms; /* group mode: max.poll.interval.ms */
+	/* group mode, bounded: the job's end offsets (end_offsets[p] for
+	 * source partition p, fixed in the job's registry record; borrowed) */
+	const int64_t *end_offsets;
+	size_t nend_offsets;
 } sv_worker_conf_t;
 
 /* Build the plan and start the thread. conf is copied (pointers borrowed). */
