@@ -12,7 +12,9 @@
  * meanwhile (Kafka Connect's config topic, read to the end). There is no
  * leader yet: any node writes job records, so two nodes accepting the same
  * name at the same moment both write it (docs/cluster.md says so); ids are
- * random, so records never collide. */
+ * random, so records never collide. A bounded job's record also carries
+ * its end offsets (`end_offsets`, taken by sv_dist_end_offsets with a
+ * read_committed consumer's ListOffsets: the last stable offsets). */
 #define _GNU_SOURCE
 #include "cluster/dist.h"
 

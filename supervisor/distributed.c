@@ -12,8 +12,10 @@
  * that reads it cancels its copy (a command marked replicated, which is
  * not written back). What distributed mode runs is
  * checked at submit (sv_dist_check_spec): a kafka source read as a group
- * member, parallelism 1 per node, stateless steps only (filter, select),
- * since task state does not move between nodes yet. */
+ * member (parallelism members per node), stateless steps only (filter,
+ * select), since task state does not move between nodes yet; streams and
+ * bounded jobs, whose end offsets are fixed here once, at submit, and
+ * carried in the job's registry record (sv_dist_bound_job). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,13 +40,6 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 				     "only, not '%s'",
 				     js->source->kind),
 			"source.kind");
-	if (sv_jobspec_parallelism(spec) != 1)
-		return sv_error_set_field(
-			sv_error_new(SV_ERR_SUBMISSION,
-				     "distributed mode runs one member per "
-				     "node (parallelism 1): more nodes give "
-				     "more members"),
-			"parallelism");
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		Streamvisor__Step__StepCase k = js->pipeline[i]->step_case;
 		if (k == STREAMVISOR__STEP__STEP_FILTER ||

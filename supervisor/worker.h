@@ -162,6 +162,11 @@ typedef struct sv_worker_conf {
 	size_t nend_offsets;
 } sv_worker_conf_t;
 
+/* The member (index within stage 0) that holds source partition
+ * partition now, or -1 (distributed mode: the group decides; standalone
+ * it is partition mod parallelism). thread: any */
+int sv_worker_member_of(sv_worker_t *w, int32_t partition);
+
 /* Build the plan and start the thread. conf is copied (pointers borrowed). */
 sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out);
 /* Ask for a checkpoint at the next batch boundary; returns the request

@@ -393,6 +393,104 @@ static void test_bounded_alo_rebalance(void **state)
 	c->passed = true;
 }
 
+/* ---- more than one member per node: parallelism 2 on 2 nodes ---- */
+
+/* Node i's partitions by member: bit p of mask[k] when member k holds
+ * partition p; fails when one names a member past 1. */
+static void node_members(cluster_t *cl, int i, const char *id, unsigned mask[2])
+{
+	mask[0] = mask[1] = 0;
+	json_t *o = cl_node_job(cl, i, id);
+	json_t *parts = o ? json_object_get(o, "partitions") : NULL;
+	size_t k;
+	json_t *pe;
+	json_array_foreach (parts, k, pe) {
+		int64_t m = cr_jint(pe, "member", -1);
+		if (m < 0 || m > 1)
+			cr_fail(cl->c,
+				"node %s: partition %d has member %" PRId64,
+				cl->n[i].id, (int)cr_jint(pe, "partition", 0),
+				m);
+		mask[m] |= 1u << cr_jint(pe, "partition", 0);
+	}
+	json_decref(o);
+}
+
+static void test_parallel2_share(void **state)
+{
+	cluster_t *cl = cl_new(state, "par2_share", 51, 2);
+	crash_t *c = cl->c;
+	cjob_t *j = cl_add_job(cl);
+	cl_node_start(cl, 0, NULL, NULL);
+	cl_node_start(cl, 1, NULL, NULL);
+	char *spec = cr_job_spec(c, j);
+	char *par = strstr(spec, "\"parallelism\": 1");
+	if (!par)
+		cr_fail(c, "the rig's spec has no parallelism 1: %s", spec);
+	par[strlen("\"parallelism\": ")] = '2';
+	j->id = cl_submit(cl, 0, spec);
+	free(spec);
+	int both[] = {2, 2};
+	cl_wait_split(cl, j->id, both, 30000,
+		      "4 members (n1-t0, n1-t1, n2-t0, n2-t1) over 4 "
+		      "partitions");
+	/* every member holds one partition, under its own transactional
+	 * id */
+	for (int i = 0; i < 2; i++) {
+		unsigned m[2];
+		int64_t deadline = sv_mono_ms() + 20000;
+		for (node_members(cl, i, j->id, m); !m[0] || !m[1];
+		     node_members(cl, i, j->id, m)) {
+			if (sv_mono_ms() > deadline)
+				cr_fail(c,
+					"node %s: members hold 0x%x and 0x%x, "
+					"not one partition each",
+					cl->n[i].id, m[0], m[1]);
+			usleep(100000);
+		}
+		json_t *o = cl_node_job(cl, i, j->id);
+		json_t *ms = json_object_get(o, "members");
+		for (int k = 0; k < 2; k++) {
+			char want[200];
+			snprintf(want, sizeof(want), "streamvisor-%s-%s-t%d",
+				 j->id, cl->n[i].id, k);
+			const char *got = json_string_value(
+				json_object_get(json_array_get(ms, (size_t)k),
+						"transactional_id"));
+			if (!got || strcmp(got, want))
+				cr_fail(c,
+					"node %s member %d: transactional id "
+					"%s, not %s",
+					cl->n[i].id, k, got ? got : "(none)",
+					want);
+		}
+		json_decref(o);
+		printf("[%s %6.1fs] %s: t0 holds 0x%x, t1 holds 0x%x\n",
+		       c->test, cr_secs(c), cl->n[i].id, m[0], m[1]);
+	}
+	cr_producer_start(&c->prod, c->in_topic, 12000, 2000);
+	/* n2 is killed -9 with output open and restarted at once: its
+	 * static members t0 and t1 rejoin, and their init_transactions
+	 * abort what each left open */
+	cl_wait_uncommitted(cl, 1, j->id, 50);
+	cl_node_kill(cl, 1);
+	printf("[%s %6.1fs] kill -9 n2 (output in open transactions); "
+	       "restarted at once\n",
+	       c->test, cr_secs(c));
+	cl_node_start(cl, 1, NULL, NULL);
+	cl_wait_split(cl, j->id, both, 40000, "n2 back, shared again");
+	tally_t unc,
+		t = cl_finish(cl, j, &unc, "asserted",
+			      "negative control: duplicates asserted");
+	if (!cr_exact(&t))
+		cr_fail(c,
+			"exactly-once output at parallelism 2 on 2 nodes is "
+			"not exact (SUMMARY above)");
+	if (!unc.dup)
+		cr_fail(c, "negative control: the kill left no aborted output");
+	c->passed = true;
+}
+
 int main(void)
 {
 	atexit(cl_kill_nodes);
@@ -405,6 +503,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bounded_kill, cl_teardown),
 		cmocka_unit_test_teardown(test_bounded_alo_rebalance,
 					  cl_teardown),
+		cmocka_unit_test_teardown(test_parallel2_share, cl_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
