@@ -50,6 +50,14 @@ struct sv_dist {
 	bool started;
 	atomic_bool stop;
 	_Atomic int64_t applied;
+	/* attempts/<job>/<node> records as read (under lock) */
+	struct dist_attempts {
+		char *job, *node;
+		int64_t window_start_ms;
+		int attempts;
+	} * att;
+	size_t natt;
+	pthread_mutex_t att_lock;
 };
 
 /* ---- node id ---- */
@@ -252,8 +260,43 @@ static size_t record_ends(const json_t *a, int64_t **ends)
 	return n;
 }
 
+/* An attempts/<job>/<node> record into the table (the newest wins). */
+static void take_attempts(sv_dist_t *d, const rd_kafka_message_t *m)
+{
+	json_error_t je;
+	json_t *o = json_loadb(m->payload, m->len, 0, &je);
+	const char *job = json_string_value(json_object_get(o, "job"));
+	const char *node = json_string_value(json_object_get(o, "node"));
+	if (job && node) {
+		pthread_mutex_lock(&d->att_lock);
+		size_t i = 0;
+		while (i < d->natt &&
+		       (strcmp(d->att[i].job, job) ||
+			strcmp(d->att[i].node, node)))
+			i++;
+		if (i == d->natt) {
+			d->att = sv_realloc(d->att,
+					    (d->natt + 1) * sizeof(*d->att));
+			d->att[i].job = sv_strdup(job);
+			d->att[i].node = sv_strdup(node);
+			d->natt++;
+		}
+		d->att[i].window_start_ms = json_integer_value(
+			json_object_get(o, "window_start_ms"));
+		d->att[i].attempts = (int)json_integer_value(
+			json_object_get(o, "attempts"));
+		pthread_mutex_unlock(&d->att_lock);
+	}
+	json_decref(o);
+}
+
 static void apply(sv_dist_t *d, const rd_kafka_message_t *m)
 {
+	if (m->key && m->payload && m->key_len > 9 &&
+	    !memcmp(m->key, "attempts/", 9)) {
+		take_attempts(d, m);
+		return;
+	}
 	if (!m->key || !m->payload || m->key_len < 5 ||
 	    memcmp(m->key, "job/", 4))
 		return;
@@ -323,6 +366,7 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out)
 	sv_dist_jobs_topic(d->name, topic, sizeof(topic));
 	d->topic = sv_strdup(topic);
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->att_lock, NULL);
 	atomic_store(&d->applied, 0);
 
 	char cid[200], role[400];
@@ -508,6 +552,36 @@ sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
 	return NULL;
 }
 
+sv_error_t *sv_dist_publish_attempts(sv_dist_t *d, const char *job_id,
+				     int64_t window_start_ms, int attempts)
+{
+	char key[300];
+	snprintf(key, sizeof(key), "attempts/%s/%s", job_id, d->node_id);
+	json_t *o = json_pack("{s:s, s:s, s:I, s:i}", "job", job_id, "node",
+			      d->node_id, "window_start_ms",
+			      (json_int_t)window_start_ms, "attempts",
+			      attempts);
+	char *v = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	sv_error_t *err = produce(d, key, v);
+	free(v);
+	return err;
+}
+
+int sv_dist_attempts_elsewhere(sv_dist_t *d, const char *job_id, int64_t now,
+			       int64_t window_ms)
+{
+	int n = 0;
+	pthread_mutex_lock(&d->att_lock);
+	for (size_t i = 0; i < d->natt; i++)
+		if (!strcmp(d->att[i].job, job_id) &&
+		    strcmp(d->att[i].node, d->node_id) &&
+		    now - d->att[i].window_start_ms <= window_ms)
+			n += d->att[i].attempts;
+	pthread_mutex_unlock(&d->att_lock);
+	return n;
+}
+
 int64_t sv_dist_applied_offset(const sv_dist_t *d)
 {
 	return atomic_load(&d->applied);
@@ -529,6 +603,12 @@ void sv_dist_stop(sv_dist_t *d)
 		sv_kafka_client_destroy(d->prod);
 	}
 	pthread_mutex_destroy(&d->lock);
+	for (size_t i = 0; i < d->natt; i++) {
+		free(d->att[i].job);
+		free(d->att[i].node);
+	}
+	free(d->att);
+	pthread_mutex_destroy(&d->att_lock);
 	free(d->name);
 	free(d->node_id);
 	free(d->url);

@@ -81,6 +81,18 @@ sv_error_t *sv_dist_publish_job_ends(sv_dist_t *d, const char *job_id,
 sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
 				int64_t **ends, size_t *nends);
 
+/* The restart policy across members (docs/cluster.md "Restart policy"):
+ * each node writes its own failed-attempt count of a job,
+ * `attempts/<job>/<node>` → {job, node, window_start_ms, attempts}, after
+ * each failed attempt, and every node's reader keeps the latest of every
+ * node. One writer per key (the node itself). thread: any */
+sv_error_t *sv_dist_publish_attempts(sv_dist_t *d, const char *job_id,
+				     int64_t window_start_ms, int attempts);
+/* The failed attempts of job_id that the other nodes counted in windows
+ * that started within window_ms before now. thread: any */
+int sv_dist_attempts_elsewhere(sv_dist_t *d, const char *job_id, int64_t now,
+			       int64_t window_ms);
+
 /* The registry's read position (records applied up to this offset) and
  * the jobs seen; for GET /v1/cluster. thread: any */
 int64_t sv_dist_applied_offset(const sv_dist_t *d);

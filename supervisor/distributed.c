@@ -195,6 +195,35 @@ sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
 	return NULL;
 }
 
+/* The count lives in the registry topic, one record per job and node
+ * (attempts/<job>/<node>, written only by that node), until the status
+ * topic of SCALE-OUT.md §5.1 takes it. A node's own count restarts with
+ * its window; a count another node wrote before a healthy period stays
+ * until its window ends. */
+int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
+			  int max_attempts, int64_t window_ms, int64_t now,
+			  sv_restart_decision_t *d)
+{
+	if (!sv->dist)
+		return 0;
+	int elsewhere = sv_dist_attempts_elsewhere(sv->dist, job->id, now,
+						   window_ms);
+	if (d->verdict == SV_RESTART_RETRY &&
+	    d->next.attempts_in_window + elsewhere >= max_attempts)
+		d->verdict = SV_RESTART_EXHAUSTED;
+	sv_error_t *err = sv_dist_publish_attempts(sv->dist, job->id,
+						   d->next.window_start_ms,
+						   d->next.attempts_in_window);
+	if (err) { /* the others count without it: logged, not fatal */
+		sv_logctx_t lc = {job->id, job->attempt};
+		sv_log(&lc, SV_LOG_WARN, "cluster",
+		       "cannot write the failed-attempt count: %s",
+		       err->message);
+		sv_error_destroy(err);
+	}
+	return elsewhere;
+}
+
 json_t *sv_dist_ends_json(const sv_job_t *job)
 {
 	if (!job->nend_offsets)

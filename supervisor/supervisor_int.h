@@ -19,6 +19,7 @@
 #include "checkpoint/store.h"
 #include "sinks/confine.h"
 #include "supervisor/job.h"
+#include "supervisor/restart.h"
 #include "ingress/plan.h"
 #include "supervisor/supervisor.h"
 
@@ -141,6 +142,15 @@ sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
  * of a bounded job without them). thread: supervisor */
 sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
 			      const int64_t *ends, size_t nends);
+/* The restart policy across members (docs/cluster.md "Restart policy"):
+ * after a failed attempt, d (sv_restart_decide over this node's count)
+ * with the failed attempts the other nodes counted in their windows
+ * added: a retry becomes EXHAUSTED once they reach max_attempts. Then
+ * this node's count (d->next) is written to the registry. Returns the
+ * attempts counted elsewhere (0 standalone). thread: supervisor */
+int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
+			  int max_attempts, int64_t window_ms, int64_t now,
+			  sv_restart_decision_t *d);
 /* A job's end offsets as JSON (an array; NULL when it has none), and
  * back from a stored job record's member (persist.c). */
 json_t *sv_dist_ends_json(const sv_job_t *job);

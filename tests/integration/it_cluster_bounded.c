@@ -27,7 +27,16 @@
  *     alone; n2 joins midway, so n1 gives partitions back through the
  *     at-least-once revoke (flush, synchronous offset commit, then the
  *     acknowledgement); completed on both; 0 missing, 0 wrong, 0
- *     unexpected, duplicates allowed (reported).
+ *     unexpected, duplicates allowed (reported). First, a windowed
+ *     bounded job is refused with 422.
+ *   test_parallel2_share: the crash rig's exactly-once passthrough (4
+ *     partitions) at parallelism 2 on n1 and n2: four static members
+ *     <node>-t<k>, one partition each, each under its own transactional
+ *     id; n2 killed -9 with output open and restarted; exact.
+ *   test_restart_cluster_wide: the passthrough with on_invalid fail and
+ *     restart.max_attempts 4 on two nodes, an invalid record on each
+ *     node's partitions: both give up, after at most 5 failed attempts
+ *     in all (per-node counting would allow 8).
  *
  * Every wait is for a condition with a deadline. Figures are printed as
  * `[ cluster ]` lines. */
@@ -491,6 +500,88 @@ static void test_parallel2_share(void **state)
 	c->passed = true;
 }
 
+/* ---- the restart policy counts attempts over the nodes ---- */
+
+#define MAX_ATTEMPTS 4
+
+static void test_restart_cluster_wide(void **state)
+{
+	cluster_t *cl = cl_new(state, "restart_wide", 61, 2);
+	crash_t *c = cl->c;
+	cjob_t *j = cl_add_job(cl);
+	j->restart = "{\"max_attempts\": 4, \"initial_backoff_ms\": 200, "
+		     "\"max_backoff_ms\": 800, \"window_ms\": 600000}";
+	cl_node_start(cl, 0, NULL, NULL);
+	cl_node_start(cl, 1, NULL, NULL);
+	char *spec0 = cr_job_spec(c, j), *spec;
+	char *dl = strstr(spec0, "\"delivery\"");
+	if (!dl ||
+	    asprintf(&spec, "%.*s\"on_invalid\": \"fail\", %s",
+		     (int)(dl - spec0), spec0, dl) < 0)
+		abort();
+	free(spec0);
+	j->id = cl_submit(cl, 0, spec);
+	free(spec);
+	int both[] = {2, 2};
+	cl_wait_split(cl, j->id, both, 30000, "shared");
+	/* an invalid record in partitions 0 and 3: one on each node, so
+	 * every attempt on either node fails */
+	char rec1[160], rec2[160];
+	fmt_record(rec1, sizeof(rec1), 1);
+	fmt_record(rec2, sizeof(rec2), 2);
+	const char *bad[] = {"not json", rec1, rec2, "not json either"};
+	tk_produce(c->in_topic, bad, 4);
+	int64_t deadline = sv_mono_ms() + 90000;
+	int64_t failures = 0;
+	for (;;) {
+		bool both_failed = true;
+		failures = 0;
+		for (int i = 0; i < 2; i++) {
+			char st[24];
+			node_state(cl, i, j->id, st, sizeof(st));
+			both_failed = both_failed && !strcmp(st, "failed");
+			int64_t r = node_int(cl, i, j->id, "restarts");
+			failures += r >= 0 ? r + 1 : 0;
+		}
+		if (both_failed)
+			break;
+		if (sv_mono_ms() > deadline)
+			cr_fail(c,
+				"the job did not fail on both nodes within "
+				"90 s");
+		usleep(100000);
+	}
+	int exhausted = 0;
+	for (int i = 0; i < 2; i++) {
+		json_t *o = cl_node_job(cl, i, j->id);
+		json_t *e = json_object_get(o, "error");
+		const char *cat = json_string_value(
+			json_object_get(e, "category"));
+		printf("[%s %6.1fs] %s: failed after %" PRId64
+		       " restarts: %s: %.160s\n",
+		       c->test, cr_secs(c), cl->n[i].id,
+		       cr_jint(o, "restarts", -1), cat ? cat : "?",
+		       json_string_value(json_object_get(e, "message")));
+		exhausted += cat && !strcmp(cat, "retry_exhausted");
+		json_decref(o);
+	}
+	printf("[ cluster ] restart policy max_attempts %d over 2 nodes: "
+	       "%" PRId64
+	       " failed attempts in all (per-node counting allows %d)\n",
+	       MAX_ATTEMPTS, failures, 2 * MAX_ATTEMPTS);
+	if (!exhausted)
+		cr_fail(c, "no node gave up with retry_exhausted");
+	/* one more than max: two nodes may fail at the same moment, each
+	 * before it read the other's count */
+	if (failures > MAX_ATTEMPTS + 1)
+		cr_fail(c,
+			"%" PRId64
+			" failed attempts over the nodes: the policy "
+			"counted per node, not cluster-wide",
+			failures);
+	c->passed = true;
+}
+
 int main(void)
 {
 	atexit(cl_kill_nodes);
@@ -504,6 +595,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_bounded_alo_rebalance,
 					  cl_teardown),
 		cmocka_unit_test_teardown(test_parallel2_share, cl_teardown),
+		cmocka_unit_test_teardown(test_restart_cluster_wide,
+					  cl_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
