@@ -10,11 +10,15 @@
  * creates it, and every node reads the topic from the start and creates
  * each job it does not know with the same id, so the members of all nodes
  * join the same consumer group `streamvisor-<id>`. A cancel is written the
- * same way (target "cancelled") and every node cancels its copy. `node/<id>` records say which nodes
- * started with which URL. */
+ * same way (target "cancelled") and every node cancels its copy. Only the
+ * leader (leader.h) writes the registry: `leader` → {node, url, epoch}
+ * names it, and every job record carries the epoch of the leader that
+ * wrote it. */
 #ifndef SV_CLUSTER_DIST_H
 #define SV_CLUSTER_DIST_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/cluster.h"
@@ -45,7 +49,11 @@ typedef struct sv_dist_conf {
 	 * logged. thread: the registry's */
 	sv_error_t *(*apply)(void *opaque, const char *job_id,
 			     const char *spec_json, const char *target);
+	/* Optional, replaces apply: the whole record (borrowed: id, spec,
+	 * target, epoch and what the writer added). thread: the registry's */
+	sv_error_t *(*apply_record)(void *opaque, const json_t *rec);
 	void *opaque;
+	int session_timeout_ms; /* the lead group's */
 } sv_dist_conf_t;
 
 /* Create the registry topic if missing, write this node's record, and
@@ -60,9 +68,27 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out);
 sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
 				const char *spec_json, const char *target);
 
-/* The registry's read position (records applied up to this offset) and
- * the jobs seen; for GET /v1/cluster. thread: any */
+/* The same with extra (borrowed, may be NULL) merged into the record.
+ * Written by the leader only: SV_ERR_UNAVAILABLE when this node does not
+ * lead (or stopped leading during the write). thread: any */
+sv_error_t *sv_dist_publish_record(sv_dist_t *d, const char *job_id,
+				   const char *spec_json, const char *target,
+				   const json_t *extra);
+
+/* The registry's read position (records applied up to this offset; 0
+ * until it was read to its end once): what the GETs answer as of.
+ * thread: any */
 int64_t sv_dist_applied_offset(const sv_dist_t *d);
+
+/* The latest record of job_id (a copy, the caller's), or NULL. */
+json_t *sv_dist_job_record(sv_dist_t *d, const char *job_id);
+
+/* The newest leader record's node, url (copies, the caller's, NULL when
+ * there is none) and epoch; returns whether this node leads now. */
+bool sv_dist_leader(sv_dist_t *d, char **node, char **url, int64_t *epoch);
+
+/* The registry and leadership as JSON (GET /v1/cluster's "registry"). */
+json_t *sv_dist_registry_json(sv_dist_t *d);
 
 /* Stop the thread and close the clients. NULL is fine. */
 void sv_dist_stop(sv_dist_t *d);

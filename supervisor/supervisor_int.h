@@ -52,6 +52,9 @@ struct cmd {
 	const char *principal; /* who asked (observe.h), or NULL */
 	bool replicated; /* distributed: from the job registry, so not
 			  * written back to it (distributed.c) */
+	const char *adopt_target; /* distributed, a submit with id: the
+				   * record's target ("running" when NULL) */
+	bool full; /* list: each job as GET /v1/jobs/{id} shows it */
 	union {
 		struct {
 			const char *body;
@@ -117,6 +120,9 @@ struct sv_supervisor {
 	sv_ckstore_t *store; /* <data_dir>/checkpoints, or NULL without one */
 	sv_fileroots_t file_roots; /* conf.file_sink_roots (borrowed) */
 	struct sv_dist *dist; /* distributed mode's registry, or NULL */
+	struct sv_status *status; /* distributed mode's status topic */
+	json_t *dist_parts; /* status thread: job → partitions last read */
+	char *dist_url; /* this node's advertised URL */
 };
 
 /* distributed.c (docs/cluster.md) */
@@ -127,6 +133,17 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
  * (nothing standalone). thread: supervisor */
 sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
 			    const sv_jobspec_t *spec, const char *target);
+/* The same with extra fields (borrowed, may be NULL) in the record. */
+sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
+				const sv_jobspec_t *spec, const char *target,
+				const json_t *extra);
+/* A submit of a job named like a live one: the same plan id is the same
+ * job (a retried submit, distributed mode only): true. */
+bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,
+			 const sv_jobspec_t *spec);
+/* Resume on the leader: every partition of the job reported its final
+ * checkpoint (the status topic); an error (409) otherwise. */
+sv_error_t *sv_dist_check_resume(sv_supervisor_t *sv, const sv_job_t *job);
 /* Post a command to the supervisor thread and wait (supervisor.c). */
 sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json);
 /* Stop the registry (before the supervisor thread stops). */
