@@ -502,6 +502,14 @@ json_t *sv_dist_job_record(sv_dist_t *d, const char *job_id)
 	return copy;
 }
 
+json_t *sv_dist_records(sv_dist_t *d)
+{
+	pthread_mutex_lock(&d->view_lock);
+	json_t *copy = json_deep_copy(d->records);
+	pthread_mutex_unlock(&d->view_lock);
+	return copy;
+}
+
 bool sv_dist_leader(sv_dist_t *d, char **node, char **url, int64_t *epoch)
 {
 	pthread_mutex_lock(&d->view_lock);

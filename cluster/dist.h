@@ -83,6 +83,9 @@ int64_t sv_dist_applied_offset(const sv_dist_t *d);
 /* The latest record of job_id (a copy, the caller's), or NULL. */
 json_t *sv_dist_job_record(sv_dist_t *d, const char *job_id);
 
+/* Every job's latest record: job id → record (a copy, the caller's). */
+json_t *sv_dist_records(sv_dist_t *d);
+
 /* The newest leader record's node, url (copies, the caller's, NULL when
  * there is none) and epoch; returns whether this node leads now. */
 bool sv_dist_leader(sv_dist_t *d, char **node, char **url, int64_t *epoch);

@@ -90,8 +90,8 @@ static sv_error_t *txn_err(sv_leader_t *l, rd_kafka_error_t *e,
 /* Under lock, with l->txp: one transaction of key → value with the lead
  * group's offset. On failure the transaction is aborted; *lost says
  * whether this node can no longer write as leader. */
-static sv_error_t *write_locked(sv_leader_t *l, const char *key,
-				json_t *value, int64_t epoch, bool *lost)
+static sv_error_t *write_locked(sv_leader_t *l, const char *key, json_t *value,
+				int64_t epoch, bool *lost)
 {
 	*lost = false;
 	json_object_set_new(value, "epoch", json_integer(epoch));
@@ -206,8 +206,8 @@ static void claim(sv_leader_t *l)
 	rd_kafka_error_t *e = rd_kafka_init_transactions(p, 30000);
 	if (e) {
 		sv_log(&l->log, SV_LOG_WARN, "cluster",
-		       "leader claim: init_transactions of '%s': %s",
-		       l->txn_id, rd_kafka_error_string(e));
+		       "leader claim: init_transactions of '%s': %s", l->txn_id,
+		       rd_kafka_error_string(e));
 		rd_kafka_error_destroy(e);
 		sv_kafka_client_destroy(p);
 		schedule_claim(l, LEADER_RETRY_MS);
@@ -237,8 +237,7 @@ static void claim(sv_leader_t *l)
 	drop_locked(l, "claiming again");
 	l->txp = p;
 	int64_t epoch = l->conf.last_epoch(l->conf.opaque) + 1;
-	json_t *v = json_pack("{s:s, s:s}", "node", l->node_id, "url",
-			      l->url);
+	json_t *v = json_pack("{s:s, s:s}", "node", l->node_id, "url", l->url);
 	bool lost = false;
 	sv_error_t *err = write_locked(l, "leader", v, epoch, &lost);
 	json_decref(v);
@@ -273,8 +272,7 @@ static bool has_p0(const rd_kafka_topic_partition_list_t *parts)
 }
 
 /* Leader thread (inside consumer_poll or close). */
-static void on_rebalance(void *opaque, rd_kafka_t *rk,
-			 rd_kafka_resp_err_t err,
+static void on_rebalance(void *opaque, rd_kafka_t *rk, rd_kafka_resp_err_t err,
 			 rd_kafka_topic_partition_list_t *parts)
 {
 	sv_leader_t *l = opaque;
@@ -291,8 +289,9 @@ static void on_rebalance(void *opaque, rd_kafka_t *rk,
 	l->assigned0 = false;
 	l->claim_pending = false;
 	pthread_mutex_lock(&l->lock);
-	drop_locked(l, lost ? "the lead group's assignment was lost"
-			    : "the lead group revoked partition 0");
+	drop_locked(l,
+		    lost ? "the lead group's assignment was lost"
+			 : "the lead group revoked partition 0");
 	pthread_mutex_unlock(&l->lock);
 	rd_kafka_assign(rk, NULL);
 }
@@ -365,10 +364,9 @@ sv_error_t *sv_leader_start(const sv_leader_conf_t *conf, sv_leader_t **out)
 		rd_kafka_resp_err_t e = rd_kafka_subscribe(l->lead, t);
 		rd_kafka_topic_partition_list_destroy(t);
 		if (e)
-			err = sv_kafka_error(l->lead, &l->log, SV_ERR_BINDING,
-					     e, NULL,
-					     "cannot join the lead group '%s'",
-					     l->group);
+			err = sv_kafka_error(
+				l->lead, &l->log, SV_ERR_BINDING, e, NULL,
+				"cannot join the lead group '%s'", l->group);
 	}
 	if (!err && pthread_create(&l->thread, NULL, leader_main, l) == 0)
 		l->started = true;

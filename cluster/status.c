@@ -83,8 +83,7 @@ static void take(sv_status_t *s, const rd_kafka_message_t *m)
 	char key[400];
 	snprintf(key, sizeof(key), "%.*s", (int)m->key_len,
 		 (const char *)m->key);
-	json_t *o = m->payload ? json_loadb(m->payload, m->len, 0, NULL)
-			       : NULL;
+	json_t *o = m->payload ? json_loadb(m->payload, m->len, 0, NULL) : NULL;
 	pthread_mutex_lock(&s->lock);
 	if (json_is_object(o))
 		json_object_set(s->view, key, o);
@@ -106,7 +105,8 @@ static void publish(sv_status_t *s)
 	json_object_foreach (recs, k, v) {
 		char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
 		json_t *was = json_object_get(s->sent, k);
-		const char *wtext = json_string_value(json_object_get(was, "v"));
+		const char *wtext = json_string_value(
+			json_object_get(was, "v"));
 		json_int_t at = json_integer_value(json_object_get(was, "at"));
 		bool heartbeat = !strncmp(k, "node/", 5);
 		if (!heartbeat && wtext && !strcmp(wtext, text) &&

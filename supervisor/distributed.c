@@ -179,22 +179,62 @@ static json_t *int_array_of(json_t *parts)
 	return a;
 }
 
+/* The source partitions of the job's latest committed checkpoint here
+ * (a new array). */
+static json_t *final_parts(sv_supervisor_t *sv, const char *id)
+{
+	json_t *a = json_array();
+	char *json = NULL;
+	sv_error_t *err = sv_supervisor_get(sv, id, SV_VIEW_CHECKPOINTS,
+					    "limit=5", &json);
+	if (err) {
+		sv_error_destroy(err);
+		return a;
+	}
+	json_t *o = json_loads(json, 0, NULL);
+	free(json);
+	size_t k;
+	json_t *ck;
+	json_array_foreach (json_object_get(o, "checkpoints"), k, ck) {
+		const char *st = json_string_value(
+			json_object_get(ck, "status"));
+		if (!st || strcmp(st, "committed"))
+			continue;
+		size_t pk;
+		json_t *p;
+		json_array_foreach (json_object_get(ck, "offsets"), pk, p) {
+			const char *in = json_string_value(
+				json_object_get(p, "input"));
+			if (in && !strcmp(in, "source"))
+				json_array_append(
+					a, json_object_get(p, "partition"));
+		}
+		break;
+	}
+	json_decref(o);
+	return a;
+}
+
 /* Status thread: node/<id> and member/<job>/<node>-t0. */
 static json_t *collect(void *opaque)
 {
 	sv_supervisor_t *sv = opaque;
+	/* the records before the states: a state read after a record is at
+	 * least as new as that record's drain */
+	json_t *recs = sv_dist_records(sv->dist);
 	cmd_t c = {.type = SV_CMD_LIST, .full = true};
 	char *json = NULL;
 	sv_error_t *err = sv_call(sv, &c, &json);
 	if (err) {
 		sv_error_destroy(err);
+		json_decref(recs);
 		return NULL;
 	}
 	json_t *list = json_loads(json, 0, NULL);
 	free(json);
 	const char *node = sv->conf.dist.node_id;
 	json_t *out = json_object();
-	json_t *members = json_array();
+	json_t *members = json_array(), *here = json_array();
 	size_t k;
 	json_t *j;
 	json_array_foreach (json_object_get(list, "jobs"), k, j) {
@@ -206,13 +246,12 @@ static json_t *collect(void *opaque)
 		json_t *parts = json_object_get(j, "partitions");
 		json_t *ids = int_array_of(parts);
 		bool checkpointed = !strcmp(state, "checkpointed");
-		/* a drained member has stopped reading: what it read last is
-		 * what its final checkpoint covers */
-		if (json_array_size(ids))
-			json_object_set(sv->dist_parts, id, ids);
-		else if (checkpointed && json_object_get(sv->dist_parts, id))
-			json_array_extend(ids,
-					  json_object_get(sv->dist_parts, id));
+		/* a drained member has stopped reading: its final checkpoint
+		 * says which partitions it covers */
+		if (checkpointed) {
+			json_decref(ids);
+			ids = final_parts(sv, id);
+		}
 		json_t *positions = json_array();
 		size_t pk;
 		json_t *p;
@@ -246,11 +285,18 @@ static json_t *collect(void *opaque)
 				  "checkpointed", checkpointed, "topic",
 				  json_string_value(json_object_get(
 					  json_array_get(parts, 0), "topic"))));
+		json_object_set_new(
+			json_object_get(out, key), "version",
+			json_integer(json_integer_value(json_object_get(
+				json_object_get(recs, id), "version"))));
 		if (!terminal_name(state) && !checkpointed)
 			json_array_append_new(members, json_string(member));
+		if (!terminal_name(state))
+			json_array_append_new(here, json_string(id));
 	}
 	size_t njobs = json_array_size(json_object_get(list, "jobs"));
 	json_decref(list);
+	json_decref(recs);
 	char *lnode = NULL;
 	int64_t epoch = 0;
 	bool leads = sv_dist_leader(sv->dist, &lnode, NULL, &epoch);
@@ -259,10 +305,11 @@ static json_t *collect(void *opaque)
 	snprintf(key, sizeof(key), "node/%s", node);
 	json_object_set_new(
 		out, key,
-		json_pack("{s:s, s:s, s:b, s:I, s:I, s:o}", "node", node, "url",
-			  sv->dist_url ? sv->dist_url : "", "leader", leads,
-			  "epoch", (json_int_t)(leads ? epoch : 0), "jobs",
-			  (json_int_t)njobs, "members", members));
+		json_pack("{s:s, s:s, s:b, s:I, s:I, s:o, s:o}", "node", node,
+			  "url", sv->dist_url ? sv->dist_url : "", "leader",
+			  leads, "epoch", (json_int_t)(leads ? epoch : 0),
+			  "jobs", (json_int_t)njobs, "members", members,
+			  "job_ids", here));
 	return out;
 }
 
@@ -332,6 +379,10 @@ sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
 		return NULL;
 	char *json = sv_jobspec_to_json(spec);
 	json_t *x = extra ? json_deep_copy(extra) : json_object();
+	/* member records say which version they report on: a checkpointed
+	 * of the drain before a resume does not count for the next drain */
+	json_object_set_new(x, "version",
+			    json_integer(sv_dist_version(sv, job_id) + 1));
 	json_object_set_new(x, "name", json_string(spec->msg->name));
 	json_object_set_new(x, "plan_id", json_string(spec->plan_id));
 	sv_error_t *err = sv_dist_publish_record(sv->dist, job_id, json, target,
@@ -345,6 +396,16 @@ sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
 			    const sv_jobspec_t *spec, const char *target)
 {
 	return sv_dist_publish_ext(sv, job_id, spec, target, NULL);
+}
+
+int64_t sv_dist_version(sv_supervisor_t *sv, const char *job_id)
+{
+	if (!sv->dist)
+		return 0;
+	json_t *r = sv_dist_job_record(sv->dist, job_id);
+	int64_t n = json_integer_value(json_object_get(r, "version"));
+	json_decref(r);
+	return n;
 }
 
 bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,
@@ -365,6 +426,21 @@ static bool node_alive(json_t *nodes, const char *node)
 		SV_STATUS_ALIVE_MS;
 }
 
+/* The job's source topic, from its registry record (the caller's), or
+ * NULL. */
+static char *job_topic(sv_supervisor_t *sv, const char *id)
+{
+	json_t *r = sv_dist_job_record(sv->dist, id);
+	const char *spec = json_string_value(json_object_get(r, "spec"));
+	json_t *o = spec ? json_loads(spec, 0, NULL) : NULL;
+	const char *t = json_string_value(
+		json_object_get(json_object_get(o, "source"), "topic"));
+	char *out = t ? sv_strdup(t) : NULL;
+	json_decref(o);
+	json_decref(r);
+	return out;
+}
+
 /* The job as the member records of live nodes say: {state, checkpointed,
  * partitions_total, partitions: [{partition, node, member}], members}.
  * *state_out: "checkpointed" when every partition reported its final
@@ -377,6 +453,11 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 	snprintf(prefix, sizeof(prefix), "member/%s/", id);
 	json_t *recs = sv_status_view(sv->status, prefix);
 	json_t *nodes = sv_status_view(sv->status, "node/");
+	json_t *rec = sv_dist_job_record(sv->dist, id);
+	int64_t seq = json_integer_value(json_object_get(rec, "version"));
+	const char *target = json_string_value(json_object_get(rec, "target"));
+	bool draining = target && !strcmp(target, "draining");
+	json_decref(rec);
 	json_t *members = json_array(), *parts = json_array();
 	unsigned long long covered = 0;
 	int maxp = -1, n_live = 0, n_ck = 0, n_drain = 0;
@@ -393,7 +474,10 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 			continue;
 		n_live++;
 		const char *st = json_string_value(json_object_get(m, "state"));
-		bool ck = st && !strcmp(st, "checkpointed");
+		/* a checkpointed of an earlier drain is not this drain's */
+		bool ck = draining && st && !strcmp(st, "checkpointed") &&
+			json_integer_value(json_object_get(m, "version")) ==
+				seq;
 		n_ck += ck;
 		n_drain += st && !strcmp(st, "draining");
 		if (!topic)
@@ -402,6 +486,8 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 		json_t *p;
 		json_array_foreach (json_object_get(m, "partitions"), pk, p) {
 			int pn = (int)json_integer_value(p);
+			if (ck && (covered >> pn & 1)) /* reported twice */
+				continue;
 			if (pn > maxp)
 				maxp = pn;
 			if (ck && pn >= 0 && pn < 64)
@@ -416,13 +502,28 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 						json_object_get(m, "member")));
 		}
 	}
+	/* every live node that has the job must have reported on it */
+	int n_have = 0;
+	json_object_foreach (nodes, k, m) {
+		if (json_integer_value(json_object_get(m, "age_ms")) >=
+		    SV_STATUS_ALIVE_MS)
+			continue;
+		size_t jk;
+		json_t *jid;
+		json_array_foreach (json_object_get(m, "job_ids"), jk, jid)
+			n_have += json_is_string(jid) &&
+				!strcmp(json_string_value(jid), id);
+	}
+	char *src_topic = topic ? NULL : job_topic(sv, id);
+	if (!topic)
+		topic = src_topic;
 	int total = topic ? sv_status_partitions(sv->status, topic) : -1;
 	if (total <= 0)
 		total = maxp + 1;
 	bool all = total > 0 && total <= 64 &&
 		covered == (total == 64 ? ~0ull : (1ull << total) - 1);
 	const char *state = NULL;
-	if (n_live && n_ck == n_live && all)
+	if (n_live && n_ck == n_live && n_live >= n_have && all)
 		state = "checkpointed";
 	else if (n_drain || n_ck)
 		state = "draining";
@@ -431,6 +532,7 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 		"{s:s?, s:b, s:i, s:o, s:o}", "state", state, "checkpointed",
 		state && !strcmp(state, "checkpointed"), "partitions_total",
 		total, "partitions", parts, "members", members);
+	free(src_topic);
 	json_decref(recs);
 	json_decref(nodes);
 	return o;

@@ -137,6 +137,9 @@ sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
 sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
 				const sv_jobspec_t *spec, const char *target,
 				const json_t *extra);
+/* The version of the job's latest record in the registry (0: none):
+ * the leader counts every write of a job's record. */
+int64_t sv_dist_version(sv_supervisor_t *sv, const char *job_id);
 /* A submit of a job named like a live one: the same plan id is the same
  * job (a retried submit, distributed mode only): true. */
 bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,

@@ -63,8 +63,8 @@ static int leader_now(cluster_t *cl)
 {
 	for (int i = 0; i < cl->nn; i++) {
 		json_t *o = node_get(cl, i, "/v1/cluster");
-		bool me = o && json_is_true(json_object_get(o,
-							    "this_node_leads"));
+		bool me = o &&
+			json_is_true(json_object_get(o, "this_node_leads"));
 		json_decref(o);
 		if (me)
 			return i;
@@ -173,7 +173,8 @@ static void failover(t9_t *t, int l, bool freeze, int64_t *ms)
 		       cr_secs(cl->c), n->id);
 	}
 	fflush(stdout);
-	int nl = wait_leader(cl, 40000, freeze ? "leader frozen" : "leader killed");
+	int nl = wait_leader(cl, 40000,
+			     freeze ? "leader frozen" : "leader killed");
 	if (nl == l)
 		cr_fail(cl->c, "the frozen or killed node still leads");
 	*ms = sv_mono_ms() - t0;
@@ -192,10 +193,10 @@ static void check_epochs(cluster_t *cl, int *leaders, int64_t *max_epoch)
 	crash_t *c = cl->c;
 	char topic[300];
 	snprintf(topic, sizeof(topic), "_streamvisor.%s.jobs", cl->name);
-	rd_kafka_t *rk = cr_client(c, RD_KAFKA_CONSUMER, NULL,
-				   "read_committed", true);
-	rd_kafka_topic_partition_list_t *l =
-		rd_kafka_topic_partition_list_new(1);
+	rd_kafka_t *rk = cr_client(c, RD_KAFKA_CONSUMER, NULL, "read_committed",
+				   true);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
+		1);
 	rd_kafka_topic_partition_list_add(l, topic, 0)->offset =
 		RD_KAFKA_OFFSET_BEGINNING;
 	rd_kafka_assign(rk, l);
@@ -207,8 +208,9 @@ static void check_epochs(cluster_t *cl, int *leaders, int64_t *max_epoch)
 		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
 		if (!m) {
 			if (sv_mono_ms() > deadline)
-				cr_fail(c, "the jobs topic was not read to its "
-					   "end");
+				cr_fail(c,
+					"the jobs topic was not read to its "
+					"end");
 			continue;
 		}
 		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -223,8 +225,9 @@ static void check_epochs(cluster_t *cl, int *leaders, int64_t *max_epoch)
 				!memcmp(m->key, "leader", 6);
 			n++;
 			if (!json_object_get(o, "epoch"))
-				cr_fail(c, "record at offset %" PRId64
-					   " has no leader epoch",
+				cr_fail(c,
+					"record at offset %" PRId64
+					" has no leader epoch",
 					(int64_t)m->offset);
 			if (e < hi)
 				cr_fail(c,
@@ -342,8 +345,7 @@ static void test_leader_failover(void **state)
 			if (st != 201 || !id2 || strcmp(id2, tj->id))
 				cr_fail(c,
 					"resubmit of %s: %d %s (first id %s)",
-					tj->name, st, resp ? resp : "",
-					tj->id);
+					tj->name, st, resp ? resp : "", tj->id);
 			tj->existing++;
 			json_decref(o);
 			free(resp);
@@ -476,8 +478,8 @@ static int64_t wait_checkpointed(cluster_t *cl, const char *id, bool *early)
 	for (;;) {
 		for (int i = 0; i < cl->nn; i++) {
 			json_t *o = cl_node_job(cl, i, id);
-			const char *st =
-				json_string_value(json_object_get(o, "state"));
+			const char *st = json_string_value(
+				json_object_get(o, "state"));
 			const char *ns = json_string_value(
 				json_object_get(o, "node_state"));
 			if (st && ns && !strcmp(st, "draining") &&
@@ -506,7 +508,8 @@ static int64_t wait_checkpointed(cluster_t *cl, const char *id, bool *early)
 							json_string_value(
 								json_object_get(
 									m,
-									"member")),
+									"membe"
+									"r")),
 							mst ? mst : "?");
 					size_t pk;
 					json_t *p;
@@ -515,20 +518,29 @@ static int64_t wait_checkpointed(cluster_t *cl, const char *id, bool *early)
 								"partitions"),
 						pk, p)
 						cover |= 1u
-							<< json_integer_value(p);
+							<< json_integer_value(
+								   p);
 				}
-				if (live != 3 || cover != (1u << PARTS) - 1)
+				if (live != 3 || cover != (1u << PARTS) - 1) {
+					char *dump = json_dumps(cv,
+								JSON_COMPACT);
 					cr_fail(cl->c,
 						"%s answers checkpointed with "
-						"%d members covering 0x%x",
-						cl->n[i].id, live, cover);
+						"%d members covering 0x%x: %s",
+						cl->n[i].id, live, cover, dump);
+				}
+				if (getenv("SV_CTL_DEBUG")) {
+					char *d = json_dumps(cv, JSON_COMPACT);
+					printf("%s\n", d);
+					free(d);
+				}
 				json_decref(o);
 				int64_t w = sv_mono_ms() - t0;
 				printf("[%s %6.1fs] checkpointed on %s after "
 				       "%" PRId64
 				       " ms: 3 members, partitions 0x%x\n",
-				       cl->c->test, cr_secs(cl->c),
-				       cl->n[i].id, w, cover);
+				       cl->c->test, cr_secs(cl->c), cl->n[i].id,
+				       w, cover);
 				return w;
 			}
 			json_decref(o);
@@ -601,8 +613,9 @@ static void test_drain_resume(void **state)
 	drain_resume(cl, j->id, true);
 	tally_t unc, t = cl_finish(cl, j, &unc, "asserted", "shown");
 	if (!cr_exact(&t))
-		cr_fail(c, "output not exact across drains and resumes "
-			   "(SUMMARY above)");
+		cr_fail(c,
+			"output not exact across drains and resumes "
+			"(SUMMARY above)");
 	c->passed = true;
 }
 
