@@ -139,6 +139,13 @@ void sv_client_set_token(sv_client_t *cl, const char *token)
 	cl->token = token ? sv_strdup(token) : NULL;
 }
 
+void sv_client_set_header(sv_client_t *cl, const char *header)
+{
+	free(cl->header);
+	cl->header = header && !strpbrk(header, "\r\n") ? sv_strdup(header)
+							: NULL;
+}
+
 sv_error_t *sv_client_read_token_file(const char *path, char **out)
 {
 	*out = NULL;
@@ -173,6 +180,7 @@ void sv_client_release(sv_client_t *cl)
 	if (!cl)
 		return;
 	sv_client_set_token(cl, NULL);
+	free(cl->header);
 	free(cl->host);
 	free(cl->prefix);
 	free(cl->ca_file);
@@ -805,6 +813,8 @@ sv_error_t *sv_client_request(const sv_client_t *cl, const char *method,
 		sv_buf_printf(&req, "Content-Type: %s\r\n", content_type);
 	if (cl->token)
 		sv_buf_printf(&req, "Authorization: Bearer %s\r\n", cl->token);
+	if (cl->header)
+		sv_buf_printf(&req, "%s\r\n", cl->header);
 	bool sends_body = body || !strcmp(method, "POST") ||
 		!strcmp(method, "PUT") || !strcmp(method, "PATCH");
 	if (sends_body)

@@ -33,6 +33,8 @@ typedef struct sv_client {
 	char *ca_file; /* PEM CAs the server's certificate must verify
 			* against; NULL: the system's trust store */
 	char *cert_file, *key_file; /* client certificate (mTLS), or NULL */
+	char *header; /* one more request header line "Name: value", or
+		       * NULL (sv_client_set_header) */
 } sv_client_t;
 
 /* One response. Embedded: filled by sv_client_request, freed with
@@ -64,6 +66,9 @@ sv_error_t *sv_client_set_tls(sv_client_t *cl, const char *ca_file,
 
 /* Use token (copied) as the bearer token of every request; NULL: none. */
 void sv_client_set_token(sv_client_t *cl, const char *token);
+/* Send header ("Name: value", copied; no CR or LF) with every request;
+ * NULL: none. */
+void sv_client_set_header(sv_client_t *cl, const char *header);
 /* Read a token from a file (the first line, surrounding blanks removed)
  * into a new string *out. The file should be readable only by its owner.
  * Errors: SV_ERR_CONFIG naming the file (never quoting its content). */

@@ -9,14 +9,20 @@
  * the beginning and reads with read_committed on its own thread, calling
  * the apply callback for every job record. Reading the whole compacted
  * topic at start is how a node that was down learns the jobs submitted
- * meanwhile (Kafka Connect's config topic, read to the end). There is no
- * leader yet: any node writes job records, so two nodes accepting the same
- * name at the same moment both write it (docs/cluster.md says so); ids are
- * random, so records never collide. A bounded job's record also carries
- * its end offsets (`end_offsets`, taken by sv_dist_end_offsets with a
- * read_committed consumer's ListOffsets: the last stable offsets). */
+ * meanwhile (Kafka Connect's config topic, read to the end): until the
+ * first end the reader keeps each job's latest record and applies only
+ * those, so a restarted node does not replay a drain that a resume
+ * followed. Only the leader writes job records (leader.c: one fenced
+ * transaction each); the reader keeps the view the control plane needs:
+ * each job's latest record, the newest `leader` record, and a count of
+ * records whose leader epoch is below one read before (zero while the
+ * fencing holds). The producer here only creates the topic. A bounded
+ * job's record also carries its end offsets (`end_offsets`, taken once by
+ * the leader at submit with sv_dist_end_offsets: a read_committed
+ * consumer's ListOffsets, the last stable offsets). */
 #define _GNU_SOURCE
 #include "cluster/dist.h"
+#include "cluster/leader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,21 +49,24 @@ struct sv_dist {
 	sv_logctx_t log;
 	rd_kafka_t *prod;
 	rd_kafka_t *cons;
-	pthread_mutex_t lock; /* one publish at a time */
-	rd_kafka_resp_err_t dr_err; /* under lock: the last delivery */
-	int dr_pending;
+	pthread_mutex_t lock;
+	rd_kafka_resp_err_t dr_err; /* the last delivery (none expected) */
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;
 	_Atomic int64_t applied;
-	/* attempts/<job>/<node> records as read (under lock) */
-	struct dist_attempts {
-		char *job, *node;
-		int64_t window_start_ms;
-		int attempts;
-	} * att;
-	size_t natt;
-	pthread_mutex_t att_lock;
+	/* the view (leader.c's control plane; under view_lock) */
+	pthread_mutex_t view_lock;
+	json_t *records; /* job id → its latest record */
+	json_t *snapshot; /* until the first end: key → latest record */
+	char *leader_node, *leader_url;
+	int64_t leader_epoch; /* the highest epoch of a leader record */
+	int64_t max_epoch; /* the highest epoch of any record */
+	int64_t stale_records; /* records with an epoch below an earlier one */
+	int64_t leader_records;
+	_Atomic int64_t eof; /* the end the reader reached, -1: not yet */
+	atomic_bool loaded; /* the topic was read to its end once */
+	struct sv_leader *leader;
 };
 
 /* ---- node id ---- */
@@ -172,7 +181,6 @@ static void on_delivery(void *opaque, const rd_kafka_message_t *m)
 {
 	sv_dist_t *d = opaque;
 	d->dr_err = m->err;
-	d->dr_pending--;
 }
 
 static sv_error_t *create_topic(sv_dist_t *d)
@@ -213,122 +221,105 @@ static sv_error_t *create_topic(sv_dist_t *d)
 	return NULL;
 }
 
-static sv_error_t *produce(sv_dist_t *d, const char *key, const char *value)
+/* One job record (o borrowed) to the node: the supervisor's callback. */
+static void apply_job(sv_dist_t *d, json_t *o, int64_t offset)
 {
-	pthread_mutex_lock(&d->lock);
-	d->dr_pending = 1;
-	d->dr_err = 0;
-	rd_kafka_resp_err_t e = rd_kafka_producev(
-		d->prod, RD_KAFKA_V_TOPIC(d->topic), RD_KAFKA_V_PARTITION(0),
-		RD_KAFKA_V_KEY(key, strlen(key)),
-		RD_KAFKA_V_VALUE((void *)value, strlen(value)),
-		RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-	if (!e) {
-		int64_t deadline = sv_mono_ms() + DIST_TIMEOUT_MS;
-		while (d->dr_pending > 0 && sv_mono_ms() < deadline)
-			rd_kafka_poll(d->prod, 100);
-		e = d->dr_pending > 0 ? RD_KAFKA_RESP_ERR__TIMED_OUT
-				      : d->dr_err;
-	}
-	pthread_mutex_unlock(&d->lock);
-	if (e)
-		return sv_kafka_error(d->prod, &d->log, SV_ERR_BINDING, e, NULL,
-				      "cannot write '%s' to the job registry "
-				      "topic '%s'",
-				      key, d->topic);
-	return NULL;
-}
-
-/* A record's `end_offsets` (an array, index = partition) into *ends (the
- * caller's); returns the count, 0 when absent or not all integers. */
-static size_t record_ends(const json_t *a, int64_t **ends)
-{
-	*ends = NULL;
-	size_t n = json_is_array(a) ? json_array_size(a) : 0;
-	if (!n)
-		return 0;
-	*ends = sv_calloc(n, sizeof(**ends));
-	for (size_t i = 0; i < n; i++) {
-		const json_t *v = json_array_get(a, i);
-		if (!json_is_integer(v) || json_integer_value(v) < 0) {
-			free(*ends);
-			*ends = NULL;
-			return 0;
-		}
-		(*ends)[i] = json_integer_value(v);
-	}
-	return n;
-}
-
-/* An attempts/<job>/<node> record into the table (the newest wins). */
-static void take_attempts(sv_dist_t *d, const rd_kafka_message_t *m)
-{
-	json_error_t je;
-	json_t *o = json_loadb(m->payload, m->len, 0, &je);
-	const char *job = json_string_value(json_object_get(o, "job"));
-	const char *node = json_string_value(json_object_get(o, "node"));
-	if (job && node) {
-		pthread_mutex_lock(&d->att_lock);
-		size_t i = 0;
-		while (i < d->natt &&
-		       (strcmp(d->att[i].job, job) ||
-			strcmp(d->att[i].node, node)))
-			i++;
-		if (i == d->natt) {
-			d->att = sv_realloc(d->att,
-					    (d->natt + 1) * sizeof(*d->att));
-			d->att[i].job = sv_strdup(job);
-			d->att[i].node = sv_strdup(node);
-			d->natt++;
-		}
-		d->att[i].window_start_ms = json_integer_value(
-			json_object_get(o, "window_start_ms"));
-		d->att[i].attempts = (int)json_integer_value(
-			json_object_get(o, "attempts"));
-		pthread_mutex_unlock(&d->att_lock);
-	}
-	json_decref(o);
-}
-
-static void apply(sv_dist_t *d, const rd_kafka_message_t *m)
-{
-	if (m->key && m->payload && m->key_len > 9 &&
-	    !memcmp(m->key, "attempts/", 9)) {
-		take_attempts(d, m);
-		return;
-	}
-	if (!m->key || !m->payload || m->key_len < 5 ||
-	    memcmp(m->key, "job/", 4))
-		return;
-	json_error_t je;
-	json_t *o = json_loadb(m->payload, m->len, 0, &je);
-	const char *id = o ? json_string_value(json_object_get(o, "id")) : NULL;
-	const char *spec = o ? json_string_value(json_object_get(o, "spec"))
-			     : NULL;
-	const char *target = o ? json_string_value(json_object_get(o, "target"))
-			       : NULL;
-	int64_t *ends = NULL;
-	size_t nends = record_ends(json_object_get(o, "end_offsets"), &ends);
-	if (id && spec) {
-		sv_error_t *err = d->conf.apply(d->conf.opaque, id, spec,
-						target ? target : "running",
-						ends, nends);
-		if (err) {
-			sv_logctx_t lc = {id, 0};
-			sv_log(&lc, SV_LOG_WARN, "cluster",
-			       "job record at offset %lld of '%s' not taken: "
-			       "%s",
-			       (long long)m->offset, d->topic, err->message);
-			sv_error_destroy(err);
-		}
-	} else {
+	const char *id = json_string_value(json_object_get(o, "id"));
+	const char *spec = json_string_value(json_object_get(o, "spec"));
+	const char *target = json_string_value(json_object_get(o, "target"));
+	if (!id || !spec) {
 		sv_log(&d->log, SV_LOG_WARN, "cluster",
 		       "job record at offset %lld of '%s' is not "
 		       "{id, spec}: skipped",
-		       (long long)m->offset, d->topic);
+		       (long long)offset, d->topic);
+		return;
 	}
-	free(ends);
+	sv_error_t *err = d->conf.apply_record
+		? d->conf.apply_record(d->conf.opaque, o)
+		: d->conf.apply(d->conf.opaque, id, spec,
+				target ? target : "running");
+	if (err) {
+		sv_logctx_t lc = {id, 0};
+		sv_log(&lc, SV_LOG_WARN, "cluster",
+		       "job record at offset %lld of '%s' not taken: "
+		       "%s",
+		       (long long)offset, d->topic, err->message);
+		sv_error_destroy(err);
+	}
+}
+
+/* Reader thread: a record into the view; a job record applied now, or
+ * kept until the first end (then only each job's latest is applied, as
+ * Connect applies its config snapshot). */
+static void apply(sv_dist_t *d, const rd_kafka_message_t *m)
+{
+	if (!m->key || !m->payload || m->key_len < 5)
+		return;
+	json_error_t je;
+	json_t *o = json_loadb(m->payload, m->len, 0, &je);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return;
+	}
+	bool is_leader = m->key_len == 6 && !memcmp(m->key, "leader", 6);
+	bool is_job = !memcmp(m->key, "job/", 4);
+	json_int_t epoch = json_integer_value(json_object_get(o, "epoch"));
+	pthread_mutex_lock(&d->view_lock);
+	if (json_object_get(o, "epoch")) {
+		if (epoch < d->max_epoch) {
+			d->stale_records++;
+			sv_log(&d->log, SV_LOG_WARN, "cluster",
+			       "record at offset %lld of '%s' carries leader "
+			       "epoch %lld, below %lld seen before",
+			       (long long)m->offset, d->topic, (long long)epoch,
+			       (long long)d->max_epoch);
+		} else {
+			d->max_epoch = epoch;
+		}
+	}
+	if (is_leader) {
+		const char *node = json_string_value(
+			json_object_get(o, "node"));
+		const char *url = json_string_value(json_object_get(o, "url"));
+		if (epoch > d->leader_epoch) {
+			d->leader_epoch = epoch;
+			free(d->leader_node);
+			free(d->leader_url);
+			d->leader_node = sv_strdup(node ? node : "");
+			d->leader_url = sv_strdup(url ? url : "");
+		}
+		d->leader_records++;
+	}
+	const char *id = is_job ? json_string_value(json_object_get(o, "id"))
+				: NULL;
+	if (id)
+		json_object_set(d->records, id, o);
+	bool now = atomic_load(&d->loaded);
+	if (is_job && !now) {
+		char key[300];
+		snprintf(key, sizeof(key), "%.*s", (int)m->key_len,
+			 (const char *)m->key);
+		json_object_set(d->snapshot, key, o);
+	}
+	pthread_mutex_unlock(&d->view_lock);
+	if (is_job && now)
+		apply_job(d, o, m->offset);
 	json_decref(o);
+}
+
+/* Reader thread: the first end: apply the snapshot. */
+static void loaded(sv_dist_t *d)
+{
+	pthread_mutex_lock(&d->view_lock);
+	json_t *snap = d->snapshot;
+	d->snapshot = json_object();
+	pthread_mutex_unlock(&d->view_lock);
+	const char *k;
+	json_t *o;
+	json_object_foreach (snap, k, o)
+		apply_job(d, o, -1);
+	json_decref(snap);
+	atomic_store(&d->loaded, true);
 }
 
 static void *reader_main(void *arg)
@@ -341,7 +332,11 @@ static void *reader_main(void *arg)
 		if (!m->err) {
 			apply(d, m);
 			atomic_store(&d->applied, m->offset + 1);
-		} else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+		} else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+			if (!atomic_load(&d->loaded))
+				loaded(d);
+			atomic_store(&d->eof, m->offset);
+		} else {
 			sv_log(&d->log, SV_LOG_WARN, "cluster",
 			       "reading the job registry '%s': %s", d->topic,
 			       rd_kafka_err2str(m->err));
@@ -349,6 +344,24 @@ static void *reader_main(void *arg)
 		rd_kafka_message_destroy(m);
 	}
 	return NULL;
+}
+
+static int64_t read_pos(void *opaque)
+{
+	sv_dist_t *d = opaque;
+	if (!atomic_load(&d->loaded))
+		return 0;
+	int64_t a = atomic_load(&d->applied), e = atomic_load(&d->eof);
+	return a > e ? a : e;
+}
+
+static int64_t last_epoch(void *opaque)
+{
+	sv_dist_t *d = opaque;
+	pthread_mutex_lock(&d->view_lock);
+	int64_t e = d->max_epoch;
+	pthread_mutex_unlock(&d->view_lock);
+	return e;
 }
 
 sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out)
@@ -366,8 +379,11 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out)
 	sv_dist_jobs_topic(d->name, topic, sizeof(topic));
 	d->topic = sv_strdup(topic);
 	pthread_mutex_init(&d->lock, NULL);
-	pthread_mutex_init(&d->att_lock, NULL);
+	pthread_mutex_init(&d->view_lock, NULL);
+	d->records = json_object();
+	d->snapshot = json_object();
 	atomic_store(&d->applied, 0);
+	atomic_store(&d->eof, -1);
 
 	char cid[200], role[400];
 	snprintf(cid, sizeof(cid), "streamvisor-%s-registry", d->node_id);
@@ -427,22 +443,25 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out)
 					     "topic '%s'",
 					     d->topic);
 	}
-	if (!err) {
-		char key[200];
-		snprintf(key, sizeof(key), "node/%s", d->node_id);
-		json_t *o = json_pack("{s:s, s:s, s:I}", "node", d->node_id,
-				      "url", d->url, "started_at_ms",
-				      (json_int_t)sv_now_ms());
-		char *v = json_dumps(o, JSON_COMPACT);
-		json_decref(o);
-		err = produce(d, key, v);
-		free(v);
-	}
 	if (!err && pthread_create(&d->thread, NULL, reader_main, d) == 0)
 		d->started = true;
 	else if (!err)
 		err = sv_error_new(SV_ERR_RUNTIME,
 				   "cannot start the job registry reader");
+	if (!err) {
+		sv_leader_conf_t lc = {
+			.name = d->name,
+			.node_id = d->node_id,
+			.url = d->url,
+			.topic = d->topic,
+			.kafka = conf->kafka,
+			.session_timeout_ms = conf->session_timeout_ms,
+			.read_pos = read_pos,
+			.last_epoch = last_epoch,
+			.opaque = d,
+		};
+		err = sv_leader_start(&lc, &d->leader);
+	}
 	if (err) {
 		sv_dist_stop(d);
 		return err;
@@ -454,31 +473,76 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out)
 	return NULL;
 }
 
-sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
-				const char *spec_json, const char *target)
-{
-	return sv_dist_publish_job_ends(d, job_id, spec_json, target, NULL, 0);
-}
-
-sv_error_t *sv_dist_publish_job_ends(sv_dist_t *d, const char *job_id,
-				     const char *spec_json, const char *target,
-				     const int64_t *ends, size_t nends)
+sv_error_t *sv_dist_publish_record(sv_dist_t *d, const char *job_id,
+				   const char *spec_json, const char *target,
+				   const json_t *extra)
 {
 	char key[200];
 	snprintf(key, sizeof(key), "job/%s", job_id);
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", job_id, "spec",
 			      spec_json, "node", d->node_id, "target", target);
-	if (nends) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < nends; i++)
-			json_array_append_new(a, json_integer(ends[i]));
-		json_object_set_new(o, "end_offsets", a);
-	}
-	char *v = json_dumps(o, JSON_COMPACT);
+	if (extra)
+		json_object_update(o, (json_t *)extra);
+	sv_error_t *err = d->leader
+		? sv_leader_write(d->leader, key, o)
+		: sv_error_new(SV_ERR_UNAVAILABLE, "no leader yet: retry");
 	json_decref(o);
-	sv_error_t *err = produce(d, key, v);
-	free(v);
 	return err;
+}
+
+sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
+				const char *spec_json, const char *target)
+{
+	return sv_dist_publish_record(d, job_id, spec_json, target, NULL);
+}
+
+json_t *sv_dist_job_record(sv_dist_t *d, const char *job_id)
+{
+	pthread_mutex_lock(&d->view_lock);
+	json_t *o = json_object_get(d->records, job_id);
+	json_t *copy = o ? json_deep_copy(o) : NULL;
+	pthread_mutex_unlock(&d->view_lock);
+	return copy;
+}
+
+json_t *sv_dist_records(sv_dist_t *d)
+{
+	pthread_mutex_lock(&d->view_lock);
+	json_t *copy = json_deep_copy(d->records);
+	pthread_mutex_unlock(&d->view_lock);
+	return copy;
+}
+
+bool sv_dist_leader(sv_dist_t *d, char **node, char **url, int64_t *epoch)
+{
+	pthread_mutex_lock(&d->view_lock);
+	if (node)
+		*node = d->leader_node ? sv_strdup(d->leader_node) : NULL;
+	if (url)
+		*url = d->leader_url ? sv_strdup(d->leader_url) : NULL;
+	if (epoch)
+		*epoch = d->leader_epoch;
+	pthread_mutex_unlock(&d->view_lock);
+	return sv_leader_is(d->leader, NULL);
+}
+
+json_t *sv_dist_registry_json(sv_dist_t *d)
+{
+	int64_t elected = 0, writes = 0, my_epoch = 0;
+	sv_leader_counts(d->leader, &elected, &writes);
+	bool me = sv_leader_is(d->leader, &my_epoch);
+	pthread_mutex_lock(&d->view_lock);
+	json_t *o = json_pack(
+		"{s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I}", "topic",
+		d->topic, "jobs_offset", (json_int_t)read_pos(d), "jobs",
+		(json_int_t)json_object_size(d->records), "leader_epoch",
+		(json_int_t)d->leader_epoch, "leader_records",
+		(json_int_t)d->leader_records, "stale_epoch_records",
+		(json_int_t)d->stale_records, "this_node_leads", me,
+		"this_node_epoch", (json_int_t)my_epoch, "times_elected",
+		(json_int_t)elected, "leader_writes", (json_int_t)writes);
+	pthread_mutex_unlock(&d->view_lock);
+	return o;
 }
 
 sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
@@ -552,45 +616,18 @@ sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
 	return NULL;
 }
 
-sv_error_t *sv_dist_publish_attempts(sv_dist_t *d, const char *job_id,
-				     int64_t window_start_ms, int attempts)
-{
-	char key[300];
-	snprintf(key, sizeof(key), "attempts/%s/%s", job_id, d->node_id);
-	json_t *o = json_pack("{s:s, s:s, s:I, s:i}", "job", job_id, "node",
-			      d->node_id, "window_start_ms",
-			      (json_int_t)window_start_ms, "attempts",
-			      attempts);
-	char *v = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	sv_error_t *err = produce(d, key, v);
-	free(v);
-	return err;
-}
-
-int sv_dist_attempts_elsewhere(sv_dist_t *d, const char *job_id, int64_t now,
-			       int64_t window_ms)
-{
-	int n = 0;
-	pthread_mutex_lock(&d->att_lock);
-	for (size_t i = 0; i < d->natt; i++)
-		if (!strcmp(d->att[i].job, job_id) &&
-		    strcmp(d->att[i].node, d->node_id) &&
-		    now - d->att[i].window_start_ms <= window_ms)
-			n += d->att[i].attempts;
-	pthread_mutex_unlock(&d->att_lock);
-	return n;
-}
-
 int64_t sv_dist_applied_offset(const sv_dist_t *d)
 {
-	return atomic_load(&d->applied);
+	return read_pos((void *)d);
 }
 
 void sv_dist_stop(sv_dist_t *d)
 {
 	if (!d)
 		return;
+	/* first: its claim waits for the reader */
+	sv_leader_stop(d->leader);
+	d->leader = NULL;
 	atomic_store(&d->stop, true);
 	if (d->started)
 		pthread_join(d->thread, NULL);
@@ -603,12 +640,11 @@ void sv_dist_stop(sv_dist_t *d)
 		sv_kafka_client_destroy(d->prod);
 	}
 	pthread_mutex_destroy(&d->lock);
-	for (size_t i = 0; i < d->natt; i++) {
-		free(d->att[i].job);
-		free(d->att[i].node);
-	}
-	free(d->att);
-	pthread_mutex_destroy(&d->att_lock);
+	pthread_mutex_destroy(&d->view_lock);
+	json_decref(d->records);
+	json_decref(d->snapshot);
+	free(d->leader_node);
+	free(d->leader_url);
 	free(d->name);
 	free(d->node_id);
 	free(d->url);

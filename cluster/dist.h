@@ -10,11 +10,15 @@
  * creates it, and every node reads the topic from the start and creates
  * each job it does not know with the same id, so the members of all nodes
  * join the same consumer group `streamvisor-<id>`. A cancel is written the
- * same way (target "cancelled") and every node cancels its copy. `node/<id>` records say which nodes
- * started with which URL. */
+ * same way (target "cancelled") and every node cancels its copy. Only the
+ * leader (leader.h) writes the registry: `leader` → {node, url, epoch}
+ * names it, and every job record carries the epoch of the leader that
+ * wrote it. */
 #ifndef SV_CLUSTER_DIST_H
 #define SV_CLUSTER_DIST_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,14 +46,15 @@ typedef struct sv_dist_conf {
 	int replication_factor;
 	/* A job record: make the job as the record says — create it when
 	 * target is "running" and this node does not have it (spec is the
-	 * job spec JSON), cancel it when target is "cancelled". A bounded
-	 * job's record carries its end offsets (ends[p] for partition p of
-	 * the source topic; NULL and 0 for other jobs). Errors are logged.
-	 * thread: the registry's */
+	 * job spec JSON), cancel it when target is "cancelled". Errors are
+	 * logged. thread: the registry's */
 	sv_error_t *(*apply)(void *opaque, const char *job_id,
-			     const char *spec_json, const char *target,
-			     const int64_t *ends, size_t nends);
+			     const char *spec_json, const char *target);
+	/* Optional, replaces apply: the whole record (borrowed: id, spec,
+	 * target, epoch and what the writer added). thread: the registry's */
+	sv_error_t *(*apply_record)(void *opaque, const json_t *rec);
 	void *opaque;
+	int session_timeout_ms; /* the lead group's */
 } sv_dist_conf_t;
 
 /* Create the registry topic if missing, write this node's record, and
@@ -64,38 +69,41 @@ sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out);
 sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
 				const char *spec_json, const char *target);
 
-/* The same with a bounded job's end offsets (ends[p] for partition p;
- * nends 0: none), written as the record's `end_offsets`. thread: any */
-sv_error_t *sv_dist_publish_job_ends(sv_dist_t *d, const char *job_id,
-				     const char *spec_json, const char *target,
-				     const int64_t *ends, size_t nends);
+/* The same with extra (borrowed, may be NULL) merged into the record.
+ * Written by the leader only: SV_ERR_UNAVAILABLE when this node does not
+ * lead (or stopped leading during the write). thread: any */
+sv_error_t *sv_dist_publish_record(sv_dist_t *d, const char *job_id,
+				   const char *spec_json, const char *target,
+				   const json_t *extra);
 
 /* A bounded job's end offsets, fixed once when the job is first written
  * to the registry so that every member agrees where the input ends: the
  * last stable offset (read_committed ListOffsets) of every partition of
  * topic on cluster kafka, *ends[p] for partition p (*nends the partition
- * count); *ends is the caller's (free). The leader's duty in SCALE-OUT.md
- * §5.2; any node that accepts the submit calls it today. Errors:
+ * count); *ends is the caller's (free). The leader takes them when it
+ * writes the job's first record (SCALE-OUT.md §5.2). Errors:
  * SV_ERR_BINDING (the topic is missing or the cluster cannot answer).
  * thread: any */
 sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
 				int64_t **ends, size_t *nends);
 
-/* The restart policy across members (docs/cluster.md "Restart policy"):
- * each node writes its own failed-attempt count of a job,
- * `attempts/<job>/<node>` → {job, node, window_start_ms, attempts}, after
- * each failed attempt, and every node's reader keeps the latest of every
- * node. One writer per key (the node itself). thread: any */
-sv_error_t *sv_dist_publish_attempts(sv_dist_t *d, const char *job_id,
-				     int64_t window_start_ms, int attempts);
-/* The failed attempts of job_id that the other nodes counted in windows
- * that started within window_ms before now. thread: any */
-int sv_dist_attempts_elsewhere(sv_dist_t *d, const char *job_id, int64_t now,
-			       int64_t window_ms);
-
-/* The registry's read position (records applied up to this offset) and
- * the jobs seen; for GET /v1/cluster. thread: any */
+/* The registry's read position (records applied up to this offset; 0
+ * until it was read to its end once): what the GETs answer as of.
+ * thread: any */
 int64_t sv_dist_applied_offset(const sv_dist_t *d);
+
+/* The latest record of job_id (a copy, the caller's), or NULL. */
+json_t *sv_dist_job_record(sv_dist_t *d, const char *job_id);
+
+/* Every job's latest record: job id → record (a copy, the caller's). */
+json_t *sv_dist_records(sv_dist_t *d);
+
+/* The newest leader record's node, url (copies, the caller's, NULL when
+ * there is none) and epoch; returns whether this node leads now. */
+bool sv_dist_leader(sv_dist_t *d, char **node, char **url, int64_t *epoch);
+
+/* The registry and leadership as JSON (GET /v1/cluster's "registry"). */
+json_t *sv_dist_registry_json(sv_dist_t *d);
 
 /* Stop the thread and close the clients. NULL is fine. */
 void sv_dist_stop(sv_dist_t *d);

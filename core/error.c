@@ -28,6 +28,7 @@ static const char *const cat_names[SV_ERR__COUNT] = {
 	[SV_ERR_UNAUTHENTICATED] = "unauthenticated",
 	[SV_ERR_FORBIDDEN] = "forbidden",
 	[SV_ERR_REBALANCE] = "rebalance",
+	[SV_ERR_UNAVAILABLE] = "unavailable",
 };
 
 const char *sv_errcat_name(sv_errcat_t cat)
@@ -46,6 +47,7 @@ bool sv_errcat_retriable(sv_errcat_t cat)
 	case SV_ERR_SINK_COMMIT:
 	case SV_ERR_WATERMARK:
 	case SV_ERR_REBALANCE:
+	case SV_ERR_UNAVAILABLE:
 	case SV_ERR_BINDING: /* a topic may appear; policy bounds the attempts */
 		return true;
 	default:
@@ -105,6 +107,8 @@ int sv_errcat_http_status(sv_errcat_t cat)
 		return 401;
 	case SV_ERR_FORBIDDEN:
 		return 403;
+	case SV_ERR_UNAVAILABLE:
+		return 503;
 	default:
 		return 500;
 	}

@@ -36,6 +36,9 @@ typedef enum sv_errcat {
 	 * FENCED_INSTANCE_ID): abort the transaction and carry on, never a
 	 * job failure (docs/cluster.md) */
 	SV_ERR_REBALANCE,
+	/* distributed mode: no leader to take a mutation now, or this node
+	 * stopped leading during it (HTTP 503 with Retry-After; retry) */
+	SV_ERR_UNAVAILABLE,
 	SV_ERR__COUNT
 } sv_errcat_t;
 

@@ -51,6 +51,7 @@
 #include <microhttpd.h>
 
 #include "core/log.h"
+#include "cli/client.h"
 #include "core/util.h"
 #include "http/http_int.h"
 #include "http/web.h"
@@ -66,6 +67,12 @@ extern const size_t sv_openapi_json_len;
 /* what curl -d sends: taken as JSON when the body is JSON */
 #define FORM_TYPE "application/x-www-form-urlencoded"
 #define PROM_TYPE "text/plain; version=0.0.4; charset=utf-8"
+/* distributed mode (docs/api.md "Distributed mode") */
+#define JOBS_OFFSET_HEADER "X-Streamvisor-Jobs-Offset"
+#define LEADER_HEADER "X-Streamvisor-Leader"
+#define FORWARDED_HEADER "X-Streamvisor-Forwarded-By"
+#define RETRY_AFTER_S "1"
+#define FORWARD_TIMEOUT_MS 12000
 
 /* One TLS certificate chain and key, as GnuTLS wants them from the
  * certificate callback. Replaced sets are kept until the daemon stops: a
@@ -93,6 +100,7 @@ struct sv_http {
 	sv_http_limits_t limits;
 	char *tokens_file, *cert_file, *key_file, *ca_file;
 	bool tls;
+	char *node_id; /* distributed mode: this node's id, or NULL */
 
 	pthread_rwlock_t lock; /* tokens and certs (swapped on reload) */
 	sv_tokens_t *tokens; /* NULL: no authentication */
@@ -205,6 +213,8 @@ sv_http_op_t sv_http_route(const char *method, const char *path,
 		} else if (nseg == 2 &&
 			   seg_is(seg[1], seglen[1], "openapi.json")) {
 			get_op = SV_HTTP_OP_OPENAPI;
+		} else if (nseg == 2 && seg_is(seg[1], seglen[1], "cluster")) {
+			get_op = SV_HTTP_OP_CLUSTER;
 		} else if (seg_is(seg[1], seglen[1], "jobs")) {
 			if (nseg == 2) {
 				get_op = SV_HTTP_OP_LIST;
@@ -342,6 +352,7 @@ static const struct {
 	[SV_HTTP_OP_LIST] = {SV_ROLE_VIEWER, false, true},
 	[SV_HTTP_OP_STATUS] = {SV_ROLE_VIEWER, false, true},
 	[SV_HTTP_OP_GET_SUB] = {SV_ROLE_VIEWER, false, true},
+	[SV_HTTP_OP_CLUSTER] = {SV_ROLE_VIEWER, false, true},
 	[SV_HTTP_OP_SUBMIT] = {SV_ROLE_OPERATOR, true, true},
 	[SV_HTTP_OP_ACTION] = {SV_ROLE_OPERATOR, true, true},
 	[SV_HTTP_OP_DELETE] = {SV_ROLE_ADMIN, true, true},
@@ -556,6 +567,9 @@ static enum MHD_Result respond_error(sv_http_t *http,
 		status = sv_errcat_http_status(err->category);
 	char *body = sv_http_error_json(err);
 	sv_error_destroy(err);
+	if (status == 503) /* no leader now (distributed mode): retry */
+		return respond_hdr(http, conn, method, url, status, JSON_TYPE,
+				   body, "Retry-After", RETRY_AFTER_S);
 	return respond(http, conn, method, url, status, JSON_TYPE, body, allow);
 }
 
@@ -584,6 +598,85 @@ static enum MHD_Result respond_call(sv_http_t *http,
 		return respond_error(http, conn, method, url, 0, err, NULL);
 	}
 	return respond_json(http, conn, method, url, ok_status, json);
+}
+
+/* A GET answered from this node's view: in distributed mode it says as of
+ * which job registry offset (docs/api.md, X-Streamvisor-Jobs-Offset). */
+static enum MHD_Result respond_view(sv_http_t *http,
+				    struct MHD_Connection *conn,
+				    const char *method, const char *url,
+				    sv_error_t *err, char *json)
+{
+	int64_t off = sv_supervisor_jobs_offset(http->sv);
+	if (err || off < 0)
+		return respond_call(http, conn, method, url, 200, err, json);
+	char v[32];
+	snprintf(v, sizeof(v), "%lld", (long long)off);
+	return respond_hdr(http, conn, method, url, 200, JSON_TYPE,
+			   json ? json : sv_strdup("{}"), JOBS_OFFSET_HEADER,
+			   v);
+}
+
+/* Whether this request changes the cluster's jobs (forwarded to the
+ * leader in distributed mode). A checkpoint now acts on the node asked. */
+static bool is_mutation(const http_req_t *rq, struct MHD_Connection *conn)
+{
+	const sv_http_route_t *r = &rq->route;
+	if (r->op == SV_HTTP_OP_SUBMIT) {
+		const char *dry = MHD_lookup_connection_value(
+			conn, MHD_GET_ARGUMENT_KIND, "dry_run");
+		return !(dry && !strcmp(dry, "true"));
+	}
+	return r->op == SV_HTTP_OP_DELETE ||
+		(r->op == SV_HTTP_OP_ACTION &&
+		 r->action != SV_ACTION_CHECKPOINT);
+}
+
+/* Distributed mode: send the request on to the leader at leader_url with
+ * the caller's bearer token, and answer what the leader answered; 503
+ * with Retry-After when it cannot be reached (it may have just failed:
+ * the caller retries, and a retried submit is idempotent). */
+static enum MHD_Result forward(sv_http_t *http, struct MHD_Connection *conn,
+			       const char *method, const char *url,
+			       http_req_t *rq, const char *leader_url,
+			       const char *leader)
+{
+	sv_client_t cl = {0};
+	sv_error_t *err = sv_client_init(&cl, leader_url);
+	sv_client_resp_t resp = {0};
+	if (!err) {
+		cl.timeout_ms = FORWARD_TIMEOUT_MS;
+		const char *auth = MHD_lookup_connection_value(
+			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+		if (auth && !strncasecmp(auth, "Bearer ", 7))
+			sv_client_set_token(&cl, auth + 7);
+		char hdr[200];
+		snprintf(hdr, sizeof(hdr), "%s: %s", FORWARDED_HEADER,
+			 http->node_id ? http->node_id : "");
+		sv_client_set_header(&cl, hdr);
+		const char *ct = MHD_lookup_connection_value(
+			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+		err = sv_client_request(&cl, method, rq->uri ? rq->uri : url,
+					ct, rq->body.len ? rq->body.data : NULL,
+					rq->body.len, &resp);
+	}
+	sv_client_release(&cl);
+	if (err) {
+		sv_error_t *e = sv_error_new(
+			SV_ERR_UNAVAILABLE,
+			"the leader '%s' (%s) did not answer: %s; retry",
+			leader ? leader : "", leader_url, err->message);
+		sv_error_destroy(err);
+		return respond_error(http, conn, method, url, 503, e, NULL);
+	}
+	char *body = resp.body;
+	resp.body = NULL;
+	enum MHD_Result r = respond_hdr(
+		http, conn, method, url, resp.status,
+		resp.content_type ? resp.content_type : JSON_TYPE, body,
+		LEADER_HEADER, leader ? leader : "");
+	sv_client_resp_release(&resp);
+	return r;
 }
 
 /* One of the dashboard's embedded files (name from the route). Scripts and
@@ -655,7 +748,36 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 	char *json = NULL;
 	sv_error_t *err;
 
+	if (is_mutation(rq, conn)) {
+		char *lurl = NULL, *lnode = NULL;
+		sv_route_t to = sv_supervisor_route(sv, &lurl, &lnode);
+		bool forwarded = MHD_lookup_connection_value(
+					 conn, MHD_HEADER_KIND,
+					 FORWARDED_HEADER) != NULL;
+		enum MHD_Result ret = MHD_YES;
+		bool answered = true;
+		if (to == SV_ROUTE_FORWARD && !forwarded)
+			ret = forward(http, conn, method, url, rq, lurl, lnode);
+		else if (to != SV_ROUTE_LOCAL)
+			ret = respond_error(
+				http, conn, method, url, 503,
+				sv_error_new(SV_ERR_UNAVAILABLE,
+					     "no leader in the streamvisor "
+					     "cluster now (a failover is under "
+					     "way): retry"),
+				NULL);
+		else
+			answered = false;
+		free(lurl);
+		free(lnode);
+		if (answered)
+			return ret;
+	}
+
 	switch (r->op) {
+	case SV_HTTP_OP_CLUSTER:
+		err = sv_supervisor_cluster(sv, &json);
+		return respond_view(http, conn, method, url, err, json);
 	case SV_HTTP_OP_HEALTHZ:
 		return respond_json(http, conn, method, url, 200,
 				    sv_strdup("{\"status\":\"ok\"}"));
@@ -712,10 +834,12 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 	}
 	case SV_HTTP_OP_LIST:
 		err = sv_supervisor_list(sv, &json);
-		return respond_call(http, conn, method, url, 200, err, json);
+		return respond_view(http, conn, method, url, err, json);
 	case SV_HTTP_OP_STATUS:
 		err = sv_supervisor_status(sv, r->id, &json);
-		return respond_call(http, conn, method, url, 200, err, json);
+		if (!err)
+			sv_supervisor_cluster_job(sv, r->id, &json);
+		return respond_view(http, conn, method, url, err, json);
 	case SV_HTTP_OP_DELETE:
 		err = sv_supervisor_delete(sv, r->id, query_of(rq), &json);
 		return respond_call(http, conn, method, url, 200, err, json);
@@ -726,7 +850,7 @@ static enum MHD_Result dispatch(sv_http_t *http, struct MHD_Connection *conn,
 	case SV_HTTP_OP_GET_SUB:
 		err = sv_supervisor_get(sv, r->id, (sv_view_t)r->view,
 					query_of(rq), &json);
-		return respond_call(http, conn, method, url, 200, err, json);
+		return respond_view(http, conn, method, url, err, json);
 	case SV_HTTP_OP_STATIC:
 		return respond_asset(http, conn, method, url, r->sub);
 	case SV_HTTP_OP_OPENAPI:
@@ -1184,6 +1308,7 @@ static void http_free(sv_http_t *http)
 	free(http->cert_file);
 	free(http->key_file);
 	free(http->ca_file);
+	free(http->node_id);
 	pthread_rwlock_destroy(&http->lock);
 	pthread_mutex_destroy(&http->conn_lock);
 	pthread_cond_destroy(&http->reaper_wake);
@@ -1230,6 +1355,7 @@ sv_error_t *sv_http_start_conf(sv_supervisor_t *sv, const sv_svconf_t *conf,
 	if (!http->limits.max_header_bytes)
 		http->limits.max_header_bytes = 16384;
 	http->tokens_file = dup_or_null(conf->tokens_file);
+	http->node_id = dup_or_null(conf->dist.node_id);
 	http->cert_file = dup_or_null(conf->tls_cert_file);
 	http->key_file = dup_or_null(conf->tls_key_file);
 	http->ca_file = dup_or_null(conf->tls_client_ca_file);

@@ -39,6 +39,7 @@ typedef enum sv_http_op {
 	SV_HTTP_OP_GET_SUB, /* GET /v1/jobs/{id}/{sub}: route.view */
 	SV_HTTP_OP_STATIC, /* GET / and /ui/{file}: the dashboard (web.h) */
 	SV_HTTP_OP_OPENAPI, /* GET /v1/openapi.json */
+	SV_HTTP_OP_CLUSTER, /* GET /v1/cluster (distributed mode) */
 	SV_HTTP_OP__COUNT
 } sv_http_op_t;
 

@@ -138,8 +138,7 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		return err;
 	/* distributed: every node cancels (docs/cluster.md) */
 	if (!c->replicated &&
-	    (err = sv_dist_publish(sv, job->id, job->spec, "cancelled",
-				   job->end_offsets, job->nend_offsets)))
+	    (err = sv_dist_publish(sv, job->id, job->spec, "cancelled")))
 		return err;
 	job->cancel_requested = true;
 	job->pending_start = false;
@@ -154,6 +153,17 @@ static sv_error_t *do_cancel(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	sv_persist_job(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
 	return NULL;
+}
+
+static sv_error_t *publish_drain(sv_supervisor_t *sv, sv_job_t *job,
+				 bool final_wm, int64_t timeout)
+{
+	json_t *x = json_pack("{s:b, s:I}", "final_watermark", final_wm,
+			      "drain_timeout_ms", (json_int_t)timeout);
+	sv_error_t *err = sv_dist_publish_ext(sv, job->id, job->spec,
+					      "draining", x);
+	json_decref(x);
+	return err;
 }
 
 static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
@@ -181,6 +191,9 @@ static sv_error_t *do_drain(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 				    "keeps the window state");
 	int64_t timeout = c->u.act.timeout_ms ? c->u.act.timeout_ms
 					      : DRAIN_DEFAULT_TIMEOUT_MS;
+	/* distributed: every node drains its member (docs/cluster.md) */
+	if (!c->replicated && (err = publish_drain(sv, job, final_wm, timeout)))
+		return err;
 	job->drain_deadline_ms = sv_now_ms() + timeout;
 	sv_worker_drain(job->worker, final_wm);
 	char reason[160];
@@ -224,6 +237,12 @@ static sv_error_t *do_resume(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 		return err;
 	if (job->worker)
 		return sv_conflict(job, "resume");
+	/* distributed: once every partition reported its final checkpoint,
+	 * every node resumes its member */
+	if (!c->replicated &&
+	    ((err = sv_dist_check_resume(sv, job)) ||
+	     (err = sv_dist_publish(sv, job->id, job->spec, "running"))))
+		return err;
 	sv_start_attempt(sv, job);
 	c->json = sv_json_dump(sv_job_json(sv, job, false));
 	return NULL;

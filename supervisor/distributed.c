@@ -21,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "cluster/dist.h"
+#include "cluster/status.h"
 #include "core/log.h"
 #include "core/util.h"
 #include "ingress/spec.h"
@@ -71,29 +74,271 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 	return NULL;
 }
 
-static sv_error_t *apply(void *opaque, const char *job_id,
-			 const char *spec_json, const char *target,
-			 const int64_t *ends, size_t nends)
+static bool terminal_name(const char *st)
+{
+	return !strcmp(st, "completed") || !strcmp(st, "failed") ||
+		!strcmp(st, "cancelled");
+}
+
+/* A replicated action on this node's copy; "not here" and "not in a
+ * state for it" are nothing to do (the record is the cluster's word). */
+static sv_error_t *act(sv_supervisor_t *sv, const char *job_id, sv_action_t a,
+		       bool final_wm, int64_t timeout_ms)
+{
+	cmd_t c = {.type = SV_CMD_ACTION,
+		   .id = job_id,
+		   .replicated = true,
+		   .u.act = {.action = a,
+			     .final_watermark = final_wm,
+			     .timeout_ms = timeout_ms,
+			     .from_checkpoint = -1}};
+	char *json = NULL;
+	sv_error_t *err = sv_call(sv, &c, &json);
+	free(json);
+	if (err &&
+	    (err->category == SV_ERR_NOT_FOUND ||
+	     err->category == SV_ERR_CONFLICT)) {
+		sv_error_destroy(err);
+		err = NULL;
+	}
+	return err;
+}
+
+/* The job's state on this node, or NULL (not here); the caller frees. */
+static char *local_state(sv_supervisor_t *sv, const char *job_id)
+{
+	char *json = NULL;
+	sv_error_t *err = sv_supervisor_status(sv, job_id, &json);
+	if (err) {
+		sv_error_destroy(err);
+		return NULL;
+	}
+	json_t *o = json_loads(json, 0, NULL);
+	free(json);
+	const char *st = json_string_value(json_object_get(o, "state"));
+	char *r = st ? sv_strdup(st) : NULL;
+	json_decref(o);
+	return r;
+}
+
+/* A record's `end_offsets` (an array, index = partition) into *ends (the
+ * caller's); returns the count, 0 when absent or not all integers. */
+static size_t record_ends(const json_t *a, int64_t **ends)
+{
+	*ends = NULL;
+	size_t n = json_is_array(a) ? json_array_size(a) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (!json_is_integer(json_array_get(a, i)) ||
+		    json_integer_value(json_array_get(a, i)) < 0)
+			return 0;
+	if (!n)
+		return 0;
+	*ends = sv_calloc(n, sizeof(**ends));
+	for (size_t i = 0; i < n; i++)
+		(*ends)[i] = json_integer_value(json_array_get(a, i));
+	return n;
+}
+
+/* Registry thread: a job record to this node's copy. */
+static sv_error_t *apply_record(void *opaque, const json_t *rec)
 {
 	sv_supervisor_t *sv = opaque;
-	if (!strcmp(target, "cancelled")) {
-		cmd_t c = {.type = SV_CMD_ACTION,
-			   .id = job_id,
-			   .replicated = true,
-			   .u.act.action = SV_ACTION_CANCEL};
-		char *json = NULL;
-		sv_error_t *err = sv_call(sv, &c, &json);
-		free(json);
-		/* not here, or already ended: nothing to do */
-		if (err &&
-		    (err->category == SV_ERR_NOT_FOUND ||
-		     err->category == SV_ERR_CONFLICT)) {
-			sv_error_destroy(err);
-			err = NULL;
+	const char *id = json_string_value(json_object_get(rec, "id"));
+	const char *spec = json_string_value(json_object_get(rec, "spec"));
+	const char *target = json_string_value(json_object_get(rec, "target"));
+	if (!target)
+		target = "running";
+	char *st = local_state(sv, id);
+	sv_error_t *err = NULL;
+	if (!strcmp(target, "deleted")) {
+		if (st && !terminal_name(st))
+			err = act(sv, id, SV_ACTION_CANCEL, false, 0);
+		if (st && !err) {
+			cmd_t c = {.type = SV_CMD_DELETE,
+				   .id = id,
+				   .replicated = true};
+			char *json = NULL;
+			err = sv_call(sv, &c, &json);
+			free(json);
+			if (err && err->category == SV_ERR_NOT_FOUND) {
+				sv_error_destroy(err);
+				err = NULL;
+			}
 		}
-		return err;
+	} else if (!st) {
+		int64_t *ends = NULL;
+		size_t nends = record_ends(json_object_get(rec, "end_offsets"),
+					   &ends);
+		err = sv_supervisor_adopt_as(sv, id, spec, target, ends, nends);
+		free(ends);
+	} else if (!strcmp(target, "cancelled")) {
+		err = act(sv, id, SV_ACTION_CANCEL, false, 0);
+	} else if (!strcmp(target, "draining")) {
+		if (!strcmp(st, "running") || !strcmp(st, "lagging"))
+			err = act(sv, id, SV_ACTION_DRAIN,
+				  json_is_true(json_object_get(
+					  rec, "final_watermark")),
+				  json_integer_value(json_object_get(
+					  rec, "drain_timeout_ms")));
+	} else if (!strcmp(target, "running")) {
+		if (!strcmp(st, "checkpointed"))
+			err = act(sv, id, SV_ACTION_RESUME, false, 0);
 	}
-	return sv_supervisor_adopt(sv, job_id, spec_json, ends, nends);
+	free(st);
+	return err;
+}
+
+/* ---- the status topic: this node's records ---- */
+
+static json_t *int_array_of(json_t *parts)
+{
+	json_t *a = json_array();
+	size_t k;
+	json_t *p;
+	json_array_foreach (parts, k, p)
+		json_array_append_new(
+			a,
+			json_integer(json_integer_value(
+				json_object_get(p, "partition"))));
+	return a;
+}
+
+/* The source partitions of the job's latest committed checkpoint here
+ * (a new array). */
+static json_t *final_parts(sv_supervisor_t *sv, const char *id)
+{
+	json_t *a = json_array();
+	char *json = NULL;
+	sv_error_t *err = sv_supervisor_get(sv, id, SV_VIEW_CHECKPOINTS,
+					    "limit=5", &json);
+	if (err) {
+		sv_error_destroy(err);
+		return a;
+	}
+	json_t *o = json_loads(json, 0, NULL);
+	free(json);
+	size_t k;
+	json_t *ck;
+	json_array_foreach (json_object_get(o, "checkpoints"), k, ck) {
+		const char *st = json_string_value(
+			json_object_get(ck, "status"));
+		if (!st || strcmp(st, "committed"))
+			continue;
+		size_t pk;
+		json_t *p;
+		json_array_foreach (json_object_get(ck, "offsets"), pk, p) {
+			const char *in = json_string_value(
+				json_object_get(p, "input"));
+			if (in && !strcmp(in, "source"))
+				json_array_append(
+					a, json_object_get(p, "partition"));
+		}
+		break;
+	}
+	json_decref(o);
+	return a;
+}
+
+/* Status thread: node/<id> and member/<job>/<node>-t0. */
+static json_t *collect(void *opaque)
+{
+	sv_supervisor_t *sv = opaque;
+	/* the records before the states: a state read after a record is at
+	 * least as new as that record's drain */
+	json_t *recs = sv_dist_records(sv->dist);
+	cmd_t c = {.type = SV_CMD_LIST, .full = true};
+	char *json = NULL;
+	sv_error_t *err = sv_call(sv, &c, &json);
+	if (err) {
+		sv_error_destroy(err);
+		json_decref(recs);
+		return NULL;
+	}
+	json_t *list = json_loads(json, 0, NULL);
+	free(json);
+	const char *node = sv->conf.dist.node_id;
+	json_t *out = json_object();
+	json_t *members = json_array(), *here = json_array();
+	size_t k;
+	json_t *j;
+	json_array_foreach (json_object_get(list, "jobs"), k, j) {
+		const char *id = json_string_value(json_object_get(j, "id"));
+		const char *state = json_string_value(
+			json_object_get(j, "state"));
+		if (!id || !state)
+			continue;
+		json_t *parts = json_object_get(j, "partitions");
+		json_t *ids = int_array_of(parts);
+		bool checkpointed = !strcmp(state, "checkpointed");
+		/* a drained member has stopped reading: its final checkpoint
+		 * says which partitions it covers */
+		if (checkpointed) {
+			json_decref(ids);
+			ids = final_parts(sv, id);
+		}
+		json_t *positions = json_array();
+		size_t pk;
+		json_t *p;
+		json_array_foreach (parts, pk, p)
+			json_array_append_new(
+				positions,
+				json_pack("{s:O?, s:O?, s:O?}", "partition",
+					  json_object_get(p, "partition"),
+					  "next_offset",
+					  json_object_get(p, "next_offset"),
+					  "lag_records",
+					  json_object_get(p, "lag_records")));
+		json_t *lck = json_object_get(j, "last_checkpoint");
+		char member[200], key[400];
+		snprintf(member, sizeof(member), "%s-t0", node);
+		snprintf(key, sizeof(key), "member/%s/%s", id, member);
+		json_t *lag = json_object_get(json_object_get(j, "lag"),
+					      "records");
+		json_object_set_new(
+			out, key,
+			json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:O?, s:O?, "
+				  "s:b, s:b, s:s?}",
+				  "job", id, "node", node, "member", member,
+				  "state", state, "partitions", ids,
+				  "positions", positions, "lag_records",
+				  lag ? lag : json_null(), "last_checkpoint",
+				  json_is_object(lck)
+					  ? json_object_get(lck, "id")
+					  : json_null(),
+				  "draining", !strcmp(state, "draining"),
+				  "checkpointed", checkpointed, "topic",
+				  json_string_value(json_object_get(
+					  json_array_get(parts, 0), "topic"))));
+		json_object_set_new(
+			json_object_get(out, key), "version",
+			json_integer(json_integer_value(json_object_get(
+				json_object_get(recs, id), "version"))));
+		if (!terminal_name(state) && !checkpointed)
+			json_array_append_new(members, json_string(member));
+		if (!terminal_name(state))
+			json_array_append_new(here, json_string(id));
+	}
+	size_t njobs = json_array_size(json_object_get(list, "jobs"));
+	json_decref(list);
+	json_decref(recs);
+	char *lnode = NULL;
+	int64_t epoch = 0;
+	bool leads = sv_dist_leader(sv->dist, &lnode, NULL, &epoch);
+	free(lnode);
+	pthread_mutex_lock(&sv->lock);
+	if (sv->dist_attempts)
+		json_object_update(out, sv->dist_attempts);
+	pthread_mutex_unlock(&sv->lock);
+	char key[200];
+	snprintf(key, sizeof(key), "node/%s", node);
+	json_object_set_new(
+		out, key,
+		json_pack("{s:s, s:s, s:b, s:I, s:I, s:o, s:o}", "node", node,
+			  "url", sv->dist_url ? sv->dist_url : "", "leader",
+			  leads, "epoch", (json_int_t)(leads ? epoch : 0),
+			  "jobs", (json_int_t)njobs, "members", members,
+			  "job_ids", here));
+	return out;
 }
 
 sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
@@ -117,15 +362,19 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 				     "cluster, not the embedded development "
 				     "one"),
 			"distributed.cluster");
+	const char *my_url = dc->advertised_url ? dc->advertised_url : url;
 	sv_dist_conf_t c = {
 		.name = dc->name,
 		.node_id = dc->node_id,
-		.url = dc->advertised_url ? dc->advertised_url : url,
+		.url = my_url,
 		.kafka = kafka,
 		.replication_factor = (int)dc->replication_factor,
-		.apply = apply,
+		.apply_record = apply_record,
 		.opaque = sv,
+		.session_timeout_ms = (int)dc->session_timeout_ms,
 	};
+	sv->dist_parts = json_object();
+	sv->dist_url = sv_strdup(my_url ? my_url : "");
 	sv_dist_t *d = NULL;
 	sv_error_t *err = sv_dist_start(&c, &d);
 	if (err)
@@ -133,20 +382,337 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 	pthread_mutex_lock(&sv->lock);
 	sv->dist = d;
 	pthread_mutex_unlock(&sv->lock);
+	sv_status_conf_t sc = {
+		.name = dc->name,
+		.node_id = dc->node_id,
+		.kafka = kafka,
+		.replication_factor = (int)dc->replication_factor,
+		.collect = collect,
+		.opaque = sv,
+	};
+	sv_status_t *st = NULL;
+	if ((err = sv_status_start(&sc, &st)))
+		return err;
+	pthread_mutex_lock(&sv->lock);
+	sv->status = st;
+	pthread_mutex_unlock(&sv->lock);
 	return NULL;
 }
 
-sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
-			    const sv_jobspec_t *spec, const char *target,
-			    const int64_t *ends, size_t nends)
+sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
+				const sv_jobspec_t *spec, const char *target,
+				const json_t *extra)
 {
 	if (!sv->dist)
 		return NULL;
 	char *json = sv_jobspec_to_json(spec);
-	sv_error_t *err = sv_dist_publish_job_ends(sv->dist, job_id, json,
-						   target, ends, nends);
+	json_t *x = extra ? json_deep_copy(extra) : json_object();
+	/* member records say which version they report on: a checkpointed
+	 * of the drain before a resume does not count for the next drain */
+	json_object_set_new(x, "version",
+			    json_integer(sv_dist_version(sv, job_id) + 1));
+	json_object_set_new(x, "name", json_string(spec->msg->name));
+	json_object_set_new(x, "plan_id", json_string(spec->plan_id));
+	/* a bounded job's end offsets stay in every later record */
+	json_t *prev = sv_dist_job_record(sv->dist, job_id);
+	json_t *ends = json_object_get(prev, "end_offsets");
+	if (ends && !json_object_get(x, "end_offsets"))
+		json_object_set(x, "end_offsets", ends);
+	json_decref(prev);
+	sv_error_t *err = sv_dist_publish_record(sv->dist, job_id, json, target,
+						 x);
+	json_decref(x);
 	free(json);
 	return err;
+}
+
+sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
+			    const sv_jobspec_t *spec, const char *target)
+{
+	return sv_dist_publish_ext(sv, job_id, spec, target, NULL);
+}
+
+sv_error_t *sv_dist_publish_submit(sv_supervisor_t *sv, const sv_job_t *job)
+{
+	json_t *ends = sv_dist_ends_json(job);
+	json_t *x = ends ? json_pack("{s:o}", "end_offsets", ends) : NULL;
+	sv_error_t *err = sv_dist_publish_ext(sv, job->id, job->spec, "running",
+					      x);
+	json_decref(x);
+	return err;
+}
+
+int64_t sv_dist_version(sv_supervisor_t *sv, const char *job_id)
+{
+	if (!sv->dist)
+		return 0;
+	json_t *r = sv_dist_job_record(sv->dist, job_id);
+	int64_t n = json_integer_value(json_object_get(r, "version"));
+	json_decref(r);
+	return n;
+}
+
+bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,
+			 const sv_jobspec_t *spec)
+{
+	return sv->dist && !strcmp(job->spec->plan_id, spec->plan_id);
+}
+
+/* ---- the cluster's view (status topic) ---- */
+
+static bool node_alive(json_t *nodes, const char *node)
+{
+	char key[200];
+	snprintf(key, sizeof(key), "node/%s", node);
+	json_t *n = json_object_get(nodes, key);
+	return n &&
+		json_integer_value(json_object_get(n, "age_ms")) <
+		SV_STATUS_ALIVE_MS;
+}
+
+/* The job's source topic, from its registry record (the caller's), or
+ * NULL. */
+static char *job_topic(sv_supervisor_t *sv, const char *id)
+{
+	json_t *r = sv_dist_job_record(sv->dist, id);
+	const char *spec = json_string_value(json_object_get(r, "spec"));
+	json_t *o = spec ? json_loads(spec, 0, NULL) : NULL;
+	const char *t = json_string_value(
+		json_object_get(json_object_get(o, "source"), "topic"));
+	char *out = t ? sv_strdup(t) : NULL;
+	json_decref(o);
+	json_decref(r);
+	return out;
+}
+
+/* The job as the member records of live nodes say: {state, checkpointed,
+ * partitions_total, partitions: [{partition, node, member}], members}.
+ * *state_out: "checkpointed" when every partition reported its final
+ * checkpoint, "draining" when some member still drains or not every
+ * partition reported, else NULL. */
+static json_t *job_view(sv_supervisor_t *sv, const char *id,
+			const char **state_out)
+{
+	char prefix[300];
+	snprintf(prefix, sizeof(prefix), "member/%s/", id);
+	json_t *recs = sv_status_view(sv->status, prefix);
+	json_t *nodes = sv_status_view(sv->status, "node/");
+	json_t *rec = sv_dist_job_record(sv->dist, id);
+	int64_t seq = json_integer_value(json_object_get(rec, "version"));
+	const char *target = json_string_value(json_object_get(rec, "target"));
+	bool draining = target && !strcmp(target, "draining");
+	json_decref(rec);
+	json_t *members = json_array(), *parts = json_array();
+	unsigned long long covered = 0;
+	int maxp = -1, n_live = 0, n_ck = 0, n_drain = 0;
+	const char *topic = NULL;
+	const char *k;
+	json_t *m;
+	json_object_foreach (recs, k, m) {
+		const char *node = json_string_value(
+			json_object_get(m, "node"));
+		bool alive = node && node_alive(nodes, node);
+		json_object_set_new(m, "alive", json_boolean(alive));
+		json_array_append(members, m);
+		if (!alive)
+			continue;
+		n_live++;
+		const char *st = json_string_value(json_object_get(m, "state"));
+		/* a checkpointed of an earlier drain is not this drain's */
+		bool ck = draining && st && !strcmp(st, "checkpointed") &&
+			json_integer_value(json_object_get(m, "version")) ==
+				seq;
+		n_ck += ck;
+		n_drain += st && !strcmp(st, "draining");
+		if (!topic)
+			topic = json_string_value(json_object_get(m, "topic"));
+		size_t pk;
+		json_t *p;
+		json_array_foreach (json_object_get(m, "partitions"), pk, p) {
+			int pn = (int)json_integer_value(p);
+			if (ck && (covered >> pn & 1)) /* reported twice */
+				continue;
+			if (pn > maxp)
+				maxp = pn;
+			if (ck && pn >= 0 && pn < 64)
+				covered |= 1ull << pn;
+			if (!ck)
+				json_array_append_new(
+					parts,
+					json_pack(
+						"{s:i, s:s, s:i, s:O?}",
+						"partition", pn, "node", node,
+						"member", 0, "member_id",
+						json_object_get(m, "member")));
+		}
+	}
+	/* every live node that has the job must have reported on it */
+	int n_have = 0;
+	json_object_foreach (nodes, k, m) {
+		if (json_integer_value(json_object_get(m, "age_ms")) >=
+		    SV_STATUS_ALIVE_MS)
+			continue;
+		size_t jk;
+		json_t *jid;
+		json_array_foreach (json_object_get(m, "job_ids"), jk, jid)
+			n_have += json_is_string(jid) &&
+				!strcmp(json_string_value(jid), id);
+	}
+	char *src_topic = topic ? NULL : job_topic(sv, id);
+	if (!topic)
+		topic = src_topic;
+	int total = topic ? sv_status_partitions(sv->status, topic) : -1;
+	if (total <= 0)
+		total = maxp + 1;
+	bool all = total > 0 && total <= 64 &&
+		covered == (total == 64 ? ~0ull : (1ull << total) - 1);
+	const char *state = NULL;
+	if (n_live && n_ck == n_live && n_live >= n_have && all)
+		state = "checkpointed";
+	else if (n_drain || n_ck)
+		state = "draining";
+	*state_out = state;
+	json_t *o = json_pack(
+		"{s:s?, s:b, s:i, s:o, s:o}", "state", state, "checkpointed",
+		state && !strcmp(state, "checkpointed"), "partitions_total",
+		total, "partitions", parts, "members", members);
+	free(src_topic);
+	json_decref(recs);
+	json_decref(nodes);
+	return o;
+}
+
+sv_error_t *sv_dist_check_resume(sv_supervisor_t *sv, const sv_job_t *job)
+{
+	if (!sv->dist)
+		return NULL;
+	const char *state = NULL;
+	json_t *v = job_view(sv, job->id, &state);
+	json_decref(v);
+	if (state && !strcmp(state, "checkpointed"))
+		return NULL;
+	return sv_error_set_job(
+		sv_error_new(SV_ERR_CONFLICT,
+			     "job '%s' is not checkpointed on every node yet: "
+			     "not every partition reported its final "
+			     "checkpoint (GET /v1/jobs/%s, cluster.state)",
+			     job->id, job->id),
+		job->id, job->attempt);
+}
+
+sv_route_t sv_supervisor_route(sv_supervisor_t *sv, char **url, char **node)
+{
+	*url = *node = NULL;
+	if (!sv->dist)
+		return SV_ROUTE_LOCAL;
+	if (sv_dist_leader(sv->dist, node, url, NULL))
+		return SV_ROUTE_LOCAL;
+	json_t *nodes = sv_status_view(sv->status, "node/");
+	char key[200];
+	snprintf(key, sizeof(key), "node/%s", *node ? *node : "");
+	bool known = json_object_get(nodes, key) != NULL;
+	bool alive = !known || node_alive(nodes, *node);
+	json_decref(nodes);
+	if (!*url || !**url || !*node ||
+	    !strcmp(*node, sv->conf.dist.node_id) || !alive) {
+		free(*url);
+		free(*node);
+		*url = *node = NULL;
+		return SV_ROUTE_NONE;
+	}
+	return SV_ROUTE_FORWARD;
+}
+
+int64_t sv_supervisor_jobs_offset(sv_supervisor_t *sv)
+{
+	return sv->dist ? sv_dist_applied_offset(sv->dist) : -1;
+}
+
+sv_error_t *sv_supervisor_cluster(sv_supervisor_t *sv, char **json)
+{
+	*json = NULL;
+	if (!sv->dist)
+		return sv_error_new(SV_ERR_NOT_FOUND,
+				    "this node runs standalone: there is no "
+				    "cluster (docs/cluster.md)");
+	char *lnode = NULL, *lurl = NULL;
+	int64_t epoch = 0;
+	bool leads = sv_dist_leader(sv->dist, &lnode, &lurl, &epoch);
+	json_t *view = sv_status_view(sv->status, "node/");
+	json_t *nodes = json_array();
+	const char *k;
+	json_t *n;
+	json_object_foreach (view, k, n) {
+		const char *id = json_string_value(json_object_get(n, "node"));
+		json_int_t age = json_integer_value(
+			json_object_get(n, "age_ms"));
+		json_array_append_new(
+			nodes,
+			json_pack(
+				"{s:s, s:O?, s:b, s:b, s:I, s:O?, s:O?, s:O?}",
+				"id", id ? id : "", "url",
+				json_object_get(n, "url"), "alive",
+				age < SV_STATUS_ALIVE_MS, "leader",
+				id && lnode && !strcmp(id, lnode), "age_ms",
+				age, "jobs", json_object_get(n, "jobs"),
+				"members", json_object_get(n, "members"),
+				"alive_at", json_object_get(n, "at_ms")));
+	}
+	json_decref(view);
+	json_t *o = json_pack(
+		"{s:s, s:s, s:I, s:b, s:o, s:o, s:o}", "cluster",
+		sv->conf.dist.name, "node", sv->conf.dist.node_id,
+		"jobs_offset", (json_int_t)sv_dist_applied_offset(sv->dist),
+		"this_node_leads", leads, "leader",
+		lnode ? json_pack("{s:s, s:s, s:I}", "node", lnode, "url",
+				  lurl ? lurl : "", "epoch", (json_int_t)epoch)
+		      : json_null(),
+		"nodes", nodes, "registry", sv_dist_registry_json(sv->dist));
+	free(lnode);
+	free(lurl);
+	*json = sv_json_dump(o);
+	return NULL;
+}
+
+void sv_supervisor_cluster_job(sv_supervisor_t *sv, const char *id, char **json)
+{
+	if (!sv->dist || !*json)
+		return;
+	json_t *o = json_loads(*json, 0, NULL);
+	if (!o)
+		return;
+	const char *state = NULL;
+	json_t *v = job_view(sv, id, &state);
+	const char *local = json_string_value(json_object_get(o, "state"));
+	/* a drain is over when every partition reported, not when this
+	 * node's member did */
+	if (local &&
+	    (!strcmp(local, "draining") || !strcmp(local, "checkpointed"))) {
+		json_object_set_new(o, "node_state", json_string(local));
+		json_object_set_new(o, "state",
+				    json_string(state ? state : "draining"));
+	}
+	/* the partitions other nodes read, from their member records */
+	json_t *parts = json_object_get(o, "partitions");
+	size_t k;
+	json_t *p;
+	json_array_foreach (parts, k, p) {
+		char member[200];
+		snprintf(member, sizeof(member), "%s-t0",
+			 sv->conf.dist.node_id);
+		json_object_set_new(p, "member_id", json_string(member));
+	}
+	json_array_foreach (json_object_get(v, "partitions"), k, p) {
+		const char *node = json_string_value(
+			json_object_get(p, "node"));
+		if (!node || !strcmp(node, sv->conf.dist.node_id))
+			continue;
+		json_object_set_new(p, "remote", json_true());
+		json_array_append(parts, p);
+	}
+	json_object_set_new(o, "cluster", v);
+	free(*json);
+	*json = sv_json_dump(o);
 }
 
 /* Bounded jobs across nodes: the end offsets are fixed once, when the job
@@ -195,32 +761,58 @@ sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
 	return NULL;
 }
 
-/* The count lives in the registry topic, one record per job and node
- * (attempts/<job>/<node>, written only by that node), until the status
- * topic of SCALE-OUT.md §5.1 takes it. A node's own count restarts with
- * its window; a count another node wrote before a healthy period stays
- * until its window ends. */
+/* The count lives in the status topic (cluster/status.h), one record per
+ * job and node, `attempts/<job>/<node>` → {job, node, window_start_ms,
+ * attempts}, written only by that node (with its heartbeat, at most
+ * SV_STATUS_INTERVAL_MS later). A node's own count restarts with its
+ * window; a count another node wrote before a healthy period stays until
+ * its window ends. */
+static int attempts_elsewhere(sv_supervisor_t *sv, const char *job_id,
+			      int64_t now, int64_t window_ms)
+{
+	char prefix[300];
+	snprintf(prefix, sizeof(prefix), "attempts/%s/", job_id);
+	json_t *view = sv_status_view(sv->status, prefix);
+	int n = 0;
+	const char *k;
+	json_t *r;
+	json_object_foreach (view, k, r) {
+		const char *node = json_string_value(
+			json_object_get(r, "node"));
+		int64_t start = json_integer_value(
+			json_object_get(r, "window_start_ms"));
+		if (node && strcmp(node, sv->conf.dist.node_id) &&
+		    now - start < window_ms)
+			n += (int)json_integer_value(
+				json_object_get(r, "attempts"));
+	}
+	json_decref(view);
+	return n;
+}
+
 int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
 			  int max_attempts, int64_t window_ms, int64_t now,
 			  sv_restart_decision_t *d)
 {
 	if (!sv->dist)
 		return 0;
-	int elsewhere = sv_dist_attempts_elsewhere(sv->dist, job->id, now,
-						   window_ms);
+	int elsewhere = attempts_elsewhere(sv, job->id, now, window_ms);
 	if (d->verdict == SV_RESTART_RETRY &&
 	    d->next.attempts_in_window + elsewhere >= max_attempts)
 		d->verdict = SV_RESTART_EXHAUSTED;
-	sv_error_t *err = sv_dist_publish_attempts(sv->dist, job->id,
-						   d->next.window_start_ms,
-						   d->next.attempts_in_window);
-	if (err) { /* the others count without it: logged, not fatal */
-		sv_logctx_t lc = {job->id, job->attempt};
-		sv_log(&lc, SV_LOG_WARN, "cluster",
-		       "cannot write the failed-attempt count: %s",
-		       err->message);
-		sv_error_destroy(err);
-	}
+	char key[300];
+	snprintf(key, sizeof(key), "attempts/%s/%s", job->id,
+		 sv->conf.dist.node_id);
+	pthread_mutex_lock(&sv->lock);
+	if (!sv->dist_attempts)
+		sv->dist_attempts = json_object();
+	json_object_set_new(sv->dist_attempts, key,
+			    json_pack("{s:s, s:s, s:I, s:i}", "job", job->id,
+				      "node", sv->conf.dist.node_id,
+				      "window_start_ms",
+				      (json_int_t)d->next.window_start_ms,
+				      "attempts", d->next.attempts_in_window));
+	pthread_mutex_unlock(&sv->lock);
 	return elsewhere;
 }
 
@@ -249,7 +841,17 @@ void sv_dist_release(sv_supervisor_t *sv)
 {
 	pthread_mutex_lock(&sv->lock);
 	sv_dist_t *d = sv->dist;
+	sv_status_t *st = sv->status;
 	sv->dist = NULL;
+	sv->status = NULL;
 	pthread_mutex_unlock(&sv->lock);
+	/* the status thread asks the supervisor thread: first */
+	sv_status_stop(st);
 	sv_dist_stop(d);
+	json_decref(sv->dist_parts);
+	sv->dist_parts = NULL;
+	json_decref(sv->dist_attempts);
+	sv->dist_attempts = NULL;
+	free(sv->dist_url);
+	sv->dist_url = NULL;
 }

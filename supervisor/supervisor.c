@@ -353,6 +353,18 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	}
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *o = sv->jobs[i];
+		if (!c->id && !sv_jobstate_terminal(o->state) &&
+		    !strcmp(o->spec->msg->name, js->name) &&
+		    sv_dist_same_submit(sv, o, spec)) {
+			/* a retried submit (distributed): the same job */
+			sv_jobspec_destroy(spec);
+			sv_evidence_destroy(ev);
+			json_decref(summary);
+			json_t *answer = sv_job_json(sv, o, false);
+			json_object_set_new(answer, "existing", json_true());
+			c->json = sv_json_dump(answer);
+			return NULL;
+		}
 		if (!sv_jobstate_terminal(o->state) &&
 		    !strcmp(o->spec->msg->name, js->name)) {
 			err = sv_error_new(SV_ERR_CONFLICT,
@@ -376,9 +388,7 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	job->spec = spec;
 	if ((err = sv_dist_bound_job(sv, job, c->id != NULL, c->u.submit.ends,
 				     c->u.submit.nends)) ||
-	    (!c->id &&
-	     (err = sv_dist_publish(sv, job->id, spec, "running",
-				    job->end_offsets, job->nend_offsets)))) {
+	    (!c->id && (err = sv_dist_publish_submit(sv, job)))) {
 		free(job->end_offsets);
 		free(job);
 		sv_jobspec_destroy(spec);
@@ -409,6 +419,24 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	sv_evidence_answer(sv, job, answer);
 	c->json = sv_json_dump(answer);
 	job->restart_from = -1;
+	/* distributed: a record that is not running any more (this node was
+	 * away): the job as the cluster has it, with nothing to run here */
+	const char *t = c->adopt_target;
+	if (t && (!strcmp(t, "cancelled") || !strcmp(t, "draining"))) {
+		if (!strcmp(t, "cancelled")) {
+			sv_transition(job, SV_JOB_CANCELLED,
+				      "cancelled, as the job registry has it");
+		} else {
+			sv_transition(job, SV_JOB_RUNNING,
+				      "adopted from the job registry");
+			sv_transition(job, SV_JOB_DRAINING,
+				      "drained on the other nodes");
+			sv_transition(job, SV_JOB_CHECKPOINTED,
+				      "nothing to drain on this node");
+		}
+		sv_persist_job(sv, job);
+		return NULL;
+	}
 	sv_persist_job(sv, job);
 	sv_start_attempt(sv, job);
 	return NULL;
@@ -418,7 +446,7 @@ static sv_error_t *do_list(sv_supervisor_t *sv, cmd_t *c)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; i < sv->njobs; i++)
-		json_array_append_new(a, sv_job_json(sv, sv->jobs[i], false));
+		json_array_append_new(a, sv_job_json(sv, sv->jobs[i], c->full));
 	c->json = sv_json_dump(json_pack("{s:o}", "jobs", a));
 	return NULL;
 }
@@ -477,6 +505,12 @@ static sv_error_t *do_delete(sv_supervisor_t *sv, cmd_t *c)
 			continue;
 		if (!sv_jobstate_terminal(job->state))
 			return sv_conflict(job, "delete");
+		/* distributed: every node deletes its copy */
+		sv_error_t *err = c->replicated
+			? NULL
+			: sv_dist_publish(sv, job->id, job->spec, "deleted");
+		if (err)
+			return err;
 		bool purge = c->u.del.purge;
 		c->json = sv_json_dump(json_pack("{s:s, s:b, s:b}", "id",
 						 job->id, "deleted", 1,
@@ -715,11 +749,18 @@ sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json)
 }
 
 sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,
-				const char *spec_json, const int64_t *ends,
-				size_t nends)
+				const char *spec_json)
+{
+	return sv_supervisor_adopt_as(sv, job_id, spec_json, NULL, NULL, 0);
+}
+
+sv_error_t *sv_supervisor_adopt_as(sv_supervisor_t *sv, const char *job_id,
+				   const char *spec_json, const char *target,
+				   const int64_t *ends, size_t nends)
 {
 	cmd_t c = {.type = SV_CMD_SUBMIT,
 		   .id = job_id,
+		   .adopt_target = target,
 		   .u.submit = {.body = spec_json,
 				.len = strlen(spec_json),
 				.ends = ends,

@@ -117,12 +117,36 @@ int sv_supervisor_shutdown(sv_supervisor_t *sv, int64_t timeout_ms);
  * the node's URL unless distributed.advertised_url is set. Nothing
  * standalone. thread: main, once, after HTTP is bound */
 sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url);
-/* Distributed mode: create job job_id from spec_json (a registry record,
- * with a bounded job's end offsets ends[0..nends), borrowed) unless it
- * exists. thread: any but the supervisor's */
+/* Distributed mode: create job job_id from spec_json (a registry record)
+ * unless it exists. thread: any but the supervisor's */
 sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,
-				const char *spec_json, const int64_t *ends,
-				size_t nends);
+				const char *spec_json);
+/* The same as target says ("running", NULL; "cancelled": created
+ * cancelled; "draining": created checkpointed, nothing started), with a
+ * bounded job's end offsets ends[0..nends) (borrowed; NULL, 0: none).
+ * thread: any but the supervisor's */
+sv_error_t *sv_supervisor_adopt_as(sv_supervisor_t *sv, const char *job_id,
+				   const char *spec_json, const char *target,
+				   const int64_t *ends, size_t nends);
+/* Distributed mode (docs/cluster.md): where a mutation received here
+ * goes. LOCAL: standalone, or this node leads; FORWARD: to *url (the
+ * leader's, the caller's to free; *node too); NONE: no leader now (503).
+ * thread: any */
+typedef enum sv_route {
+	SV_ROUTE_LOCAL = 0,
+	SV_ROUTE_FORWARD,
+	SV_ROUTE_NONE
+} sv_route_t;
+sv_route_t sv_supervisor_route(sv_supervisor_t *sv, char **url, char **node);
+/* Distributed mode: the job registry offset the local view is read to
+ * (-1 standalone). thread: any */
+int64_t sv_supervisor_jobs_offset(sv_supervisor_t *sv);
+/* GET /v1/cluster: nodes, leader, registry (404 standalone). thread: any */
+sv_error_t *sv_supervisor_cluster(sv_supervisor_t *sv, char **json);
+/* Distributed mode: add the cluster's view of job id (status topic) to
+ * *json, a GET /v1/jobs/{id} answer (replaced). thread: any */
+void sv_supervisor_cluster_job(sv_supervisor_t *sv, const char *id,
+			       char **json);
 /* Stop every job attempt (jobs stay as they are in the store) and join. */
 void sv_supervisor_destroy(sv_supervisor_t *sv);
 

@@ -53,6 +53,9 @@ struct cmd {
 	const char *principal; /* who asked (observe.h), or NULL */
 	bool replicated; /* distributed: from the job registry, so not
 			  * written back to it (distributed.c) */
+	const char *adopt_target; /* distributed, a submit with id: the
+				   * record's target ("running" when NULL) */
+	bool full; /* list: each job as GET /v1/jobs/{id} shows it */
 	union {
 		struct {
 			const char *body;
@@ -122,6 +125,11 @@ struct sv_supervisor {
 	sv_ckstore_t *store; /* <data_dir>/checkpoints, or NULL without one */
 	sv_fileroots_t file_roots; /* conf.file_sink_roots (borrowed) */
 	struct sv_dist *dist; /* distributed mode's registry, or NULL */
+	struct sv_status *status; /* distributed mode's status topic */
+	json_t *dist_parts; /* status thread: job → partitions last read */
+	json_t *dist_attempts; /* attempts/<job>/<node> → this node's failed
+				* attempts (under lock; the status topic) */
+	char *dist_url; /* this node's advertised URL */
 };
 
 /* distributed.c (docs/cluster.md) */
@@ -129,11 +137,9 @@ struct sv_supervisor {
 sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 			       const sv_jobspec_t *spec);
 /* Write the job to the registry with target "running" or "cancelled"
- * and a bounded job's end offsets (ends, nends; NULL, 0: none) (nothing
- * standalone). thread: supervisor */
+ * (nothing standalone). thread: supervisor */
 sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
-			    const sv_jobspec_t *spec, const char *target,
-			    const int64_t *ends, size_t nends);
+			    const sv_jobspec_t *spec, const char *target);
 /* A distributed bounded job's end offsets into job (end_offsets): those
  * of the registry record it was adopted from (ends, nends), else, on the
  * node that accepts the submit, the source topic's end offsets now
@@ -146,7 +152,7 @@ sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
  * after a failed attempt, d (sv_restart_decide over this node's count)
  * with the failed attempts the other nodes counted in their windows
  * added: a retry becomes EXHAUSTED once they reach max_attempts. Then
- * this node's count (d->next) is written to the registry. Returns the
+ * this node's count (d->next) goes to the status topic. Returns the
  * attempts counted elsewhere (0 standalone). thread: supervisor */
 int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
 			  int max_attempts, int64_t window_ms, int64_t now,
@@ -155,6 +161,24 @@ int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
  * back from a stored job record's member (persist.c). */
 json_t *sv_dist_ends_json(const sv_job_t *job);
 void sv_dist_ends_load(sv_job_t *job, const json_t *a);
+/* The submit's first record of job (target "running"), with a bounded
+ * job's end offsets (`end_offsets`). thread: supervisor */
+sv_error_t *sv_dist_publish_submit(sv_supervisor_t *sv, const sv_job_t *job);
+/* The same with extra fields (borrowed, may be NULL) in the record; a
+ * previous record's `end_offsets` are kept. */
+sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
+				const sv_jobspec_t *spec, const char *target,
+				const json_t *extra);
+/* The version of the job's latest record in the registry (0: none):
+ * the leader counts every write of a job's record. */
+int64_t sv_dist_version(sv_supervisor_t *sv, const char *job_id);
+/* A submit of a job named like a live one: the same plan id is the same
+ * job (a retried submit, distributed mode only): true. */
+bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,
+			 const sv_jobspec_t *spec);
+/* Resume on the leader: every partition of the job reported its final
+ * checkpoint (the status topic); an error (409) otherwise. */
+sv_error_t *sv_dist_check_resume(sv_supervisor_t *sv, const sv_job_t *job);
 /* Post a command to the supervisor thread and wait (supervisor.c). */
 sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json);
 /* Stop the registry (before the supervisor thread stops). */

@@ -209,7 +209,12 @@ int cl_node_parts(cluster_t *cl, int i, const char *id, unsigned *mask)
 	size_t k;
 	json_t *pe;
 	unsigned m = 0;
+	int n = 0;
 	json_array_foreach (parts, k, pe) {
+		/* what other nodes read, from the status topic */
+		if (json_is_true(json_object_get(pe, "remote")))
+			continue;
+		n++;
 		m |= 1u << cr_jint(pe, "partition", 0);
 		const char *node = json_string_value(
 			json_object_get(pe, "node"));
@@ -220,7 +225,6 @@ int cl_node_parts(cluster_t *cl, int i, const char *id, unsigned *mask)
 				cl->n[i].id, (int)cr_jint(pe, "partition", 0),
 				node ? node : "(none)");
 	}
-	int n = (int)json_array_size(parts);
 	json_decref(o);
 	if (mask)
 		*mask = m;
@@ -275,11 +279,26 @@ int64_t cl_wait_split(cluster_t *cl, const char *id, const int *want,
 	}
 }
 
+int cl_mutate(cluster_t *cl, int i, const char *method, const char *path,
+	      const char *body, char **resp, int timeout_ms)
+{
+	int64_t deadline = sv_mono_ms() + timeout_ms;
+	for (;;) {
+		*resp = NULL;
+		int st = cr_http_do(cl->n[i].port, method, path, body, resp,
+				    15000);
+		if ((st != 503 && st > 0) || sv_mono_ms() > deadline)
+			return st;
+		free(*resp);
+		*resp = NULL;
+		usleep(200000);
+	}
+}
+
 char *cl_submit(cluster_t *cl, int i, const char *spec)
 {
 	char *resp = NULL;
-	int st = cr_http_do(cl->n[i].port, "POST", "/v1/jobs", spec, &resp,
-			    15000);
+	int st = cl_mutate(cl, i, "POST", "/v1/jobs", spec, &resp, 40000);
 	json_t *o = resp ? json_loads(resp, 0, NULL) : NULL;
 	const char *id = o ? json_string_value(json_object_get(o, "id")) : NULL;
 	if (st != 201 || !id)

@@ -57,7 +57,8 @@ void cl_node_kill(cluster_t *cl, int i);
 /* GET /v1/jobs/<id> on node i, or NULL (down, frozen, no answer). */
 json_t *cl_node_job(cluster_t *cl, int i, const char *id);
 /* Partitions node i reads in the job (-1: no answer), ids into *mask;
- * fails when a partition names another node. */
+ * fails when a partition of its own names another node (the "remote"
+ * ones, from the status topic, are skipped). */
 int cl_node_parts(cluster_t *cl, int i, const char *id, unsigned *mask);
 /* The job's `distributed.<k>` counter on node i (-1: no answer). */
 int64_t cl_node_dist(cluster_t *cl, int i, const char *id, const char *k);
@@ -65,7 +66,13 @@ int64_t cl_node_dist(cluster_t *cl, int i, const char *id, const char *k);
  * least one) and together all PARTS; returns ms waited. */
 int64_t cl_wait_split(cluster_t *cl, const char *id, const int *want,
 		      int timeout_ms, const char *what);
-/* POST /v1/jobs to node i; 201 or the test fails. Returns the id (free). */
+/* A mutation to node i, again while it answers 503 (no leader yet) or
+ * nothing, until timeout_ms; the last status (-1: no answer), *resp the
+ * body (free). */
+int cl_mutate(cluster_t *cl, int i, const char *method, const char *path,
+	      const char *body, char **resp, int timeout_ms);
+/* POST /v1/jobs to node i (again on 503 for up to 40 s); 201 or the test
+ * fails. Returns the id (free). */
 char *cl_submit(cluster_t *cl, int i, const char *spec);
 /* Until node i has >= min records written in an open transaction. */
 void cl_wait_uncommitted(cluster_t *cl, int i, const char *id, int64_t min);

@@ -155,7 +155,7 @@ static void test_share_kill_restart(void **state)
 	 * through the registry */
 	char cpath[200], *resp = NULL;
 	snprintf(cpath, sizeof(cpath), "/v1/jobs/%s/cancel", j->id);
-	int st = cr_http_do(cl->n[1].port, "POST", cpath, "{}", &resp, 15000);
+	int st = cl_mutate(cl, 1, "POST", cpath, "{}", &resp, 30000);
 	if (st != 200)
 		cr_fail(c, "cancel on n2: %d %s", st, resp ? resp : "");
 	free(resp);

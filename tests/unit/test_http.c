@@ -228,6 +228,34 @@ char *sv_supervisor_metrics(sv_supervisor_t *sv)
 	return sv_strdup("streamvisor_up 1\n");
 }
 
+/* Standalone: every mutation is local, no registry offset. */
+sv_route_t sv_supervisor_route(sv_supervisor_t *sv, char **url, char **node)
+{
+	SV_UNUSED(sv);
+	*url = *node = NULL;
+	return SV_ROUTE_LOCAL;
+}
+
+int64_t sv_supervisor_jobs_offset(sv_supervisor_t *sv)
+{
+	SV_UNUSED(sv);
+	return -1;
+}
+
+sv_error_t *sv_supervisor_cluster(sv_supervisor_t *sv, char **json)
+{
+	SV_UNUSED(sv);
+	*json = NULL;
+	return sv_error_new(SV_ERR_NOT_FOUND, "standalone");
+}
+
+void sv_supervisor_cluster_job(sv_supervisor_t *sv, const char *id, char **json)
+{
+	SV_UNUSED(sv);
+	SV_UNUSED(id);
+	SV_UNUSED(json);
+}
+
 void sv_supervisor_count_http(sv_supervisor_t *sv, const char *method,
 			      int status)
 {
