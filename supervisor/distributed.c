@@ -763,8 +763,8 @@ sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
 
 /* The count lives in the status topic (cluster/status.h), one record per
  * job and node, `attempts/<job>/<node>` → {job, node, window_start_ms,
- * attempts}, written only by that node (with its heartbeat, at most
- * SV_STATUS_INTERVAL_MS later). A node's own count restarts with its
+ * attempts}, written only by that node by its status thread at once
+ * (sv_status_kick: ~100 ms). A node's own count restarts with its
  * window; a count another node wrote before a healthy period stays until
  * its window ends. */
 static int attempts_elsewhere(sv_supervisor_t *sv, const char *job_id,

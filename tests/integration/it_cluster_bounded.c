@@ -61,7 +61,10 @@
 #define BPARTS 8
 #define N_IN 12000 /* records before the submit (a multiple of BPARTS) */
 #define N_AFTER 800 /* records after it, past the end offsets */
-#define RATE 1200 /* records per second per member */
+/* records per second per member: slow enough that the first node,
+ * which runs the job about a second before the others adopted it from
+ * the registry, leaves most of every partition to its later owner */
+#define RATE 600
 
 /* Write seq first..first+n-1 (record i in partition i mod BPARTS). */
 static void produce_seq(const char *topic, int64_t first, int64_t n)
@@ -354,8 +357,7 @@ static void test_bounded_alo_rebalance(void **state)
 		     (int)(at - win), win, strstr(at, "}]") + 1) < 0)
 		abort();
 	char *resp = NULL;
-	int st = cr_http_do(cl->n[0].port, "POST", "/v1/jobs", wspec, &resp,
-			    15000);
+	int st = cl_mutate(cl, 0, "POST", "/v1/jobs", wspec, &resp, 40000);
 	if (st != 422 || !resp || !strstr(resp, "pipeline[1]") ||
 	    !strstr(resp, "bounded"))
 		cr_fail(c, "a windowed bounded job in distributed mode: %d %s",
@@ -509,8 +511,9 @@ static void test_restart_cluster_wide(void **state)
 	cluster_t *cl = cl_new(state, "restart_wide", 61, 2);
 	crash_t *c = cl->c;
 	cjob_t *j = cl_add_job(cl);
-	j->restart = "{\"max_attempts\": 4, \"initial_backoff_ms\": 200, "
-		     "\"max_backoff_ms\": 800, \"window_ms\": 600000}";
+	/* backoff above the status topic's propagation (~100-300 ms) */
+	j->restart = "{\"max_attempts\": 4, \"initial_backoff_ms\": 500, "
+		     "\"max_backoff_ms\": 1000, \"window_ms\": 600000}";
 	cl_node_start(cl, 0, NULL, NULL);
 	cl_node_start(cl, 1, NULL, NULL);
 	char *spec0 = cr_job_spec(c, j), *spec;
@@ -571,9 +574,11 @@ static void test_restart_cluster_wide(void **state)
 	       MAX_ATTEMPTS, failures, 2 * MAX_ATTEMPTS);
 	if (!exhausted)
 		cr_fail(c, "no node gave up with retry_exhausted");
-	/* one more than max: two nodes may fail at the same moment, each
-	 * before it read the other's count */
-	if (failures > MAX_ATTEMPTS + 1)
+	/* at most one more per node than max: the two nodes fail in
+	 * lockstep (the same poison record), and each decides on its own
+	 * failure before it can read the other's failure of that moment
+	 * (3 + 3 with max 4); per-node counting gives 8 */
+	if (failures > MAX_ATTEMPTS + 2)
 		cr_fail(c,
 			"%" PRId64
 			" failed attempts over the nodes: the policy "
