@@ -215,6 +215,42 @@ static json_t *final_parts(sv_supervisor_t *sv, const char *id)
 	return a;
 }
 
+/* Status thread, on a node that does not lead: bring each local copy to
+ * its record's target once more. A record applied while the copy could
+ * not take it (a drain while its attempt was still starting, a resume
+ * while its drain was still ending) is taken now; the states differ only
+ * in what the action itself changes. The leader is left alone: it changes
+ * its copy before its own record is read back. */
+static void reconcile(sv_supervisor_t *sv, json_t *list, json_t *recs)
+{
+	size_t k;
+	json_t *j;
+	json_array_foreach (json_object_get(list, "jobs"), k, j) {
+		const char *id = json_string_value(json_object_get(j, "id"));
+		const char *st = json_string_value(json_object_get(j, "state"));
+		json_t *rec = id ? json_object_get(recs, id) : NULL;
+		const char *target = json_string_value(
+			json_object_get(rec, "target"));
+		if (!st || !target)
+			continue;
+		bool live = !strcmp(st, "running") || !strcmp(st, "lagging");
+		if ((!strcmp(target, "cancelled") && !terminal_name(st)) ||
+		    (!strcmp(target, "draining") && live) ||
+		    (!strcmp(target, "running") &&
+		     !strcmp(st, "checkpointed")) ||
+		    !strcmp(target, "deleted")) {
+			sv_error_t *err = apply_record(sv, rec);
+			if (err) {
+				sv_logctx_t lc = {id, 0};
+				sv_log(&lc, SV_LOG_WARN, "cluster",
+				       "bringing the job to '%s': %s", target,
+				       err->message);
+				sv_error_destroy(err);
+			}
+		}
+	}
+}
+
 /* Status thread: node/<id> and member/<job>/<node>-t0. */
 static json_t *collect(void *opaque)
 {
@@ -295,12 +331,14 @@ static json_t *collect(void *opaque)
 			json_array_append_new(here, json_string(id));
 	}
 	size_t njobs = json_array_size(json_object_get(list, "jobs"));
-	json_decref(list);
-	json_decref(recs);
 	char *lnode = NULL;
 	int64_t epoch = 0;
 	bool leads = sv_dist_leader(sv->dist, &lnode, NULL, &epoch);
 	free(lnode);
+	if (!leads)
+		reconcile(sv, list, recs);
+	json_decref(list);
+	json_decref(recs);
 	char key[200];
 	snprintf(key, sizeof(key), "node/%s", node);
 	json_object_set_new(

@@ -193,68 +193,39 @@ static void check_epochs(cluster_t *cl, int *leaders, int64_t *max_epoch)
 	crash_t *c = cl->c;
 	char topic[300];
 	snprintf(topic, sizeof(topic), "_streamvisor.%s.jobs", cl->name);
-	rd_kafka_t *rk = cr_client(c, RD_KAFKA_CONSUMER, NULL, "read_committed",
-				   true);
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
-		1);
-	rd_kafka_topic_partition_list_add(l, topic, 0)->offset =
-		RD_KAFKA_OFFSET_BEGINNING;
-	rd_kafka_assign(rk, l);
-	rd_kafka_topic_partition_list_destroy(l);
+	lines_t recs = {0};
+	cr_read_topic(c, topic, true, &recs);
 	int64_t last_leader = 0, hi = 0, n = 0;
 	*leaders = 0;
-	int64_t deadline = sv_mono_ms() + 20000;
-	for (;;) {
-		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
-		if (!m) {
-			if (sv_mono_ms() > deadline)
-				cr_fail(c,
-					"the jobs topic was not read to its "
-					"end");
+	for (size_t k = 0; k < recs.n; k++) {
+		json_t *o = json_loads(recs.v[k], 0, NULL);
+		if (!o)
 			continue;
-		}
-		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-			rd_kafka_message_destroy(m);
-			break;
-		}
-		if (!m->err && m->payload) {
-			json_t *o = json_loadb(m->payload, m->len, 0, NULL);
-			json_int_t e = json_integer_value(
-				json_object_get(o, "epoch"));
-			bool is_leader = m->key_len == 6 &&
-				!memcmp(m->key, "leader", 6);
-			n++;
-			if (!json_object_get(o, "epoch"))
+		json_int_t e = json_integer_value(json_object_get(o, "epoch"));
+		/* the leader record is the one without a job */
+		bool is_leader = !json_object_get(o, "id");
+		n++;
+		if (!json_object_get(o, "epoch"))
+			cr_fail(c, "record %zu has no leader epoch: %s", k,
+				recs.v[k]);
+		if (e < hi)
+			cr_fail(c,
+				"record %zu carries epoch %lld, below %" PRId64
+				" before it: %s",
+				k, (long long)e, hi, recs.v[k]);
+		hi = e;
+		if (is_leader) {
+			if (e <= last_leader)
 				cr_fail(c,
-					"record at offset %" PRId64
-					" has no leader epoch",
-					(int64_t)m->offset);
-			if (e < hi)
-				cr_fail(c,
-					"record at offset %" PRId64
-					" carries epoch %lld, below %" PRId64
-					" before it",
-					(int64_t)m->offset, (long long)e, hi);
-			hi = e;
-			if (is_leader) {
-				if (e <= last_leader)
-					cr_fail(c,
-						"leader epoch %lld at offset "
-						"%" PRId64
-						" does not increase (%" PRId64
-						" before)",
-						(long long)e,
-						(int64_t)m->offset,
-						last_leader);
-				last_leader = e;
-				(*leaders)++;
-			}
-			json_decref(o);
+					"leader epoch %lld (record %zu) does "
+					"not increase (%" PRId64 " before)",
+					(long long)e, k, last_leader);
+			last_leader = e;
+			(*leaders)++;
 		}
-		rd_kafka_message_destroy(m);
+		json_decref(o);
 	}
-	rd_kafka_consumer_close(rk);
-	rd_kafka_destroy(rk);
+	cr_lines_free(&recs);
 	*max_epoch = last_leader;
 	printf("[ cluster ] jobs topic: %" PRId64
 	       " records, %d leader records, epochs strictly increase to "
@@ -353,7 +324,11 @@ static void test_leader_failover(void **state)
 		free(spec);
 		char path[200];
 		if (njobs % 5 == 2) {
-			/* drain, then resume once every partition reported */
+			/* drain a running job (its members on the three
+			 * nodes), then resume once every partition reported */
+			int all3[] = {-2, -2, -2};
+			cl_wait_split(cl, tj->id, all3, 40000,
+				      "running on 3 before the drain");
 			snprintf(path, sizeof(path), "/v1/jobs/%s/drain",
 				 tj->id);
 			st = mutate(&t, "POST", path,
@@ -407,6 +382,7 @@ static void test_leader_failover(void **state)
 	if (done_fail < failovers)
 		cr_fail(c, "only %d failovers", done_fail);
 
+	fflush(stdout);
 	/* convergence: the same listing on every node */
 	int64_t deadline = sv_mono_ms() + 40000;
 	char *first = NULL;
@@ -624,6 +600,7 @@ int main(void)
 	atexit(cl_kill_nodes);
 	atexit(cr_atexit_kill);
 	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *only = getenv("SV_CLUSTER_ONLY");
 	if (only && *only)
 		cmocka_set_test_filter(only);
