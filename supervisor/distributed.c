@@ -25,6 +25,8 @@
 #include "cluster/status.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/metrics.h"
+#include "supervisor/observe.h"
 #include "ingress/spec.h"
 #include "supervisor/supervisor_int.h"
 
@@ -383,6 +385,7 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 		.opaque = sv,
 		.session_timeout_ms = (int)dc->session_timeout_ms,
 	};
+	sv_obs_set_node(dc->node_id);
 	sv->dist_parts = json_object();
 	sv->dist_url = sv_strdup(my_url ? my_url : "");
 	sv_dist_t *d = NULL;
@@ -707,6 +710,42 @@ void sv_supervisor_cluster_job(sv_supervisor_t *sv, const char *id, char **json)
 	json_object_set_new(o, "cluster", v);
 	free(*json);
 	*json = sv_json_dump(o);
+}
+
+void sv_dist_metrics(sv_supervisor_t *sv, sv_buf_t *b)
+{
+	if (!sv->dist)
+		return;
+	json_t *r = sv_dist_registry_json(sv->dist);
+	sv_buf_t l;
+	sv_buf_init(&l);
+	sv_prom_label(&l, "node", sv->conf.dist.node_id);
+	static const struct {
+		const char *name, *type, *help, *key;
+	} m[] = {
+		{"streamvisor_cluster_leader", "gauge",
+		 "1 while this node leads the streamvisor cluster",
+		 "this_node_leads"},
+		{"streamvisor_cluster_leader_epoch", "gauge",
+		 "the newest leader epoch in the job registry", "leader_epoch"},
+		{"streamvisor_cluster_elected_total", "counter",
+		 "times this node became leader", "times_elected"},
+		{"streamvisor_cluster_leader_writes_total", "counter",
+		 "job registry records this node committed as leader",
+		 "leader_writes"},
+		{"streamvisor_cluster_jobs_offset", "gauge",
+		 "the job registry offset this node's view is read to",
+		 "jobs_offset"},
+	};
+	for (size_t i = 0; i < SV_ARRAY_LEN(m); i++) {
+		json_t *v = json_object_get(r, m[i].key);
+		double x = json_is_boolean(v) ? (json_is_true(v) ? 1 : 0)
+					      : (double)json_integer_value(v);
+		sv_prom_family(b, m[i].name, m[i].type, m[i].help);
+		sv_prom_sample(b, m[i].name, l.data, x);
+	}
+	sv_buf_release(&l);
+	json_decref(r);
 }
 
 void sv_dist_release(sv_supervisor_t *sv)

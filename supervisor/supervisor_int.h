@@ -147,6 +147,10 @@ bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,
 /* Resume on the leader: every partition of the job reported its final
  * checkpoint (the status topic); an error (409) otherwise. */
 sv_error_t *sv_dist_check_resume(sv_supervisor_t *sv, const sv_job_t *job);
+/* Distributed mode's metrics (nothing standalone): whether this node
+ * leads, its epoch, times elected, leader writes, the registry offset,
+ * labelled with node. */
+void sv_dist_metrics(sv_supervisor_t *sv, sv_buf_t *b);
 /* Post a command to the supervisor thread and wait (supervisor.c). */
 sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json);
 /* Stop the registry (before the supervisor thread stops). */
