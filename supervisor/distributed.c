@@ -80,6 +80,16 @@ static bool terminal_name(const char *st)
 		!strcmp(st, "cancelled");
 }
 
+void sv_dist_restart_seen(sv_supervisor_t *sv, const char *job_id,
+			  int64_t restart)
+{
+	pthread_mutex_lock(&sv->lock);
+	if (sv->dist_restarts)
+		json_object_set_new(sv->dist_restarts, job_id,
+				    json_integer(restart));
+	pthread_mutex_unlock(&sv->lock);
+}
+
 /* A replicated action on this node's copy; "not here" and "not in a
  * state for it" are nothing to do (the record is the cluster's word). */
 static sv_error_t *act(sv_supervisor_t *sv, const char *job_id, sv_action_t a,
@@ -159,8 +169,35 @@ static sv_error_t *apply_record(void *opaque, const json_t *rec)
 				  json_integer_value(json_object_get(
 					  rec, "drain_timeout_ms")));
 	} else if (!strcmp(target, "running")) {
-		if (!strcmp(st, "checkpointed"))
+		json_int_t rs = json_integer_value(
+			json_object_get(rec, "restart"));
+		pthread_mutex_lock(&sv->lock);
+		json_int_t done = json_integer_value(
+			json_object_get(sv->dist_restarts, id));
+		pthread_mutex_unlock(&sv->lock);
+		if (!strcmp(st, "checkpointed")) {
 			err = act(sv, id, SV_ACTION_RESUME, false, 0);
+		} else if (rs > 0 && done != rs && !terminal_name(st)) {
+			/* a restart record, once per node */
+			cmd_t c = {.type = SV_CMD_ACTION,
+				   .id = id,
+				   .replicated = true,
+				   .u.act = {.action = SV_ACTION_RESTART,
+					     .from_checkpoint = -1,
+					     .ignore_state = json_is_true(
+						     json_object_get(
+							     rec,
+							     "ignore_state"))}};
+			char *json = NULL;
+			err = sv_call(sv, &c, &json);
+			free(json);
+			if (err && err->category == SV_ERR_CONFLICT) {
+				sv_error_destroy(err);
+				err = NULL;
+			}
+		}
+		if (rs > 0)
+			sv_dist_restart_seen(sv, id, rs);
 	}
 	free(st);
 	return err;
@@ -387,6 +424,7 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 	};
 	sv_obs_set_node(dc->node_id);
 	sv->dist_parts = json_object();
+	sv->dist_restarts = json_object();
 	sv->dist_url = sv_strdup(my_url ? my_url : "");
 	sv_dist_t *d = NULL;
 	sv_error_t *err = sv_dist_start(&c, &d);
@@ -761,6 +799,8 @@ void sv_dist_release(sv_supervisor_t *sv)
 	sv_dist_stop(d);
 	json_decref(sv->dist_parts);
 	sv->dist_parts = NULL;
+	json_decref(sv->dist_restarts);
+	sv->dist_restarts = NULL;
 	free(sv->dist_url);
 	sv->dist_url = NULL;
 }

@@ -123,6 +123,7 @@ struct sv_supervisor {
 	struct sv_status *status; /* distributed mode's status topic */
 	json_t *dist_parts; /* status thread: job → partitions last read */
 	char *dist_url; /* this node's advertised URL */
+	json_t *dist_restarts; /* job → the restart record applied here */
 };
 
 /* distributed.c (docs/cluster.md) */
@@ -140,6 +141,10 @@ sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
 /* The version of the job's latest record in the registry (0: none):
  * the leader counts every write of a job's record. */
 int64_t sv_dist_version(sv_supervisor_t *sv, const char *job_id);
+/* The restart record `restart` (its version) of the job is applied on
+ * this node (or written by it): not again. thread: any */
+void sv_dist_restart_seen(sv_supervisor_t *sv, const char *job_id,
+			  int64_t restart);
 /* A submit of a job named like a live one: the same plan id is the same
  * job (a retried submit, distributed mode only): true. */
 bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,

@@ -22,7 +22,9 @@
  *     a node answers `checkpointed` only once every member reported it
  *     and their final partitions cover every partition (asserted at the
  *     first such answer), resume carries on (the three share again), and
- *     the output is exact (0 dup / 0 missing, read_committed).
+ *     the output is exact (0 dup / 0 missing, read_committed). A restart
+ *     sent to a node that does not lead restarts the member of every node
+ *     (each node's attempt goes up).
  *
  * Every wait is for a condition with a deadline. */
 #define _GNU_SOURCE
@@ -571,6 +573,49 @@ static void drain_resume(cluster_t *cl, const char *id, bool final_wm)
 	cl_wait_split(cl, id, all3, 40000, "resumed, shared by 3 again");
 }
 
+/* The job's attempt on node i (-1: no answer). */
+static int64_t attempt_on(cluster_t *cl, int i, const char *id)
+{
+	json_t *o = cl_node_job(cl, i, id);
+	int64_t a = o ? cr_jint(o, "attempt", -1) : -1;
+	json_decref(o);
+	return a;
+}
+
+/* A restart sent to a node that does not lead: every node starts a new
+ * attempt of its member, once. */
+static void restart_all(cluster_t *cl, const char *id)
+{
+	crash_t *c = cl->c;
+	int l = wait_leader(cl, 30000, "restart");
+	int other = (l + 1) % 3;
+	int64_t before[3];
+	for (int i = 0; i < 3; i++)
+		before[i] = attempt_on(cl, i, id);
+	char path[200], *resp = NULL;
+	snprintf(path, sizeof(path), "/v1/jobs/%s/restart", id);
+	int st = cl_mutate(cl, other, "POST", path, "{}", &resp, 30000);
+	if (st != 200)
+		cr_fail(c, "restart via %s: %d %s", cl->n[other].id, st,
+			resp ? resp : "");
+	free(resp);
+	int64_t deadline = sv_mono_ms() + 30000;
+	for (int i = 0; i < 3; i++)
+		while (attempt_on(cl, i, id) <= before[i]) {
+			if (sv_mono_ms() > deadline)
+				cr_fail(c, "%s did not restart its member",
+					cl->n[i].id);
+			usleep(100000);
+		}
+	printf("[%s %6.1fs] restart sent to %s: attempts %" PRId64 ",%" PRId64
+	       ",%" PRId64 " -> %" PRId64 ",%" PRId64 ",%" PRId64 "\n",
+	       c->test, cr_secs(c), cl->n[other].id, before[0], before[1],
+	       before[2], attempt_on(cl, 0, id), attempt_on(cl, 1, id),
+	       attempt_on(cl, 2, id));
+	int all3[] = {-2, -2, -2};
+	cl_wait_split(cl, id, all3, 40000, "restarted, shared by 3 again");
+}
+
 static void test_drain_resume(void **state)
 {
 	cluster_t *cl = cl_new(state, "drain_resume", 23, 3);
@@ -587,6 +632,7 @@ static void test_drain_resume(void **state)
 	cr_producer_start(&c->prod, c->in_topic, 12000, 1500);
 	drain_resume(cl, j->id, false);
 	drain_resume(cl, j->id, true);
+	restart_all(cl, j->id);
 	tally_t unc, t = cl_finish(cl, j, &unc, "asserted", "shown");
 	if (!cr_exact(&t))
 		cr_fail(c,
