@@ -538,7 +538,7 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 	bool draining = target && !strcmp(target, "draining");
 	json_decref(rec);
 	json_t *members = json_array(), *parts = json_array();
-	unsigned long long covered = 0;
+	json_t *covered = json_object(); /* partition → reported final */
 	int maxp = -1, n_live = 0, n_ck = 0, n_drain = 0;
 	const char *topic = NULL;
 	const char *k;
@@ -565,12 +565,13 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 		json_t *p;
 		json_array_foreach (json_object_get(m, "partitions"), pk, p) {
 			int pn = (int)json_integer_value(p);
-			if (ck && (covered >> pn & 1)) /* reported twice */
-				continue;
 			if (pn > maxp)
 				maxp = pn;
-			if (ck && pn >= 0 && pn < 64)
-				covered |= 1ull << pn;
+			if (ck && pn >= 0) {
+				char pk_s[24];
+				snprintf(pk_s, sizeof(pk_s), "%d", pn);
+				json_object_set_new(covered, pk_s, json_true());
+			}
 			if (!ck)
 				json_array_append_new(
 					parts,
@@ -599,8 +600,10 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 	int total = topic ? sv_status_partitions(sv->status, topic) : -1;
 	if (total <= 0)
 		total = maxp + 1;
-	bool all = total > 0 && total <= 64 &&
-		covered == (total == 64 ? ~0ull : (1ull << total) - 1);
+	/* the partitions are 0..total-1: every one of them reported */
+	bool all = total > 0 && maxp < total &&
+		json_object_size(covered) == (size_t)total;
+	json_decref(covered);
 	const char *state = NULL;
 	if (n_live && n_ck == n_live && n_live >= n_have && all)
 		state = "checkpointed";

@@ -616,6 +616,41 @@ static void restart_all(cluster_t *cl, const char *id)
 	cl_wait_split(cl, id, all3, 40000, "restarted, shared by 3 again");
 }
 
+/* The leader's metrics say it leads, labelled with its node id; every
+ * observation of a follower's copy names that node. */
+static void check_node_ids(cluster_t *cl, const char *id)
+{
+	crash_t *c = cl->c;
+	int l = wait_leader(cl, 30000, "metrics");
+	char *m = NULL, want[200];
+	cr_http_do(cl->n[l].port, "GET", "/metrics", NULL, &m, 5000);
+	snprintf(want, sizeof(want),
+		 "streamvisor_cluster_leader{node=\"%s\"} 1", cl->n[l].id);
+	if (!m || !strstr(m, want))
+		cr_fail(c, "the leader's /metrics lacks '%s'", want);
+	free(m);
+	int f = (l + 1) % 3;
+	char path[200];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/observations?limit=500", id);
+	json_t *o = node_get(cl, f, path);
+	size_t k, n = 0;
+	json_t *ob;
+	json_array_foreach (json_object_get(o, "observations"), k, ob) {
+		const char *node = json_string_value(
+			json_object_get(ob, "node"));
+		if (!node || strcmp(node, cl->n[f].id))
+			cr_fail(c, "an observation on %s names node '%s'",
+				cl->n[f].id, node ? node : "(none)");
+		n++;
+	}
+	json_decref(o);
+	if (!n)
+		cr_fail(c, "no observations on %s", cl->n[f].id);
+	printf("[ cluster ] %s's metrics say it leads; %zu observations on %s "
+	       "carry its node id\n",
+	       cl->n[l].id, n, cl->n[f].id);
+}
+
 static void test_drain_resume(void **state)
 {
 	cluster_t *cl = cl_new(state, "drain_resume", 23, 3);
@@ -633,6 +668,7 @@ static void test_drain_resume(void **state)
 	drain_resume(cl, j->id, false);
 	drain_resume(cl, j->id, true);
 	restart_all(cl, j->id);
+	check_node_ids(cl, j->id);
 	tally_t unc, t = cl_finish(cl, j, &unc, "asserted", "shown");
 	if (!cr_exact(&t))
 		cr_fail(c,
