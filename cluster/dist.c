@@ -486,6 +486,13 @@ sv_error_t *sv_dist_publish_record(sv_dist_t *d, const char *job_id,
 	sv_error_t *err = d->leader
 		? sv_leader_write(d->leader, key, o)
 		: sv_error_new(SV_ERR_UNAVAILABLE, "no leader yet: retry");
+	if (!err) {
+		/* committed: the leader's view has it before it reads it
+		 * back (its next write of the job counts from it) */
+		pthread_mutex_lock(&d->view_lock);
+		json_object_set(d->records, job_id, o);
+		pthread_mutex_unlock(&d->view_lock);
+	}
 	json_decref(o);
 	return err;
 }

@@ -63,9 +63,11 @@ typedef struct sv_dist_conf {
  * cannot be reached, the topic cannot be made). */
 sv_error_t *sv_dist_start(const sv_dist_conf_t *conf, sv_dist_t **out);
 
-/* Write job/<job_id> → {id, spec, node, target} to the registry and wait
- * until the broker acknowledged it (at most 10 s). target: "running" or
- * "cancelled". Errors: SV_ERR_BINDING. thread: any */
+/* Write job/<job_id> → {id, spec, node, target, epoch, leader} to the
+ * registry as the leader (one transaction, committed before it returns,
+ * at most 10 s). target: "running", "draining", "cancelled" or
+ * "deleted". Errors: SV_ERR_UNAVAILABLE (this node does not lead, or
+ * stopped leading during the write). thread: any */
 sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
 				const char *spec_json, const char *target);
 

@@ -280,11 +280,40 @@ static sv_error_t *rescale_spec(const sv_job_t *job, int par,
 	return err;
 }
 
+/* A distributed restart: a record naming it (its version) that every
+ * node applies once. Checkpoint ids are each node's own, so only the
+ * latest is meaningful across nodes. */
+static sv_error_t *publish_restart(sv_supervisor_t *sv, sv_job_t *job,
+				   bool ignore)
+{
+	int64_t v = sv_dist_version(sv, job->id) + 1;
+	json_t *x = json_pack("{s:I, s:b}", "restart", (json_int_t)v,
+			      "ignore_state", ignore);
+	sv_error_t *err = sv_dist_publish_ext(sv, job->id, job->spec, "running",
+					      x);
+	json_decref(x);
+	if (!err) /* this node restarts now, not again when it reads it */
+		sv_dist_restart_seen(sv, job->id, v);
+	return err;
+}
+
 static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 {
 	sv_error_t *err = sv_action_check(job, SV_ACTION_RESTART);
 	if (err)
 		return err;
+	if (sv->dist && !c->replicated &&
+	    (c->u.act.from_checkpoint >= 0 || c->u.act.parallelism > 0))
+		return sv_error_set_field(
+			sv_error_set_job(
+				sv_error_new(SV_ERR_SUBMISSION,
+					     "restart: in distributed mode "
+					     "every node restarts from its "
+					     "latest checkpoint, at "
+					     "parallelism 1"),
+				job->id, job->attempt),
+			c->u.act.from_checkpoint >= 0 ? "from_checkpoint"
+						      : "parallelism");
 	if (!sv->store)
 		return no_store(job,
 				"restart needs checkpoints, and this "
@@ -334,6 +363,9 @@ static sv_error_t *do_restart(sv_supervisor_t *sv, sv_job_t *job, cmd_t *c)
 	if (c->u.act.from_checkpoint < 0 &&
 	    (sv_jobspec_parallelism(job->spec) > 1 || (rescaled && par > 1)))
 		job->restart_from = -1;
+	/* distributed: every node restarts its member (from its latest) */
+	if (!c->replicated && (err = publish_restart(sv, job, ignore)))
+		return err;
 	job->restart_ignore_state = ignore;
 	job->attempts_in_window = 0;
 	job->backoff_ms = 0;

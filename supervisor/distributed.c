@@ -27,6 +27,8 @@
 #include "cluster/status.h"
 #include "core/log.h"
 #include "core/util.h"
+#include "supervisor/metrics.h"
+#include "supervisor/observe.h"
 #include "ingress/spec.h"
 #include "supervisor/supervisor_int.h"
 
@@ -78,6 +80,16 @@ static bool terminal_name(const char *st)
 {
 	return !strcmp(st, "completed") || !strcmp(st, "failed") ||
 		!strcmp(st, "cancelled");
+}
+
+void sv_dist_restart_seen(sv_supervisor_t *sv, const char *job_id,
+			  int64_t restart)
+{
+	pthread_mutex_lock(&sv->lock);
+	if (sv->dist_restarts)
+		json_object_set_new(sv->dist_restarts, job_id,
+				    json_integer(restart));
+	pthread_mutex_unlock(&sv->lock);
 }
 
 /* A replicated action on this node's copy; "not here" and "not in a
@@ -181,8 +193,35 @@ static sv_error_t *apply_record(void *opaque, const json_t *rec)
 				  json_integer_value(json_object_get(
 					  rec, "drain_timeout_ms")));
 	} else if (!strcmp(target, "running")) {
-		if (!strcmp(st, "checkpointed"))
+		json_int_t rs = json_integer_value(
+			json_object_get(rec, "restart"));
+		pthread_mutex_lock(&sv->lock);
+		json_int_t done = json_integer_value(
+			json_object_get(sv->dist_restarts, id));
+		pthread_mutex_unlock(&sv->lock);
+		if (!strcmp(st, "checkpointed")) {
 			err = act(sv, id, SV_ACTION_RESUME, false, 0);
+		} else if (rs > 0 && done != rs && !terminal_name(st)) {
+			/* a restart record, once per node */
+			cmd_t c = {.type = SV_CMD_ACTION,
+				   .id = id,
+				   .replicated = true,
+				   .u.act = {.action = SV_ACTION_RESTART,
+					     .from_checkpoint = -1,
+					     .ignore_state = json_is_true(
+						     json_object_get(
+							     rec,
+							     "ignore_state"))}};
+			char *json = NULL;
+			err = sv_call(sv, &c, &json);
+			free(json);
+			if (err && err->category == SV_ERR_CONFLICT) {
+				sv_error_destroy(err);
+				err = NULL;
+			}
+		}
+		if (rs > 0)
+			sv_dist_restart_seen(sv, id, rs);
 	}
 	free(st);
 	return err;
@@ -237,6 +276,42 @@ static json_t *final_parts(sv_supervisor_t *sv, const char *id)
 	}
 	json_decref(o);
 	return a;
+}
+
+/* Status thread, on a node that does not lead: bring each local copy to
+ * its record's target once more. A record applied while the copy could
+ * not take it (a drain while its attempt was still starting, a resume
+ * while its drain was still ending) is taken now; the states differ only
+ * in what the action itself changes. The leader is left alone: it changes
+ * its copy before its own record is read back. */
+static void reconcile(sv_supervisor_t *sv, json_t *list, json_t *recs)
+{
+	size_t k;
+	json_t *j;
+	json_array_foreach (json_object_get(list, "jobs"), k, j) {
+		const char *id = json_string_value(json_object_get(j, "id"));
+		const char *st = json_string_value(json_object_get(j, "state"));
+		json_t *rec = id ? json_object_get(recs, id) : NULL;
+		const char *target = json_string_value(
+			json_object_get(rec, "target"));
+		if (!st || !target)
+			continue;
+		bool live = !strcmp(st, "running") || !strcmp(st, "lagging");
+		if ((!strcmp(target, "cancelled") && !terminal_name(st)) ||
+		    (!strcmp(target, "draining") && live) ||
+		    (!strcmp(target, "running") &&
+		     !strcmp(st, "checkpointed")) ||
+		    !strcmp(target, "deleted")) {
+			sv_error_t *err = apply_record(sv, rec);
+			if (err) {
+				sv_logctx_t lc = {id, 0};
+				sv_log(&lc, SV_LOG_WARN, "cluster",
+				       "bringing the job to '%s': %s", target,
+				       err->message);
+				sv_error_destroy(err);
+			}
+		}
+	}
 }
 
 /* Status thread: node/<id> and member/<job>/<node>-t0. */
@@ -319,12 +394,14 @@ static json_t *collect(void *opaque)
 			json_array_append_new(here, json_string(id));
 	}
 	size_t njobs = json_array_size(json_object_get(list, "jobs"));
-	json_decref(list);
-	json_decref(recs);
 	char *lnode = NULL;
 	int64_t epoch = 0;
 	bool leads = sv_dist_leader(sv->dist, &lnode, NULL, &epoch);
 	free(lnode);
+	if (!leads)
+		reconcile(sv, list, recs);
+	json_decref(list);
+	json_decref(recs);
 	pthread_mutex_lock(&sv->lock);
 	if (sv->dist_attempts)
 		json_object_update(out, sv->dist_attempts);
@@ -373,7 +450,9 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url)
 		.opaque = sv,
 		.session_timeout_ms = (int)dc->session_timeout_ms,
 	};
+	sv_obs_set_node(dc->node_id);
 	sv->dist_parts = json_object();
+	sv->dist_restarts = json_object();
 	sv->dist_url = sv_strdup(my_url ? my_url : "");
 	sv_dist_t *d = NULL;
 	sv_error_t *err = sv_dist_start(&c, &d);
@@ -503,7 +582,7 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 	bool draining = target && !strcmp(target, "draining");
 	json_decref(rec);
 	json_t *members = json_array(), *parts = json_array();
-	unsigned long long covered = 0;
+	json_t *covered = json_object(); /* partition → reported final */
 	int maxp = -1, n_live = 0, n_ck = 0, n_drain = 0;
 	const char *topic = NULL;
 	const char *k;
@@ -530,12 +609,13 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 		json_t *p;
 		json_array_foreach (json_object_get(m, "partitions"), pk, p) {
 			int pn = (int)json_integer_value(p);
-			if (ck && (covered >> pn & 1)) /* reported twice */
-				continue;
 			if (pn > maxp)
 				maxp = pn;
-			if (ck && pn >= 0 && pn < 64)
-				covered |= 1ull << pn;
+			if (ck && pn >= 0) {
+				char pk_s[24];
+				snprintf(pk_s, sizeof(pk_s), "%d", pn);
+				json_object_set_new(covered, pk_s, json_true());
+			}
 			if (!ck)
 				json_array_append_new(
 					parts,
@@ -564,8 +644,10 @@ static json_t *job_view(sv_supervisor_t *sv, const char *id,
 	int total = topic ? sv_status_partitions(sv->status, topic) : -1;
 	if (total <= 0)
 		total = maxp + 1;
-	bool all = total > 0 && total <= 64 &&
-		covered == (total == 64 ? ~0ull : (1ull << total) - 1);
+	/* the partitions are 0..total-1: every one of them reported */
+	bool all = total > 0 && maxp < total &&
+		json_object_size(covered) == (size_t)total;
+	json_decref(covered);
 	const char *state = NULL;
 	if (n_live && n_ck == n_live && n_live >= n_have && all)
 		state = "checkpointed";
@@ -718,8 +800,9 @@ void sv_supervisor_cluster_job(sv_supervisor_t *sv, const char *id, char **json)
 /* Bounded jobs across nodes: the end offsets are fixed once, when the job
  * is first written to the registry, and every node reads them from the
  * job's record, so every member stops each partition at the same offset
- * whichever node reads it (SCALE-OUT.md §5.2 gives this to the leader;
- * with no leader yet, the node that accepts the submit takes them). */
+ * whichever node reads it: the leader takes them when it writes the
+ * job's first record (a submit on another node is forwarded to it),
+ * SCALE-OUT.md §5.2. */
 sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
 			      const int64_t *ends, size_t nends)
 {
@@ -835,23 +918,61 @@ void sv_dist_ends_load(sv_job_t *job, const json_t *a)
 	job->nend_offsets = n;
 	for (size_t p = 0; p < n; p++)
 		job->end_offsets[p] = json_integer_value(json_array_get(a, p));
-}
+	void sv_dist_metrics(sv_supervisor_t * sv, sv_buf_t * b)
+	{
+		if (!sv->dist)
+			return;
+		json_t *r = sv_dist_registry_json(sv->dist);
+		sv_buf_t l;
+		sv_buf_init(&l);
+		sv_prom_label(&l, "node", sv->conf.dist.node_id);
+		static const struct {
+			const char *name, *type, *help, *key;
+		} m[] = {
+			{"streamvisor_cluster_leader", "gauge",
+			 "1 while this node leads the streamvisor cluster",
+			 "this_node_leads"},
+			{"streamvisor_cluster_leader_epoch", "gauge",
+			 "the newest leader epoch in the job registry",
+			 "leader_epoch"},
+			{"streamvisor_cluster_elected_total", "counter",
+			 "times this node became leader", "times_elected"},
+			{"streamvisor_cluster_leader_writes_total", "counter",
+			 "job registry records this node committed as leader",
+			 "leader_writes"},
+			{"streamvisor_cluster_jobs_offset", "gauge",
+			 "the job registry offset this node's view is read to",
+			 "jobs_offset"},
+		};
+		for (size_t i = 0; i < SV_ARRAY_LEN(m); i++) {
+			json_t *v = json_object_get(r, m[i].key);
+			double x = json_is_boolean(v)
+				? (json_is_true(v) ? 1 : 0)
+				: (double)json_integer_value(v);
+			sv_prom_family(b, m[i].name, m[i].type, m[i].help);
+			sv_prom_sample(b, m[i].name, l.data, x);
+		}
+		sv_buf_release(&l);
+		json_decref(r);
+	}
 
-void sv_dist_release(sv_supervisor_t *sv)
-{
-	pthread_mutex_lock(&sv->lock);
-	sv_dist_t *d = sv->dist;
-	sv_status_t *st = sv->status;
-	sv->dist = NULL;
-	sv->status = NULL;
-	pthread_mutex_unlock(&sv->lock);
-	/* the status thread asks the supervisor thread: first */
-	sv_status_stop(st);
-	sv_dist_stop(d);
-	json_decref(sv->dist_parts);
-	sv->dist_parts = NULL;
-	json_decref(sv->dist_attempts);
-	sv->dist_attempts = NULL;
-	free(sv->dist_url);
-	sv->dist_url = NULL;
-}
+	void sv_dist_release(sv_supervisor_t * sv)
+	{
+		pthread_mutex_lock(&sv->lock);
+		sv_dist_t *d = sv->dist;
+		sv_status_t *st = sv->status;
+		sv->dist = NULL;
+		sv->status = NULL;
+		pthread_mutex_unlock(&sv->lock);
+		/* the status thread asks the supervisor thread: first */
+		sv_status_stop(st);
+		sv_dist_stop(d);
+		json_decref(sv->dist_parts);
+		sv->dist_parts = NULL;
+		json_decref(sv->dist_attempts);
+		sv->dist_attempts = NULL;
+		json_decref(sv->dist_restarts);
+		sv->dist_restarts = NULL;
+		free(sv->dist_url);
+		sv->dist_url = NULL;
+	}

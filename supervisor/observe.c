@@ -3,6 +3,7 @@
 #include "supervisor/observe.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/util.h"
@@ -47,6 +48,13 @@ static json_t *iso_now(int64_t ms)
 }
 
 static _Thread_local const char *acting_principal;
+/* distributed mode: this process's node id, in every observation */
+static char obs_node[72];
+
+void sv_obs_set_node(const char *node)
+{
+	snprintf(obs_node, sizeof(obs_node), "%s", node ? node : "");
+}
 
 void sv_obs_set_principal(const char *name)
 {
@@ -78,6 +86,8 @@ uint64_t sv_obslog_add(sv_obslog_t *log, int attempt, const char *kind,
 	if (acting_principal)
 		json_object_set_new(o, "principal",
 				    json_string(acting_principal));
+	if (obs_node[0] && !json_object_get(o, "node"))
+		json_object_set_new(o, "node", json_string(obs_node));
 	size_t slot = (size_t)(seq % log->cap);
 	json_decref(log->ring[slot]);
 	log->ring[slot] = o;

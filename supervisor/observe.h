@@ -35,6 +35,9 @@ uint64_t sv_obslog_add(sv_obslog_t *log, int attempt, const char *kind,
  * it as "principal" (the audit trail). name is borrowed until cleared.
  * thread: the calling thread only (thread-local) */
 void sv_obs_set_principal(const char *name);
+/* Distributed mode: every observation of this process carries "node":
+ * node (copied; NULL or "": none). thread: main, before jobs start */
+void sv_obs_set_node(const char *node);
 const char *sv_obs_principal(void);
 
 /* Observations with seq > after, oldest first, at most limit; as

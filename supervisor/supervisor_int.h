@@ -130,6 +130,7 @@ struct sv_supervisor {
 	json_t *dist_attempts; /* attempts/<job>/<node> → this node's failed
 				* attempts (under lock; the status topic) */
 	char *dist_url; /* this node's advertised URL */
+	json_t *dist_restarts; /* job → the restart record applied here */
 };
 
 /* distributed.c (docs/cluster.md) */
@@ -172,6 +173,10 @@ sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
 /* The version of the job's latest record in the registry (0: none):
  * the leader counts every write of a job's record. */
 int64_t sv_dist_version(sv_supervisor_t *sv, const char *job_id);
+/* The restart record `restart` (its version) of the job is applied on
+ * this node (or written by it): not again. thread: any */
+void sv_dist_restart_seen(sv_supervisor_t *sv, const char *job_id,
+			  int64_t restart);
 /* A submit of a job named like a live one: the same plan id is the same
  * job (a retried submit, distributed mode only): true. */
 bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,
@@ -179,6 +184,10 @@ bool sv_dist_same_submit(const sv_supervisor_t *sv, const sv_job_t *job,
 /* Resume on the leader: every partition of the job reported its final
  * checkpoint (the status topic); an error (409) otherwise. */
 sv_error_t *sv_dist_check_resume(sv_supervisor_t *sv, const sv_job_t *job);
+/* Distributed mode's metrics (nothing standalone): whether this node
+ * leads, its epoch, times elected, leader writes, the registry offset,
+ * labelled with node. */
+void sv_dist_metrics(sv_supervisor_t *sv, sv_buf_t *b);
 /* Post a command to the supervisor thread and wait (supervisor.c). */
 sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json);
 /* Stop the registry (before the supervisor thread stops). */

@@ -536,6 +536,7 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 	sv_prom_family(&b, "streamvisor_up", "gauge",
 		       "1 while the supervisor serves");
 	sv_prom_sample(&b, "streamvisor_up", NULL, 1);
+	sv_dist_metrics(sv, &b); /* distributed mode's leader gauges */
 	sv_prom_family(&b, "streamvisor_jobs", "gauge", "jobs by state");
 	for (int s = 0; s < SV_JOB__COUNT; s++) {
 		size_t n = 0;

@@ -22,7 +22,9 @@
  *     a node answers `checkpointed` only once every member reported it
  *     and their final partitions cover every partition (asserted at the
  *     first such answer), resume carries on (the three share again), and
- *     the output is exact (0 dup / 0 missing, read_committed).
+ *     the output is exact (0 dup / 0 missing, read_committed). A restart
+ *     sent to a node that does not lead restarts the member of every node
+ *     (each node's attempt goes up).
  *
  * Every wait is for a condition with a deadline. */
 #define _GNU_SOURCE
@@ -193,68 +195,39 @@ static void check_epochs(cluster_t *cl, int *leaders, int64_t *max_epoch)
 	crash_t *c = cl->c;
 	char topic[300];
 	snprintf(topic, sizeof(topic), "_streamvisor.%s.jobs", cl->name);
-	rd_kafka_t *rk = cr_client(c, RD_KAFKA_CONSUMER, NULL, "read_committed",
-				   true);
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(
-		1);
-	rd_kafka_topic_partition_list_add(l, topic, 0)->offset =
-		RD_KAFKA_OFFSET_BEGINNING;
-	rd_kafka_assign(rk, l);
-	rd_kafka_topic_partition_list_destroy(l);
+	lines_t recs = {0};
+	cr_read_topic(c, topic, true, &recs);
 	int64_t last_leader = 0, hi = 0, n = 0;
 	*leaders = 0;
-	int64_t deadline = sv_mono_ms() + 20000;
-	for (;;) {
-		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 500);
-		if (!m) {
-			if (sv_mono_ms() > deadline)
-				cr_fail(c,
-					"the jobs topic was not read to its "
-					"end");
+	for (size_t k = 0; k < recs.n; k++) {
+		json_t *o = json_loads(recs.v[k], 0, NULL);
+		if (!o)
 			continue;
-		}
-		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-			rd_kafka_message_destroy(m);
-			break;
-		}
-		if (!m->err && m->payload) {
-			json_t *o = json_loadb(m->payload, m->len, 0, NULL);
-			json_int_t e = json_integer_value(
-				json_object_get(o, "epoch"));
-			bool is_leader = m->key_len == 6 &&
-				!memcmp(m->key, "leader", 6);
-			n++;
-			if (!json_object_get(o, "epoch"))
+		json_int_t e = json_integer_value(json_object_get(o, "epoch"));
+		/* the leader record is the one without a job */
+		bool is_leader = !json_object_get(o, "id");
+		n++;
+		if (!json_object_get(o, "epoch"))
+			cr_fail(c, "record %zu has no leader epoch: %s", k,
+				recs.v[k]);
+		if (e < hi)
+			cr_fail(c,
+				"record %zu carries epoch %lld, below %" PRId64
+				" before it: %s",
+				k, (long long)e, hi, recs.v[k]);
+		hi = e;
+		if (is_leader) {
+			if (e <= last_leader)
 				cr_fail(c,
-					"record at offset %" PRId64
-					" has no leader epoch",
-					(int64_t)m->offset);
-			if (e < hi)
-				cr_fail(c,
-					"record at offset %" PRId64
-					" carries epoch %lld, below %" PRId64
-					" before it",
-					(int64_t)m->offset, (long long)e, hi);
-			hi = e;
-			if (is_leader) {
-				if (e <= last_leader)
-					cr_fail(c,
-						"leader epoch %lld at offset "
-						"%" PRId64
-						" does not increase (%" PRId64
-						" before)",
-						(long long)e,
-						(int64_t)m->offset,
-						last_leader);
-				last_leader = e;
-				(*leaders)++;
-			}
-			json_decref(o);
+					"leader epoch %lld (record %zu) does "
+					"not increase (%" PRId64 " before)",
+					(long long)e, k, last_leader);
+			last_leader = e;
+			(*leaders)++;
 		}
-		rd_kafka_message_destroy(m);
+		json_decref(o);
 	}
-	rd_kafka_consumer_close(rk);
-	rd_kafka_destroy(rk);
+	cr_lines_free(&recs);
 	*max_epoch = last_leader;
 	printf("[ cluster ] jobs topic: %" PRId64
 	       " records, %d leader records, epochs strictly increase to "
@@ -353,7 +326,11 @@ static void test_leader_failover(void **state)
 		free(spec);
 		char path[200];
 		if (njobs % 5 == 2) {
-			/* drain, then resume once every partition reported */
+			/* drain a running job (its members on the three
+			 * nodes), then resume once every partition reported */
+			int all3[] = {-2, -2, -2};
+			cl_wait_split(cl, tj->id, all3, 40000,
+				      "running on 3 before the drain");
 			snprintf(path, sizeof(path), "/v1/jobs/%s/drain",
 				 tj->id);
 			st = mutate(&t, "POST", path,
@@ -407,6 +384,7 @@ static void test_leader_failover(void **state)
 	if (done_fail < failovers)
 		cr_fail(c, "only %d failovers", done_fail);
 
+	fflush(stdout);
 	/* convergence: the same listing on every node */
 	int64_t deadline = sv_mono_ms() + 40000;
 	char *first = NULL;
@@ -595,6 +573,84 @@ static void drain_resume(cluster_t *cl, const char *id, bool final_wm)
 	cl_wait_split(cl, id, all3, 40000, "resumed, shared by 3 again");
 }
 
+/* The job's attempt on node i (-1: no answer). */
+static int64_t attempt_on(cluster_t *cl, int i, const char *id)
+{
+	json_t *o = cl_node_job(cl, i, id);
+	int64_t a = o ? cr_jint(o, "attempt", -1) : -1;
+	json_decref(o);
+	return a;
+}
+
+/* A restart sent to a node that does not lead: every node starts a new
+ * attempt of its member, once. */
+static void restart_all(cluster_t *cl, const char *id)
+{
+	crash_t *c = cl->c;
+	int l = wait_leader(cl, 30000, "restart");
+	int other = (l + 1) % 3;
+	int64_t before[3];
+	for (int i = 0; i < 3; i++)
+		before[i] = attempt_on(cl, i, id);
+	char path[200], *resp = NULL;
+	snprintf(path, sizeof(path), "/v1/jobs/%s/restart", id);
+	int st = cl_mutate(cl, other, "POST", path, "{}", &resp, 30000);
+	if (st != 200)
+		cr_fail(c, "restart via %s: %d %s", cl->n[other].id, st,
+			resp ? resp : "");
+	free(resp);
+	int64_t deadline = sv_mono_ms() + 30000;
+	for (int i = 0; i < 3; i++)
+		while (attempt_on(cl, i, id) <= before[i]) {
+			if (sv_mono_ms() > deadline)
+				cr_fail(c, "%s did not restart its member",
+					cl->n[i].id);
+			usleep(100000);
+		}
+	printf("[%s %6.1fs] restart sent to %s: attempts %" PRId64 ",%" PRId64
+	       ",%" PRId64 " -> %" PRId64 ",%" PRId64 ",%" PRId64 "\n",
+	       c->test, cr_secs(c), cl->n[other].id, before[0], before[1],
+	       before[2], attempt_on(cl, 0, id), attempt_on(cl, 1, id),
+	       attempt_on(cl, 2, id));
+	int all3[] = {-2, -2, -2};
+	cl_wait_split(cl, id, all3, 40000, "restarted, shared by 3 again");
+}
+
+/* The leader's metrics say it leads, labelled with its node id; every
+ * observation of a follower's copy names that node. */
+static void check_node_ids(cluster_t *cl, const char *id)
+{
+	crash_t *c = cl->c;
+	int l = wait_leader(cl, 30000, "metrics");
+	char *m = NULL, want[200];
+	cr_http_do(cl->n[l].port, "GET", "/metrics", NULL, &m, 5000);
+	snprintf(want, sizeof(want),
+		 "streamvisor_cluster_leader{node=\"%s\"} 1", cl->n[l].id);
+	if (!m || !strstr(m, want))
+		cr_fail(c, "the leader's /metrics lacks '%s'", want);
+	free(m);
+	int f = (l + 1) % 3;
+	char path[200];
+	snprintf(path, sizeof(path), "/v1/jobs/%s/observations?limit=500", id);
+	json_t *o = node_get(cl, f, path);
+	size_t k, n = 0;
+	json_t *ob;
+	json_array_foreach (json_object_get(o, "observations"), k, ob) {
+		const char *node = json_string_value(
+			json_object_get(ob, "node"));
+		if (!node || strcmp(node, cl->n[f].id))
+			cr_fail(c, "an observation on %s names node '%s'",
+				cl->n[f].id, node ? node : "(none)");
+		n++;
+	}
+	json_decref(o);
+	if (!n)
+		cr_fail(c, "no observations on %s", cl->n[f].id);
+	printf("[ cluster ] %s's metrics say it leads; %zu observations on %s "
+	       "carry its node id\n",
+	       cl->n[l].id, n, cl->n[f].id);
+}
+
 static void test_drain_resume(void **state)
 {
 	cluster_t *cl = cl_new(state, "drain_resume", 23, 3);
@@ -611,6 +667,8 @@ static void test_drain_resume(void **state)
 	cr_producer_start(&c->prod, c->in_topic, 12000, 1500);
 	drain_resume(cl, j->id, false);
 	drain_resume(cl, j->id, true);
+	restart_all(cl, j->id);
+	check_node_ids(cl, j->id);
 	tally_t unc, t = cl_finish(cl, j, &unc, "asserted", "shown");
 	if (!cr_exact(&t))
 		cr_fail(c,
@@ -624,6 +682,7 @@ int main(void)
 	atexit(cl_kill_nodes);
 	atexit(cr_atexit_kill);
 	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *only = getenv("SV_CLUSTER_ONLY");
 	if (only && *only)
 		cmocka_set_test_filter(only);
