@@ -896,6 +896,7 @@ int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
 				      (json_int_t)d->next.window_start_ms,
 				      "attempts", d->next.attempts_in_window));
 	pthread_mutex_unlock(&sv->lock);
+	sv_status_kick(sv->status);
 	return elsewhere;
 }
 
@@ -918,61 +919,61 @@ void sv_dist_ends_load(sv_job_t *job, const json_t *a)
 	job->nend_offsets = n;
 	for (size_t p = 0; p < n; p++)
 		job->end_offsets[p] = json_integer_value(json_array_get(a, p));
-	void sv_dist_metrics(sv_supervisor_t * sv, sv_buf_t * b)
-	{
-		if (!sv->dist)
-			return;
-		json_t *r = sv_dist_registry_json(sv->dist);
-		sv_buf_t l;
-		sv_buf_init(&l);
-		sv_prom_label(&l, "node", sv->conf.dist.node_id);
-		static const struct {
-			const char *name, *type, *help, *key;
-		} m[] = {
-			{"streamvisor_cluster_leader", "gauge",
-			 "1 while this node leads the streamvisor cluster",
-			 "this_node_leads"},
-			{"streamvisor_cluster_leader_epoch", "gauge",
-			 "the newest leader epoch in the job registry",
-			 "leader_epoch"},
-			{"streamvisor_cluster_elected_total", "counter",
-			 "times this node became leader", "times_elected"},
-			{"streamvisor_cluster_leader_writes_total", "counter",
-			 "job registry records this node committed as leader",
-			 "leader_writes"},
-			{"streamvisor_cluster_jobs_offset", "gauge",
-			 "the job registry offset this node's view is read to",
-			 "jobs_offset"},
-		};
-		for (size_t i = 0; i < SV_ARRAY_LEN(m); i++) {
-			json_t *v = json_object_get(r, m[i].key);
-			double x = json_is_boolean(v)
-				? (json_is_true(v) ? 1 : 0)
-				: (double)json_integer_value(v);
-			sv_prom_family(b, m[i].name, m[i].type, m[i].help);
-			sv_prom_sample(b, m[i].name, l.data, x);
-		}
-		sv_buf_release(&l);
-		json_decref(r);
-	}
+}
 
-	void sv_dist_release(sv_supervisor_t * sv)
-	{
-		pthread_mutex_lock(&sv->lock);
-		sv_dist_t *d = sv->dist;
-		sv_status_t *st = sv->status;
-		sv->dist = NULL;
-		sv->status = NULL;
-		pthread_mutex_unlock(&sv->lock);
-		/* the status thread asks the supervisor thread: first */
-		sv_status_stop(st);
-		sv_dist_stop(d);
-		json_decref(sv->dist_parts);
-		sv->dist_parts = NULL;
-		json_decref(sv->dist_attempts);
-		sv->dist_attempts = NULL;
-		json_decref(sv->dist_restarts);
-		sv->dist_restarts = NULL;
-		free(sv->dist_url);
-		sv->dist_url = NULL;
+void sv_dist_metrics(sv_supervisor_t *sv, sv_buf_t *b)
+{
+	if (!sv->dist)
+		return;
+	json_t *r = sv_dist_registry_json(sv->dist);
+	sv_buf_t l;
+	sv_buf_init(&l);
+	sv_prom_label(&l, "node", sv->conf.dist.node_id);
+	static const struct {
+		const char *name, *type, *help, *key;
+	} m[] = {
+		{"streamvisor_cluster_leader", "gauge",
+		 "1 while this node leads the streamvisor cluster",
+		 "this_node_leads"},
+		{"streamvisor_cluster_leader_epoch", "gauge",
+		 "the newest leader epoch in the job registry", "leader_epoch"},
+		{"streamvisor_cluster_elected_total", "counter",
+		 "times this node became leader", "times_elected"},
+		{"streamvisor_cluster_leader_writes_total", "counter",
+		 "job registry records this node committed as leader",
+		 "leader_writes"},
+		{"streamvisor_cluster_jobs_offset", "gauge",
+		 "the job registry offset this node's view is read to",
+		 "jobs_offset"},
+	};
+	for (size_t i = 0; i < SV_ARRAY_LEN(m); i++) {
+		json_t *v = json_object_get(r, m[i].key);
+		double x = json_is_boolean(v) ? (json_is_true(v) ? 1 : 0)
+					      : (double)json_integer_value(v);
+		sv_prom_family(b, m[i].name, m[i].type, m[i].help);
+		sv_prom_sample(b, m[i].name, l.data, x);
 	}
+	sv_buf_release(&l);
+	json_decref(r);
+}
+
+void sv_dist_release(sv_supervisor_t *sv)
+{
+	pthread_mutex_lock(&sv->lock);
+	sv_dist_t *d = sv->dist;
+	sv_status_t *st = sv->status;
+	sv->dist = NULL;
+	sv->status = NULL;
+	pthread_mutex_unlock(&sv->lock);
+	/* the status thread asks the supervisor thread: first */
+	sv_status_stop(st);
+	sv_dist_stop(d);
+	json_decref(sv->dist_parts);
+	sv->dist_parts = NULL;
+	json_decref(sv->dist_attempts);
+	sv->dist_attempts = NULL;
+	json_decref(sv->dist_restarts);
+	sv->dist_restarts = NULL;
+	free(sv->dist_url);
+	sv->dist_url = NULL;
+}
