@@ -139,6 +139,19 @@ typedef struct sv_source_ops {
 	 * (SV_ERR_REBALANCE) when the member has no member id or lost its
 	 * assignment: then it must not commit. */
 	sv_error_t *(*group_metadata)(sv_source_t *src, sv_buf_t *out);
+	/* The tag of partition's committed offset (the text after
+	 * "streamvisor:ck=" in its metadata) and that offset (*offset, -1:
+	 * none), read when the partition was assigned (stable: a pending
+	 * transaction is waited out) or rewound; NULL when no tag. Borrowed
+	 * until the next call into the source. */
+	const char *(*committed_tag)(sv_source_t *src, int32_t partition,
+				     int64_t *offset);
+	/* Pause (hold) or resume every partition held, while task state is
+	 * restored; group_serve polls meanwhile without waiting, so the
+	 * member stays in the group (max.poll.interval.ms) and callbacks
+	 * run; what it fetched is read again after the release. */
+	sv_error_t *(*group_hold)(sv_source_t *src, bool hold);
+	void (*group_serve)(sv_source_t *src);
 	/* Bytes the driver holds now beyond the caller's batch (prefetched
 	 * input in its client's queues), an estimate. NULL: 0. thread: the
 	 * one polling. */
@@ -223,6 +236,24 @@ static inline sv_error_t *sv_source_rebalance_ack(sv_source_t *src)
 static inline sv_error_t *sv_source_rewind(sv_source_t *src)
 {
 	return src->ops->rewind ? src->ops->rewind(src) : NULL;
+}
+static inline const char *sv_source_committed_tag(sv_source_t *src,
+						  int32_t partition,
+						  int64_t *offset)
+{
+	*offset = -1;
+	return src->ops->committed_tag
+		? src->ops->committed_tag(src, partition, offset)
+		: NULL;
+}
+static inline sv_error_t *sv_source_group_hold(sv_source_t *src, bool hold)
+{
+	return src->ops->group_hold ? src->ops->group_hold(src, hold) : NULL;
+}
+static inline void sv_source_group_serve(sv_source_t *src)
+{
+	if (src->ops->group_serve)
+		src->ops->group_serve(src);
 }
 static inline uint64_t sv_source_memory_bytes(sv_source_t *src)
 {

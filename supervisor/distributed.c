@@ -12,8 +12,10 @@
  * that reads it cancels its copy (a command marked replicated, which is
  * not written back). What distributed mode runs is
  * checked at submit (sv_dist_check_spec): a kafka source read as a group
- * member, parallelism 1 per node, stateless steps only (filter, select),
- * since task state does not move between nodes yet. */
+ * member, parallelism 1 per node, filter, select, window and dedup steps;
+ * window and dedup state moves between nodes through the job's state
+ * topic (worker.c), so those need exactly_once and steps keyed by the
+ * declared source.partitioned_by (one task per partition). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "core/log.h"
 #include "core/util.h"
 #include "ingress/spec.h"
+#include "ingress/stages.h"
 #include "supervisor/supervisor_int.h"
 
 sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
@@ -51,19 +54,58 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 				     "node (parallelism 1): more nodes give "
 				     "more members"),
 			"parallelism");
+	bool keyed = false;
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		Streamvisor__Step__StepCase k = js->pipeline[i]->step_case;
 		if (k == STREAMVISOR__STEP__STEP_FILTER ||
 		    k == STREAMVISOR__STEP__STEP_SELECT)
 			continue;
+		if (k == STREAMVISOR__STEP__STEP_WINDOW ||
+		    k == STREAMVISOR__STEP__STEP_DEDUP) {
+			keyed = true;
+			continue;
+		}
 		char field[64];
 		snprintf(field, sizeof(field), "pipeline[%zu]", i);
 		return sv_error_set_field(
 			sv_error_new(SV_ERR_COVERAGE,
-				     "distributed mode runs stateless steps "
-				     "(filter, select) only: operator state "
-				     "does not move between nodes yet "
-				     "(docs/cluster.md)"),
+				     "distributed mode runs filter, select, "
+				     "window and dedup steps; a %s step is "
+				     "not distributed yet (docs/cluster.md)",
+				     k == STREAMVISOR__STEP__STEP_JOIN
+					     ? "join"
+					     : "order"),
+			field);
+	}
+	if (!keyed)
+		return NULL;
+	/* task state moves between nodes through the state topic, inside
+	 * the checkpoint's transaction */
+	if (strcmp(js->delivery, "exactly_once"))
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_COVERAGE,
+				     "distributed mode moves window and dedup "
+				     "state between nodes inside the "
+				     "checkpoint's transaction: such a job "
+				     "needs delivery exactly_once"),
+			"delivery");
+	/* one task per partition: every keyed step must follow the
+	 * source's partitioning, as at parallelism > 1 (no repartition
+	 * across nodes) */
+	Streamvisor__JobSpec as_parallel = *js;
+	as_parallel.parallelism = 2;
+	const char *key;
+	int at = sv_stages_split_at(&as_parallel, &key);
+	if (at >= 0) {
+		char field[64];
+		snprintf(field, sizeof(field), "pipeline[%d]", at);
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_COVERAGE,
+				     "distributed mode runs one task per "
+				     "source partition: the keyed step must "
+				     "follow source.partitioned_by (declare "
+				     "it, keyed by the step's key%s%s)",
+				     key ? ", e.g. " : "", key ? key : ""),
 			field);
 	}
 	return NULL;

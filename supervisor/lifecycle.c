@@ -149,6 +149,10 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 		wc.session_timeout_ms = (int)sv->conf.dist.session_timeout_ms;
 		wc.max_poll_interval_ms =
 			(int)sv->conf.dist.max_poll_interval_ms;
+		wc.dist_name = sv->conf.dist.name;
+		wc.replication_factor = (int)sv->conf.dist.replication_factor;
+		wc.state_budget_bytes_per_s =
+			(int64_t)sv->conf.dist.state_budget_bytes_per_s;
 	}
 	wc.ignore_state = job->restart_ignore_state;
 	job->restart_from = -1;

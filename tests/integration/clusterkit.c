@@ -239,7 +239,7 @@ int64_t cl_node_dist(cluster_t *cl, int i, const char *id, const char *k)
  * care, -2: at least one) reads that many partitions, and together all
  * PARTS. Returns ms waited. */
 int64_t cl_wait_split(cluster_t *cl, const char *id, const int *want,
-			  int timeout_ms, const char *what)
+		      int timeout_ms, const char *what)
 {
 	int64_t t0 = sv_mono_ms(), deadline = t0 + timeout_ms;
 	for (;;) {
@@ -249,7 +249,8 @@ int64_t cl_wait_split(cluster_t *cl, const char *id, const int *want,
 		size_t off = 0;
 		for (int i = 0; i < cl->nn; i++) {
 			unsigned m = 0;
-			int n = want[i] != -1 ? cl_node_parts(cl, i, id, &m) : 0;
+			int n = want[i] != -1 ? cl_node_parts(cl, i, id, &m)
+					      : 0;
 			all |= m;
 			if (want[i] != -1) {
 				ok = ok &&
@@ -306,8 +307,7 @@ void cl_wait_uncommitted(cluster_t *cl, int i, const char *id, int64_t min)
 	}
 }
 
-cluster_t *cl_new(void **state, const char *test, unsigned salt,
-			      int nodes)
+cluster_t *cl_new(void **state, const char *test, unsigned salt, int nodes)
 {
 	crash_t *c = cr_new(state, test, salt);
 	char *logs;
@@ -341,7 +341,7 @@ void cl_free(cluster_t *cl)
 /* Wait until the group committed the input's end, then check the output
  * with both readers. Returns the read_committed tally; *unc the other. */
 tally_t cl_finish(cluster_t *cl, cjob_t *j, tally_t *unc, const char *role,
-		      const char *unc_role)
+		  const char *unc_role)
 {
 	crash_t *c = cl->c;
 	cr_wait_input(c);
