@@ -50,8 +50,7 @@ uint64_t sv_state_fnv(const void *data, size_t len)
 
 int32_t sv_state_nchunks(size_t len)
 {
-	return len ? (int32_t)((len + SV_STATE_CHUNK - 1) / SV_STATE_CHUNK)
-		   : 1;
+	return len ? (int32_t)((len + SV_STATE_CHUNK - 1) / SV_STATE_CHUNK) : 1;
 }
 
 void sv_state_manifest_key(int32_t partition, char *out, size_t n)
@@ -92,12 +91,11 @@ void sv_state_encode_manifest(const sv_state_manifest_t *m, sv_buf_t *out)
 {
 	char fnv[24];
 	snprintf(fnv, sizeof(fnv), "%016llx", (unsigned long long)m->fnv);
-	json_t *o = json_pack("{s:i, s:s, s:I, s:i, s:I, s:i, s:I, s:s}", "v",
-			      1, "tag", m->tag, "checkpoint",
-			      (json_int_t)m->checkpoint, "partition",
-			      m->partition, "next_offset",
-			      (json_int_t)m->next_offset, "chunks", m->chunks,
-			      "bytes", (json_int_t)m->bytes, "fnv", fnv);
+	json_t *o = json_pack(
+		"{s:i, s:s, s:I, s:i, s:I, s:i, s:I, s:s}", "v", 1, "tag",
+		m->tag, "checkpoint", (json_int_t)m->checkpoint, "partition",
+		m->partition, "next_offset", (json_int_t)m->next_offset,
+		"chunks", m->chunks, "bytes", (json_int_t)m->bytes, "fnv", fnv);
 	char *s = json_dumps(o, JSON_COMPACT);
 	sv_buf_puts(out, s);
 	free(s);
@@ -119,11 +117,11 @@ sv_error_t *sv_state_decode_manifest(const char *data, size_t len,
 	const char *tag = NULL, *fnv = NULL;
 	json_int_t ck = 0, next = 0, bytes = 0;
 	int v = 0, part = 0, chunks = 0;
-	if (!o || json_unpack(o, "{s:i, s:s, s:I, s:i, s:I, s:i, s:I, s:s}",
-			      "v", &v, "tag", &tag, "checkpoint", &ck,
-			      "partition", &part, "next_offset", &next,
-			      "chunks", &chunks, "bytes", &bytes, "fnv",
-			      &fnv)) {
+	if (!o ||
+	    json_unpack(o, "{s:i, s:s, s:I, s:i, s:I, s:i, s:I, s:s}", "v", &v,
+			"tag", &tag, "checkpoint", &ck, "partition", &part,
+			"next_offset", &next, "chunks", &chunks, "bytes",
+			&bytes, "fnv", &fnv)) {
 		json_decref(o);
 		return corrupt("a manifest that is not the expected JSON");
 	}
@@ -314,9 +312,9 @@ static sv_error_t *take(reader_t *r, const sv_state_read_t *q,
 		const char *pl;
 		size_t plen;
 		int32_t jj;
-		sv_error_t *err = sv_state_decode_chunk(
-			msg->payload, msg->len, c->tag, sizeof(c->tag), &jj,
-			&pl, &plen);
+		sv_error_t *err = sv_state_decode_chunk(msg->payload, msg->len,
+							c->tag, sizeof(c->tag),
+							&jj, &pl, &plen);
 		if (err)
 			return err;
 		sv_buf_append(&c->data, pl, plen);
@@ -399,12 +397,12 @@ sv_error_t *sv_state_read(const sv_state_read_t *q, sv_buf_t *out,
 				"committed offsets name state that cannot be "
 				"read",
 				q->topic, q->partition, q->tag, q->timeout_ms,
-				r.have_manifest ? "its manifest came, a chunk "
-						  "is missing"
-						: at_end ? "read to the end, no "
-							   "such manifest"
-							 : "not read to the "
-							   "end");
+				r.have_manifest  ? "its manifest came, a chunk "
+						   "is missing"
+					: at_end ? "read to the end, no "
+						   "such manifest"
+						 : "not read to the "
+						   "end");
 			break;
 		}
 		rd_kafka_message_t *msg = rd_kafka_consumer_poll(rk, 200);

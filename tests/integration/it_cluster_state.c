@@ -24,7 +24,13 @@
  * from the cache and from the state topic, at least one each; their bytes
  * and seconds are printed as `[ cluster ]` lines.
  *
- * 3 kills by default; SV_CLUSTER_LONG=1 gives 30. */
+ * 3 kills by default; SV_CLUSTER_LONG=1 gives 30.
+ *
+ * test_budget_and_refusals: one node with
+ * distributed.state_budget_bytes_per_s 1 refuses the window job with
+ * at_least_once delivery (422, delivery) and without partitioned_by (422,
+ * pipeline[1]), runs it as it should be, and fails it at its first
+ * checkpoint with the error naming the budget and the measured volume. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <inttypes.h>
@@ -83,8 +89,10 @@ static restores_t scan_restores(crash_t *c)
 		char path[1200];
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		char *text = cr_slurp(path, NULL);
-		for (char *p = text; p && (p = strstr(p, "restored the "
-							 "snapshot tagged"));
+		for (char *p = text; p &&
+		     (p = strstr(p,
+				 "restored the "
+				 "snapshot tagged"));
 		     p++) {
 			char *eol = strchr(p, '\n');
 			char *from = strstr(p, "' from the ");
@@ -94,8 +102,9 @@ static restores_t scan_restores(crash_t *c)
 			int k = !strncmp(from, "local cache", 11) ? 0 : 1;
 			long long b = 0, ms = 0;
 			char *paren = strchr(from, '(');
-			if (paren && sscanf(paren, "(%lld bytes, %lld ms", &b,
-					    &ms) == 2) {
+			if (paren &&
+			    sscanf(paren, "(%lld bytes, %lld ms", &b, &ms) ==
+				    2) {
 				r.bytes[k] += b;
 				r.ms[k] += ms;
 				if (ms > r.ms_max[k])
@@ -158,7 +167,7 @@ static void test_state_crash_loop(void **state)
 		printf("[%s %6.1fs] kill -9 %s (%s); restart %s\n", c->test,
 		       cr_secs(c), cl->n[victim].id,
 		       open ? "window rows in an open transaction"
-			   : "no open output seen",
+			    : "no open output seen",
 		       late ? "once the other node holds every partition"
 			    : "within the session timeout");
 		fflush(stdout);
@@ -237,12 +246,99 @@ static void test_state_crash_loop(void **state)
 	cl_free(cl);
 }
 
+/* Submit checks of distributed mode, and the state budget: one node with
+ * distributed.state_budget_bytes_per_s 1 fails the window job at its first
+ * checkpoint with state, naming the budget and the measured volume. */
+static void test_budget_and_refusals(void **state)
+{
+	cr_par = 2;
+	cluster_t *cl = cl_new(state, "state_budget", 43, 1);
+	crash_t *c = cl->c;
+	FILE *f = fopen(cl->n[0].config, "a"); /* distributed: is last */
+	if (!f)
+		cr_fail(c, "cannot append to %s", cl->n[0].config);
+	fputs("  state_budget_bytes_per_s: 1\n", f);
+	fclose(f);
+	cjob_t *j = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	j->sink_extra = "\"transaction_timeout_ms\": 10000";
+	cl_node_start(cl, 0, NULL, NULL);
+	char *spec = window_spec(c, j);
+	static const struct {
+		const char *what, *field;
+	} refused[] = {
+		{"at_least_once", "delivery"},
+		{"no partitioned_by", "pipeline[1]"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		json_t *o = json_loads(spec, 0, NULL);
+		if (i == 0)
+			json_object_set_new(o, "delivery",
+					    json_string("at_least_once"));
+		else
+			json_object_del(json_object_get(o, "source"),
+					"partitioned_by");
+		char *bad = json_dumps(o, JSON_COMPACT);
+		json_decref(o);
+		char *resp = NULL;
+		int st = cr_http_do(cl->n[0].port, "POST", "/v1/jobs", bad,
+				    &resp, 15000);
+		printf("[%s] refused (%s): %d %.300s\n", c->test,
+		       refused[i].what, st, resp ? resp : "");
+		char want[80];
+		snprintf(want, sizeof(want), "\"%s\"", refused[i].field);
+		if (st < 400 || st >= 500 || !resp || !strstr(resp, want))
+			cr_fail(c,
+				"distributed mode accepted or misnamed a job "
+				"with %s: %d %s",
+				refused[i].what, st, resp ? resp : "");
+		free(resp);
+		free(bad);
+	}
+	j->id = cl_submit(cl, 0, spec);
+	free(spec);
+	cr_producer_start(&c->prod, c->in_topic, 20000, 2000);
+	int64_t deadline = sv_mono_ms() + 30000;
+	char *text = NULL;
+	for (;;) {
+		json_t *o = cl_node_job(cl, 0, j->id);
+		const char *st = json_string_value(json_object_get(o, "state"));
+		if (st && !strcmp(st, "failed")) {
+			text = json_dumps(o, JSON_COMPACT);
+			json_decref(o);
+			break;
+		}
+		json_decref(o);
+		if (sv_mono_ms() > deadline)
+			cr_fail(c,
+				"the job over its state budget did not "
+				"fail within 30 s");
+		usleep(100000);
+	}
+	atomic_store(&c->prod.stop, true);
+	const char *msg = strstr(text,
+				 "distributed.state_budget_bytes_per_s: "
+				 "checkpoint");
+	printf("[%s] failed: %.400s\n", c->test, msg ? msg : text);
+	if (!msg || !strstr(msg, "bytes/s, over the budget of 1 bytes/s"))
+		cr_fail(c,
+			"the failure does not name the budget and the "
+			"measured volume");
+	free(text);
+	c->passed = true;
+	cl_free(cl);
+}
+
 int main(void)
 {
 	atexit(cl_kill_nodes);
 	atexit(cr_atexit_kill);
 	signal(SIGPIPE, SIG_IGN);
+	const char *only = getenv("SV_CLUSTER_ONLY");
+	if (only && *only)
+		cmocka_set_test_filter(only);
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_budget_and_refusals,
+					  cl_teardown),
 		cmocka_unit_test_teardown(test_state_crash_loop, cl_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
