@@ -350,6 +350,9 @@ sv_error_t *sv_state_read(const sv_state_read_t *q, sv_buf_t *out,
 		{"isolation.level", "read_committed"},
 		{"enable.partition.eof", "true"},
 		{"fetch.message.max.bytes", "1048576"},
+		/* the end of the partition is an empty fetch: answer it at
+		 * once rather than after the broker's 500 ms wait */
+		{"fetch.wait.max.ms", "10"},
 	};
 	sv_kafka_client_conf_t cc = {
 		.type = RD_KAFKA_CONSUMER,
@@ -363,6 +366,13 @@ sv_error_t *sv_state_read(const sv_state_read_t *q, sv_buf_t *out,
 	sv_error_t *err = sv_kafka_client_new(&cc, &rk);
 	if (err)
 		return err;
+	/* the partition's leader known before the assign: otherwise
+	 * librdkafka retries its first offset query only after 500 ms */
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, q->topic, NULL);
+	const struct rd_kafka_metadata *md = NULL;
+	if (!rd_kafka_metadata(rk, 0, rkt, &md, STATE_TIMEOUT_MS) && md)
+		rd_kafka_metadata_destroy(md);
+	rd_kafka_topic_destroy(rkt);
 	rd_kafka_topic_partition_list_t *list =
 		rd_kafka_topic_partition_list_new(1);
 	rd_kafka_topic_partition_list_add(list, q->topic, q->partition)

@@ -1341,6 +1341,10 @@ static sv_error_t *gm_add(member_t *m, int32_t p, int64_t o, const char *tag,
 			atomic_fetch_add(
 				&m->w->stats.state_restores[SV_RESTORE_MEMORY],
 				1);
+			sv_log(&m->log, SV_LOG_INFO, "checkpoint",
+			       "partition %d: resumed the suspended task "
+			       "tagged '%s' (no restore, next offset %lld)",
+			       p, tag, (long long)o);
 			sv_obslog_add(m->w->conf.obs, m->w->conf.attempt,
 				      "state_restored",
 				      json_pack("{s:i, s:i, s:s, s:s, s:I, "

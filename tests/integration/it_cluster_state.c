@@ -112,6 +112,9 @@ static restores_t scan_restores(crash_t *c)
 			}
 			*(k == 0 ? &r.cache : &r.topic) += 1;
 		}
+		for (char *p = text;
+		     p && (p = strstr(p, "resumed the suspended task")); p++)
+			r.memory++;
 		free(text);
 	}
 	if (d)
@@ -154,7 +157,7 @@ static void test_state_crash_loop(void **state)
 	int kills = lng ? 30 : 3;
 	cr_producer_start(&c->prod, c->in_topic, 4000000, 2000);
 	int within = 0, beyond = 0, hot = 0;
-	int64_t take_ms_max = 0, back_ms_max = 0;
+	int64_t take_ms_max = 0, back_ms_max = 0, out_ms_max = 0;
 	for (int k = 0; k < kills; k++) {
 		usleep((useconds_t)(1000 + rnd(&c->rng) % 4000) * 1000);
 		int victim = (int)(rnd(&c->rng) % 2), other = 1 - victim;
@@ -163,6 +166,10 @@ static void test_state_crash_loop(void **state)
 		hot += open;
 		cl_node_kill(cl, victim);
 		int64_t t_kill = sv_mono_ms();
+		int64_t none[PARTS] = {INT64_MAX, INT64_MAX, INT64_MAX,
+				       INT64_MAX};
+		int64_t at[PARTS];
+		cr_group_at_end(c, j, none, at);
 		int down_ms = (int)(rnd(&c->rng) % 3000);
 		printf("[%s %6.1fs] kill -9 %s (%s); restart %s\n", c->test,
 		       cr_secs(c), cl->n[victim].id,
@@ -180,10 +187,32 @@ static void test_state_crash_loop(void **state)
 			int64_t took = sv_mono_ms() - t_kill;
 			if (took > take_ms_max)
 				take_ms_max = took;
+			/* its first committed output of every partition:
+			 * the group offsets moved past the kill's */
+			int64_t now[PARTS], dl = sv_mono_ms() + 30000;
+			for (;;) {
+				cr_group_at_end(c, j, none, now);
+				bool moved = true;
+				for (int p = 0; p < PARTS; p++)
+					moved = moved && now[p] > at[p];
+				if (moved)
+					break;
+				if (sv_mono_ms() > dl)
+					cr_fail(c,
+						"the new owner committed "
+						"no output of every "
+						"partition within 30 s");
+				usleep(50000);
+			}
+			int64_t out_ms = sv_mono_ms() - t_kill;
+			if (out_ms > out_ms_max)
+				out_ms_max = out_ms;
 			printf("[ cluster ] kill %d: the other node holds "
 			       "every partition %" PRId64 " ms after the "
-			       "kill (waited %" PRId64 " ms)\n",
-			       k + 1, took, w);
+			       "kill (waited %" PRId64 " ms), committed "
+			       "output of every partition after %" PRId64
+			       " ms\n",
+			       k + 1, took, w, out_ms);
 		} else {
 			usleep((useconds_t)down_ms * 1000);
 		}
@@ -220,13 +249,15 @@ static void test_state_crash_loop(void **state)
 	       kills, within, beyond, hot);
 	printf("[ cluster ] RESTORES cache %d (%" PRId64 " bytes, %" PRId64
 	       " ms in all, max %" PRId64 " ms), topic %d (%" PRId64
-	       " bytes, %" PRId64 " ms in all, max %" PRId64 " ms)\n",
+	       " bytes, %" PRId64 " ms in all, max %" PRId64
+	       " ms), suspended tasks resumed %d\n",
 	       r.cache, r.bytes[0], r.ms[0], r.ms_max[0], r.topic, r.bytes[1],
-	       r.ms[1], r.ms_max[1]);
+	       r.ms[1], r.ms_max[1], r.memory);
 	printf("[ cluster ] kill -9 -> the other node holds every partition: "
+	       "max %" PRId64 " ms, has committed output of every partition: "
 	       "max %" PRId64 " ms; restart -> shared again: max %" PRId64
 	       " ms\n",
-	       take_ms_max, back_ms_max);
+	       take_ms_max, out_ms_max, back_ms_max);
 	if (!cr_exact(&t))
 		cr_fail(c,
 			"exactly-once window output is not exact after %d "

@@ -30,12 +30,11 @@ static void test_keys(void **state)
 	assert_int_equal(sv_state_parse_key(k, strlen(k), &p, &j), 'c');
 	assert_int_equal(p, 3);
 	assert_int_equal(j, 12);
-	const char *bad[] = {"", "p3", "p3/c", "p3/c1x", "p-1/c2", "x/manifest",
-			     "p1/manifests", "p1/c-3"};
+	const char *bad[] = {"",       "p3",         "p3/c",         "p3/c1x",
+			     "p-1/c2", "x/manifest", "p1/manifests", "p1/c-3"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(sv_state_parse_key(bad[i], strlen(bad[i]), &p,
-						    &j),
-				 0);
+		assert_int_equal(
+			sv_state_parse_key(bad[i], strlen(bad[i]), &p, &j), 0);
 	assert_int_equal(sv_state_parse_key(NULL, 0, &p, &j), 0);
 }
 
@@ -83,9 +82,8 @@ static void test_manifest_round_trip(void **state)
 		"{\"v\":1,\"tag\":\"a\"}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		sv_error_t *err = sv_state_decode_manifest(bad[i],
-							   strlen(bad[i]),
-							   &back);
+		sv_error_t *err = sv_state_decode_manifest(
+			bad[i], strlen(bad[i]), &back);
 		assert_non_null(err);
 		assert_int_equal(err->category, SV_ERR_CHECKPOINT);
 		sv_error_destroy(err);
@@ -119,9 +117,8 @@ static void test_chunks_round_trip(void **state)
 		int32_t jj = -1;
 		const char *pl;
 		size_t plen;
-		assert_null(sv_state_decode_chunk(c.data, c.len, tag,
-						  sizeof(tag), &jj, &pl,
-						  &plen));
+		assert_null(sv_state_decode_chunk(
+			c.data, c.len, tag, sizeof(tag), &jj, &pl, &plen));
 		assert_string_equal(tag, "n2-t0:7");
 		assert_int_equal(jj, j);
 		assert_int_equal(plen, cl);
@@ -147,8 +144,8 @@ static void test_chunks_round_trip(void **state)
 	assert_int_equal(err->category, SV_ERR_CHECKPOINT);
 	sv_error_destroy(err);
 	const char trunc[] = {'S', 'V', 'S', 'T', 0, 50, 'a', 'b', 0, 0, 0, 0};
-	err = sv_state_decode_chunk(trunc, sizeof(trunc), tag, sizeof(tag),
-				    &jj, &pl, &plen);
+	err = sv_state_decode_chunk(trunc, sizeof(trunc), tag, sizeof(tag), &jj,
+				    &pl, &plen);
 	assert_non_null(err);
 	sv_error_destroy(err);
 	sv_buf_reset(&c);
