@@ -24,7 +24,8 @@
  * from the cache and from the state topic, at least one each; their bytes
  * and seconds are printed as `[ cluster ]` lines.
  *
- * 3 kills by default; SV_CLUSTER_LONG=1 gives 30.
+ * 3 kills by default; SV_CLUSTER_LONG=1 gives 30; SV_CLUSTER_NODES=3 runs
+ * it on three nodes.
  *
  * test_budget_and_refusals: one node with
  * distributed.state_budget_bytes_per_s 1 refuses the window job with
@@ -139,18 +140,23 @@ static bool wait_uncommitted(cluster_t *cl, int i, const char *id,
 static void test_state_crash_loop(void **state)
 {
 	cr_par = 2; /* keyed input: partitioned_by ["k"] holds */
-	cluster_t *cl = cl_new(state, "state_loop", 41, 2);
+	const char *nv = getenv("SV_CLUSTER_NODES");
+	int nodes = nv && atoi(nv) == 3 ? 3 : 2;
+	cluster_t *cl = cl_new(state, "state_loop", 41, nodes);
 	crash_t *c = cl->c;
 	cjob_t *j = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
 	/* a crashed node's open transaction holds its partitions (and their
 	 * committed offsets) until it times out */
 	j->sink_extra = "\"transaction_timeout_ms\": 10000";
-	cl_node_start(cl, 0, NULL, NULL);
-	cl_node_start(cl, 1, NULL, NULL);
+	for (int i = 0; i < nodes; i++)
+		cl_node_start(cl, i, NULL, NULL);
 	char *spec = window_spec(c, j);
 	j->id = cl_submit(cl, 0, spec);
 	free(spec);
-	int both[] = {2, 2};
+	/* 2 nodes: 2 + 2 partitions; 3 nodes: at least one each */
+	int both[NODES_MAX] = {2, 2, -1};
+	if (nodes == 3)
+		both[0] = both[1] = both[2] = -2;
 	cl_wait_split(cl, j->id, both, 30000, "shared");
 	bool lng = getenv("SV_CLUSTER_LONG") && *getenv("SV_CLUSTER_LONG") &&
 		strcmp(getenv("SV_CLUSTER_LONG"), "0");
@@ -160,7 +166,7 @@ static void test_state_crash_loop(void **state)
 	int64_t take_ms_max = 0, back_ms_max = 0, out_ms_max = 0;
 	for (int k = 0; k < kills; k++) {
 		usleep((useconds_t)(1000 + rnd(&c->rng) % 4000) * 1000);
-		int victim = (int)(rnd(&c->rng) % 2), other = 1 - victim;
+		int victim = (int)(rnd(&c->rng) % (uint64_t)nodes);
 		bool late = k % 2 == 1; /* every other kill: beyond */
 		bool open = wait_uncommitted(cl, victim, j->id, 4000);
 		hot += open;
@@ -179,8 +185,14 @@ static void test_state_crash_loop(void **state)
 			    : "within the session timeout");
 		fflush(stdout);
 		if (late) {
-			int alone[] = {-1, -1};
-			alone[other] = 4;
+			/* the others hold every partition (2 nodes: the
+			 * other all 4) */
+			int alone[NODES_MAX] = {-2, -2, -2};
+			for (int i = nodes; i < NODES_MAX; i++)
+				alone[i] = -1;
+			alone[victim] = -1;
+			if (nodes == 2)
+				alone[1 - victim] = 4;
 			int64_t w = cl_wait_split(cl, j->id, alone, 40000,
 						  "the other node holds every "
 						  "partition");
@@ -244,9 +256,9 @@ static void test_state_crash_loop(void **state)
 	cr_summary(c, j, "read_uncommitted", &unc,
 		   "negative control: duplicates asserted");
 	restores_t r = scan_restores(c);
-	printf("[ cluster ] KILLS %d (within session %d, beyond %d; %d with "
-	       "window rows in an open transaction)\n",
-	       kills, within, beyond, hot);
+	printf("[ cluster ] KILLS %d on %d nodes (within session %d, beyond "
+	       "%d; %d with window rows in an open transaction)\n",
+	       kills, nodes, within, beyond, hot);
 	printf("[ cluster ] RESTORES cache %d (%" PRId64 " bytes, %" PRId64
 	       " ms in all, max %" PRId64 " ms), topic %d (%" PRId64
 	       " bytes, %" PRId64 " ms in all, max %" PRId64
