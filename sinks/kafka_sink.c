@@ -35,7 +35,11 @@
  * bytes, and txn_offsets sends that instead of group-id-only metadata, so
  * the broker fences a member of a stale generation. Those refusals
  * (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) are errors of
- * category `rebalance`: abortable, and not a failure of the job.
+ * category `rebalance`: abortable, and not a failure of the job. txn_tag
+ * replaces the checkpoint id in the offsets' metadata by the member's tag
+ * ("streamvisor:ck=<node>-t0:<n>"), and write_keyed puts a task snapshot's
+ * keyed records on the job's state topic in the same transaction (not
+ * counted as output).
  *
  * librdkafka's transaction errors come in three classes (NOTES): retriable
  * (init_transactions and send_offsets are retried here within a deadline;

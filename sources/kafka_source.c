@@ -36,9 +36,12 @@
  * Group mode (distributed; conf->group_instance_id set, docs/cluster.md):
  * the consumer subscribes to the topic as a static member of the job's
  * group with the eager range assignor, and takes what the group assigns.
- * An assignment is taken at once, at the group's committed offsets (which
- * librdkafka fetches with require_stable under read_committed, so a
- * previous owner's pending transaction is waited out). A revoke is NOT
+ * An assignment is taken at once, at the group's committed offsets, which
+ * the callback reads itself (rd_kafka_committed, require_stable under
+ * read_committed, so a previous owner's pending transaction is waited
+ * out) together with their tags (committed_tag(): the state the worker
+ * restores); group_hold()/group_serve() pause the partitions while it
+ * restores and keep the member polled meanwhile. A revoke is NOT
  * acknowledged in the callback: rebalance() reports it, the worker
  * commits what it read (its checkpoint), then rebalance_ack() unassigns;
  * meanwhile librdkafka pauses the partitions and the group waits. A lost

@@ -33,15 +33,17 @@
  *
  * Distributed mode (conf->node_id, docs/cluster.md): the one member of the
  * node (parallelism 1) reads as a static member of the job's group and
- * holds one task over whatever the group assigns; the pipeline is
- * stateless (the supervisor refuses others), so there is no state to move,
- * only offsets, which the group keeps. Nothing is restored from the local
- * store: positions are the group's committed offsets. After each poll
- * group_step() serves the group: a revoke is acknowledged only after a
- * checkpoint committed what was read, a lost assignment after the open
- * transaction was aborted. Each checkpoint sends the consumer's own group
- * metadata; a refusal of category rebalance aborts, goes back to the
- * committed offsets and carries on (never an attempt failure).
+ * holds one task per partition the group assigns (gm_* below): made on
+ * assign and restored as the committed offset's tag names (a suspended
+ * task, the local store's task record, or the job's state topic), kept
+ * suspended after a revoke, dropped when lost or fenced. Positions are the
+ * group's committed offsets. After each poll group_step() serves the
+ * group: a revoke is acknowledged only after a checkpoint committed what
+ * was read, a lost assignment after the open transaction was aborted.
+ * Each checkpoint writes every task's snapshot to the state topic in its
+ * transaction, tags the offsets with the same tag and sends the consumer's
+ * own group metadata; a refusal of category rebalance aborts, goes back to
+ * the committed offsets and carries on (never an attempt failure).
  *
  * Counters are atomics read by the supervisor (the job's, summed or
  * maxed by the members, and each member's own); positions and the preview
