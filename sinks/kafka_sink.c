@@ -35,7 +35,11 @@
  * bytes, and txn_offsets sends that instead of group-id-only metadata, so
  * the broker fences a member of a stale generation. Those refusals
  * (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) are errors of
- * category `rebalance`: abortable, and not a failure of the job.
+ * category `rebalance`: abortable, and not a failure of the job. txn_tag
+ * replaces the checkpoint id in the offsets' metadata by the member's tag
+ * ("streamvisor:ck=<node>-t0:<n>"), and write_keyed puts a task snapshot's
+ * keyed records on the job's state topic in the same transaction (not
+ * counted as output).
  *
  * librdkafka's transaction errors come in three classes (NOTES): retriable
  * (init_transactions and send_offsets are retried here within a deadline;
@@ -101,6 +105,7 @@ typedef struct kafka_sink {
 	char *txn_id; /* transactional.id */
 	char *group_id; /* for txn_offsets */
 	sv_buf_t cgmd; /* txn_group: the consumer's metadata, or empty */
+	char *ck_tag; /* txn_tag: the offsets' tag, or NULL: the id */
 	int txn_timeout_ms; /* transaction.timeout.ms */
 	ksnk_txn_state_t txn;
 	uint64_t txn_acked; /* records acknowledged in the open txn */
@@ -226,11 +231,17 @@ static sv_error_t *ksnk_txn_error(kafka_sink_t *ks, rd_kafka_error_t *e,
 	return err;
 }
 
+/* The opaque of write_keyed's records (not counted as output). */
+#define KSNK_STATE_RECORD ((void *)&ksnk_state_record_tag)
+static const char ksnk_state_record_tag = 's';
+
 /* thread: the thread calling write/flush (served by rd_kafka_poll) */
 static void ksnk_on_delivery(void *opaque, const rd_kafka_message_t *m)
 {
 	kafka_sink_t *ks = opaque;
 	if (!m->err) {
+		if (m->_private == KSNK_STATE_RECORD)
+			return; /* write_keyed: not output */
 		/* Transactional: counted once the transaction commits. */
 		if (ks->transactional)
 			ks->txn_acked++;
@@ -783,7 +794,7 @@ static sv_error_t *ksnk_txn_offsets_topics(sv_sink_t *snk,
 	rd_kafka_topic_partition_list_t *list;
 	rd_kafka_consumer_group_metadata_t *cgmd;
 	int64_t deadline = sv_mono_ms() + KSNK_TXN_RETRY_DEADLINE_MS;
-	char meta[64];
+	char meta[160];
 	int metalen;
 	rd_kafka_error_t *e;
 	sv_error_t *err = NULL;
@@ -799,8 +810,13 @@ static sv_error_t *ksnk_txn_offsets_topics(sv_sink_t *snk,
 					  "transactional id '%s' cannot send "
 					  "offsets: no consumer group or topic",
 					  ks->txn_id);
-	metalen = snprintf(meta, sizeof(meta), KSNK_CK_META_PREFIX "%lld",
+	metalen = ks->ck_tag
+		? snprintf(meta, sizeof(meta), KSNK_CK_META_PREFIX "%s",
+			   ks->ck_tag)
+		: snprintf(meta, sizeof(meta), KSNK_CK_META_PREFIX "%lld",
 			   (long long)checkpoint_id);
+	if (metalen >= (int)sizeof(meta))
+		metalen = (int)sizeof(meta) - 1;
 	size_t n = 0;
 	for (size_t k = 0; k < ntopics; k++)
 		n += t[k].n;
@@ -990,6 +1006,7 @@ static void ksnk_close(sv_sink_t *snk)
 	free(ks->txn_id);
 	free(ks->group_id);
 	sv_buf_release(&ks->cgmd);
+	free(ks->ck_tag);
 	free(ks);
 }
 
@@ -999,6 +1016,48 @@ static sv_error_t *ksnk_txn_group(sv_sink_t *snk, const void *md, size_t len)
 	sv_buf_reset(&ks->cgmd);
 	sv_buf_append(&ks->cgmd, md, len);
 	return NULL;
+}
+
+static sv_error_t *ksnk_txn_tag(sv_sink_t *snk, const char *tag)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	free(ks->ck_tag);
+	ks->ck_tag = tag && *tag ? sv_strdup(tag) : NULL;
+	return NULL;
+}
+
+/* One keyed record (or a tombstone) into partition of topic, in the open
+ * transaction: a task snapshot's manifest or chunk on the state topic. */
+static sv_error_t *ksnk_write_keyed(sv_sink_t *snk, const char *topic,
+				    int32_t partition, const char *key,
+				    size_t klen, const char *value, size_t vlen)
+{
+	kafka_sink_t *ks = (kafka_sink_t *)snk;
+	sv_error_t *err;
+
+	if (ks->err)
+		return sv_error_copy(ks->err);
+	if ((err = ksnk_txn_check_open(ks, "write")))
+		return err;
+	for (;;) {
+		rd_kafka_resp_err_t e = rd_kafka_producev(
+			ks->rk, RD_KAFKA_V_TOPIC(topic),
+			RD_KAFKA_V_PARTITION(partition),
+			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+			RD_KAFKA_V_KEY(key, klen),
+			RD_KAFKA_V_VALUE((void *)value, value ? vlen : 0),
+			RD_KAFKA_V_OPAQUE(KSNK_STATE_RECORD), RD_KAFKA_V_END);
+		if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+			rd_kafka_poll(ks->rk, 10);
+			if (ks->err)
+				return sv_error_copy(ks->err);
+			continue;
+		}
+		if (e && !ks->err)
+			ks->err = ksnk_delivery_error(ks, e);
+		break;
+	}
+	return ks->err ? sv_error_copy(ks->err) : NULL;
 }
 
 static const sv_driver_t kafka_driver = {
@@ -1043,5 +1102,7 @@ const sv_sink_ops_t sv_sink_kafka_txn_ops = {
 	.txn_commit = ksnk_txn_commit,
 	.txn_abort = ksnk_txn_abort,
 	.txn_group = ksnk_txn_group,
+	.txn_tag = ksnk_txn_tag,
+	.write_keyed = ksnk_write_keyed,
 	.memory_bytes = ksnk_memory_bytes,
 };

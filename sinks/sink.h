@@ -131,6 +131,16 @@ typedef struct sv_sink_ops {
 	 * a stale generation is fenced (KIP-447); copied. NULL: the sink
 	 * sends group-id-only metadata (standalone). */
 	sv_error_t *(*txn_group)(sv_sink_t *snk, const void *md, size_t len);
+	/* kafka, distributed mode: the tag the next txn_offsets puts in
+	 * each offset's metadata ("streamvisor:ck=<tag>") instead of the
+	 * checkpoint id; copied; NULL or "": the id. */
+	sv_error_t *(*txn_tag)(sv_sink_t *snk, const char *tag);
+	/* kafka: one record with key into partition of another topic, in
+	 * the open transaction (a task's snapshot on the job's state topic,
+	 * docs/cluster.md); value NULL: a tombstone. NULL: not offered. */
+	sv_error_t *(*write_keyed)(sv_sink_t *snk, const char *topic,
+				   int32_t partition, const char *key,
+				   size_t klen, const char *value, size_t vlen);
 	sv_error_t *(*check_txn)(const sv_cluster_t *cluster,
 				 int64_t transaction_timeout_ms,
 				 const char *field);
@@ -226,6 +236,22 @@ static inline sv_error_t *sv_sink_txn_group(sv_sink_t *snk, const void *md,
 					    size_t len)
 {
 	return snk->ops->txn_group ? snk->ops->txn_group(snk, md, len) : NULL;
+}
+static inline sv_error_t *sv_sink_txn_tag(sv_sink_t *snk, const char *tag)
+{
+	return snk->ops->txn_tag ? snk->ops->txn_tag(snk, tag) : NULL;
+}
+static inline bool sv_sink_keyed(const sv_sink_t *snk)
+{
+	return snk->ops->write_keyed != NULL;
+}
+static inline sv_error_t *sv_sink_write_keyed(sv_sink_t *snk, const char *topic,
+					      int32_t partition,
+					      const char *key, size_t klen,
+					      const char *value, size_t vlen)
+{
+	return snk->ops->write_keyed(snk, topic, partition, key, klen, value,
+				     vlen);
 }
 static inline sv_error_t *sv_sink_txn_recover(sv_sink_t *snk, const char *state,
 					      size_t len)

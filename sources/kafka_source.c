@@ -36,9 +36,12 @@
  * Group mode (distributed; conf->group_instance_id set, docs/cluster.md):
  * the consumer subscribes to the topic as a static member of the job's
  * group with the eager range assignor, and takes what the group assigns.
- * An assignment is taken at once, at the group's committed offsets (which
- * librdkafka fetches with require_stable under read_committed, so a
- * previous owner's pending transaction is waited out). A revoke is NOT
+ * An assignment is taken at once, at the group's committed offsets, which
+ * the callback reads itself (rd_kafka_committed, require_stable under
+ * read_committed, so a previous owner's pending transaction is waited
+ * out) together with their tags (committed_tag(): the state the worker
+ * restores); group_hold()/group_serve() pause the partitions while it
+ * restores and keep the member polled meanwhile. A revoke is NOT
  * acknowledged in the callback: rebalance() reports it, the worker
  * commits what it read (its checkpoint), then rebalance_ack() unassigns;
  * meanwhile librdkafka pauses the partitions and the group waits. A lost
@@ -73,6 +76,7 @@
 #define KSRC_META_TIMEOUT_MS 10000
 #define KSRC_WM_REFRESH_MS 1000
 #define KSRC_COMMIT_TIMEOUT_MS 10000
+#define KSRC_COMMITTED_TIMEOUT_MS 30000
 
 typedef struct kafka_source {
 	sv_source_t base;
@@ -103,6 +107,13 @@ typedef struct kafka_source {
 	char *instance_id; /* group.instance.id, or NULL: standalone */
 	int64_t *gend; /* bounded: end offset by partition id (topic_nparts) */
 	int rebalance; /* SV_REBALANCE_*, until acknowledged */
+	/* by partition id (topic_nparts): the tag of its committed offset
+	 * ("streamvisor:ck=<tag>"), read when it was assigned or rewound,
+	 * or NULL */
+	char **part_tag;
+	int64_t *part_committed; /* by partition id: that offset, or -1 */
+	bool held; /* group_hold: every partition paused */
+	bool held_dropped; /* group_serve dropped messages meanwhile */
 	bool closing; /* close: a revoke is given back at once */
 	sv_start_t start;
 	int64_t wm_next_ms; /* next watermark refresh (monotonic) */
@@ -182,6 +193,69 @@ static void ksrc_bound_assigned(kafka_source_t *ks)
 	ks->ndone = 0;
 }
 
+/* The tag in a committed offset's metadata ("streamvisor:ck=<tag>"), or
+ * NULL. */
+static char *ksrc_tag_of(const rd_kafka_topic_partition_t *tp)
+{
+	const size_t plen = sizeof("streamvisor:ck=") - 1;
+	if (tp->err || tp->offset < 0 || !tp->metadata ||
+	    tp->metadata_size <= plen ||
+	    memcmp(tp->metadata, "streamvisor:ck=", plen))
+		return NULL;
+	return sv_strndup((const char *)tp->metadata + plen,
+			  tp->metadata_size - plen);
+}
+
+static void ksrc_set_tag(kafka_source_t *ks, int32_t partition, char *tag,
+			 int64_t offset)
+{
+	if (partition < 0 || partition >= ks->topic_nparts) {
+		free(tag);
+		return;
+	}
+	free(ks->part_tag[partition]);
+	ks->part_tag[partition] = tag;
+	ks->part_committed[partition] = offset >= 0 ? offset : -1;
+}
+
+/* Group mode, in the assign callback: each partition's committed offset
+ * into parts (INVALID when none: auto.offset.reset) and its tag into
+ * part_tag. A failure is sticky (the attempt fails and starts again):
+ * without the tag the task's state cannot be told. */
+static void ksrc_committed_tags(kafka_source_t *ks,
+				rd_kafka_topic_partition_list_t *parts)
+{
+	for (int i = 0; i < parts->cnt; i++)
+		parts->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+	rd_kafka_topic_partition_list_t *list =
+		rd_kafka_topic_partition_list_copy(parts);
+	rd_kafka_resp_err_t e = rd_kafka_committed(ks->rk, list,
+						   KSRC_COMMITTED_TIMEOUT_MS);
+	for (int i = 0; !e && i < list->cnt; i++)
+		if (list->elems[i].err)
+			e = list->elems[i].err;
+	if (e) {
+		if (!ks->err)
+			ks->err = ksrc_error(
+				ks, SV_ERR_BINDING, e, NULL,
+				"cannot read the committed offsets of the "
+				"partitions group '%s' assigned",
+				ks->group_id);
+		rd_kafka_topic_partition_list_destroy(list);
+		return;
+	}
+	for (int i = 0; i < list->cnt && i < parts->cnt; i++) {
+		const rd_kafka_topic_partition_t *tp = &list->elems[i];
+		parts->elems[i].offset = tp->offset >= 0
+			? tp->offset
+			: RD_KAFKA_OFFSET_INVALID;
+		if (!strcmp(tp->topic, ks->id.topic))
+			ksrc_set_tag(ks, tp->partition, ksrc_tag_of(tp),
+				     tp->offset);
+	}
+	rd_kafka_topic_partition_list_destroy(list);
+}
+
 /* The group's answer, served inside our poll (librdkafka calls it from
  * rd_kafka_consume_batch_queue). Assign at once; defer a revoke. */
 static void ksrc_on_rebalance(void *opaque, rd_kafka_t *rk,
@@ -191,16 +265,20 @@ static void ksrc_on_rebalance(void *opaque, rd_kafka_t *rk,
 	kafka_source_t *ks = opaque;
 	if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
 		ks->nparts = 0;
+		/* the committed offsets and their tags, stable (read_committed
+		 * asks with require_stable: a previous owner's pending
+		 * transaction is waited out), before anything is fetched */
+		ksrc_committed_tags(ks, parts);
 		for (int i = 0; i < parts->cnt; i++) {
 			if (strcmp(parts->elems[i].topic, ks->id.topic) ||
 			    ks->nparts >= (size_t)ks->topic_nparts)
 				continue;
-			/* librdkafka fetches the committed offset
-			 * (require_stable); none: auto.offset.reset */
-			parts->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+			/* none committed: auto.offset.reset */
 			sv_partpos_t *p = &ks->pos[ks->nparts++];
 			p->partition = parts->elems[i].partition;
-			p->next_offset = -1;
+			p->next_offset = parts->elems[i].offset >= 0
+				? parts->elems[i].offset
+				: -1;
 			p->end_offset = -1;
 		}
 		qsort(ks->pos, ks->nparts, sizeof(*ks->pos), cmp_partition);
@@ -290,6 +368,7 @@ static sv_error_t *ksrc_rewind(sv_source_t *src)
 			tp->offset = ks->start == SV_START_LATEST
 				? RD_KAFKA_OFFSET_END
 				: RD_KAFKA_OFFSET_BEGINNING;
+		ksrc_set_tag(ks, tp->partition, ksrc_tag_of(tp), tp->offset);
 		ssize_t k = ksrc_index(ks, tp->partition);
 		if (k >= 0)
 			ks->pos[k].next_offset = tp->offset >= 0 ? tp->offset
@@ -915,6 +994,12 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		err->fatal = true;
 		goto fail;
 	}
+	ks->part_tag = sv_calloc(ks->topic_nparts > 0 ? (size_t)ks->topic_nparts
+						      : 1,
+				 sizeof(*ks->part_tag));
+	ks->part_committed = sv_calloc(
+		ks->topic_nparts > 0 ? (size_t)ks->topic_nparts : 1,
+		sizeof(*ks->part_committed));
 	ks->part_ck = sv_calloc(ks->nparts ? ks->nparts : 1,
 				sizeof(*ks->part_ck));
 	for (size_t i = 0; i < ks->nparts; i++)
@@ -1324,6 +1409,82 @@ static int32_t ksrc_topic_partitions(sv_source_t *src)
 	return ((kafka_source_t *)src)->topic_nparts;
 }
 
+static const char *ksrc_committed_tag(sv_source_t *src, int32_t partition,
+				      int64_t *offset)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	bool in = partition >= 0 && partition < ks->topic_nparts &&
+		ks->part_tag;
+	*offset = in ? ks->part_committed[partition] : -1;
+	return in ? ks->part_tag[partition] : NULL;
+}
+
+static rd_kafka_topic_partition_list_t *ksrc_held_list(kafka_source_t *ks)
+{
+	rd_kafka_topic_partition_list_t *list =
+		rd_kafka_topic_partition_list_new(ks->nparts ? (int)ks->nparts
+							     : 1);
+	for (size_t i = 0; i < ks->nparts; i++)
+		rd_kafka_topic_partition_list_add(list, ks->id.topic,
+						  ks->pos[i].partition)
+			->offset = ks->pos[i].next_offset;
+	return list;
+}
+
+/* Hold: pause every partition held (a restore runs); release: resume
+ * them, and where group_serve dropped fetched messages meanwhile, seek
+ * back to the positions, so nothing is skipped. */
+static sv_error_t *ksrc_group_hold(sv_source_t *src, bool hold)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	if (hold == ks->held || !ks->nparts) {
+		ks->held = hold && ks->nparts;
+		return NULL;
+	}
+	rd_kafka_topic_partition_list_t *list = ksrc_held_list(ks);
+	rd_kafka_resp_err_t e = hold ? rd_kafka_pause_partitions(ks->rk, list)
+				     : rd_kafka_resume_partitions(ks->rk, list);
+	if (!e && !hold && ks->held_dropped) {
+		for (int i = list->cnt - 1; i >= 0; i--)
+			if (list->elems[i].offset < 0)
+				rd_kafka_topic_partition_list_del_by_idx(list,
+									 i);
+		rd_kafka_error_t *se = list->cnt
+			? rd_kafka_seek_partitions(ks->rk, list,
+						   KSRC_META_TIMEOUT_MS)
+			: NULL;
+		if (se) {
+			e = rd_kafka_error_code(se);
+			rd_kafka_error_destroy(se);
+		}
+	}
+	rd_kafka_topic_partition_list_destroy(list);
+	ks->held = hold;
+	if (!hold)
+		ks->held_dropped = false;
+	if (e)
+		return ksrc_error(ks, SV_ERR_RUNTIME, e, NULL,
+				  "cannot %s the partitions of topic '%s'",
+				  hold ? "pause" : "resume", ks->id.topic);
+	return NULL;
+}
+
+/* While held: one poll without waiting, so librdkafka sees the member
+ * alive (max.poll.interval.ms) and serves the group's callbacks; fetched
+ * messages are dropped (group_hold's release seeks back). */
+static void ksrc_group_serve(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	rd_kafka_message_t *msgs[64];
+	ssize_t n = rd_kafka_consume_batch_queue(ks->q, 0, msgs,
+						 SV_ARRAY_LEN(msgs));
+	for (ssize_t k = 0; k < n; k++) {
+		if (!msgs[k]->err)
+			ks->held_dropped = true;
+		rd_kafka_message_destroy(msgs[k]);
+	}
+}
+
 static void ksrc_close(sv_source_t *src)
 {
 	kafka_source_t *ks = (kafka_source_t *)src;
@@ -1351,6 +1512,10 @@ static void ksrc_close(sv_source_t *src)
 	free(ks->done);
 	free(ks->gend);
 	free(ks->part_ck);
+	for (int32_t p = 0; ks->part_tag && p < ks->topic_nparts; p++)
+		free(ks->part_tag[p]);
+	free(ks->part_tag);
+	free(ks->part_committed);
 	sv_kafka_ident_release(&ks->id);
 	free(ks->group_id);
 	free(ks->instance_id);
@@ -1392,6 +1557,9 @@ static const sv_source_ops_t kafka_group_ops = {
 	.group_metadata = ksrc_group_metadata,
 	.held_done = ksrc_held_done,
 	.group_complete = ksrc_group_complete,
+	.committed_tag = ksrc_committed_tag,
+	.group_hold = ksrc_group_hold,
+	.group_serve = ksrc_group_serve,
 };
 
 const sv_source_ops_t sv_source_kafka_ops = {

@@ -156,6 +156,19 @@ typedef struct sv_source_ops {
 	 * input is read and committed cluster-wide. A partition whose end is
 	 * 0 needs no commit. Errors: none; an unanswered ask is false. */
 	bool (*group_complete)(sv_source_t *src, int timeout_ms);
+	/* The tag of partition's committed offset (the text after
+	 * "streamvisor:ck=" in its metadata) and that offset (*offset, -1:
+	 * none), read when the partition was assigned (stable: a pending
+	 * transaction is waited out) or rewound; NULL when no tag. Borrowed
+	 * until the next call into the source. */
+	const char *(*committed_tag)(sv_source_t *src, int32_t partition,
+				     int64_t *offset);
+	/* Pause (hold) or resume every partition held, while task state is
+	 * restored; group_serve polls meanwhile without waiting, so the
+	 * member stays in the group (max.poll.interval.ms) and callbacks
+	 * run; what it fetched is read again after the release. */
+	sv_error_t *(*group_hold)(sv_source_t *src, bool hold);
+	void (*group_serve)(sv_source_t *src);
 	/* Bytes the driver holds now beyond the caller's batch (prefetched
 	 * input in its client's queues), an estimate. NULL: 0. thread: the
 	 * one polling. */
@@ -249,6 +262,24 @@ static inline bool sv_source_group_complete(sv_source_t *src, int timeout_ms)
 {
 	return src->ops->group_complete &&
 		src->ops->group_complete(src, timeout_ms);
+}
+static inline const char *sv_source_committed_tag(sv_source_t *src,
+						  int32_t partition,
+						  int64_t *offset)
+{
+	*offset = -1;
+	return src->ops->committed_tag
+		? src->ops->committed_tag(src, partition, offset)
+		: NULL;
+}
+static inline sv_error_t *sv_source_group_hold(sv_source_t *src, bool hold)
+{
+	return src->ops->group_hold ? src->ops->group_hold(src, hold) : NULL;
+}
+static inline void sv_source_group_serve(sv_source_t *src)
+{
+	if (src->ops->group_serve)
+		src->ops->group_serve(src);
 }
 static inline uint64_t sv_source_memory_bytes(sv_source_t *src)
 {

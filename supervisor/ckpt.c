@@ -137,7 +137,7 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			 int64_t wm, sv_ckpt_info_t *info)
 {
-	if (p->ntasks)
+	if (p->ntasks || p->grouped)
 		return take_tasks(conf, p, wm, info);
 	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
 	int64_t id;
@@ -489,6 +489,8 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	rec.n_offsets = nt * nin;
 	if (!err)
 		err = sv_ckstore_put_tasks(conf->store, &rec, trecp, nt);
+	if (!err && p->on_tasks)
+		err = p->on_tasks(p->tasks_opaque, id, trecp, nt);
 	info->bytes = rec.bytes;
 	for (size_t i = 0; i < nt; i++) {
 		for (size_t j = 0; j < nops[i]; j++)
@@ -602,6 +604,34 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 					"cannot restore an operator");
 	}
 	return NULL;
+}
+
+sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
+				 const ckrec_t *rec)
+{
+	if (!rec || rec->n_offsets < 1 || rec->offsets[0]->input != 0 ||
+	    rec->offsets[0]->partition != t->partition)
+		return sv_error_set_job(
+			sv_error_new(SV_ERR_CHECKPOINT,
+				     "the snapshot of partition %d is not a "
+				     "task record of that partition",
+				     t->partition),
+			conf->job_id, conf->attempt);
+	if (strcmp(rec->plan_id, conf->plan_id))
+		return sv_error_set_job(
+			sv_error_new(SV_ERR_CHECKPOINT,
+				     "the snapshot of partition %d belongs to "
+				     "plan %s, not %s",
+				     t->partition, rec->plan_id, conf->plan_id),
+			conf->job_id, conf->attempt);
+	sv_error_t *err = restore_ops(conf, t->pl, rec);
+	if (!err) {
+		int64_t pwm = rec->offsets[0]->watermark_ms;
+		sv_watermarks_set(t->wm, t->partition, pwm, sv_mono_ms());
+		if (pwm != SV_WATERMARK_NONE)
+			sv_watermarks_set_current(t->wm, pwm);
+	}
+	return err;
 }
 
 static bool stateful(sv_pipeline_t *pl)

@@ -79,6 +79,16 @@ typedef struct sv_ckpt_parts {
 	sv_source_t *src2;
 	const char *topic2;
 	sv_watermarks_t *wm2;
+	/* distributed mode (docs/cluster.md): per-task snapshots even with
+	 * no task, and on_tasks(tasks_opaque, id, records, n) called with
+	 * the task records of checkpoint id after they were written to the
+	 * local store and before the offsets go into the transaction (the
+	 * state topic's records join that transaction there); an error
+	 * fails the checkpoint. */
+	bool grouped;
+	sv_error_t *(*on_tasks)(void *opaque, int64_t id,
+				const sv_ckrec_t *const *recs, size_t n);
+	void *tasks_opaque;
 } sv_ckpt_parts_t;
 
 typedef struct sv_ckpt_info {
@@ -93,6 +103,12 @@ typedef struct sv_ckpt_info {
  * starts fresh. Errors are SV_ERR_CHECKPOINT and fail the job loudly. */
 sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			    int64_t *restored, int64_t *watermark_ms);
+
+/* Distributed mode: restore one task from its snapshot rec (a task
+ * record: offsets[0] its partition's position and watermark, operators
+ * inline): operator state and the watermark. Errors: SV_ERR_CHECKPOINT. */
+sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
+				 const sv_ckrec_t *rec);
 
 /* Take and commit one checkpoint: everything written to the sink so far
  * becomes part of it. On error the outcome may be unknown: the caller fails

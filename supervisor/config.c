@@ -176,6 +176,7 @@ void sv_distconf_copy(sv_distconf_t *dst, const sv_distconf_t *src)
 	dst->session_timeout_ms = src->session_timeout_ms;
 	dst->max_poll_interval_ms = src->max_poll_interval_ms;
 	dst->replication_factor = src->replication_factor;
+	dst->state_budget_bytes_per_s = src->state_budget_bytes_per_s;
 }
 
 const sv_cluster_t *sv_svconf_cluster(const sv_svconf_t *conf, const char *name)
@@ -916,7 +917,8 @@ static sv_error_t *read_section(const loader_t *L, struct fy_node *sk,
 }
 
 /* distributed: name (required), node_id, advertised_url, cluster,
- * session_timeout_ms, max_poll_interval_ms, replication_factor (docs/cluster.md). Every error
+ * session_timeout_ms, max_poll_interval_ms, replication_factor,
+ * state_budget_bytes_per_s (docs/cluster.md). Every error
  * names the field (distributed.<key>). */
 static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
 				    struct fy_node *v, sv_distconf_t *d)
@@ -927,6 +929,7 @@ static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
 	d->session_timeout_ms = 10000;
 	d->max_poll_interval_ms = 300000;
 	d->replication_factor = 1;
+	d->state_budget_bytes_per_s = 2000000;
 	void *it = NULL;
 	struct fy_node_pair *pair;
 	sv_error_t *err = NULL;
@@ -981,6 +984,10 @@ static sv_error_t *read_distributed(const loader_t *L, struct fy_node *sk,
 		} else if (!strcmp(key, "replication_factor")) {
 			err = get_uint(L, k, val, kp, 32767,
 				       &d->replication_factor);
+		} else if (!strcmp(key, "state_budget_bytes_per_s")) {
+			unsigned budget = 0;
+			err = get_uint(L, k, val, kp, 4000000000u, &budget);
+			d->state_budget_bytes_per_s = budget;
 		} else {
 			err = lerr(L, k, "unknown key '%s'", kp);
 		}

@@ -12,10 +12,13 @@
  * that reads it cancels its copy (a command marked replicated, which is
  * not written back). What distributed mode runs is
  * checked at submit (sv_dist_check_spec): a kafka source read as a group
- * member (parallelism members per node), stateless steps only (filter,
- * select), since task state does not move between nodes yet; streams and
- * bounded jobs, whose end offsets are fixed here once, at submit, and
- * carried in the job's registry record (sv_dist_bound_job). */
+ * member (parallelism members per node), filter, select, window and
+ * dedup steps; window and dedup state moves between nodes through the
+ * job's state topic (worker.c), so those need exactly_once, parallelism 1
+ * and steps keyed by the declared source.partitioned_by (one task per
+ * partition). Streams and bounded jobs (stateless), whose end offsets the
+ * leader fixes once, at submit, in the job's registry record
+ * (sv_dist_bound_job). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,7 @@
 #include "supervisor/metrics.h"
 #include "supervisor/observe.h"
 #include "ingress/spec.h"
+#include "ingress/stages.h"
 #include "supervisor/supervisor_int.h"
 
 sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
@@ -45,6 +49,8 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 				     "only, not '%s'",
 				     js->source->kind),
 			"source.kind");
+	bool keyed = false;
+	int first_keyed = -1;
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		Streamvisor__Step__StepCase k = js->pipeline[i]->step_case;
 		if (k == STREAMVISOR__STEP__STEP_FILTER ||
@@ -60,17 +66,66 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 					     "select) only: a bounded job's "
 					     "final windows fire at the end of "
 					     "each partition, on whichever "
-					     "node finishes it, so its task "
-					     "state would have to move between "
-					     "nodes, which it does not yet "
-					     "(docs/cluster.md)"),
+					     "node finishes it, which is not "
+					     "built for state that moves "
+					     "between nodes (docs/cluster.md)"),
 				field);
+		if (k == STREAMVISOR__STEP__STEP_WINDOW ||
+		    k == STREAMVISOR__STEP__STEP_DEDUP) {
+			keyed = true;
+			if (first_keyed < 0)
+				first_keyed = (int)i;
+			continue;
+		}
 		return sv_error_set_field(
 			sv_error_new(SV_ERR_COVERAGE,
-				     "distributed mode runs stateless steps "
-				     "(filter, select) only: operator state "
-				     "does not move between nodes yet "
-				     "(docs/cluster.md)"),
+				     "distributed mode runs filter, select, "
+				     "window and dedup steps; a %s step is "
+				     "not distributed yet (docs/cluster.md)",
+				     k == STREAMVISOR__STEP__STEP_JOIN
+					     ? "join"
+					     : "order"),
+			field);
+	}
+	if (!keyed)
+		return NULL;
+	if (sv_jobspec_parallelism(spec) != 1)
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_COVERAGE,
+				     "distributed mode moves the state of "
+				     "pipeline[%d] between nodes for one "
+				     "member per node (parallelism 1); "
+				     "parallelism %d runs stateless jobs "
+				     "only: more nodes give more members",
+				     first_keyed, sv_jobspec_parallelism(spec)),
+			"parallelism");
+	/* task state moves between nodes through the state topic, inside
+	 * the checkpoint's transaction */
+	if (strcmp(js->delivery, "exactly_once"))
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_COVERAGE,
+				     "distributed mode moves window and dedup "
+				     "state between nodes inside the "
+				     "checkpoint's transaction: such a job "
+				     "needs delivery exactly_once"),
+			"delivery");
+	/* one task per partition: every keyed step must follow the
+	 * source's partitioning, as at parallelism > 1 (no repartition
+	 * across nodes) */
+	Streamvisor__JobSpec as_parallel = *js;
+	as_parallel.parallelism = 2;
+	const char *key;
+	int at = sv_stages_split_at(&as_parallel, &key);
+	if (at >= 0) {
+		char field[64];
+		snprintf(field, sizeof(field), "pipeline[%d]", at);
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_COVERAGE,
+				     "distributed mode runs one task per "
+				     "source partition: the keyed step must "
+				     "follow source.partitioned_by (declare "
+				     "it, keyed by the step's key%s%s)",
+				     key ? ", e.g. " : "", key ? key : ""),
 			field);
 	}
 	return NULL;

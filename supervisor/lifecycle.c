@@ -151,6 +151,10 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 			(int)sv->conf.dist.max_poll_interval_ms;
 		wc.end_offsets = job->end_offsets;
 		wc.nend_offsets = job->nend_offsets;
+		wc.dist_name = sv->conf.dist.name;
+		wc.replication_factor = (int)sv->conf.dist.replication_factor;
+		wc.state_budget_bytes_per_s =
+			(int64_t)sv->conf.dist.state_budget_bytes_per_s;
 	}
 	wc.ignore_state = job->restart_ignore_state;
 	job->restart_from = -1;

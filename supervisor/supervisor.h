@@ -41,6 +41,9 @@ typedef struct sv_distconf {
 	 * stuck) leaves the group (300000) */
 	unsigned max_poll_interval_ms;
 	unsigned replication_factor; /* of the internal topics (1) */
+	/* a job's task state written to its state topic per second of
+	 * checkpoint interval may not exceed this (2000000) */
+	uint64_t state_budget_bytes_per_s;
 } sv_distconf_t;
 
 /* Server configuration (supervisor/config.c reads it from YAML). */

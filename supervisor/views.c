@@ -130,7 +130,28 @@ static json_t *dist_json(const sv_supervisor_t *sv, const sv_job_t *job)
 						  : NULL;
 	uint64_t out = st ? atomic_load(&st->records_out) : 0;
 	uint64_t done = st ? atomic_load(&st->records_out_committed) : 0;
-	return json_pack(
+	json_t *restores = json_pack(
+		"{s:I, s:I, s:I}", "cache",
+		(json_int_t)(st ? atomic_load(
+					  &st->state_restores[SV_RESTORE_CACHE])
+				: 0),
+		"topic",
+		(json_int_t)(st ? atomic_load(
+					  &st->state_restores[SV_RESTORE_TOPIC])
+				: 0),
+		"memory",
+		(json_int_t)(st ? atomic_load(
+					  &st->state_restores[SV_RESTORE_MEMORY])
+				: 0));
+	json_t *o = json_pack(
+		"{s:o, s:I, s:f, s:I}", "state_restores", restores,
+		"state_restore_bytes",
+		(json_int_t)(st ? atomic_load(&st->state_restore_bytes) : 0),
+		"state_restore_seconds",
+		st ? (double)atomic_load(&st->state_restore_ms) / 1000.0 : 0.0,
+		"state_bytes_per_s",
+		(json_int_t)(st ? atomic_load(&st->state_bytes_per_s) : 0));
+	json_t *base = json_pack(
 		"{s:s, s:I, s:I, s:I, s:I}", "node",
 		sv->conf.dist.node_id ? sv->conf.dist.node_id : "",
 		"records_out_uncommitted",
@@ -140,6 +161,9 @@ static json_t *dist_json(const sv_supervisor_t *sv, const sv_job_t *job)
 		(json_int_t)(st ? atomic_load(&st->partitions_lost) : 0),
 		"commits_fenced",
 		(json_int_t)(st ? atomic_load(&st->commits_fenced) : 0));
+	json_object_update(base, o);
+	json_decref(o);
+	return base;
 }
 
 static void job_labels(sv_buf_t *l, const sv_job_t *job);
@@ -175,6 +199,39 @@ static void dist_metrics(sv_supervisor_t *sv, sv_buf_t *b, sv_buf_t *l)
 			sv_prom_label(l, "node", sv->conf.dist.node_id);
 			sv_prom_sample(b, fams[f].name, l->data, (double)n);
 		}
+	}
+	static const char *const from[] = {"cache", "topic", "memory"};
+	sv_prom_family(b, "streamvisor_state_restores_total", "counter",
+		       "task states restored on assign, by where from: the "
+		       "local cache, the state topic, or a suspended task "
+		       "kept in memory (distributed mode)");
+	for (size_t i = 0; i < sv->njobs; i++) {
+		sv_job_t *job = sv->jobs[i];
+		if (!job->worker)
+			continue;
+		const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+		for (int k = 0; k < 3; k++) {
+			job_labels(l, job);
+			sv_prom_label(l, "from", from[k]);
+			sv_prom_label(l, "node", sv->conf.dist.node_id);
+			sv_prom_sample(
+				b, "streamvisor_state_restores_total", l->data,
+				(double)atomic_load(&st->state_restores[k]));
+		}
+	}
+	sv_prom_family(b, "streamvisor_state_restore_bytes_total", "counter",
+		       "bytes of task state restored on assign (distributed "
+		       "mode)");
+	for (size_t i = 0; i < sv->njobs; i++) {
+		sv_job_t *job = sv->jobs[i];
+		if (!job->worker)
+			continue;
+		const sv_worker_stats_t *st = sv_worker_stats(job->worker);
+		job_labels(l, job);
+		sv_prom_label(l, "node", sv->conf.dist.node_id);
+		sv_prom_sample(b, "streamvisor_state_restore_bytes_total",
+			       l->data,
+			       (double)atomic_load(&st->state_restore_bytes));
 	}
 }
 

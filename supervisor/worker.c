@@ -32,15 +32,17 @@
  * bounded job ends once both inputs are read to their end.
  *
  * Distributed mode (conf->node_id, docs/cluster.md): each member of the
- * node (parallelism per node) reads as the static member <node>-t<k> of
- * the job's group and holds one task over whatever the group assigns
- * (task_per_partition is false there); the pipeline is
- * stateless (the supervisor refuses others), so there is no state to move,
- * only offsets, which the group keeps. Nothing is restored from the local
- * store: positions are the group's committed offsets. After each poll
- * group_step() serves the group: a revoke is acknowledged only after a
- * checkpoint committed what was read, a lost assignment after the open
- * transaction was aborted. Each checkpoint sends the consumer's own group
+ * node (parallelism members per node) reads as the static member
+ * <node>-t<k> of the job's group and holds one task per partition the
+ * group assigns (gm_* below): made on assign and restored as the
+ * committed offset's tag names (a suspended task, the local store's task
+ * record, or the job's state topic), kept suspended after a revoke,
+ * dropped when lost or fenced. Positions are the group's committed
+ * offsets. After each poll group_step() serves the group: a revoke is
+ * acknowledged only after a checkpoint committed what was read, a lost
+ * assignment after the open transaction was aborted. Each checkpoint
+ * writes every task's snapshot to the state topic in its transaction,
+ * tags the offsets with the same tag and sends the consumer's own group
  * metadata; a refusal of category rebalance aborts, goes back to the
  * committed offsets and carries on (never an attempt failure). A bounded
  * job's member stays in the group until the group committed the end
@@ -52,6 +54,7 @@
 #define _GNU_SOURCE
 #include "supervisor/worker.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +67,7 @@
 #include "core/watermark.h"
 #include "sinks/sink.h"
 #include "ingress/stages.h"
+#include "cluster/state.h"
 #include "supervisor/ckpt.h"
 #include "supervisor/join_input.h"
 #include "supervisor/killpoint.h"
@@ -97,6 +101,12 @@ typedef struct task {
 	sv_op_ctx_t ctx;
 	sv_opstats_t opstats;
 	sv_batch_t in; /* this task's rows of a polled batch (ntasks > 1) */
+	/* distributed mode: the tag of the committed checkpoint whose
+	 * snapshot the task's state is ("" none: fresh), that snapshot's
+	 * chunk count on the state topic, and the count of the one written
+	 * in the open transaction */
+	char tag[SV_STATE_TAG_MAX];
+	int32_t chunks, chunks_pending;
 } task_t;
 
 /* One worker thread: its own consumer (the partitions p with p mod N ==
@@ -150,6 +160,16 @@ typedef struct member {
 	bool held_was_done; /* what it holds was read out and committed */
 	int64_t next_end_check; /* monotonic ms */
 	bool group_complete; /* the group committed every end offset */
+	/* distributed mode (gm_* below): tasks follow the group's
+	 * assignment; revoked ones wait suspended in case they come back
+	 * with the same tag */
+	bool grouped;
+	bool stateful; /* the plan has operator state */
+	task_t *susp;
+	size_t nsusp;
+	char state_topic[300];
+	char pending_tag[SV_STATE_TAG_MAX];
+	sv_buf_t st_buf;
 } member_t;
 
 struct sv_worker {
@@ -539,29 +559,38 @@ static void update_state_size(member_t *m)
 	update_memory(m);
 }
 
-/* Whether the member's tasks are one per partition (parallelism > 1
- * standalone). In distributed mode a member holds one task over whatever
- * the group assigns at any parallelism (the pipeline is stateless), and
- * its checkpoint has the parallelism-1 shape: the offsets of everything
- * it holds (docs/cluster.md "More than one member per node"). */
+/* Whether make_tasks makes one task per partition the member reads
+ * (parallelism > 1 standalone). In distributed mode the tasks follow the
+ * group's assignment instead (gm_*, one per assigned partition at any
+ * parallelism). */
 static bool task_per_partition(const sv_worker_t *w)
 {
 	return w->nmembers > 1 && !w->conf.node_id;
 }
+static sv_error_t *gm_on_tasks(void *opaque, int64_t id,
+			       const sv_ckrec_t *const *recs, size_t n);
+static void gm_committed(member_t *m);
+static void gm_drop_all(member_t *m, bool suspend);
 
 static sv_ckpt_parts_t parts_of(member_t *m)
 {
 	sv_ckpt_parts_t parts = {
 		.src = m->src,
 		.snk = m->snk,
-		.pl = m->tasks[0].plan->pipeline,
-		.wm = m->tasks[0].wm,
+		.pl = m->ntasks ? m->tasks[0].plan->pipeline
+				: m->plan->pipeline,
+		.wm = m->ntasks ? m->tasks[0].wm : NULL,
 		.member = m->index,
-		.parallelism = task_per_partition(m->w) ? m->w->nmembers : 1,
+		.parallelism = m->w->nmembers,
 	};
-	if (task_per_partition(m->w)) {
+	if (task_per_partition(m->w) || m->grouped) {
 		parts.tasks = m->cktasks;
 		parts.ntasks = m->ntasks;
+	}
+	if (m->grouped) {
+		parts.grouped = true;
+		parts.on_tasks = gm_on_tasks;
+		parts.tasks_opaque = m;
 	}
 	if (m->join) {
 		parts.src2 = sv_join_input_source(m->join);
@@ -688,6 +717,8 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 		atomic_fetch_add(&w->stats.checkpoint_failures, 1);
 		return err;
 	}
+	if (m->grouped)
+		gm_committed(m);
 	int64_t now = sv_now_ms();
 	sv_member_stats_t *ms = &m->stats;
 	atomic_store(&ms->last_checkpoint, info.id);
@@ -822,7 +853,10 @@ static sv_error_t *advance(member_t *m, int64_t mono)
 		max64(&w->stats.watermark_ms, wm);
 	for (size_t i = 0; i < m->ntasks; i++) {
 		task_t *t = &m->tasks[i];
-		int64_t twm = w->wm_per_partition && w->nmembers > 1
+		/* distributed: each task its own partition's (scope job
+		 * across nodes is not built) */
+		int64_t twm = (w->wm_per_partition && w->nmembers > 1) ||
+				m->grouped
 			? sv_watermarks_current(t->wm, mono)
 			: wm;
 		bool moved = twm != t->ctx.watermark_ms;
@@ -873,14 +907,15 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
 {
 	sv_worker_t *w = m->w;
 	size_t n = m->in.nrows;
-	int et = m->tasks[0].plan->event_time_col;
+	int et = m->plan->event_time_col;
+	bool routed = m->ntasks > 1 || m->grouped;
 	for (size_t r = 0; r < n; r++) {
 		sv_rowmeta_t *meta = &m->in.meta[r];
 		const sv_value_t *v = et >= 0 ? &sv_batch_row(&m->in, r)[et]
 					      : NULL;
 		meta->event_ms = v && v->type != SV_T_NULL ? v->v.i : now;
 		task_t *t = &m->tasks[0];
-		if (m->ntasks > 1) {
+		if (routed) {
 			int32_t p = meta->partition;
 			int32_t ti = p >= 0 && p < m->ntask_of ? m->task_of[p]
 							       : -1;
@@ -916,7 +951,7 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
 		return err;
 	for (size_t i = 0; i < m->ntasks; i++) {
 		task_t *t = &m->tasks[i];
-		sv_batch_t *in = m->ntasks > 1 ? &t->in : &m->in;
+		sv_batch_t *in = routed ? &t->in : &m->in;
 		if (!in->nrows)
 			continue;
 		t->ctx.now_ms = now;
@@ -926,7 +961,7 @@ static sv_error_t *process(member_t *m, int64_t now, int64_t mono)
 			return err;
 		if ((err = emit(m, out)))
 			return err;
-		if (m->ntasks > 1)
+		if (routed)
 			sv_batch_reset(&t->in);
 	}
 	return NULL;
@@ -983,6 +1018,10 @@ static sv_error_t *fenced(member_t *m, sv_error_t *cause)
 		sv_error_destroy(err);
 		err = NULL;
 	}
+	/* the tasks' state holds the aborted interval: restored again from
+	 * what the offsets name (gm_sync) */
+	if (m->grouped)
+		gm_drop_all(m, false);
 	if (m->ck.transactional)
 		err = sv_sink_txn_begin(m->snk);
 	publish_positions(m);
@@ -1020,6 +1059,9 @@ static sv_error_t *group_step(member_t *m)
 	}
 	if ((err = sv_source_rebalance_ack(m->src)))
 		return err;
+	/* revoked after a checkpoint: the tasks are what their tag names,
+	 * kept suspended; lost: their state is beyond what committed */
+	gm_drop_all(m, rb == SV_REBALANCE_REVOKE);
 	atomic_fetch_add(&w->stats.rebalances, 1);
 	sv_obslog_add(
 		w->conf.obs, w->conf.attempt,
@@ -1099,6 +1141,496 @@ static sv_error_t *bounded_step(member_t *m, bool *eof)
 	return NULL;
 }
 
+/* ---- distributed mode: tasks follow the group (docs/cluster.md) ----
+ *
+ * The member holds one task per partition the group assigned, each with
+ * its own pipeline instance and watermark tracker. gm_sync runs after
+ * every poll (the group's callbacks run inside it): tasks of partitions no
+ * longer held are suspended (after a revoke, whose checkpoint committed
+ * them) or dropped (lost, fenced); partitions without a task get one,
+ * restored to what the committed offset's tag names: a suspended task
+ * with that tag as it is, else the local store's task record when the tag
+ * is this member's, else the state topic's snapshot; no tag: fresh. Each
+ * checkpoint writes every task's snapshot to the state topic inside its
+ * transaction (gm_on_tasks) and tags the offsets with the same tag. */
+
+static void gm_task_free(task_t *t)
+{
+	sv_batch_release(&t->in);
+	sv_watermarks_destroy(t->wm);
+	sv_plan_destroy(t->plan);
+	memset(t, 0, sizeof(*t));
+}
+
+static sv_error_t *gm_task_init(member_t *m, task_t *t, int32_t partition)
+{
+	const Streamvisor__EventTime *evt = m->spec->msg->event_time;
+	memset(t, 0, sizeof(*t));
+	sv_error_t *err = sv_plan_build(m->spec, &t->plan);
+	if (err)
+		return err;
+	t->partition = partition;
+	t->wm = sv_watermarks_new(evt ? evt->max_out_of_orderness_ms : 0,
+				  evt ? evt->idle_timeout_ms : 0);
+	t->ctx = (sv_op_ctx_t){.watermark_ms = SV_WATERMARK_NONE,
+			       .stats = &t->opstats,
+			       .late = m->late ? &m->late_rows : NULL};
+	sv_batch_init(&t->in, t->plan->schema);
+	sv_watermarks_add_partition(t->wm, partition, sv_mono_ms());
+	return NULL;
+}
+
+/* task_of and the checkpoint's view of the tasks, after a change. */
+static void gm_index(member_t *m)
+{
+	for (int32_t p = 0; p < m->ntask_of; p++)
+		m->task_of[p] = -1;
+	free(m->cktasks);
+	m->cktasks = sv_calloc(m->ntasks ? m->ntasks : 1, sizeof(*m->cktasks));
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		if (t->partition >= m->ntask_of) {
+			m->task_of = sv_realloc(m->task_of,
+						(size_t)(t->partition + 1) *
+							sizeof(*m->task_of));
+			for (int32_t p = m->ntask_of; p <= t->partition; p++)
+				m->task_of[p] = -1;
+			m->ntask_of = t->partition + 1;
+		}
+		m->task_of[t->partition] = (int32_t)i;
+		m->cktasks[i] = (sv_ckpt_task_t){t->partition,
+						 t->plan->pipeline, t->wm};
+	}
+}
+
+/* Every task out: suspended (kept for a return with the same tag; only
+ * the newest per partition) or freed. */
+static void gm_drop_all(member_t *m, bool suspend)
+{
+	if (!m->grouped)
+		return;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		if (!suspend || !t->tag[0] || !m->stateful) {
+			gm_task_free(t);
+			continue;
+		}
+		for (size_t k = 0; k < m->nsusp; k++)
+			if (m->susp[k].partition == t->partition) {
+				gm_task_free(&m->susp[k]);
+				m->susp[k] = m->susp[--m->nsusp];
+				break;
+			}
+		m->susp = sv_realloc(m->susp,
+				     (m->nsusp + 1) * sizeof(*m->susp));
+		m->susp[m->nsusp++] = *t;
+	}
+	m->ntasks = 0;
+	gm_index(m);
+}
+
+static void gm_free_suspended(member_t *m)
+{
+	for (size_t k = 0; k < m->nsusp; k++)
+		gm_task_free(&m->susp[k]);
+	free(m->susp);
+	m->susp = NULL;
+	m->nsusp = 0;
+}
+
+static void gm_tick(void *opaque)
+{
+	sv_source_group_serve(((member_t *)opaque)->src);
+}
+
+/* This member's tag of checkpoint id: "<node>-t<k>:<id>". */
+static void gm_tag(const member_t *m, int64_t id, char *out, size_t n)
+{
+	snprintf(out, n, "%s-t%d:%lld", m->w->conf.node_id, m->index,
+		 (long long)id);
+}
+
+/* The checkpoint id of tag when the tag is this member's, else -1. */
+static int64_t gm_own_id(const member_t *m, const char *tag)
+{
+	char mine[SV_STATE_TAG_MAX];
+	int n = snprintf(mine, sizeof(mine), "%s-t%d:", m->w->conf.node_id,
+			 m->index);
+	if (n <= 0 || strncmp(tag, mine, (size_t)n))
+		return -1;
+	char *end = NULL;
+	long long id = strtoll(tag + n, &end, 10);
+	return end && !*end && id > 0 ? id : -1;
+}
+
+static sv_error_t *gm_restore_error(member_t *m, int32_t p, const char *tag,
+				    const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static sv_error_t *gm_restore_error(member_t *m, int32_t p, const char *tag,
+				    const char *fmt, ...)
+{
+	char what[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	sv_error_t *err = sv_error_new(SV_ERR_CHECKPOINT,
+				       "partition %d: the snapshot tagged '%s' "
+				       "%s",
+				       p, tag, what);
+	sv_log(&m->log, SV_LOG_ERROR, "checkpoint", "%s", err->message);
+	return err;
+}
+
+/* Restore task t of partition p to the snapshot tag names, whose offset
+ * the group committed as o: from the local store (this member's tag) or
+ * the state topic. */
+static sv_error_t *gm_restore(member_t *m, task_t *t, const char *tag,
+			      int64_t o)
+{
+	sv_worker_t *w = m->w;
+	int64_t t0 = sv_mono_ms();
+	int from = SV_RESTORE_TOPIC;
+	sv_ckrec_t *rec = NULL;
+	bool unpacked = false;
+	size_t bytes = 0;
+	sv_error_t *err = NULL;
+	int64_t own = gm_own_id(m, tag);
+	if (own > 0 && !getenv("STREAMVISOR_TEST_NO_STATE_CACHE")) {
+		err = sv_ckstore_get_task(w->conf.store, m->name, t->partition,
+					  own, &rec);
+		if (err) {
+			sv_log(&m->log, SV_LOG_WARN, "checkpoint",
+			       "partition %d: the local cache cannot be read "
+			       "(%s); reading the state topic",
+			       t->partition, err->message);
+			sv_error_destroy(err);
+			err = NULL;
+			rec = NULL;
+		}
+		if (rec) {
+			from = SV_RESTORE_CACHE;
+			bytes = streamvisor__checkpoint_record__get_packed_size(
+				rec);
+			t->chunks = sv_state_nchunks(bytes);
+		}
+	}
+	if (!rec) {
+		char cid[300];
+		snprintf(cid, sizeof(cid), "streamvisor-%s-%s-t%d-state",
+			 m->name, w->conf.node_id, m->index);
+		sv_state_read_t q = {
+			.kafka = w->conf.sink_cluster,
+			.topic = m->state_topic,
+			.partition = t->partition,
+			.tag = tag,
+			.timeout_ms = 30000,
+			.client_id = cid,
+			.tick = gm_tick,
+			.opaque = m,
+		};
+		sv_state_manifest_t man;
+		if ((err = sv_state_read(&q, &m->st_buf, &man))) {
+			sv_log(&m->log, SV_LOG_ERROR, "checkpoint",
+			       "partition %d: %s", t->partition, err->message);
+			return err;
+		}
+		if (man.next_offset != o)
+			return gm_restore_error(m, t->partition, tag,
+						"says next offset %lld, the "
+						"group committed %lld",
+						(long long)man.next_offset,
+						(long long)o);
+		rec = streamvisor__checkpoint_record__unpack(
+			NULL, m->st_buf.len, (const uint8_t *)m->st_buf.data);
+		if (!rec)
+			return gm_restore_error(m, t->partition, tag,
+						"cannot be decoded (%zu "
+						"bytes)",
+						m->st_buf.len);
+		unpacked = true;
+		bytes = m->st_buf.len;
+		t->chunks = man.chunks;
+	}
+	if (rec->n_offsets < 1 || rec->offsets[0]->next_offset != o)
+		err = gm_restore_error(
+			m, t->partition, tag,
+			"is at offset %lld, the group committed "
+			"%lld",
+			rec->n_offsets ? (long long)rec->offsets[0]->next_offset
+				       : -1LL,
+			(long long)o);
+	sv_ckpt_task_t ct = {t->partition, t->plan->pipeline, t->wm};
+	if (!err)
+		err = sv_ckpt_restore_task(&m->ck, &ct, rec);
+	if (unpacked)
+		streamvisor__checkpoint_record__free_unpacked(rec, NULL);
+	else
+		sv_ckstore_free_record(rec);
+	if (err)
+		return err;
+	int64_t ms = sv_mono_ms() - t0;
+	atomic_fetch_add(&w->stats.state_restores[from], 1);
+	atomic_fetch_add(&w->stats.state_restore_bytes, bytes);
+	atomic_fetch_add(&w->stats.state_restore_ms, (uint64_t)ms);
+	const char *fname = from == SV_RESTORE_CACHE ? "cache" : "topic";
+	sv_log(&m->log, SV_LOG_INFO, "checkpoint",
+	       "partition %d: restored the snapshot tagged '%s' from the %s "
+	       "(%zu bytes, %lld ms, next offset %lld)",
+	       t->partition, tag,
+	       from == SV_RESTORE_CACHE ? "local cache" : "state topic", bytes,
+	       (long long)ms, (long long)o);
+	sv_obslog_add(w->conf.obs, w->conf.attempt, "state_restored",
+		      json_pack("{s:i, s:i, s:s, s:s, s:I, s:f, s:I}", "member",
+				m->index, "partition", t->partition, "from",
+				fname, "tag", tag, "bytes", (json_int_t)bytes,
+				"seconds", (double)ms / 1000.0, "next_offset",
+				(json_int_t)o));
+	snprintf(t->tag, sizeof(t->tag), "%s", tag);
+	return NULL;
+}
+
+/* A task for partition p at committed offset o with tag (NULL: none). */
+static sv_error_t *gm_add(member_t *m, int32_t p, int64_t o, const char *tag,
+			  bool *held)
+{
+	for (size_t k = 0; k < m->nsusp; k++) {
+		task_t *s = &m->susp[k];
+		if (s->partition != p)
+			continue;
+		task_t t = *s;
+		m->susp[k] = m->susp[--m->nsusp];
+		if (tag && !strcmp(t.tag, tag)) { /* back as it left */
+			m->tasks[m->ntasks++] = t;
+			atomic_fetch_add(
+				&m->w->stats.state_restores[SV_RESTORE_MEMORY],
+				1);
+			sv_log(&m->log, SV_LOG_INFO, "checkpoint",
+			       "partition %d: resumed the suspended task "
+			       "tagged '%s' (no restore, next offset %lld)",
+			       p, tag, (long long)o);
+			sv_obslog_add(m->w->conf.obs, m->w->conf.attempt,
+				      "state_restored",
+				      json_pack("{s:i, s:i, s:s, s:s, s:I, "
+						"s:f, s:I}",
+						"member", m->index, "partition",
+						p, "from", "memory", "tag", tag,
+						"bytes", (json_int_t)0,
+						"seconds", 0.0, "next_offset",
+						(json_int_t)o));
+			return NULL;
+		}
+		gm_task_free(&t);
+		break;
+	}
+	task_t *t = &m->tasks[m->ntasks];
+	sv_error_t *err = gm_task_init(m, t, p);
+	if (err)
+		return err;
+	m->ntasks++;
+	if (!tag || !m->stateful)
+		return NULL; /* fresh (source.start), or nothing to restore */
+	if (!*held) {
+		/* pause reading while restoring; group_serve keeps the
+		 * member alive meanwhile */
+		if ((err = sv_source_group_hold(m->src, true)))
+			return err;
+		*held = true;
+	}
+	return gm_restore(m, t, tag, o);
+}
+
+/* After a poll: the tasks follow the partitions the source holds. */
+static sv_error_t *gm_sync(member_t *m)
+{
+	const sv_partpos_t *pos;
+	size_t npos = sv_source_positions(m->src, &pos);
+	bool same = npos == m->ntasks;
+	for (size_t i = 0; same && i < npos; i++)
+		same = pos[i].partition < m->ntask_of &&
+			m->task_of[pos[i].partition] >= 0;
+	if (same)
+		return NULL;
+	/* tasks no longer held (not expected outside a revoke, which
+	 * gm_drop_all handled): freed */
+	size_t keep = 0;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		bool held = false;
+		for (size_t k = 0; k < npos && !held; k++)
+			held = pos[k].partition == m->tasks[i].partition;
+		if (held)
+			m->tasks[keep++] = m->tasks[i];
+		else
+			gm_task_free(&m->tasks[i]);
+	}
+	m->ntasks = keep;
+	m->tasks = sv_realloc(m->tasks, (npos ? npos : 1) * sizeof(*m->tasks));
+	/* copy positions first: a restore serves the group in between */
+	sv_partpos_t *want = sv_calloc(npos ? npos : 1, sizeof(*want));
+	memcpy(want, pos, npos * sizeof(*pos));
+	char **tags = sv_calloc(npos ? npos : 1, sizeof(*tags));
+	for (size_t k = 0; k < npos; k++) {
+		/* the committed offset, not the position: the poll that
+		 * brought the assignment may have read beyond it already
+		 * (those rows go to the restored task next) */
+		int64_t o;
+		const char *tg = sv_source_committed_tag(m->src,
+							 want[k].partition, &o);
+		tags[k] = tg ? sv_strdup(tg) : NULL;
+		want[k].next_offset = o;
+	}
+	bool held = false;
+	sv_error_t *err = NULL;
+	for (size_t k = 0; k < npos && !err; k++) {
+		bool have = false;
+		for (size_t i = 0; i < m->ntasks && !have; i++)
+			have = m->tasks[i].partition == want[k].partition;
+		if (!have)
+			err = gm_add(m, want[k].partition, want[k].next_offset,
+				     tags[k], &held);
+	}
+	if (held) {
+		sv_error_t *herr = sv_source_group_hold(m->src, false);
+		if (!err)
+			err = herr;
+		else
+			sv_error_destroy(herr);
+	}
+	for (size_t k = 0; k < npos; k++)
+		free(tags[k]);
+	free(tags);
+	free(want);
+	gm_index(m);
+	publish_positions(m);
+	return err;
+}
+
+/* The budget of distributed.state_budget_bytes_per_s: bytes of task
+ * state per checkpoint, at the spec's interval. */
+static sv_error_t *gm_budget(member_t *m, int64_t id, uint64_t bytes)
+{
+	sv_worker_t *w = m->w;
+	int64_t interval = m->spec->msg->checkpoint->interval_ms;
+	if (interval <= 0)
+		interval = 1000;
+	uint64_t per_s = bytes * 1000 / (uint64_t)interval;
+	atomic_store(&w->stats.state_bytes_per_s, per_s);
+	int64_t budget = w->conf.state_budget_bytes_per_s;
+	if (budget <= 0 || per_s <= (uint64_t)budget)
+		return NULL;
+	sv_error_t *err = sv_error_new(
+		SV_ERR_COVERAGE,
+		"distributed.state_budget_bytes_per_s: checkpoint %lld would "
+		"write %llu bytes of task state to the state topic '%s' every "
+		"%lld ms (checkpoint.interval_ms), %llu bytes/s, over the "
+		"budget of %lld bytes/s: raise checkpoint.interval_ms, keep "
+		"less state, or raise the budget",
+		(long long)id, (unsigned long long)bytes, m->state_topic,
+		(long long)interval, (unsigned long long)per_s,
+		(long long)budget);
+	err->retriable = false;
+	err->fatal = true;
+	return sv_error_set_field(err, "distributed.state_budget_bytes_per_s");
+}
+
+/* ckpt.c's hook, inside checkpoint id's transaction: each task's snapshot
+ * (its packed task record) as chunks and a manifest on its state
+ * partition, stale chunks tombstoned; the offsets' tag. */
+static sv_error_t *gm_on_tasks(void *opaque, int64_t id,
+			       const sv_ckrec_t *const *recs, size_t n)
+{
+	member_t *m = opaque;
+	gm_tag(m, id, m->pending_tag, sizeof(m->pending_tag));
+	sv_error_t *err = sv_sink_txn_tag(m->snk, m->pending_tag);
+	if (err || !m->stateful || !m->ck.transactional)
+		return err;
+	if (!sv_sink_keyed(m->snk))
+		return sv_error_new(SV_ERR_COVERAGE,
+				    "the sink cannot write the state topic");
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += streamvisor__checkpoint_record__get_packed_size(
+			recs[i]);
+	if ((err = gm_budget(m, id, total)))
+		return err;
+	sv_buf_t chunk;
+	sv_buf_init(&chunk);
+	for (size_t i = 0; i < n && i < m->ntasks && !err; i++) {
+		task_t *t = &m->tasks[i];
+		const sv_ckrec_t *r = recs[i];
+		t->chunks_pending = 0;
+		if (r->n_offsets < 1 || r->offsets[0]->next_offset < 0)
+			continue; /* no position: no offset, no snapshot */
+		size_t len = streamvisor__checkpoint_record__get_packed_size(r);
+		sv_buf_reset(&m->st_buf);
+		sv_buf_reserve(&m->st_buf, len);
+		streamvisor__checkpoint_record__pack(r,
+						     (uint8_t *)m->st_buf.data);
+		m->st_buf.len = len;
+		int32_t nc = sv_state_nchunks(len);
+		char key[64];
+		for (int32_t j = 0; j < nc && !err; j++) {
+			size_t off = (size_t)j * SV_STATE_CHUNK;
+			size_t cl = len - off < SV_STATE_CHUNK ? len - off
+							       : SV_STATE_CHUNK;
+			sv_buf_reset(&chunk);
+			sv_state_encode_chunk(m->pending_tag, j,
+					      m->st_buf.data + off, cl, &chunk);
+			sv_state_chunk_key(t->partition, j, key, sizeof(key));
+			err = sv_sink_write_keyed(
+				m->snk, m->state_topic, t->partition, key,
+				strlen(key), chunk.data, chunk.len);
+		}
+		for (int32_t j = nc; j < t->chunks && !err; j++) {
+			sv_state_chunk_key(t->partition, j, key, sizeof(key));
+			err = sv_sink_write_keyed(m->snk, m->state_topic,
+						  t->partition, key,
+						  strlen(key), NULL, 0);
+		}
+		if (err)
+			break;
+		sv_state_manifest_t man = {
+			.checkpoint = id,
+			.partition = t->partition,
+			.next_offset = r->offsets[0]->next_offset,
+			.chunks = nc,
+			.bytes = (int64_t)len,
+			.fnv = sv_state_fnv(m->st_buf.data, len),
+		};
+		snprintf(man.tag, sizeof(man.tag), "%s", m->pending_tag);
+		sv_buf_reset(&chunk);
+		sv_state_encode_manifest(&man, &chunk);
+		sv_state_manifest_key(t->partition, key, sizeof(key));
+		err = sv_sink_write_keyed(m->snk, m->state_topic, t->partition,
+					  key, strlen(key), chunk.data,
+					  chunk.len);
+		t->chunks_pending = nc;
+	}
+	sv_buf_release(&chunk);
+	return err;
+}
+
+/* The checkpoint committed: every task with a position is now what the
+ * pending tag names. */
+static void gm_committed(member_t *m)
+{
+	const sv_partpos_t *pos;
+	size_t npos = sv_source_positions(m->src, &pos);
+	for (size_t i = 0; i < m->ntasks; i++) {
+		task_t *t = &m->tasks[i];
+		bool placed = false;
+		for (size_t k = 0; k < npos && !placed; k++)
+			placed = pos[k].partition == t->partition &&
+				pos[k].next_offset >= 0;
+		if (!placed)
+			continue;
+		snprintf(t->tag, sizeof(t->tag), "%s", m->pending_tag);
+		if (t->chunks_pending)
+			t->chunks = t->chunks_pending;
+		t->chunks_pending = 0;
+	}
+}
+
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -1130,6 +1662,8 @@ static sv_error_t *run(member_t *m)
 		}
 		if ((err = sv_source_poll(m->src, &m->in, BATCH_ROWS, timeout,
 					  &eof)))
+			return err;
+		if (m->grouped && (err = gm_sync(m)))
 			return err;
 		int64_t t_polled = mono_us();
 		bool grouped = sv_source_grouped(m->src);
@@ -1333,6 +1867,34 @@ static void observe_bound(sv_worker_t *w)
 	sv_obslog_add(w->conf.obs, w->conf.attempt, "source_bound", o);
 }
 
+/* Distributed mode: the member's tasks follow the group; a stateful
+ * exactly-once job's state topic exists before the first checkpoint. */
+static sv_error_t *gm_open(member_t *m)
+{
+	sv_worker_t *w = m->w;
+	m->grouped = w->conf.node_id && sv_source_grouped(m->src);
+	if (!m->grouped)
+		return NULL;
+	sv_buf_init(&m->st_buf);
+	for (size_t i = 0; i < sv_pipeline_len(m->plan->pipeline); i++)
+		if (sv_pipeline_op(m->plan->pipeline, i)->ops->snapshot)
+			m->stateful = true;
+	sv_state_topic(w->conf.dist_name ? w->conf.dist_name : "default",
+		       m->name, m->state_topic, sizeof(m->state_topic));
+	if (!m->stateful || !w->transactional)
+		return NULL;
+	int64_t t0 = sv_mono_ms();
+	sv_error_t *err = sv_state_topic_ensure(
+		w->conf.sink_cluster, m->state_topic,
+		m->topic_nparts > 0 ? m->topic_nparts : 1,
+		w->conf.replication_factor);
+	if (!err)
+		sv_log(&m->log, SV_LOG_INFO, "worker",
+		       "task state goes to topic '%s' (ready in %lld ms)",
+		       m->state_topic, (long long)(sv_mono_ms() - t0));
+	return err;
+}
+
 /* One task per partition the member reads (parallelism > 1), or one over
  * all of them: each with its own plan instance and watermark tracker. */
 static sv_error_t *make_tasks(member_t *m)
@@ -1342,7 +1904,7 @@ static sv_error_t *make_tasks(member_t *m)
 	const sv_partpos_t *pos;
 	size_t npos = sv_source_positions(m->src, &pos);
 	bool per_part = task_per_partition(w);
-	m->ntasks = per_part ? npos : 1;
+	m->ntasks = m->grouped ? 0 : per_part ? npos : 1;
 	if (!m->ntasks && !w->conf.node_id)
 		return sv_error_new(SV_ERR_RUNTIME,
 				    "member %d has no partition to read",
@@ -1522,8 +2084,10 @@ static sv_error_t *open_member(member_t *m)
 		err = sv_source_open(&sc, &m->src);
 	if (!err) {
 		m->topic_nparts = sv_source_topic_partitions(m->src);
-		err = make_tasks(m);
+		err = gm_open(m);
 	}
+	if (!err)
+		err = make_tasks(m);
 	if (!err && plan->join_step >= 0)
 		err = open_join(m, group);
 	if (!err && m->stage == 1 && w->checkpointing) {
@@ -1857,6 +2421,8 @@ void sv_worker_destroy(sv_worker_t *w)
 		}
 		free(m->tasks);
 		free(m->cktasks);
+		gm_free_suspended(m);
+		sv_buf_release(&m->st_buf);
 		sv_plan_destroy(m->plan);
 		free(m->task_of);
 		sv_batch_release(&m->in);

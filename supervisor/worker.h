@@ -35,6 +35,13 @@ typedef enum sv_worker_end {
 	SV_WORKER_DRAINED, /* drain: final checkpoint committed */
 } sv_worker_end_t;
 
+/* Where a distributed task's state came from (stats.state_restores). */
+enum {
+	SV_RESTORE_CACHE,
+	SV_RESTORE_TOPIC,
+	SV_RESTORE_MEMORY
+};
+
 /* Upper bounds (seconds) of the checkpoint duration histogram. */
 #define SV_CK_BUCKETS 11
 extern const double sv_ck_buckets_s[SV_CK_BUCKETS];
@@ -46,6 +53,13 @@ typedef struct sv_worker_stats {
 	_Atomic uint64_t rebalances;
 	_Atomic uint64_t partitions_lost;
 	_Atomic uint64_t commits_fenced;
+	/* distributed mode: task state restored on assign, by where from
+	 * (SV_RESTORE_*), bytes and milliseconds (summed), and the state
+	 * volume of the last checkpoint (bytes per second of interval) */
+	_Atomic uint64_t state_restores[3];
+	_Atomic uint64_t state_restore_bytes;
+	_Atomic uint64_t state_restore_ms;
+	_Atomic uint64_t state_bytes_per_s;
 	_Atomic uint64_t records_in;
 	_Atomic uint64_t records_out;
 	_Atomic uint64_t records_invalid;
@@ -160,6 +174,12 @@ typedef struct sv_worker_conf {
 	 * source partition p, fixed in the job's registry record; borrowed) */
 	const int64_t *end_offsets;
 	size_t nend_offsets;
+	/* group mode: the streamvisor cluster's name (the state topic
+	 * _streamvisor.<name>.<job>.state), its replication factor, and
+	 * distributed.state_budget_bytes_per_s (0: none) */
+	const char *dist_name;
+	int replication_factor;
+	int64_t state_budget_bytes_per_s;
 } sv_worker_conf_t;
 
 /* The member (index within stage 0) that holds source partition

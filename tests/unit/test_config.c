@@ -593,13 +593,16 @@ static void test_distributed(void **state)
 	assert_int_equal(fx->conf.dist.session_timeout_ms, 10000);
 	assert_int_equal(fx->conf.dist.max_poll_interval_ms, 300000);
 	assert_int_equal(fx->conf.dist.replication_factor, 1);
+	assert_int_equal(fx->conf.dist.state_budget_bytes_per_s, 2000000);
 	load_expect(fx,
 		    "distributed:\n  name: c1\n  node_id: node-7\n"
 		    "  advertised_url: https://sv-7.example:8443\n"
 		    "  cluster: kraft\n  session_timeout_ms: 6000\n"
 		    "  max_poll_interval_ms: 7000\n"
-		    "  replication_factor: 3\n",
+		    "  replication_factor: 3\n"
+		    "  state_budget_bytes_per_s: 50000000\n",
 		    NULL);
+	assert_int_equal(fx->conf.dist.state_budget_bytes_per_s, 50000000);
 	assert_string_equal(fx->conf.dist.name, "c1");
 	assert_string_equal(fx->conf.dist.node_id, "node-7");
 	assert_string_equal(fx->conf.dist.advertised_url,
@@ -642,6 +645,10 @@ static void test_distributed(void **state)
 		 "distributed.replication_factor",
 		 "config '%s': 'distributed.replication_factor' must be an "
 		 "integer from 1 to 32767 (line 3)"},
+		{"distributed:\n  name: a\n  state_budget_bytes_per_s: 0\n",
+		 "distributed.state_budget_bytes_per_s",
+		 "config '%s': 'distributed.state_budget_bytes_per_s' must be "
+		 "an integer from 1 to 4000000000 (line 3)"},
 		{"distributed:\n  name: a\n  leader: yes\n",
 		 "distributed.leader",
 		 "config '%s': unknown key 'distributed.leader' (line 3)"},
