@@ -323,8 +323,16 @@ static void test_budget_and_refusals(void **state)
 		char *bad = json_dumps(o, JSON_COMPACT);
 		json_decref(o);
 		char *resp = NULL;
-		int st = cr_http_do(cl->n[0].port, "POST", "/v1/jobs", bad,
-				    &resp, 15000);
+		int st;
+		/* 503 while the cluster has no leader yet: retried */
+		int64_t until = sv_mono_ms() + 40000;
+		while ((st = cr_http_do(cl->n[0].port, "POST", "/v1/jobs", bad,
+					&resp, 15000)) == 503 &&
+		       sv_mono_ms() < until) {
+			free(resp);
+			resp = NULL;
+			usleep(200000);
+		}
 		printf("[%s] refused (%s): %d %.300s\n", c->test,
 		       refused[i].what, st, resp ? resp : "");
 		char want[80];
