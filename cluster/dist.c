@@ -16,7 +16,10 @@
  * transaction each); the reader keeps the view the control plane needs:
  * each job's latest record, the newest `leader` record, and a count of
  * records whose leader epoch is below one read before (zero while the
- * fencing holds). The producer here only creates the topic. */
+ * fencing holds). The producer here only creates the topic. A bounded
+ * job's record also carries its end offsets (`end_offsets`, taken once by
+ * the leader at submit with sv_dist_end_offsets: a read_committed
+ * consumer's ListOffsets, the last stable offsets). */
 #define _GNU_SOURCE
 #include "cluster/dist.h"
 #include "cluster/leader.h"
@@ -547,6 +550,77 @@ json_t *sv_dist_registry_json(sv_dist_t *d)
 		(json_int_t)elected, "leader_writes", (json_int_t)writes);
 	pthread_mutex_unlock(&d->view_lock);
 	return o;
+}
+
+sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
+				int64_t **ends, size_t *nends)
+{
+	*ends = NULL;
+	*nends = 0;
+	sv_logctx_t log = {NULL, 0};
+	char role[400];
+	snprintf(role, sizeof(role),
+		 "end offsets of topic '%s' on cluster '%s'", topic,
+		 kafka->name);
+	static const sv_kafka_prop_t fixed[] = {
+		{"group.id", "_streamvisor.end-offsets"}, /* never joined */
+		{"enable.auto.commit", "false"},
+		/* ListOffsets at the last stable offset: a transaction of
+		 * the input still open at submit is not part of the job */
+		{"isolation.level", "read_committed"},
+	};
+	sv_kafka_client_conf_t cc = {
+		.type = RD_KAFKA_CONSUMER,
+		.cluster = kafka,
+		.client_id = "streamvisor-end-offsets",
+		.role = role,
+		.log = &log,
+		.fixed = fixed,
+		.nfixed = SV_ARRAY_LEN(fixed),
+	};
+	rd_kafka_t *rk = NULL;
+	sv_error_t *err = sv_kafka_client_new(&cc, &rk);
+	if (err)
+		return err;
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_resp_err_t e = rkt
+		? rd_kafka_metadata(rk, 0, rkt, &md, DIST_TIMEOUT_MS)
+		: rd_kafka_last_error();
+	if (!e &&
+	    (md->topic_cnt != 1 || md->topics[0].err ||
+	     md->topics[0].partition_cnt < 1))
+		e = md->topic_cnt == 1 && md->topics[0].err
+			? md->topics[0].err
+			: RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+	int np = e ? 0 : md->topics[0].partition_cnt;
+	int64_t *out = np ? sv_calloc((size_t)np, sizeof(*out)) : NULL;
+	for (int p = 0; !e && p < np; p++) {
+		int64_t lo = -1, hi = -1;
+		e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi,
+						     DIST_TIMEOUT_MS);
+		out[p] = hi;
+	}
+	if (e)
+		err = sv_error_set_field(
+			sv_kafka_error(rk, &log, SV_ERR_BINDING, e, NULL,
+				       "cannot take the end offsets of topic "
+				       "'%s' on cluster '%s' for a bounded "
+				       "job",
+				       topic, kafka->name),
+			"source.topic");
+	if (md)
+		rd_kafka_metadata_destroy(md);
+	if (rkt)
+		rd_kafka_topic_destroy(rkt);
+	sv_kafka_client_destroy(rk);
+	if (err) {
+		free(out);
+		return err;
+	}
+	*ends = out;
+	*nends = (size_t)np;
+	return NULL;
 }
 
 int64_t sv_dist_applied_offset(const sv_dist_t *d)

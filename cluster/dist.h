@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/cluster.h"
@@ -76,6 +77,17 @@ sv_error_t *sv_dist_publish_job(sv_dist_t *d, const char *job_id,
 sv_error_t *sv_dist_publish_record(sv_dist_t *d, const char *job_id,
 				   const char *spec_json, const char *target,
 				   const json_t *extra);
+
+/* A bounded job's end offsets, fixed once when the job is first written
+ * to the registry so that every member agrees where the input ends: the
+ * last stable offset (read_committed ListOffsets) of every partition of
+ * topic on cluster kafka, *ends[p] for partition p (*nends the partition
+ * count); *ends is the caller's (free). The leader takes them when it
+ * writes the job's first record (SCALE-OUT.md §5.2). Errors:
+ * SV_ERR_BINDING (the topic is missing or the cluster cannot answer).
+ * thread: any */
+sv_error_t *sv_dist_end_offsets(const sv_cluster_t *kafka, const char *topic,
+				int64_t **ends, size_t *nends);
 
 /* The registry's read position (records applied up to this offset; 0
  * until it was read to its end once): what the GETs answer as of.

@@ -37,6 +37,7 @@ struct sv_status {
 	pthread_t thread;
 	bool started;
 	atomic_bool stop;
+	atomic_bool kick; /* write this node's records now */
 };
 
 static sv_error_t *create_topic(sv_status_t *s)
@@ -141,7 +142,7 @@ static void *status_main(void *arg)
 	int64_t next = 0;
 	while (!atomic_load(&s->stop)) {
 		int64_t now = sv_mono_ms();
-		if (now >= next) {
+		if (now >= next || atomic_exchange(&s->kick, false)) {
 			publish(s);
 			next = now + SV_STATUS_INTERVAL_MS;
 		}
@@ -154,6 +155,12 @@ static void *status_main(void *arg)
 		rd_kafka_message_destroy(m);
 	}
 	return NULL;
+}
+
+void sv_status_kick(sv_status_t *s)
+{
+	if (s)
+		atomic_store(&s->kick, true);
 }
 
 sv_error_t *sv_status_start(const sv_status_conf_t *conf, sv_status_t **out)
@@ -195,6 +202,10 @@ sv_error_t *sv_status_start(const sv_status_conf_t *conf, sv_status_t **out)
 	const sv_kafka_prop_t cfixed[] = {
 		{"group.id", group}, /* never joined: manual assign */
 		{"enable.auto.commit", "false"},
+		/* the cluster view is read fresh (a failed-attempt count
+		 * must reach the other nodes before their next restart):
+		 * an idle fetch returns after 100 ms, not librdkafka's 500 */
+		{"fetch.wait.max.ms", "100"},
 	};
 	sv_kafka_client_conf_t cc = {
 		.type = RD_KAFKA_CONSUMER,

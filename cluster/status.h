@@ -48,6 +48,11 @@ json_t *sv_status_view(sv_status_t *s, const char *prefix);
  * thread: any */
 int sv_status_partitions(sv_status_t *s, const char *topic);
 
+/* Write this node's records at the next turn of the status thread (at
+ * most ~100 ms) instead of at the interval: a count the other nodes must
+ * see soon. NULL is fine. thread: any */
+void sv_status_kick(sv_status_t *s);
+
 /* Stop the thread, close the clients. NULL is fine. */
 void sv_status_stop(sv_status_t *s);
 

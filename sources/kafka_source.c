@@ -101,6 +101,7 @@ typedef struct kafka_source {
 	int member, members;
 	/* group mode */
 	char *instance_id; /* group.instance.id, or NULL: standalone */
+	int64_t *gend; /* bounded: end offset by partition id (topic_nparts) */
 	int rebalance; /* SV_REBALANCE_*, until acknowledged */
 	bool closing; /* close: a revoke is given back at once */
 	sv_start_t start;
@@ -164,6 +165,23 @@ static void ksrc_log_parts(kafka_source_t *ks, const char *what,
 	       ks->group_id, ks->instance_id, what, list, ks->id.topic);
 }
 
+/* Bounded group mode: each partition just assigned ends at the job's
+ * end offset for it; none is done until a message or EOF at its end
+ * shows it (a partition committed at its end is done at the first fetch
+ * answer: a message past the end, or EOF at it). */
+static void ksrc_bound_assigned(kafka_source_t *ks)
+{
+	if (!ks->bounded || !ks->gend)
+		return;
+	for (size_t i = 0; i < ks->nparts; i++) {
+		int32_t p = ks->pos[i].partition;
+		/* a partition added since the submit has nothing of the job */
+		ks->stop[i] = p < ks->topic_nparts ? ks->gend[p] : 0;
+		ks->done[i] = false;
+	}
+	ks->ndone = 0;
+}
+
 /* The group's answer, served inside our poll (librdkafka calls it from
  * rd_kafka_consume_batch_queue). Assign at once; defer a revoke. */
 static void ksrc_on_rebalance(void *opaque, rd_kafka_t *rk,
@@ -186,8 +204,13 @@ static void ksrc_on_rebalance(void *opaque, rd_kafka_t *rk,
 			p->end_offset = -1;
 		}
 		qsort(ks->pos, ks->nparts, sizeof(*ks->pos), cmp_partition);
+		ksrc_bound_assigned(ks);
 		ksrc_log_parts(ks, "assigned", parts);
 		rd_kafka_resp_err_t e = rd_kafka_assign(rk, parts);
+		/* a bounded partition paused when it was read out keeps that
+		 * pause across a revoke in librdkafka 2.0: fetch again */
+		if (!e && ks->bounded && parts->cnt > 0)
+			e = rd_kafka_resume_partitions(rk, parts);
 		if (e && !ks->err)
 			ks->err = ksrc_error(ks, SV_ERR_RUNTIME, e, NULL,
 					     "cannot take the partitions the "
@@ -206,6 +229,7 @@ static void ksrc_on_rebalance(void *opaque, rd_kafka_t *rk,
 	}
 	rd_kafka_assign(rk, NULL);
 	ks->nparts = 0;
+	ks->ndone = 0;
 	ks->rebalance = SV_REBALANCE_NONE;
 }
 
@@ -229,6 +253,7 @@ static sv_error_t *ksrc_rebalance_ack(sv_source_t *src)
 		return NULL;
 	rd_kafka_resp_err_t e = rd_kafka_assign(ks->rk, NULL);
 	ks->nparts = 0;
+	ks->ndone = 0;
 	ks->rebalance = SV_REBALANCE_NONE;
 	sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
 	       "group '%s' member '%s': partitions given back", ks->group_id,
@@ -278,6 +303,11 @@ static sv_error_t *ksrc_rewind(sv_source_t *src)
 			rd_kafka_error_destroy(se);
 		}
 	}
+	if (!e && ks->bounded) {
+		/* what was read to the end was aborted: read it again */
+		ksrc_bound_assigned(ks);
+		e = rd_kafka_resume_partitions(ks->rk, list);
+	}
 	rd_kafka_topic_partition_list_destroy(list);
 	if (e)
 		return ksrc_error(ks, SV_ERR_REBALANCE, e, NULL,
@@ -285,6 +315,32 @@ static sv_error_t *ksrc_rewind(sv_source_t *src)
 				  "group '%s'",
 				  ks->group_id);
 	return NULL;
+}
+
+static bool ksrc_held_done(sv_source_t *src)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	return ks->bounded && ks->ndone == ks->nparts;
+}
+
+static bool ksrc_group_complete(sv_source_t *src, int timeout_ms)
+{
+	kafka_source_t *ks = (kafka_source_t *)src;
+	if (!ks->bounded || !ks->gend || ks->topic_nparts < 1)
+		return false;
+	rd_kafka_topic_partition_list_t *list =
+		rd_kafka_topic_partition_list_new(ks->topic_nparts);
+	for (int32_t p = 0; p < ks->topic_nparts; p++)
+		rd_kafka_topic_partition_list_add(list, ks->id.topic, p);
+	rd_kafka_resp_err_t e = rd_kafka_committed(ks->rk, list, timeout_ms);
+	bool complete = !e;
+	for (int i = 0; complete && i < list->cnt; i++) {
+		const rd_kafka_topic_partition_t *tp = &list->elems[i];
+		int64_t end = ks->gend[tp->partition];
+		complete = end == 0 || (!tp->err && tp->offset >= end);
+	}
+	rd_kafka_topic_partition_list_destroy(list);
+	return complete;
 }
 
 static sv_error_t *ksrc_group_metadata(sv_source_t *src, sv_buf_t *out)
@@ -668,7 +724,16 @@ static void ksrc_mark_done(kafka_source_t *ks, size_t i)
 		return;
 	ks->done[i] = true;
 	ks->ndone++;
-	if (ks->ndone == ks->nparts)
+	if (ks->instance_id)
+		sv_log(&ks->id.logctx, SV_LOG_INFO, "kafka",
+		       "member '%s': partition %d of topic '%s' read to its "
+		       "end "
+		       "offset %lld (%zu of %zu held done)",
+		       ks->instance_id, (int)ks->pos[i].partition, ks->id.topic,
+		       (long long)ks->stop[i], ks->ndone, ks->nparts);
+	/* group mode: the group may hand us more; the worker asks the
+	 * group's offsets (group_complete) */
+	if (ks->ndone == ks->nparts && !ks->instance_id)
 		ks->eof_pending = true;
 	/* Stop fetching what we would drop anyway. */
 	list = rd_kafka_topic_partition_list_new(1);
@@ -775,10 +840,11 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		ks->instance_id = sv_strdup(conf->group_instance_id);
 		ks->base.ops = &kafka_group_ops;
 		ks->members = 1; /* the group assigns */
-		if (conf->bounded) {
+		if (conf->bounded && !conf->nend_offsets) {
 			err = ksrc_error(ks, SV_ERR_CONFIG, 0, NULL,
-					 "a bounded kafka source cannot read "
-					 "as a group member");
+					 "a bounded kafka source reads as a "
+					 "group member only up to end offsets "
+					 "fixed for the job");
 			goto fail;
 		}
 	}
@@ -856,6 +922,15 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 	if (ks->instance_id) {
 		/* group mode: the group assigns, at a later poll */
 		ks->nparts = 0;
+		if (ks->bounded) {
+			size_t np = (size_t)ks->topic_nparts;
+			ks->stop = sv_calloc(np, sizeof(*ks->stop));
+			ks->done = sv_calloc(np, sizeof(*ks->done));
+			ks->gend = sv_calloc(np, sizeof(*ks->gend));
+			for (size_t p = 0; p < np && p < conf->nend_offsets;
+			     p++)
+				ks->gend[p] = conf->end_offsets[p];
+		}
 		rd_kafka_topic_partition_list_t *sub =
 			rd_kafka_topic_partition_list_new(1);
 		rd_kafka_topic_partition_list_add(sub, ks->id.topic,
@@ -1000,6 +1075,12 @@ static sv_error_t *ksrc_handle(kafka_source_t *ks, rd_kafka_message_t *m,
 			if (ks->done[i])
 				return NULL;
 			if (m->offset >= ks->stop[i]) {
+				/* what lies between is not data (markers,
+				 * aborted): group mode commits the end itself,
+				 * which group_complete compares */
+				if (ks->instance_id &&
+				    ks->pos[i].next_offset < ks->stop[i])
+					ks->pos[i].next_offset = ks->stop[i];
 				ksrc_mark_done(ks, (size_t)i);
 				return NULL;
 			}
@@ -1268,6 +1349,7 @@ static void ksrc_close(sv_source_t *src)
 	free(ks->pos);
 	free(ks->stop);
 	free(ks->done);
+	free(ks->gend);
 	free(ks->part_ck);
 	sv_kafka_ident_release(&ks->id);
 	free(ks->group_id);
@@ -1308,6 +1390,8 @@ static const sv_source_ops_t kafka_group_ops = {
 	.rebalance_ack = ksrc_rebalance_ack,
 	.rewind = ksrc_rewind,
 	.group_metadata = ksrc_group_metadata,
+	.held_done = ksrc_held_done,
+	.group_complete = ksrc_group_complete,
 };
 
 const sv_source_ops_t sv_source_kafka_ops = {

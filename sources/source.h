@@ -47,6 +47,12 @@ typedef struct sv_source_conf {
 	const char *group_instance_id;
 	int session_timeout_ms; /* group mode: session.timeout.ms (0: 10000) */
 	int max_poll_interval_ms; /* group mode: (0: librdkafka's 300000) */
+	/* group mode, bounded: where each partition ends, the same on every
+	 * node (end_offsets[p] for partition p, fixed when the job was
+	 * submitted; a partition past nend_offsets ends at 0); borrowed,
+	 * copied at open. Bounded group mode needs them. */
+	const int64_t *end_offsets;
+	size_t nend_offsets;
 	/* kafka: bytes the consumer's queues may hold (a share of the job's
 	 * resources.memory_mb; kafka/client.h sv_kafka_budget), 0: the
 	 * driver's fixed maxima */
@@ -139,6 +145,17 @@ typedef struct sv_source_ops {
 	 * (SV_ERR_REBALANCE) when the member has no member id or lost its
 	 * assignment: then it must not commit. */
 	sv_error_t *(*group_metadata)(sv_source_t *src, sv_buf_t *out);
+	/* Bounded group mode (distributed bounded jobs, docs/cluster.md):
+	 * whether every partition the member holds is read to its end
+	 * offset (true when it holds none); poll() never reports eof in
+	 * group mode, since the group may hand the member more. */
+	bool (*held_done)(sv_source_t *src);
+	/* Whether the group's committed offsets (read_committed, so a
+	 * pending transaction's are waited out, up to timeout_ms) reached
+	 * the end offsets on every partition of the topic: then the job's
+	 * input is read and committed cluster-wide. A partition whose end is
+	 * 0 needs no commit. Errors: none; an unanswered ask is false. */
+	bool (*group_complete)(sv_source_t *src, int timeout_ms);
 	/* Bytes the driver holds now beyond the caller's batch (prefetched
 	 * input in its client's queues), an estimate. NULL: 0. thread: the
 	 * one polling. */
@@ -223,6 +240,15 @@ static inline sv_error_t *sv_source_rebalance_ack(sv_source_t *src)
 static inline sv_error_t *sv_source_rewind(sv_source_t *src)
 {
 	return src->ops->rewind ? src->ops->rewind(src) : NULL;
+}
+static inline bool sv_source_held_done(sv_source_t *src)
+{
+	return src->ops->held_done && src->ops->held_done(src);
+}
+static inline bool sv_source_group_complete(sv_source_t *src, int timeout_ms)
+{
+	return src->ops->group_complete &&
+		src->ops->group_complete(src, timeout_ms);
 }
 static inline uint64_t sv_source_memory_bytes(sv_source_t *src)
 {

@@ -12,8 +12,10 @@
  * that reads it cancels its copy (a command marked replicated, which is
  * not written back). What distributed mode runs is
  * checked at submit (sv_dist_check_spec): a kafka source read as a group
- * member, parallelism 1 per node, stateless steps only (filter, select),
- * since task state does not move between nodes yet. */
+ * member (parallelism members per node), stateless steps only (filter,
+ * select), since task state does not move between nodes yet; streams and
+ * bounded jobs, whose end offsets are fixed here once, at submit, and
+ * carried in the job's registry record (sv_dist_bound_job). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,19 +45,6 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 				     "only, not '%s'",
 				     js->source->kind),
 			"source.kind");
-	if (sv_jobspec_bounded(spec))
-		return sv_error_set_field(
-			sv_error_new(SV_ERR_SUBMISSION,
-				     "distributed mode does not run bounded "
-				     "jobs yet"),
-			"mode");
-	if (sv_jobspec_parallelism(spec) != 1)
-		return sv_error_set_field(
-			sv_error_new(SV_ERR_SUBMISSION,
-				     "distributed mode runs one member per "
-				     "node (parallelism 1): more nodes give "
-				     "more members"),
-			"parallelism");
 	for (size_t i = 0; i < js->n_pipeline; i++) {
 		Streamvisor__Step__StepCase k = js->pipeline[i]->step_case;
 		if (k == STREAMVISOR__STEP__STEP_FILTER ||
@@ -63,6 +52,19 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
 			continue;
 		char field[64];
 		snprintf(field, sizeof(field), "pipeline[%zu]", i);
+		if (sv_jobspec_bounded(spec))
+			return sv_error_set_field(
+				sv_error_new(SV_ERR_COVERAGE,
+					     "distributed mode runs bounded "
+					     "jobs of stateless steps (filter, "
+					     "select) only: a bounded job's "
+					     "final windows fire at the end of "
+					     "each partition, on whichever "
+					     "node finishes it, so its task "
+					     "state would have to move between "
+					     "nodes, which it does not yet "
+					     "(docs/cluster.md)"),
+				field);
 		return sv_error_set_field(
 			sv_error_new(SV_ERR_COVERAGE,
 				     "distributed mode runs stateless steps "
@@ -131,6 +133,24 @@ static char *local_state(sv_supervisor_t *sv, const char *job_id)
 	return r;
 }
 
+/* A record's `end_offsets` (an array, index = partition) into *ends (the
+ * caller's); returns the count, 0 when absent or not all integers. */
+static size_t record_ends(const json_t *a, int64_t **ends)
+{
+	*ends = NULL;
+	size_t n = json_is_array(a) ? json_array_size(a) : 0;
+	for (size_t i = 0; i < n; i++)
+		if (!json_is_integer(json_array_get(a, i)) ||
+		    json_integer_value(json_array_get(a, i)) < 0)
+			return 0;
+	if (!n)
+		return 0;
+	*ends = sv_calloc(n, sizeof(**ends));
+	for (size_t i = 0; i < n; i++)
+		(*ends)[i] = json_integer_value(json_array_get(a, i));
+	return n;
+}
+
 /* Registry thread: a job record to this node's copy. */
 static sv_error_t *apply_record(void *opaque, const json_t *rec)
 {
@@ -158,7 +178,11 @@ static sv_error_t *apply_record(void *opaque, const json_t *rec)
 			}
 		}
 	} else if (!st) {
-		err = sv_supervisor_adopt_as(sv, id, spec, target);
+		int64_t *ends = NULL;
+		size_t nends = record_ends(json_object_get(rec, "end_offsets"),
+					   &ends);
+		err = sv_supervisor_adopt_as(sv, id, spec, target, ends, nends);
+		free(ends);
 	} else if (!strcmp(target, "cancelled")) {
 		err = act(sv, id, SV_ACTION_CANCEL, false, 0);
 	} else if (!strcmp(target, "draining")) {
@@ -378,6 +402,10 @@ static json_t *collect(void *opaque)
 		reconcile(sv, list, recs);
 	json_decref(list);
 	json_decref(recs);
+	pthread_mutex_lock(&sv->lock);
+	if (sv->dist_attempts)
+		json_object_update(out, sv->dist_attempts);
+	pthread_mutex_unlock(&sv->lock);
 	char key[200];
 	snprintf(key, sizeof(key), "node/%s", node);
 	json_object_set_new(
@@ -464,6 +492,12 @@ sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
 			    json_integer(sv_dist_version(sv, job_id) + 1));
 	json_object_set_new(x, "name", json_string(spec->msg->name));
 	json_object_set_new(x, "plan_id", json_string(spec->plan_id));
+	/* a bounded job's end offsets stay in every later record */
+	json_t *prev = sv_dist_job_record(sv->dist, job_id);
+	json_t *ends = json_object_get(prev, "end_offsets");
+	if (ends && !json_object_get(x, "end_offsets"))
+		json_object_set(x, "end_offsets", ends);
+	json_decref(prev);
 	sv_error_t *err = sv_dist_publish_record(sv->dist, job_id, json, target,
 						 x);
 	json_decref(x);
@@ -475,6 +509,16 @@ sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
 			    const sv_jobspec_t *spec, const char *target)
 {
 	return sv_dist_publish_ext(sv, job_id, spec, target, NULL);
+}
+
+sv_error_t *sv_dist_publish_submit(sv_supervisor_t *sv, const sv_job_t *job)
+{
+	json_t *ends = sv_dist_ends_json(job);
+	json_t *x = ends ? json_pack("{s:o}", "end_offsets", ends) : NULL;
+	sv_error_t *err = sv_dist_publish_ext(sv, job->id, job->spec, "running",
+					      x);
+	json_decref(x);
+	return err;
 }
 
 int64_t sv_dist_version(sv_supervisor_t *sv, const char *job_id)
@@ -757,6 +801,130 @@ void sv_supervisor_cluster_job(sv_supervisor_t *sv, const char *id, char **json)
 	*json = sv_json_dump(o);
 }
 
+/* Bounded jobs across nodes: the end offsets are fixed once, when the job
+ * is first written to the registry, and every node reads them from the
+ * job's record, so every member stops each partition at the same offset
+ * whichever node reads it: the leader takes them when it writes the
+ * job's first record (a submit on another node is forwarded to it),
+ * SCALE-OUT.md §5.2. */
+sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
+			      const int64_t *ends, size_t nends)
+{
+	if (!sv->conf.dist.name || !sv_jobspec_bounded(job->spec))
+		return NULL;
+	if (adopted && !nends)
+		return sv_error_new(SV_ERR_SUBMISSION,
+				    "the registry record of bounded job '%s' "
+				    "has no end_offsets",
+				    job->id);
+	if (nends) {
+		job->end_offsets = sv_calloc(nends, sizeof(*ends));
+		memcpy(job->end_offsets, ends, nends * sizeof(*ends));
+		job->nend_offsets = nends;
+		return NULL;
+	}
+	const Streamvisor__JobSpec *js = job->spec->msg;
+	const sv_cluster_t *kafka = sv_svconf_cluster(&sv->conf,
+						      js->source->cluster);
+	if (!kafka)
+		return sv_error_set_field(
+			sv_error_new(SV_ERR_BINDING,
+				     "cluster profile '%s' is not defined",
+				     js->source->cluster),
+			"source.cluster");
+	sv_error_t *err = sv_dist_end_offsets(kafka, js->source->topic,
+					      &job->end_offsets,
+					      &job->nend_offsets);
+	if (err)
+		return err;
+	int64_t total = 0;
+	for (size_t p = 0; p < job->nend_offsets; p++)
+		total += job->end_offsets[p];
+	sv_logctx_t lc = {job->id, 0};
+	sv_log(&lc, SV_LOG_INFO, "cluster",
+	       "bounded job: end offsets of topic '%s' fixed at submit over "
+	       "%zu partitions (%lld offsets in all)",
+	       js->source->topic, job->nend_offsets, (long long)total);
+	return NULL;
+}
+
+/* The count lives in the status topic (cluster/status.h), one record per
+ * job and node, `attempts/<job>/<node>` → {job, node, window_start_ms,
+ * attempts}, written only by that node by its status thread at once
+ * (sv_status_kick: ~100 ms). A node's own count restarts with its
+ * window; a count another node wrote before a healthy period stays until
+ * its window ends. */
+static int attempts_elsewhere(sv_supervisor_t *sv, const char *job_id,
+			      int64_t now, int64_t window_ms)
+{
+	char prefix[300];
+	snprintf(prefix, sizeof(prefix), "attempts/%s/", job_id);
+	json_t *view = sv_status_view(sv->status, prefix);
+	int n = 0;
+	const char *k;
+	json_t *r;
+	json_object_foreach (view, k, r) {
+		const char *node = json_string_value(
+			json_object_get(r, "node"));
+		int64_t start = json_integer_value(
+			json_object_get(r, "window_start_ms"));
+		if (node && strcmp(node, sv->conf.dist.node_id) &&
+		    now - start < window_ms)
+			n += (int)json_integer_value(
+				json_object_get(r, "attempts"));
+	}
+	json_decref(view);
+	return n;
+}
+
+int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
+			  int max_attempts, int64_t window_ms, int64_t now,
+			  sv_restart_decision_t *d)
+{
+	if (!sv->dist)
+		return 0;
+	int elsewhere = attempts_elsewhere(sv, job->id, now, window_ms);
+	if (d->verdict == SV_RESTART_RETRY &&
+	    d->next.attempts_in_window + elsewhere >= max_attempts)
+		d->verdict = SV_RESTART_EXHAUSTED;
+	char key[300];
+	snprintf(key, sizeof(key), "attempts/%s/%s", job->id,
+		 sv->conf.dist.node_id);
+	pthread_mutex_lock(&sv->lock);
+	if (!sv->dist_attempts)
+		sv->dist_attempts = json_object();
+	json_object_set_new(sv->dist_attempts, key,
+			    json_pack("{s:s, s:s, s:I, s:i}", "job", job->id,
+				      "node", sv->conf.dist.node_id,
+				      "window_start_ms",
+				      (json_int_t)d->next.window_start_ms,
+				      "attempts", d->next.attempts_in_window));
+	pthread_mutex_unlock(&sv->lock);
+	sv_status_kick(sv->status);
+	return elsewhere;
+}
+
+json_t *sv_dist_ends_json(const sv_job_t *job)
+{
+	if (!job->nend_offsets)
+		return NULL;
+	json_t *a = json_array();
+	for (size_t p = 0; p < job->nend_offsets; p++)
+		json_array_append_new(a, json_integer(job->end_offsets[p]));
+	return a;
+}
+
+void sv_dist_ends_load(sv_job_t *job, const json_t *a)
+{
+	size_t n = json_is_array(a) ? json_array_size(a) : 0;
+	if (!n)
+		return;
+	job->end_offsets = sv_calloc(n, sizeof(*job->end_offsets));
+	job->nend_offsets = n;
+	for (size_t p = 0; p < n; p++)
+		job->end_offsets[p] = json_integer_value(json_array_get(a, p));
+}
+
 void sv_dist_metrics(sv_supervisor_t *sv, sv_buf_t *b)
 {
 	if (!sv->dist)
@@ -806,6 +974,8 @@ void sv_dist_release(sv_supervisor_t *sv)
 	sv_dist_stop(d);
 	json_decref(sv->dist_parts);
 	sv->dist_parts = NULL;
+	json_decref(sv->dist_attempts);
+	sv->dist_attempts = NULL;
 	json_decref(sv->dist_restarts);
 	sv->dist_restarts = NULL;
 	free(sv->dist_url);

@@ -87,6 +87,11 @@ typedef struct sv_job {
 	bool result_truncated;
 	struct sv_history *history; /* samples for the dashboard; owned */
 	sv_evidence_t *ev; /* IncQL evidence; owned, NULL until needed */
+	/* distributed bounded jobs (docs/cluster.md): the end offsets fixed
+	 * when the job was first written to the registry, end_offsets[p] for
+	 * partition p of the source topic; owned, NULL otherwise */
+	int64_t *end_offsets;
+	size_t nend_offsets;
 } sv_job_t;
 
 #endif

@@ -149,6 +149,8 @@ void sv_start_attempt(sv_supervisor_t *sv, sv_job_t *job)
 		wc.session_timeout_ms = (int)sv->conf.dist.session_timeout_ms;
 		wc.max_poll_interval_ms =
 			(int)sv->conf.dist.max_poll_interval_ms;
+		wc.end_offsets = job->end_offsets;
+		wc.nend_offsets = job->nend_offsets;
 	}
 	wc.ignore_state = job->restart_ignore_state;
 	job->restart_from = -1;
@@ -253,7 +255,8 @@ static void absorb_counters(sv_job_t *job)
 }
 
 /* Apply the restart policy (supervisor/restart.h) to a failed attempt. */
-static void schedule_restart(sv_job_t *job, const sv_error_t *err)
+static void schedule_restart(sv_supervisor_t *sv, sv_job_t *job,
+			     const sv_error_t *err)
 {
 	const Streamvisor__Restart *rp = job->spec->msg->restart;
 	const sv_restart_policy_t policy = {
@@ -276,6 +279,9 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 	sv_restart_decision_t d = sv_restart_decide(
 		&policy, &st, sv_errclass_of(err), job->attempt_started_ms, now,
 		r);
+	/* distributed: counted over every node's attempts */
+	int elsewhere = sv_dist_restart_count(sv, job, policy.max_attempts,
+					      policy.window_ms, now, &d);
 	job->window_start_ms = d.next.window_start_ms;
 	job->attempts_in_window = d.next.attempts_in_window;
 	job->backoff_ms = d.next.backoff_ms;
@@ -285,8 +291,11 @@ static void schedule_restart(sv_job_t *job, const sv_error_t *err)
 	}
 	if (d.verdict == SV_RESTART_EXHAUSTED) {
 		sv_error_t *ex = sv_error_new(
-			SV_ERR_RETRY_EXHAUSTED, "gave up after %d attempts: %s",
-			job->attempts_in_window, err->message);
+			SV_ERR_RETRY_EXHAUSTED,
+			"gave up after %d attempts%s: %s",
+			job->attempts_in_window + elsewhere,
+			elsewhere ? " (over the cluster's nodes)" : "",
+			err->message);
 		sv_error_set_job(ex, job->id, job->attempt);
 		sv_error_destroy(job->error);
 		job->error = ex;
@@ -366,7 +375,7 @@ void sv_on_worker_end(sv_supervisor_t *sv, sv_job_t *job)
 				      "cancelled by request");
 		} else {
 			job->pending_start = false;
-			schedule_restart(job, job->error);
+			schedule_restart(sv, job, job->error);
 		}
 		break;
 	}

@@ -29,6 +29,9 @@ void sv_persist_job(sv_supervisor_t *sv, sv_job_t *job)
 			      "state", sv_jobstate_name(job->state), "attempt",
 			      job->attempt, "restarts", job->restarts, "spec",
 			      sj ? sj : json_null());
+	json_t *ends = sv_dist_ends_json(job);
+	if (ends) /* a distributed bounded job's (docs/cluster.md) */
+		json_object_set_new(o, "end_offsets", ends);
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	sv_error_t *err = sv_ckstore_put_job(sv->store, job->id, text,
@@ -96,6 +99,7 @@ static sv_error_t *load_one(void *opaque, const char *id, const char *data,
 		json_object_get(o, "created_at_ms"));
 	job->attempt = (int)json_integer_value(json_object_get(o, "attempt"));
 	job->restarts = (int)json_integer_value(json_object_get(o, "restarts"));
+	sv_dist_ends_load(job, json_object_get(o, "end_offsets"));
 	job->last_ck.id = -1;
 	job->restart_from = -1;
 	job->state_since_ms = sv_now_ms();

@@ -384,15 +384,18 @@ static sv_error_t *do_submit(sv_supervisor_t *sv, cmd_t *c)
 	else
 		new_job_id(job->id, sizeof(job->id));
 	/* distributed: in the registry before it exists here, so every node
-	 * runs it (docs/cluster.md) */
-	if (!c->id && (err = sv_dist_publish(sv, job->id, spec, "running"))) {
+	 * runs it (docs/cluster.md); a bounded job with its end offsets */
+	job->spec = spec;
+	if ((err = sv_dist_bound_job(sv, job, c->id != NULL, c->u.submit.ends,
+				     c->u.submit.nends)) ||
+	    (!c->id && (err = sv_dist_publish_submit(sv, job)))) {
+		free(job->end_offsets);
 		free(job);
 		sv_jobspec_destroy(spec);
 		sv_evidence_destroy(ev);
 		json_decref(summary);
 		return err;
 	}
-	job->spec = spec;
 	job->ev = ev;
 	job->created_at_ms = job->state_since_ms = sv_now_ms();
 	job->state = SV_JOB_PENDING;
@@ -464,6 +467,7 @@ void sv_job_free(sv_job_t *job)
 	sv_jobspec_destroy(job->spec);
 	sv_error_destroy(job->error);
 	free(job->result);
+	free(job->end_offsets);
 	sv_obslog_destroy(job->obs);
 	sv_history_destroy(job->history);
 	sv_evidence_destroy(job->ev);
@@ -747,16 +751,20 @@ sv_error_t *sv_call(sv_supervisor_t *sv, cmd_t *c, char **json)
 sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,
 				const char *spec_json)
 {
-	return sv_supervisor_adopt_as(sv, job_id, spec_json, NULL);
+	return sv_supervisor_adopt_as(sv, job_id, spec_json, NULL, NULL, 0);
 }
 
 sv_error_t *sv_supervisor_adopt_as(sv_supervisor_t *sv, const char *job_id,
-				   const char *spec_json, const char *target)
+				   const char *spec_json, const char *target,
+				   const int64_t *ends, size_t nends)
 {
 	cmd_t c = {.type = SV_CMD_SUBMIT,
 		   .id = job_id,
 		   .adopt_target = target,
-		   .u.submit = {.body = spec_json, .len = strlen(spec_json)}};
+		   .u.submit = {.body = spec_json,
+				.len = strlen(spec_json),
+				.ends = ends,
+				.nends = nends}};
 	char *json = NULL;
 	sv_error_t *err = call(sv, &c, &json);
 	free(json);

@@ -122,10 +122,12 @@ sv_error_t *sv_supervisor_start_dist(sv_supervisor_t *sv, const char *url);
 sv_error_t *sv_supervisor_adopt(sv_supervisor_t *sv, const char *job_id,
 				const char *spec_json);
 /* The same as target says ("running", NULL; "cancelled": created
- * cancelled; "draining": created checkpointed, nothing started).
+ * cancelled; "draining": created checkpointed, nothing started), with a
+ * bounded job's end offsets ends[0..nends) (borrowed; NULL, 0: none).
  * thread: any but the supervisor's */
 sv_error_t *sv_supervisor_adopt_as(sv_supervisor_t *sv, const char *job_id,
-				   const char *spec_json, const char *target);
+				   const char *spec_json, const char *target,
+				   const int64_t *ends, size_t nends);
 /* Distributed mode (docs/cluster.md): where a mutation received here
  * goes. LOCAL: standalone, or this node leads; FORWARD: to *url (the
  * leader's, the caller's to free; *node too); NONE: no leader now (503).

@@ -19,6 +19,7 @@
 #include "checkpoint/store.h"
 #include "sinks/confine.h"
 #include "supervisor/job.h"
+#include "supervisor/restart.h"
 #include "ingress/plan.h"
 #include "supervisor/supervisor.h"
 
@@ -60,6 +61,10 @@ struct cmd {
 			const char *body;
 			size_t len;
 			bool protobuf;
+			/* adopted from the registry: a bounded job's end
+			 * offsets (borrowed), nends 0: none */
+			const int64_t *ends;
+			size_t nends;
 		} submit;
 		struct {
 			bool purge;
@@ -122,6 +127,8 @@ struct sv_supervisor {
 	struct sv_dist *dist; /* distributed mode's registry, or NULL */
 	struct sv_status *status; /* distributed mode's status topic */
 	json_t *dist_parts; /* status thread: job → partitions last read */
+	json_t *dist_attempts; /* attempts/<job>/<node> → this node's failed
+				* attempts (under lock; the status topic) */
 	char *dist_url; /* this node's advertised URL */
 	json_t *dist_restarts; /* job → the restart record applied here */
 };
@@ -134,7 +141,32 @@ sv_error_t *sv_dist_check_spec(const sv_supervisor_t *sv,
  * (nothing standalone). thread: supervisor */
 sv_error_t *sv_dist_publish(sv_supervisor_t *sv, const char *job_id,
 			    const sv_jobspec_t *spec, const char *target);
-/* The same with extra fields (borrowed, may be NULL) in the record. */
+/* A distributed bounded job's end offsets into job (end_offsets): those
+ * of the registry record it was adopted from (ends, nends), else, on the
+ * node that accepts the submit, the source topic's end offsets now
+ * (sv_dist_end_offsets). Nothing for other jobs or standalone. Errors:
+ * SV_ERR_BINDING (the ends cannot be taken), SV_ERR_SUBMISSION (a record
+ * of a bounded job without them). thread: supervisor */
+sv_error_t *sv_dist_bound_job(sv_supervisor_t *sv, sv_job_t *job, bool adopted,
+			      const int64_t *ends, size_t nends);
+/* The restart policy across members (docs/cluster.md "Restart policy"):
+ * after a failed attempt, d (sv_restart_decide over this node's count)
+ * with the failed attempts the other nodes counted in their windows
+ * added: a retry becomes EXHAUSTED once they reach max_attempts. Then
+ * this node's count (d->next) goes to the status topic. Returns the
+ * attempts counted elsewhere (0 standalone). thread: supervisor */
+int sv_dist_restart_count(sv_supervisor_t *sv, const sv_job_t *job,
+			  int max_attempts, int64_t window_ms, int64_t now,
+			  sv_restart_decision_t *d);
+/* A job's end offsets as JSON (an array; NULL when it has none), and
+ * back from a stored job record's member (persist.c). */
+json_t *sv_dist_ends_json(const sv_job_t *job);
+void sv_dist_ends_load(sv_job_t *job, const json_t *a);
+/* The submit's first record of job (target "running"), with a bounded
+ * job's end offsets (`end_offsets`). thread: supervisor */
+sv_error_t *sv_dist_publish_submit(sv_supervisor_t *sv, const sv_job_t *job);
+/* The same with extra fields (borrowed, may be NULL) in the record; a
+ * previous record's `end_offsets` are kept. */
 sv_error_t *sv_dist_publish_ext(sv_supervisor_t *sv, const char *job_id,
 				const sv_jobspec_t *spec, const char *target,
 				const json_t *extra);

@@ -31,7 +31,7 @@ static json_t *error_json(const sv_error_t *err)
 /* Per member (worker thread): its transactional id, checkpoint timings and
  * busy/idle time (Flink's busyTimeMsPerSecond, here as totals and the
  * share of busy time over the attempt). */
-static json_t *members_json(sv_job_t *job, int par)
+static json_t *members_json(sv_job_t *job, int par, const char *node)
 {
 	json_t *a = json_array();
 	bool txn = !strcmp(job->spec->msg->delivery, "exactly_once");
@@ -40,8 +40,12 @@ static json_t *members_json(sv_job_t *job, int par)
 			? sv_worker_member_stats(job->worker, k)
 			: NULL;
 		char txn_id[200];
-		snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d", job->id,
-			 k);
+		if (node) /* distributed: one per node and thread */
+			snprintf(txn_id, sizeof(txn_id),
+				 "streamvisor-%s-%s-t%d", job->id, node, k);
+		else
+			snprintf(txn_id, sizeof(txn_id), "streamvisor-%s-%d",
+				 job->id, k);
 		json_t *m = json_pack("{s:i, s:o}", "member", k,
 				      "transactional_id",
 				      txn ? json_string(txn_id) : json_null());
@@ -209,9 +213,15 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			    wm == INT64_MIN ? json_null() : json_integer(wm));
 	int par = sv_jobspec_parallelism(job->spec);
 	json_object_set_new(o, "parallelism", json_integer(par));
-	json_object_set_new(o, "members", members_json(job, par));
-	if (sv->conf.dist.name)
-		json_object_set_new(o, "distributed", dist_json(sv, job));
+	json_object_set_new(o, "members",
+			    members_json(job, par, sv->conf.dist.node_id));
+	if (sv->conf.dist.name) {
+		json_t *d = dist_json(sv, job);
+		json_t *ends = sv_dist_ends_json(job);
+		if (ends) /* a bounded job's, fixed at submit */
+			json_object_set_new(d, "end_offsets", ends);
+		json_object_set_new(o, "distributed", d);
+	}
 	json_t *stages = job->worker
 		? sv_worker_stages_json(job->worker, NULL, NULL)
 		: NULL;
@@ -229,7 +239,11 @@ json_t *sv_job_json(sv_supervisor_t *sv, sv_job_t *job, bool full)
 			(json_int_t)pos[i].next_offset, "end_offset",
 			(json_int_t)pos[i].end_offset, "lag_records",
 			(json_int_t)lag, "member",
-			pos[i].partition >= 0 ? pos[i].partition % par : 0);
+			sv->conf.dist.name && job->worker
+				? sv_worker_member_of(job->worker,
+						      pos[i].partition)
+				: pos[i].partition >= 0 ? pos[i].partition % par
+							: 0);
 		if (sv->conf.dist.name) /* the partitions this node reads */
 			json_object_set_new(p, "node",
 					    json_string(sv->conf.dist.node_id));

@@ -31,9 +31,10 @@
  * task, its trackers give each task's ctx.right_watermark_ms, and a
  * bounded job ends once both inputs are read to their end.
  *
- * Distributed mode (conf->node_id, docs/cluster.md): the one member of the
- * node (parallelism 1) reads as a static member of the job's group and
- * holds one task over whatever the group assigns; the pipeline is
+ * Distributed mode (conf->node_id, docs/cluster.md): each member of the
+ * node (parallelism per node) reads as the static member <node>-t<k> of
+ * the job's group and holds one task over whatever the group assigns
+ * (task_per_partition is false there); the pipeline is
  * stateless (the supervisor refuses others), so there is no state to move,
  * only offsets, which the group keeps. Nothing is restored from the local
  * store: positions are the group's committed offsets. After each poll
@@ -41,7 +42,9 @@
  * checkpoint committed what was read, a lost assignment after the open
  * transaction was aborted. Each checkpoint sends the consumer's own group
  * metadata; a refusal of category rebalance aborts, goes back to the
- * committed offsets and carries on (never an attempt failure).
+ * committed offsets and carries on (never an attempt failure). A bounded
+ * job's member stays in the group until the group committed the end
+ * offsets of every partition (bounded_step).
  *
  * Counters are atomics read by the supervisor (the job's, summed or
  * maxed by the members, and each member's own); positions and the preview
@@ -142,6 +145,11 @@ typedef struct member {
 	bool join_eof; /* bounded: the join input is read to its end */
 	sv_partpos_t *jpos; /* its positions, under w->lock */
 	size_t njpos;
+	/* distributed bounded jobs (bounded_step) */
+	bool bounded_group;
+	bool held_was_done; /* what it holds was read out and committed */
+	int64_t next_end_check; /* monotonic ms */
+	bool group_complete; /* the group committed every end offset */
 } member_t;
 
 struct sv_worker {
@@ -531,6 +539,16 @@ static void update_state_size(member_t *m)
 	update_memory(m);
 }
 
+/* Whether the member's tasks are one per partition (parallelism > 1
+ * standalone). In distributed mode a member holds one task over whatever
+ * the group assigns at any parallelism (the pipeline is stateless), and
+ * its checkpoint has the parallelism-1 shape: the offsets of everything
+ * it holds (docs/cluster.md "More than one member per node"). */
+static bool task_per_partition(const sv_worker_t *w)
+{
+	return w->nmembers > 1 && !w->conf.node_id;
+}
+
 static sv_ckpt_parts_t parts_of(member_t *m)
 {
 	sv_ckpt_parts_t parts = {
@@ -539,9 +557,9 @@ static sv_ckpt_parts_t parts_of(member_t *m)
 		.pl = m->tasks[0].plan->pipeline,
 		.wm = m->tasks[0].wm,
 		.member = m->index,
-		.parallelism = m->w->nmembers,
+		.parallelism = task_per_partition(m->w) ? m->w->nmembers : 1,
 	};
-	if (m->w->nmembers > 1) {
+	if (task_per_partition(m->w)) {
 		parts.tasks = m->cktasks;
 		parts.ntasks = m->ntasks;
 	}
@@ -742,7 +760,7 @@ static sv_error_t *recover(member_t *m)
 static int64_t combine(member_t *m, int64_t mono)
 {
 	sv_worker_t *w = m->w;
-	if (w->nmembers == 1 && m->ntasks == 1)
+	if ((w->nmembers == 1 || !task_per_partition(w)) && m->ntasks == 1)
 		return sv_watermarks_current(m->tasks[0].wm, mono);
 	int64_t own = INT64_MAX;
 	for (size_t i = 0; i < m->ntasks; i++) {
@@ -1035,6 +1053,52 @@ static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled)
 	return true;
 }
 
+/* Distributed bounded jobs (docs/cluster.md): a member stays in the group
+ * until the job's input is read and committed on every partition,
+ * whichever member read it, so the partitions of a node that dies are
+ * taken over and finished. Once every partition the member holds is read
+ * to its end offset it commits them at once (its final checkpoint for
+ * them, taken again whenever a new assignment is read out); from then on,
+ * every END_CHECK_MS, it asks the group's committed offsets, and once they
+ * reached the end offsets on every partition the input is done
+ * cluster-wide: *eof, and the attempt ends completed. Every node learns it
+ * the same way, from the group's offsets (read_committed: a pending
+ * checkpoint is waited out), so no node has to tell the others. */
+#define END_CHECK_MS 500
+#define END_ASK_TIMEOUT_MS 2000
+static sv_error_t *bounded_step(member_t *m, bool *eof)
+{
+	if (!m->bounded_group)
+		return NULL;
+	if (!sv_source_held_done(m->src)) {
+		m->held_was_done = false;
+		return NULL;
+	}
+	sv_error_t *err;
+	if (!m->held_was_done) {
+		err = m->w->checkpointing ? checkpoint(m, m->wm) : commit(m);
+		if (err && err->category == SV_ERR_REBALANCE)
+			return fenced(m, err); /* read again, commit again */
+		if (err)
+			return err;
+		m->held_was_done = true;
+	}
+	int64_t now = sv_mono_ms();
+	if (now < m->next_end_check)
+		return NULL;
+	m->next_end_check = now + END_CHECK_MS;
+	if (sv_source_group_complete(m->src, END_ASK_TIMEOUT_MS)) {
+		sv_log(&m->log, SV_LOG_INFO, "worker",
+		       "member %d: the group committed the end offsets of "
+		       "every "
+		       "partition: the bounded input is done",
+		       m->index);
+		m->group_complete = true;
+		*eof = true;
+	}
+	return NULL;
+}
+
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -1094,6 +1158,8 @@ static sv_error_t *run(member_t *m)
 		/* a bounded job's stage 1 ends once every upstream task has */
 		if (m->rp_in && sv_stage_in_ended(m->rp_in))
 			eof = true;
+		if (grouped && (err = bounded_step(m, &eof)))
+			return err;
 		if (eof && (!m->join || m->join_eof))
 			break;
 		bool asked = atomic_load(&w->stats.checkpoint_requests) >
@@ -1144,8 +1210,14 @@ static sv_error_t *run(member_t *m)
 	/* a bounded stage 0: its last watermark records say it ended */
 	m->rp_end = eof && m->stage == 0 && w->nstages > 1;
 	bool final_ck = atomic_load(&w->final_ck) && !atomic_load(&w->stop);
-	if (w->checkpointing && !atomic_load(&w->failing) &&
-	    (eof || drain || final_ck)) {
+	if (m->group_complete && eof) {
+		/* distributed bounded: committed cluster-wide; the open
+		 * transaction holds nothing of the job's (what the member
+		 * held was committed at its end): give it up */
+		if (m->ck.transactional)
+			sv_error_destroy(sv_sink_txn_abort(m->snk));
+	} else if (w->checkpointing && !atomic_load(&w->failing) &&
+		   (eof || drain || final_ck)) {
 		/* bounded end, drain or shutdown: a final checkpoint commits
 		 * the last output (and, drained or shut down, is where the
 		 * job continues) */
@@ -1269,7 +1341,8 @@ static sv_error_t *make_tasks(member_t *m)
 	const Streamvisor__EventTime *evt = m->spec->msg->event_time;
 	const sv_partpos_t *pos;
 	size_t npos = sv_source_positions(m->src, &pos);
-	m->ntasks = w->nmembers > 1 ? npos : 1;
+	bool per_part = task_per_partition(w);
+	m->ntasks = per_part ? npos : 1;
 	if (!m->ntasks && !w->conf.node_id)
 		return sv_error_new(SV_ERR_RUNTIME,
 				    "member %d has no partition to read",
@@ -1289,7 +1362,7 @@ static sv_error_t *make_tasks(member_t *m)
 		sv_error_t *err = sv_plan_build(m->spec, &t->plan);
 		if (err)
 			return err;
-		t->partition = w->nmembers > 1 ? pos[i].partition : -1;
+		t->partition = per_part ? pos[i].partition : -1;
 		t->wm = sv_watermarks_new(evt ? evt->max_out_of_orderness_ms
 					      : 0,
 					  evt ? evt->idle_timeout_ms : 0);
@@ -1297,7 +1370,7 @@ static sv_error_t *make_tasks(member_t *m)
 				       .stats = &t->opstats,
 				       .late = NULL};
 		sv_batch_init(&t->in, t->plan->schema);
-		if (w->nmembers > 1) {
+		if (per_part) {
 			sv_watermarks_add_partition(t->wm, t->partition, mono);
 			m->task_of[t->partition] = (int32_t)i;
 		} else {
@@ -1425,6 +1498,9 @@ static sv_error_t *open_member(member_t *m)
 		sc.group_instance_id = instance;
 		sc.session_timeout_ms = w->conf.session_timeout_ms;
 		sc.max_poll_interval_ms = w->conf.max_poll_interval_ms;
+		sc.end_offsets = w->conf.end_offsets;
+		sc.nend_offsets = w->conf.nend_offsets;
+		m->bounded_group = sc.bounded;
 	}
 	/* The sink first: a transactional sink's init_transactions aborts a
 	 * crashed attempt's open transaction, which otherwise keeps the
@@ -1821,6 +1897,20 @@ sv_worker_end_t sv_worker_end(const sv_worker_t *w)
 const sv_error_t *sv_worker_error(const sv_worker_t *w)
 {
 	return w->error;
+}
+
+int sv_worker_member_of(sv_worker_t *w, int32_t partition)
+{
+	int found = -1;
+	pthread_mutex_lock(&w->lock);
+	for (int k = 0; k < w->nmembers && found < 0; k++)
+		for (size_t i = 0; i < w->members[k].npos; i++)
+			if (w->members[k].pos[i].partition == partition) {
+				found = k;
+				break;
+			}
+	pthread_mutex_unlock(&w->lock);
+	return found;
 }
 
 static int cmp_pos(const void *a, const void *b)

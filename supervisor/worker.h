@@ -156,7 +156,16 @@ typedef struct sv_worker_conf {
 	const char *node_id;
 	int session_timeout_ms; /* group mode: session.timeout.ms */
 	int max_poll_interval_ms; /* group mode: max.poll.interval.ms */
+	/* group mode, bounded: the job's end offsets (end_offsets[p] for
+	 * source partition p, fixed in the job's registry record; borrowed) */
+	const int64_t *end_offsets;
+	size_t nend_offsets;
 } sv_worker_conf_t;
+
+/* The member (index within stage 0) that holds source partition
+ * partition now, or -1 (distributed mode: the group decides; standalone
+ * it is partition mod parallelism). thread: any */
+int sv_worker_member_of(sv_worker_t *w, int32_t partition);
 
 /* Build the plan and start the thread. conf is copied (pointers borrowed). */
 sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out);
