@@ -768,10 +768,13 @@ int64_t sv_supervisor_jobs_offset(sv_supervisor_t *sv)
 sv_error_t *sv_supervisor_cluster(sv_supervisor_t *sv, char **json)
 {
 	*json = NULL;
-	if (!sv->dist)
-		return sv_error_new(SV_ERR_NOT_FOUND,
-				    "this node runs standalone: there is no "
-				    "cluster (docs/cluster.md)");
+	if (!sv->dist) { /* standalone: a cluster of none */
+		*json = sv_json_dump(
+			json_pack("{s:s, s:n, s:n, s:b, s:n, s:[]}", "mode",
+				  "standalone", "cluster", "node",
+				  "this_node_leads", false, "leader", "nodes"));
+		return NULL;
+	}
 	char *lnode = NULL, *lurl = NULL;
 	int64_t epoch = 0;
 	bool leads = sv_dist_leader(sv->dist, &lnode, &lurl, &epoch);
@@ -797,10 +800,11 @@ sv_error_t *sv_supervisor_cluster(sv_supervisor_t *sv, char **json)
 	}
 	json_decref(view);
 	json_t *o = json_pack(
-		"{s:s, s:s, s:I, s:b, s:o, s:o, s:o}", "cluster",
-		sv->conf.dist.name, "node", sv->conf.dist.node_id,
-		"jobs_offset", (json_int_t)sv_dist_applied_offset(sv->dist),
-		"this_node_leads", leads, "leader",
+		"{s:s, s:s, s:s, s:I, s:b, s:o, s:o, s:o}", "mode",
+		"distributed", "cluster", sv->conf.dist.name, "node",
+		sv->conf.dist.node_id, "jobs_offset",
+		(json_int_t)sv_dist_applied_offset(sv->dist), "this_node_leads",
+		leads, "leader",
 		lnode ? json_pack("{s:s, s:s, s:I}", "node", lnode, "url",
 				  lurl ? lurl : "", "epoch", (json_int_t)epoch)
 		      : json_null(),

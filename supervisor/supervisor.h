@@ -144,7 +144,8 @@ sv_route_t sv_supervisor_route(sv_supervisor_t *sv, char **url, char **node);
 /* Distributed mode: the job registry offset the local view is read to
  * (-1 standalone). thread: any */
 int64_t sv_supervisor_jobs_offset(sv_supervisor_t *sv);
-/* GET /v1/cluster: nodes, leader, registry (404 standalone). thread: any */
+/* GET /v1/cluster: nodes, leader, registry (standalone: mode
+ * "standalone", no nodes). thread: any */
 sv_error_t *sv_supervisor_cluster(sv_supervisor_t *sv, char **json);
 /* Distributed mode: add the cluster's view of job id (status topic) to
  * *json, a GET /v1/jobs/{id} answer (replaced). thread: any */

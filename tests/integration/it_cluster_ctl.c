@@ -10,7 +10,8 @@
  *     at all is sent again to the next node, as a client would. Afterwards
  *     every node's GET /v1/jobs lists the same jobs in the same states;
  *     every name was created exactly once (retried submits return the
- *     same job: "existing"), each 2xx submit's id is that job, each 2xx
+ *     same job: "existing"; the same name with another plan id is a 409),
+ *     each 2xx submit's id is that job, each 2xx
  *     cancel left the job cancelled everywhere; the `leader` records of
  *     the jobs topic (read here with read_committed) have strictly
  *     increasing epochs and no record carries an epoch lower than one
@@ -322,6 +323,28 @@ static void test_leader_failover(void **state)
 			tj->existing++;
 			json_decref(o);
 			free(resp);
+		}
+		/* the same name with another plan (another filter): refused */
+		if (njobs == 2) {
+			json_t *sp = json_loads(spec, 0, NULL);
+			json_object_set_new(
+				json_array_get(json_object_get(sp, "pipeline"),
+					       0),
+				"filter", json_string("seq >= 1"));
+			char *other = json_dumps(sp, JSON_COMPACT);
+			json_decref(sp);
+			st = mutate(&t, "POST", "/v1/jobs", other, &resp,
+				    false);
+			if (st != 409)
+				cr_fail(c,
+					"%s with another plan id: %d %s, want "
+					"409",
+					tj->name, st, resp ? resp : "");
+			printf("[ cluster ] %s submitted again with another "
+			       "plan id: 409\n",
+			       tj->name);
+			free(resp);
+			free(other);
 		}
 		free(spec);
 		char path[200];

@@ -245,8 +245,8 @@ int64_t sv_supervisor_jobs_offset(sv_supervisor_t *sv)
 sv_error_t *sv_supervisor_cluster(sv_supervisor_t *sv, char **json)
 {
 	SV_UNUSED(sv);
-	*json = NULL;
-	return sv_error_new(SV_ERR_NOT_FOUND, "standalone");
+	*json = sv_strdup("{\"mode\":\"standalone\",\"nodes\":[]}");
+	return NULL;
 }
 
 void sv_supervisor_cluster_job(sv_supervisor_t *sv, const char *id, char **json)
