@@ -39,6 +39,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/admin.h"
 #include "kafka/client.h"
 
 #define DIST_TIMEOUT_MS 10000
@@ -185,40 +186,12 @@ static void on_delivery(void *opaque, const rd_kafka_message_t *m)
 
 static sv_error_t *create_topic(sv_dist_t *d)
 {
-	char errstr[256];
-	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(
-		d->topic, 1,
-		d->conf.replication_factor > 0 ? d->conf.replication_factor : 1,
-		errstr, sizeof(errstr));
-	if (!nt)
-		return sv_error_new(SV_ERR_CONFIG,
-				    "cannot describe topic '%s': %s", d->topic,
-				    errstr);
-	rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
-	rd_kafka_queue_t *q = rd_kafka_queue_new(d->prod);
-	rd_kafka_CreateTopics(d->prod, &nt, 1, NULL, q);
-	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, DIST_TIMEOUT_MS);
-	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
-	if (ev) {
-		e = rd_kafka_event_error(ev);
-		const rd_kafka_CreateTopics_result_t *res =
-			rd_kafka_event_CreateTopics_result(ev);
-		size_t n = 0;
-		const rd_kafka_topic_result_t **tr = res
-			? rd_kafka_CreateTopics_result_topics(res, &n)
-			: NULL;
-		if (!e && n == 1)
-			e = rd_kafka_topic_result_error(tr[0]);
-		rd_kafka_event_destroy(ev);
-	}
-	rd_kafka_queue_destroy(q);
-	rd_kafka_NewTopic_destroy(nt);
-	if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-		return sv_kafka_error(d->prod, &d->log, SV_ERR_BINDING, e, NULL,
-				      "cannot create the job registry topic "
-				      "'%s' on cluster '%s'",
-				      d->topic, d->conf.kafka->name);
-	return NULL;
+	sv_kafka_topic_spec_t spec = {
+		.partitions = 1,
+		.replication_factor = d->conf.replication_factor,
+		.compact = true,
+	};
+	return sv_kafka_topic_ensure_spec(d->conf.kafka, d->topic, &spec, NULL);
 }
 
 /* One job record (o borrowed) to the node: the supervisor's callback. */

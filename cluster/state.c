@@ -25,6 +25,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "core/log.h"
+#include "kafka/admin.h"
 #include "kafka/client.h"
 
 #define STATE_TIMEOUT_MS 10000
@@ -194,76 +195,14 @@ static sv_logctx_t state_log = {NULL, 0};
 sv_error_t *sv_state_topic_ensure(const sv_cluster_t *kafka, const char *topic,
 				  int partitions, int replication_factor)
 {
-	rd_kafka_t *rk = NULL;
-	sv_kafka_client_conf_t pc = {
-		.type = RD_KAFKA_PRODUCER,
-		.cluster = kafka,
-		.client_id = "streamvisor-state-admin",
-		.role = "state topic",
-		.log = &state_log,
+	/* an existing topic must cover the source's partitions */
+	sv_kafka_topic_spec_t spec = {
+		.partitions = partitions,
+		.replication_factor = replication_factor,
+		.compact = true,
+		.at_least = true,
 	};
-	sv_error_t *err = sv_kafka_client_new(&pc, &rk);
-	if (err)
-		return err;
-	/* exists already: its partition count must cover the source's */
-	const struct rd_kafka_metadata *md = NULL;
-	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
-	rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, rkt, &md,
-						  STATE_TIMEOUT_MS);
-	int have = 0;
-	if (!e && md && md->topic_cnt == 1 && !md->topics[0].err)
-		have = md->topics[0].partition_cnt;
-	if (md)
-		rd_kafka_metadata_destroy(md);
-	rd_kafka_topic_destroy(rkt);
-	if (have > 0 && have < partitions) {
-		err = sv_error_new(SV_ERR_CONFIG,
-				   "state topic '%s' has %d partitions, fewer "
-				   "than the %d of the job's source",
-				   topic, have, partitions);
-	} else if (have == 0) {
-		char errstr[256];
-		rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(
-			topic, partitions,
-			replication_factor > 0 ? replication_factor : 1, errstr,
-			sizeof(errstr));
-		if (!nt) {
-			err = sv_error_new(SV_ERR_CONFIG,
-					   "cannot describe topic '%s': %s",
-					   topic, errstr);
-		} else {
-			rd_kafka_NewTopic_set_config(nt, "cleanup.policy",
-						     "compact");
-			rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-			rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-			rd_kafka_event_t *ev = rd_kafka_queue_poll(
-				q, STATE_TIMEOUT_MS);
-			e = RD_KAFKA_RESP_ERR__TIMED_OUT;
-			if (ev) {
-				e = rd_kafka_event_error(ev);
-				const rd_kafka_CreateTopics_result_t *res =
-					rd_kafka_event_CreateTopics_result(ev);
-				size_t n = 0;
-				const rd_kafka_topic_result_t **tr = res
-					? rd_kafka_CreateTopics_result_topics(
-						  res, &n)
-					: NULL;
-				if (!e && n == 1)
-					e = rd_kafka_topic_result_error(tr[0]);
-				rd_kafka_event_destroy(ev);
-			}
-			rd_kafka_queue_destroy(q);
-			rd_kafka_NewTopic_destroy(nt);
-			if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-				err = sv_kafka_error(
-					rk, &state_log, SV_ERR_BINDING, e, NULL,
-					"cannot create the state topic '%s' "
-					"on cluster '%s'",
-					topic, kafka->name);
-		}
-	}
-	sv_kafka_client_destroy(rk);
-	return err;
+	return sv_kafka_topic_ensure_spec(kafka, topic, &spec, NULL);
 }
 
 /* ---- reader ---- */

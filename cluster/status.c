@@ -21,6 +21,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "kafka/admin.h"
 #include "kafka/client.h"
 
 #define STATUS_REFRESH_MS 10000
@@ -42,39 +43,12 @@ struct sv_status {
 
 static sv_error_t *create_topic(sv_status_t *s)
 {
-	char errstr[256];
-	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(
-		s->topic, 1,
-		s->conf.replication_factor > 0 ? s->conf.replication_factor : 1,
-		errstr, sizeof(errstr));
-	if (!nt)
-		return sv_error_new(SV_ERR_CONFIG,
-				    "cannot describe topic '%s': %s", s->topic,
-				    errstr);
-	rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
-	rd_kafka_queue_t *q = rd_kafka_queue_new(s->prod);
-	rd_kafka_CreateTopics(s->prod, &nt, 1, NULL, q);
-	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 10000);
-	rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR__TIMED_OUT;
-	if (ev) {
-		e = rd_kafka_event_error(ev);
-		const rd_kafka_CreateTopics_result_t *res =
-			rd_kafka_event_CreateTopics_result(ev);
-		size_t n = 0;
-		const rd_kafka_topic_result_t **tr = res
-			? rd_kafka_CreateTopics_result_topics(res, &n)
-			: NULL;
-		if (!e && n == 1)
-			e = rd_kafka_topic_result_error(tr[0]);
-		rd_kafka_event_destroy(ev);
-	}
-	rd_kafka_queue_destroy(q);
-	rd_kafka_NewTopic_destroy(nt);
-	if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-		return sv_kafka_error(s->prod, &s->log, SV_ERR_BINDING, e, NULL,
-				      "cannot create the status topic '%s'",
-				      s->topic);
-	return NULL;
+	sv_kafka_topic_spec_t spec = {
+		.partitions = 1,
+		.replication_factor = s->conf.replication_factor,
+		.compact = true,
+	};
+	return sv_kafka_topic_ensure_spec(s->conf.kafka, s->topic, &spec, NULL);
 }
 
 static void take(sv_status_t *s, const rd_kafka_message_t *m)

@@ -195,11 +195,24 @@ static rd_kafka_resp_err_t topic_result(rd_kafka_queue_t *q, bool create,
 	return e;
 }
 
-sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
-				  const char *topic, int partitions,
-				  bool *created)
+/* have partitions: too few, or (exactly) other than the spec's */
+static bool wrong_count(const sv_kafka_topic_spec_t *spec, int have)
 {
+	return have > 0 &&
+		(spec->at_least ? have < spec->partitions
+				: have != spec->partitions);
+}
+
+sv_error_t *sv_kafka_topic_ensure_spec(const sv_cluster_t *cluster,
+				       const char *topic,
+				       const sv_kafka_topic_spec_t *spec,
+				       bool *created)
+{
+	bool made = false;
+	if (!created)
+		created = &made;
 	*created = false;
+	int partitions = spec->partitions;
 	if (!cluster || cluster->dev_embedded)
 		return sv_error_new(
 			SV_ERR_CONFIG,
@@ -208,11 +221,13 @@ sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
 			"admin API)",
 			topic);
 	int have = sv_kafka_topic_partitions(cluster, topic);
-	if (have > 0 && have != partitions)
+	if (wrong_count(spec, have))
 		return sv_error_new(SV_ERR_CONFIG,
 				    "topic '%s' on cluster '%s' has %d "
-				    "partitions, not the %d it needs",
-				    topic, cluster->name, have, partitions);
+				    "partitions, not the %s%d it needs",
+				    topic, cluster->name, have,
+				    spec->at_least ? "at least " : "",
+				    partitions);
 	if (have > 0)
 		return NULL;
 	rd_kafka_t *rk;
@@ -220,14 +235,20 @@ sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
 	if (err)
 		return err;
 	char es[256], why[512], text[512];
-	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, partitions, -1,
-							es, sizeof(es));
+	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(
+		topic, partitions,
+		spec->replication_factor > 0 ? spec->replication_factor : -1,
+		es, sizeof(es));
 	if (!nt) {
 		sv_kafka_client_destroy(rk);
 		return sv_error_new(SV_ERR_CONFIG, "topic '%s': %s", topic, es);
 	}
-	rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete");
-	rd_kafka_NewTopic_set_config(nt, "retention.ms", "-1");
+	if (spec->compact) {
+		rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+	} else {
+		rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "delete");
+		rd_kafka_NewTopic_set_config(nt, "retention.ms", "-1");
+	}
 	rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
 	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(
 		rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
@@ -251,14 +272,23 @@ sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
 	sv_kafka_client_destroy(rk);
 	if (!err && !*created) {
 		have = sv_kafka_topic_partitions(cluster, topic);
-		if (have > 0 && have != partitions)
+		if (wrong_count(spec, have))
 			err = sv_error_new(SV_ERR_CONFIG,
 					   "topic '%s' on cluster '%s' has %d "
-					   "partitions, not the %d it needs",
+					   "partitions, not the %s%d it needs",
 					   topic, cluster->name, have,
+					   spec->at_least ? "at least " : "",
 					   partitions);
 	}
 	return err;
+}
+
+sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
+				  const char *topic, int partitions,
+				  bool *created)
+{
+	sv_kafka_topic_spec_t spec = {.partitions = partitions};
+	return sv_kafka_topic_ensure_spec(cluster, topic, &spec, created);
 }
 
 sv_error_t *sv_kafka_topic_delete(const sv_cluster_t *cluster,

@@ -26,12 +26,30 @@ sv_error_t *sv_kafka_check_txn_timeout(const sv_cluster_t *cluster,
  * checks again. The embedded development cluster: 0. */
 int sv_kafka_topic_partitions(const sv_cluster_t *cluster, const char *topic);
 
-/* Create topic with partitions partitions, cleanup.policy=delete and
- * retention.ms=-1 (a repartition topic, docs/repartition.md), unless it
- * exists; *created says whether this call made it. Errors: SV_ERR_CONFIG
- * when it exists with another partition count (or the cluster is the
- * embedded development cluster); SV_ERR_BINDING when the broker refuses
- * or does not answer within a few seconds. */
+/* What sv_kafka_topic_ensure_spec makes: partitions partitions (an
+ * existing topic must have exactly that many, or at least that many with
+ * at_least), replication_factor copies (0: the broker's default), and
+ * cleanup.policy=compact (the cluster's internal topics) or delete with
+ * retention.ms=-1 (a repartition topic). */
+typedef struct sv_kafka_topic_spec {
+	int partitions;
+	int replication_factor;
+	bool compact;
+	bool at_least;
+} sv_kafka_topic_spec_t;
+
+/* Create topic as spec says unless it exists; *created (may be NULL) says
+ * whether this call made it. Errors: SV_ERR_CONFIG when it exists with
+ * another partition count (or the cluster is the embedded development
+ * cluster); SV_ERR_BINDING when the broker refuses or does not answer
+ * within a few seconds. */
+sv_error_t *sv_kafka_topic_ensure_spec(const sv_cluster_t *cluster,
+				       const char *topic,
+				       const sv_kafka_topic_spec_t *spec,
+				       bool *created);
+
+/* A repartition topic (docs/repartition.md): partitions partitions,
+ * delete policy, retention.ms=-1, the broker's replication. */
 sv_error_t *sv_kafka_topic_ensure(const sv_cluster_t *cluster,
 				  const char *topic, int partitions,
 				  bool *created);
