@@ -1018,14 +1018,12 @@ static sv_error_t *group_step(member_t *m)
  * up with its input: a poll returned rows but fewer than a full batch, and
  * every partition it reads is read to the end it knows (what was waiting
  * while the job was down is through); at the latest after the interval
- * (docs/performance.md "Exactly-once recovery"). Parallelism 1 only: at
- * more, one of two it_parallel runs with it failed (the partition-scope
- * stream run at parallelism 4 lacked output; not understood yet), so
- * members keep the interval. */
+ * (docs/performance.md "Exactly-once recovery"). Each member decides for
+ * itself, at any parallelism. */
 static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled)
 {
-	if (!first_pending || !m->w->transactional || m->w->nmembers > 1 ||
-	    !polled || polled >= BATCH_ROWS)
+	if (!first_pending || !m->w->transactional || !polled ||
+	    polled >= BATCH_ROWS)
 		return false;
 	const sv_partpos_t *pos;
 	size_t n = sv_source_positions(m->src, &pos);
@@ -1701,6 +1699,8 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 		!strcmp(conf->spec->msg->delivery, "exactly_once");
 	w->wm_per_partition = sv_jobspec_wm_per_partition(conf->spec);
 	w->nmembers = sv_jobspec_parallelism(conf->spec);
+	if (sv_jobspec_memory_budget(conf->spec) > 0)
+		sv_alloc_compact();
 	w->nstages = 1;
 	sv_error_t *serr = split_stages(w);
 	if (serr) {
