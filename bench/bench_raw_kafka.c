@@ -38,7 +38,9 @@
  *            at-least-once: every second the producer is flushed, then the
  *            consumed positions are committed. --txn: one transaction per
  *            second (send_offsets_to_transaction + commit_transaction),
- *            read_committed input. Reports records, seconds and the
+ *            read_committed input. The consumer's fetcher is woken after
+ *            a full prefetch queue as the Kafka source does (fetch_wake;
+ *            --no-wake leaves it out). Reports records, seconds and the
  *            process's own CPU (getrusage) and peak RSS; phase timings
  *            (end offsets read, first and last record, committed) on
  *            stderr.
@@ -99,6 +101,7 @@ typedef struct opts {
 	double warmup;
 	bool live;
 	bool txn;
+	bool no_wake; /* copy: without fetch_wake (to measure the stall) */
 	bool compact;
 	bool join_check;
 	int64_t persons;
@@ -567,6 +570,38 @@ static rd_kafka_t *consumer_assign_all(const opts_t *o, const char *topic,
 	return rk;
 }
 
+/* librdkafka 2.0's fetcher stops at a full prefetch queue
+ * (queued.min.messages, queued.max.messages.kbytes) and looks again only
+ * when its broker thread wakes, up to 1 s later (docs/performance.md "A
+ * small prefetch queue"). The reference gets the same wake-up as the Kafka
+ * source (sources/kafka_source.c ksrc_wake_fetcher), so that neither side
+ * is paced by the stall: once the queue reached 3/4 of a threshold and
+ * then drained below half, one ListOffsets request to the first
+ * partition's leader wakes that broker's thread. */
+typedef struct fetch_wake {
+	rd_kafka_queue_t *q;
+	uint64_t max_msgs, max_bytes;
+	uint64_t msgs, bytes; /* consumed so far, for the average size */
+	bool full;
+	int64_t wakes;
+} fetch_wake_t;
+
+static void fetch_wake(fetch_wake_t *w, rd_kafka_t *rk, const char *topic)
+{
+	uint64_t q = rd_kafka_queue_length(w->q);
+	uint64_t bytes = q * (w->msgs ? w->bytes / w->msgs : 0);
+	if (q * 4 >= w->max_msgs * 3 || bytes * 4 >= w->max_bytes * 3) {
+		w->full = true;
+		return;
+	}
+	if (!w->full || q * 2 >= w->max_msgs || bytes * 2 >= w->max_bytes)
+		return;
+	w->full = false;
+	w->wakes++;
+	int64_t lo, hi;
+	rd_kafka_query_watermark_offsets(rk, topic, 0, &lo, &hi, 200);
+}
+
 static int cmd_copy(const opts_t *o)
 {
 	double t0 = mono_s(), c0 = cpu_s();
@@ -605,6 +640,11 @@ static int cmd_copy(const opts_t *o)
 
 	int64_t records = 0, commits = 0;
 	double last_commit = mono_s();
+	/* the thresholds of consumer_assign_all and librdkafka 2.0's default
+	 * queued.max.messages.kbytes */
+	fetch_wake_t fw = {.q = rd_kafka_queue_get_consumer(cons),
+			   .max_msgs = 200000,
+			   .max_bytes = 65536 * 1024};
 	bool first = true;
 	fprintf(stderr, "copy: %.3f s: producer ready\n", mono_s() - t0);
 	rd_kafka_consumer_group_metadata_t *cgmd =
@@ -678,9 +718,13 @@ static int cmd_copy(const opts_t *o)
 				}
 				next[m->partition] = m->offset + 1;
 				records++;
+				fw.msgs++;
+				fw.bytes += m->len;
 			}
 			rd_kafka_message_destroy(m);
 		}
+		if (!o->no_wake && (records & 255) == 0)
+			fetch_wake(&fw, cons, o->in);
 		rd_kafka_poll(prod, 0);
 		if (mono_s() - last_commit >= 1.0) {
 			COMMIT_POSITIONS();
@@ -688,7 +732,10 @@ static int cmd_copy(const opts_t *o)
 				fail("begin: %s", rd_kafka_error_string(te));
 		}
 	}
-	fprintf(stderr, "copy: %.3f s: last record\n", mono_s() - t0);
+	fprintf(stderr,
+		"copy: %.3f s: last record (fetcher woken %" PRId64 " times)\n",
+		mono_s() - t0, fw.wakes);
+	rd_kafka_queue_destroy(fw.q);
 	COMMIT_POSITIONS();
 	fprintf(stderr, "copy: %.3f s: committed\n", mono_s() - t0);
 	if (rd_kafka_flush(prod, 60000))
@@ -697,8 +744,9 @@ static int cmd_copy(const opts_t *o)
 	if (dr_failed)
 		fail("%" PRId64 " records failed delivery", dr_failed);
 	printf("{\"records\":%" PRId64 ",\"seconds\":%.3f,\"cpu_s\":%.3f,"
-	       "\"peak_rss_mb\":%.1f,\"commits\":%" PRId64 "}\n",
-	       records, secs, cpu, peak_rss_mb(), commits);
+	       "\"peak_rss_mb\":%.1f,\"commits\":%" PRId64
+	       ",\"fetcher_wakes\":%" PRId64 "}\n",
+	       records, secs, cpu, peak_rss_mb(), commits, fw.wakes);
 	rd_kafka_consumer_group_metadata_destroy(cgmd);
 	rd_kafka_topic_destroy(out);
 	rd_kafka_destroy(prod);
@@ -980,7 +1028,7 @@ static void usage(void)
 		" [--bytes 200 --keys 10000 --seed 42 --key-by key|auction]\n"
 		"  load-q3 --table PERSONS --topic AUCTIONS --count N"
 		" [--persons 100000 --seed 42]\n"
-		"  copy    --in T --out T2 [--txn] [--group G]\n"
+		"  copy    --in T --out T2 [--txn] [--group G] [--no-wake]\n"
 		"  count   --topic T [--seconds TIMEOUT] [--join-check]\n"
 		"  topics  --topic T1,T2,... [--partitions 8] [--compact]\n"
 		"  latency --topic T --field F --seconds S [--warmup S]"
@@ -1040,6 +1088,8 @@ int main(int argc, char **argv)
 			o.live = true;
 		else if (strcmp(a, "--txn") == 0)
 			o.txn = true;
+		else if (strcmp(a, "--no-wake") == 0)
+			o.no_wake = true;
 		else if (strcmp(a, "--compact") == 0)
 			o.compact = true;
 		else if (strcmp(a, "--join-check") == 0)

@@ -9,7 +9,14 @@
  * same key passes again after that. Expiry uses a min-heap of
  * (f + within_ms - 1, entry); an entry whose f was replaced has several
  * items, counted, and is freed when the last one pops. Records pass
- * through unchanged (same schema, same meta). See docs/windows.md. */
+ * through unchanged (same schema, same meta). See docs/windows.md.
+ *
+ * Incremental checkpoints (docs/checkpoints.md): the state map tracks the
+ * entries created or renewed since the last checkpoint; a delta holds
+ * those (key, first) and the watermark. Deletes need no tombstones: an
+ * entry is only ever removed by expiry, which the watermark decides, so a
+ * restore applies the changed entries and then expires to the delta's
+ * watermark, which removes exactly what the operator had removed. */
 #include "core/window_int.h"
 
 #include <stdlib.h>
@@ -17,6 +24,7 @@
 
 #define DEDUP_SNAPSHOT_VERSION 1
 #define DEDUP_SNAPSHOT_KIND 'D'
+#define DEDUP_DELTA_KIND 'd'
 
 typedef struct dkey {
 	int64_t first;
@@ -38,6 +46,7 @@ typedef struct dedupop {
 	size_t nheap, hcap;
 	int64_t wm; /* watermark of the last advance */
 	sv_value_t *keybuf;
+	bool incr_base; /* a checkpointed snapshot or delta to build on */
 } dedupop_t;
 
 static void heap_push(dedupop_t *op, int64_t expire, dkey_t *k)
@@ -85,6 +94,8 @@ static void remember(dedupop_t *op, dkey_t *k, uint64_t h, int64_t t)
 		return;
 	if (!k)
 		k = sv_statemap_upsert(op->map, op->keybuf, h, NULL);
+	else
+		sv_statemap_touch(op->map, k);
 	k->first = t;
 	heap_push(op, expire, k);
 }
@@ -190,6 +201,8 @@ static void dedup_clear(dedupop_t *op)
 	sv_statemap_clear(op->map);
 	op->nheap = 0;
 	op->wm = SV_WATERMARK_NONE;
+	op->incr_base = false;
+	sv_statemap_track(op->map, false);
 }
 
 static sv_error_t *dedup_restore(sv_op_t *base, const char *data, size_t len)
@@ -236,6 +249,85 @@ static sv_error_t *dedup_restore(sv_op_t *base, const char *data, size_t len)
 	return NULL;
 }
 
+/* Delta: u8 version, u8 'd', u32 nkeys, i64 watermark, u64 n, then n
+ * times: nkeys values, i64 first (the entries created or renewed since
+ * the last checkpoint that are still held). */
+static sv_error_t *dedup_snapshot_delta(sv_op_t *base, sv_buf_t *out,
+					bool *written)
+{
+	dedupop_t *op = (dedupop_t *)base;
+	*written = false;
+	if (!op->incr_base)
+		return NULL;
+	sv_ser_u8(out, DEDUP_SNAPSHOT_VERSION);
+	sv_ser_u8(out, DEDUP_DELTA_KIND);
+	sv_ser_u32(out, (uint32_t)op->nkeys);
+	sv_ser_i64(out, op->wm);
+	size_t n = sv_statemap_dirty_count(op->map);
+	sv_ser_u64(out, n);
+	for (size_t i = 0; i < n; i++) {
+		dkey_t *k = sv_statemap_dirty_at(op->map, i);
+		const sv_value_t *key = sv_statemap_key(op->map, k);
+		for (size_t c = 0; c < op->nkeys; c++)
+			sv_ser_value(out, &key[c]);
+		sv_ser_i64(out, k->first);
+	}
+	*written = true;
+	return NULL;
+}
+
+static sv_error_t *dedup_restore_delta(sv_op_t *base, const char *data,
+				       size_t len)
+{
+	dedupop_t *op = (dedupop_t *)base;
+	sv_deser_t d = {.p = data, .len = len};
+	uint8_t ver = sv_deser_u8(&d), kind = sv_deser_u8(&d);
+	uint32_t nkeys = sv_deser_u32(&d);
+	if (d.bad || ver != DEDUP_SNAPSHOT_VERSION ||
+	    kind != DEDUP_DELTA_KIND || nkeys != op->nkeys)
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "dedup state delta does not match the "
+				    "operator (version %u, kind %u, %u keys)",
+				    ver, kind, nkeys);
+	int64_t wm = sv_deser_i64(&d);
+	uint64_t n = sv_deser_u64(&d);
+	for (uint64_t i = 0; i < n && !d.bad; i++) {
+		for (size_t c = 0; c < op->nkeys; c++)
+			sv_deser_value(&d, &op->keybuf[c]);
+		int64_t first = sv_deser_i64(&d);
+		if (!d.bad && first > INT64_MAX - op->within)
+			d.bad = true;
+		if (d.bad)
+			break;
+		uint64_t h = sv_statemap_hash(op->map, op->keybuf);
+		dkey_t *k = sv_statemap_find(op->map, op->keybuf, h);
+		if (!k)
+			k = sv_statemap_upsert(op->map, op->keybuf, h, NULL);
+		k->first = first;
+		heap_push(op, first + op->within - 1, k);
+	}
+	if (d.bad || d.off != d.len) {
+		dedup_clear(op);
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "dedup state delta is truncated or "
+				    "corrupt (%zu of %zu bytes read)",
+				    d.off, d.len);
+	}
+	/* the deletes: what expired up to the delta's watermark */
+	expire_to(op, wm);
+	op->incr_base = false;
+	sv_statemap_track(op->map, false);
+	return NULL;
+}
+
+static void dedup_checkpointed(sv_op_t *base)
+{
+	dedupop_t *op = (dedupop_t *)base;
+	sv_statemap_dirty_clear(op->map);
+	sv_statemap_track(op->map, true);
+	op->incr_base = true;
+}
+
 static void dedup_destroy(sv_op_t *base)
 {
 	dedupop_t *op = (dedupop_t *)base;
@@ -257,6 +349,9 @@ static const sv_op_ops_t dedup_ops = {
 	.state_size = dedup_state_size,
 	.snapshot = dedup_snapshot,
 	.restore = dedup_restore,
+	.snapshot_delta = dedup_snapshot_delta,
+	.restore_delta = dedup_restore_delta,
+	.checkpointed = dedup_checkpointed,
 	.destroy = dedup_destroy,
 };
 

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "core/util.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,4 +322,24 @@ char *sv_buf_detach(sv_buf_t *b)
 	char *d = b->data ? b->data : sv_strdup("");
 	sv_buf_init(b);
 	return d;
+}
+
+/* glibc's dynamic mmap threshold rises to the size of the largest mmapped
+ * block freed: librdkafka's fetch buffers (MBs), so after the first few
+ * fetches such blocks are carved out of the arenas, whose pages stay after
+ * the free; and each thread that allocates may get an arena of its own.
+ * A fixed threshold maps and unmaps big blocks per use. The environment
+ * (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_) still wins. */
+static void alloc_compact_once(void)
+{
+	if (!getenv("MALLOC_ARENA_MAX"))
+		mallopt(M_ARENA_MAX, 2);
+	if (!getenv("MALLOC_MMAP_THRESHOLD_"))
+		mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+}
+
+void sv_alloc_compact(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, alloc_compact_once);
 }

@@ -66,6 +66,11 @@ void sv_buf_json_str(sv_buf_t *b, const char *s, size_t n);
 /* Detach the data (caller frees); buffer becomes empty. */
 char *sv_buf_detach(sv_buf_t *b);
 
+/* Set glibc's allocator for a bounded footprint, once per process (the
+ * first job with a memory budget asks; docs/performance.md "The
+ * allocator"): at most 2 arenas, and a fixed mmap threshold of 256 KiB. */
+void sv_alloc_compact(void);
+
 #define SV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SV_UNUSED(x) ((void)(x))
 

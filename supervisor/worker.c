@@ -1075,20 +1075,54 @@ static sv_error_t *group_step(member_t *m)
 /* Exactly-once output becomes visible when its checkpoint commits, so
  * after a (re)start nothing shows for a whole checkpoint interval. Until
  * the attempt's first checkpoint, one is due as soon as the member caught
- * up with its input: a poll returned rows but fewer than a full batch, and
- * every partition it reads is read to the end it knows (what was waiting
- * while the job was down is through); at the latest after the interval
- * (docs/performance.md "Exactly-once recovery"). Parallelism 1 only: at
- * more, one of two it_parallel runs with it failed (the partition-scope
- * stream run at parallelism 4 lacked output; not understood yet), so
- * members keep the interval. */
-static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled)
+ * up with its input, whichever comes first of: every partition read past
+ * the end it had when the member first read rows (the backlog that
+ * waited while the job was down is through: with input flowing fast a
+ * poll may never come back short), or a poll that returned rows but fewer
+ * than a full batch with every partition read to the end it knows; at the
+ * latest after the interval (docs/performance.md "Exactly-once
+ * recovery"). Each member decides for itself, at any parallelism. */
+#define CATCHUP_MAX_PARTS 256
+typedef struct catchup {
+	bool taken; /* the ends are noted (n = 0: unknown, not used) */
+	size_t n;
+	int32_t part[CATCHUP_MAX_PARTS];
+	int64_t end[CATCHUP_MAX_PARTS];
+} catchup_t;
+
+static bool backlog_read(const catchup_t *c, const sv_partpos_t *pos, size_t n)
 {
-	if (!first_pending || !m->w->transactional || m->w->nmembers > 1 ||
-	    !polled || polled >= BATCH_ROWS)
+	if (!c->n || n != c->n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (pos[i].partition != c->part[i] ||
+		    pos[i].next_offset < c->end[i])
+			return false;
+	return true;
+}
+
+static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
+				 catchup_t *c)
+{
+	if (!first_pending || !m->w->transactional || !polled)
 		return false;
 	const sv_partpos_t *pos;
 	size_t n = sv_source_positions(m->src, &pos);
+	if (!c->taken) {
+		c->taken = true;
+		c->n = n <= CATCHUP_MAX_PARTS ? n : 0;
+		for (size_t i = 0; i < c->n; i++) {
+			c->part[i] = pos[i].partition;
+			c->end[i] = pos[i].end_offset;
+			if (pos[i].end_offset < 0)
+				c->n = 0; /* an end unknown: the rule below */
+		}
+		return false;
+	}
+	if (backlog_read(c, pos, n))
+		return true;
+	if (polled >= BATCH_ROWS)
+		return false;
 	for (size_t i = 0; i < n; i++)
 		if (sv_partpos_lag(&pos[i]) > 0)
 			return false;
@@ -1643,6 +1677,7 @@ static sv_error_t *run(member_t *m)
 		return err;
 	int64_t next_commit = sv_mono_ms() + interval;
 	bool first_pending = true; /* no checkpoint of this attempt yet */
+	catchup_t catchup = {0};
 	int64_t t_started = sv_mono_ms();
 	bool eof = false;
 	int64_t t_loop = mono_us();
@@ -1700,7 +1735,8 @@ static sv_error_t *run(member_t *m)
 			atomic_load(&m->stats.checkpoint_served);
 		if (grouped && (err = group_step(m)))
 			return err;
-		bool first_due = first_checkpoint_due(m, first_pending, polled);
+		bool first_due = first_checkpoint_due(m, first_pending, polled,
+						      &catchup);
 		if (sv_mono_ms() >= next_commit || asked || first_due) {
 			int64_t t_ck = sv_mono_ms();
 			err = w->checkpointing ? checkpoint(m, m->wm)
@@ -2341,6 +2377,8 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 		!strcmp(conf->spec->msg->delivery, "exactly_once");
 	w->wm_per_partition = sv_jobspec_wm_per_partition(conf->spec);
 	w->nmembers = sv_jobspec_parallelism(conf->spec);
+	if (sv_jobspec_memory_budget(conf->spec) > 0)
+		sv_alloc_compact();
 	w->nstages = 1;
 	sv_error_t *serr = split_stages(w);
 	if (serr) {

@@ -28,7 +28,7 @@ BOOT=127.0.0.1:$KAFKA_PORT
 OUT=$repo/build/bench/profile
 RAWK=$repo/build/bench/sv/bench_raw_kafka
 SV=$repo/build/bench/sv/streamvisor
-PORT=19482
+PORT=${BENCH_SV_PORT:-19482}
 mkdir -p "$OUT"
 [ -x "$SV" ] && [ -x "$RAWK" ] || { echo "build first: bench/run.sh --quick (or cmake --build build/bench/sv)" >&2; exit 1; }
 deploy/kafka/kafka.sh start >/dev/null
@@ -75,6 +75,9 @@ for w in $WORKLOADS; do
     wait "$ppid" 2>/dev/null || true
     perf report -i "$OUT/$w.perf.data" --no-children --sort dso,symbol --stdio -g none 2>/dev/null |
         grep -v "^#" | grep "%" | head -40 >>"$OUT/$w.txt" || true
+    echo "--- by thread (librdkafka names its own rdk:*)" >>"$OUT/$w.txt"
+    perf report -i "$OUT/$w.perf.data" --no-children --sort comm --stdio -g none 2>/dev/null |
+        grep -v "^#" | grep "%" | head -12 >>"$OUT/$w.txt" || true
     echo "--- by library" >>"$OUT/$w.txt"
     perf report -i "$OUT/$w.perf.data" --no-children --sort dso --stdio -g none 2>/dev/null |
         grep -v "^#" | grep "%" | head -12 >>"$OUT/$w.txt" || true

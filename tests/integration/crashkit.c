@@ -704,6 +704,11 @@ static const char *window_step =
 	" \"total\": \"sum(seq)\", \"lo\": \"min(seq)\", \"hi\": "
 	"\"max(seq)\"}}}";
 
+/* seq is unique: nothing is dropped, and a replay after a restore passes
+ * only if the restored state holds exactly the checkpoint's keys */
+static const char *dedup_step =
+	"{\"dedup\": {\"key\": [\"seq\"], \"within_ms\": 5000}}";
+
 char *cr_job_spec(crash_t *c, cjob_t *j)
 {
 	char *sink, *s;
@@ -733,9 +738,12 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		     c->test, j->label, cr_par, c->in_topic,
 		     cr_par > 1 && !cr_repart ? ", \"partitioned_by\": [\"k\"]"
 					      : "",
-		     OOO_MS, j->kind == J_WINDOW ? ", " : "",
-		     j->kind == J_WINDOW ? window_step : "", sink,
-		     j->exactly_once ? "exactly_once" : "at_least_once", CK_MS,
+		     OOO_MS, j->kind == J_WINDOW || j->dedup ? ", " : "",
+		     j->kind == J_WINDOW ? window_step
+			     : j->dedup  ? dedup_step
+					 : "",
+		     sink, j->exactly_once ? "exactly_once" : "at_least_once",
+		     CK_MS,
 		     j->restart ? j->restart
 				: "{\"max_attempts\": 1000, "
 				  "\"initial_backoff_ms\": 100, "

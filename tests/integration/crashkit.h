@@ -153,6 +153,9 @@ typedef struct cjob {
 	bool answered; /* status seen in the current incarnation */
 	const char *sink_extra; /* more members of the sink object, or NULL */
 	const char *restart; /* the restart policy object, or NULL */
+	/* J_PASS: a dedup on seq before the sink (every record passes once;
+	 * its state is restored from incremental checkpoints after a kill) */
+	bool dedup;
 } cjob_t;
 
 typedef struct seenfile {

@@ -19,7 +19,9 @@
  * Tests (each prints one SUMMARY line per job and reader):
  *   crash_loop      200,000 records (SV_CRASH_LONG=1: 1,000,000), at least
  *                   12 (long: 30) random SIGKILLs; exactly_once passthrough
- *                   and window asserted with read_committed; negative
+ *                   (through a dedup on seq, whose state is restored from
+ *                   incremental checkpoints) and window asserted with
+ *                   read_committed; negative
  *                   controls reported: the same outputs read_uncommitted and
  *                   an at_least_once passthrough (which must lose nothing).
  *   kill_points     STREAMVISOR_KILL_AT=<point>:<n> for each of the five
@@ -213,6 +215,7 @@ static void test_crash_loop(void **state)
 	crash_t *c = cr_new(state, "crash_loop", 1);
 	c->no_kills = env_on("SV_CRASH_NO_KILLS");
 	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
+	pass->dedup = true; /* incremental dedup state across the kills */
 	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
 	cjob_t *alo = cr_add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
 	/* delays ~2.5 s on average plus ~0.7 s to restart: the input spans

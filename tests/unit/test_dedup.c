@@ -2,7 +2,8 @@
  * and drops later records of that key whose event time is before
  * first + within_ms; the key is forgotten when the watermark reaches
  * first + within_ms - 1, so the state is bounded by the watermark. Also
- * nulls, pass-through of rows and meta, finish, snapshot/restore and the
+ * nulls, pass-through of rows and meta, finish, snapshot/restore,
+ * incremental checkpoints (randomized, with expiry as the deletes) and the
  * errors for bad specs. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -288,6 +289,180 @@ static void test_snapshot_restore(void **state)
 	sv_op_destroy(b);
 }
 
+/* A dedup snapshot as text independent of the state map's order: the
+ * watermark, then "key=first" sorted. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void canonical(sv_op_t *op, char *txt, size_t cap)
+{
+	sv_buf_t snap;
+	sv_buf_init(&snap);
+	assert_null(op->ops->snapshot(op, &snap));
+	sv_deser_t d = {.p = snap.data, .len = snap.len};
+	sv_deser_u8(&d);
+	sv_deser_u8(&d);
+	sv_deser_u32(&d);
+	sv_deser_i64(&d);
+	int64_t wm = sv_deser_i64(&d);
+	uint64_t n = sv_deser_u64(&d);
+	char **e = calloc(n + 1, sizeof(char *));
+	for (uint64_t i = 0; i < n; i++) {
+		sv_value_t k;
+		sv_deser_value(&d, &k);
+		int64_t first = sv_deser_i64(&d);
+		e[i] = malloc(48);
+		snprintf(e[i], 48, "%.*s=%lld", k.type ? (int)k.len : 1,
+			 k.type ? k.v.s : "-", (long long)first);
+	}
+	assert_false(d.bad);
+	assert_int_equal(d.off, d.len);
+	qsort(e, n, sizeof(char *), cmp_str);
+	size_t off = (size_t)snprintf(txt, cap, "wm %lld:", (long long)wm);
+	for (uint64_t i = 0; i < n; i++) {
+		off += (size_t)snprintf(txt + off, off < cap ? cap - off : 0,
+					" %s", e[i]);
+		free(e[i]);
+	}
+	assert_true(off < cap);
+	free(e);
+	sv_buf_release(&snap);
+}
+
+/* Incremental checkpoints: random records (renewals, duplicates, nulls),
+ * watermark advances that expire keys (the deletes), and checkpoints, a
+ * full one every 7 and deltas between; after each, an operator restored
+ * from the full snapshot plus the deltas holds exactly the state of the
+ * first, and both then pass and drop the same records. Leaving out a
+ * delta must give a different state (negative control). */
+static void test_incremental(void **state)
+{
+	fx_t *f = *state;
+	static const char *const keys[] = {"k"};
+	static char sa[65536], sb[65536];
+	for (unsigned seed = 1; seed <= 3; seed++) {
+		sv_op_t *a, *b;
+		assert_null(sv_op_dedup_new(f->in, 1, keys, 40, &a));
+		assert_null(sv_op_dedup_new(f->in, 1, keys, 40, &b));
+		srandom(seed);
+		sv_buf_t base, deltas[64];
+		size_t nd = 0;
+		sv_buf_init(&base);
+		int nck = 0, controls = 0, expired = 0;
+		int64_t wm = 0;
+		f->ctx.watermark_ms = SV_WATERMARK_NONE;
+		for (int step = 0; step < 300; step++) {
+			int n = (int)(random() % 15);
+			for (int i = 0; i < n; i++) {
+				char k[8];
+				snprintf(k, sizeof(k), "k%ld", random() % 30);
+				rec(f, random() % 11 ? k : NULL, step,
+				    wm - 10 + random() % 80);
+			}
+			run(f, a);
+			sv_batch_reset(&f->b);
+			if (random() % 3 == 0) {
+				uint64_t k0, k1;
+				a->ops->state_size(a, NULL, &k0);
+				wm += random() % 25;
+				f->ctx.watermark_ms = wm;
+				assert_null(
+					a->ops->advance(a, &f->ctx, &f->out));
+				a->ops->state_size(a, NULL, &k1);
+				expired += k1 < k0;
+			}
+			if (random() % 4)
+				continue;
+			if (nck++ % 7 == 0) {
+				sv_buf_release(&base);
+				sv_buf_init(&base);
+				for (size_t i = 0; i < nd; i++)
+					sv_buf_release(&deltas[i]);
+				nd = 0;
+				assert_null(a->ops->snapshot(a, &base));
+			} else {
+				bool written = false;
+				sv_buf_init(&deltas[nd]);
+				assert_null(a->ops->snapshot_delta(
+					a, &deltas[nd], &written));
+				assert_true(written);
+				nd++;
+			}
+			a->ops->checkpointed(a);
+			canonical(a, sa, sizeof(sa));
+			assert_null(b->ops->restore(b, base.data, base.len));
+			bool written = true;
+			sv_buf_t none;
+			sv_buf_init(&none);
+			assert_null(b->ops->snapshot_delta(b, &none, &written));
+			assert_false(written); /* after a restore: full */
+			sv_buf_release(&none);
+			for (size_t i = 0; i < nd; i++)
+				assert_null(b->ops->restore_delta(
+					b, deltas[i].data, deltas[i].len));
+			canonical(b, sb, sizeof(sb));
+			assert_string_equal(sb, sa);
+			if (nd >= 2) {
+				assert_null(b->ops->restore(b, base.data,
+							    base.len));
+				for (size_t i = 1; i < nd; i++)
+					assert_null(b->ops->restore_delta(
+						b, deltas[i].data,
+						deltas[i].len));
+				canonical(b, sb, sizeof(sb));
+				controls += strcmp(sa, sb) != 0;
+			}
+		}
+		assert_true(nck > 20);
+		assert_true(controls > 0);
+		assert_true(expired > 0);
+		/* both from the last chain: the same records pass and drop */
+		assert_null(a->ops->restore(a, base.data, base.len));
+		assert_null(b->ops->restore(b, base.data, base.len));
+		for (size_t i = 0; i < nd; i++) {
+			assert_null(a->ops->restore_delta(a, deltas[i].data,
+							  deltas[i].len));
+			assert_null(b->ops->restore_delta(b, deltas[i].data,
+							  deltas[i].len));
+		}
+		char expect[4096];
+		for (int pass = 0; pass < 2; pass++) {
+			sv_op_t *op = pass ? b : a;
+			uint64_t d0 = f->st.records_dropped;
+			f->ctx.watermark_ms = wm;
+			char got[4096] = "";
+			for (int i = 0; i < 40; i++) {
+				char k[8];
+				snprintf(k, sizeof(k), "k%d", i % 30);
+				rec(f, k, i, wm - 10 + (i * 7) % 60);
+			}
+			strcat(got, run(f, op));
+			sv_batch_reset(&f->b);
+			snprintf(got + strlen(got), 32, "/%llu",
+				 (unsigned long long)(f->st.records_dropped -
+						      d0));
+			if (!pass)
+				snprintf(expect, sizeof(expect), "%s", got);
+			else
+				assert_string_equal(got, expect);
+		}
+		if (nd) { /* a truncated delta is refused */
+			sv_error_t *err = b->ops->restore_delta(
+				b, deltas[0].data, deltas[0].len - 1);
+			assert_non_null(err);
+			assert_int_equal(err->category, SV_ERR_CHECKPOINT);
+			sv_error_destroy(err);
+		}
+		sv_buf_release(&base);
+		for (size_t i = 0; i < nd; i++)
+			sv_buf_release(&deltas[i]);
+		sv_op_destroy(a);
+		sv_op_destroy(b);
+	}
+}
+
 static void test_bad_specs(void **state)
 {
 	fx_t *f = *state;
@@ -325,6 +500,7 @@ int main(void)
 		T(test_composite_key),
 		T(test_finish_forgets_everything),
 		T(test_snapshot_restore),
+		T(test_incremental),
 		T(test_bad_specs),
 #undef T
 	};
