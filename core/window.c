@@ -14,6 +14,17 @@
  * session has grown, it is pushed again with the current end. Merged-away
  * sessions leave stale items that are dropped when popped; each key counts
  * the heap items that point at it so it is freed only when none remain.
+ * A key entry without sessions is not state: snapshots leave it out.
+ *
+ * Incremental checkpoints (docs/checkpoints.md): panes are tracked by the
+ * state map's dirty list and deleted by one range tombstone. Sessions are
+ * tracked per session against a checkpoint epoch (bumped by checkpointed):
+ * a session stamped with the current epoch changed since the last
+ * checkpoint (its key is in the dirty list); one born before it is in the
+ * checkpointed state, so removing it (fired, merged away, or given a new
+ * id by a merge) records a tombstone (key, session id). A delta carries
+ * the tombstones, then the changed sessions whole; restoring deletes the
+ * tombstoned sessions and upserts the changed ones by id.
  *
  * Firing follows Flink's event-time windows with one result per window: a
  * window [start, end) is emitted once, when the watermark reaches
@@ -54,8 +65,15 @@ typedef struct bucket {
 typedef struct session {
 	int64_t start, last; /* first and last event time */
 	uint64_t uid;
+	uint64_t born; /* epoch its uid was given: older ones are checkpointed */
+	uint64_t mod; /* epoch of its last change */
 	sv_acc_t accs[];
 } session_t;
+
+typedef struct stomb { /* a checkpointed session deleted since */
+	uint64_t uid;
+	sv_value_t *key; /* nkeys values, strings in the tombstone arena */
+} stomb_t;
 
 typedef struct skey {
 	uint64_t seq; /* creation order of the key (emission order ties) */
@@ -118,6 +136,11 @@ typedef struct winop {
 	 * was confirmed after the last restore */
 	int64_t purged_to;
 	bool incr_base;
+	/* sessions: the checkpoint epoch (see the top) and the tombstones */
+	uint64_t epoch;
+	stomb_t *tombs;
+	size_t ntombs, tombcap;
+	sv_arena_t tomb_arena;
 
 	sv_arena_t scratch;
 	sv_value_t *keybuf; /* nkeys + 1 */
@@ -517,6 +540,7 @@ static session_t *session_new(winop_t *op, int64_t t)
 	session_t *s = sv_calloc(1, sz);
 	s->start = s->last = t;
 	s->uid = ++op->uid;
+	s->born = s->mod = op->epoch;
 	op->extra_bytes += (int64_t)sz;
 	op->nsessions++;
 	return s;
@@ -528,6 +552,43 @@ static void session_free(winop_t *op, session_t *s)
 	op->extra_bytes -= (int64_t)(sizeof(session_t) + op->accs_size);
 	op->nsessions--;
 	free(s);
+}
+
+/* Session s of key k changed (or was created): the next delta has it. */
+static void session_changed(winop_t *op, skey_t *k, session_t *s)
+{
+	s->mod = op->epoch;
+	sv_statemap_touch(op->map, k);
+}
+
+/* Session s of key k is about to be deleted or to get a new id: if the
+ * last checkpoint holds it, the next delta deletes it (a tombstone). */
+static void session_tomb(winop_t *op, skey_t *k, const session_t *s)
+{
+	if (!op->incr_base || s->born >= op->epoch)
+		return;
+	if (op->ntombs == op->tombcap) {
+		op->tombcap = op->tombcap ? op->tombcap * 2 : 64;
+		op->tombs = sv_realloc(op->tombs,
+				       op->tombcap * sizeof(stomb_t));
+	}
+	stomb_t *t = &op->tombs[op->ntombs++];
+	const sv_value_t *key = sv_statemap_key(op->map, k);
+	t->uid = s->uid;
+	t->key = sv_arena_alloc(&op->tomb_arena,
+				(op->nkeys + 1) * sizeof(sv_value_t));
+	for (size_t c = 0; c < op->nkeys; c++) {
+		t->key[c] = key[c];
+		if (key[c].type == SV_T_STRING)
+			t->key[c].v.s = sv_arena_memdup(&op->tomb_arena,
+							key[c].v.s, key[c].len);
+	}
+}
+
+static void tombs_clear(winop_t *op)
+{
+	op->ntombs = 0;
+	sv_arena_reset(&op->tomb_arena);
 }
 
 static void skey_insert(winop_t *op, skey_t *k, uint32_t at, session_t *s)
@@ -597,12 +658,16 @@ static session_t *session_place(winop_t *op, skey_t *k, int64_t t)
 					     &op->extra_bytes);
 			if (src->last > dst->last)
 				dst->last = src->last;
+			session_tomb(op, k, src);
 			session_free(op, src);
 		}
 		for (uint32_t i = lo + 1; i < hi; i++)
 			skey_remove_at(k, lo + 1);
-		/* a fresh id: the merged sessions' heap items go stale */
+		/* a fresh id: the merged sessions' heap items go stale (and a
+		 * restore deletes the old id, then adds the new one) */
+		session_tomb(op, k, dst);
 		dst->uid = ++op->uid;
+		dst->born = op->epoch;
 		heap_push(op, dst->last + op->gap, dst->uid, k);
 		k->nrefs++;
 	}
@@ -622,6 +687,7 @@ static bool session_add(winop_t *op, const sv_value_t *row, int64_t t)
 		return false;
 	}
 	add_args(op, s->accs, row, t);
+	session_changed(op, k, s);
 	return true;
 }
 
@@ -676,6 +742,7 @@ static void fire_sessions(winop_t *op, int64_t wm, sv_batch_t *out)
 				break;
 			}
 		}
+		session_tomb(op, k, op->fired[i].s);
 		session_free(op, op->fired[i].s);
 		k->nrefs--;
 		skey_maybe_free(op, k);
@@ -752,7 +819,8 @@ static void win_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
 {
 	winop_t *op = (winop_t *)base;
 	uint64_t b = sv_statemap_bytes(op->map) + (uint64_t)op->extra_bytes +
-		op->bcap * sizeof(bucket_t) + op->hcap * sizeof(hitem_t);
+		op->bcap * sizeof(bucket_t) + op->hcap * sizeof(hitem_t) +
+		op->tombcap * sizeof(stomb_t) + op->tomb_arena.used_bytes;
 	if (bytes)
 		*bytes = b;
 	if (keys)
@@ -788,7 +856,45 @@ static void clear_state(winop_t *op)
 	op->seq = op->rseq = op->uid = 0;
 	op->purged_to = INT64_MIN;
 	op->incr_base = false;
+	tombs_clear(op);
 	sv_statemap_track(op->map, false);
+}
+
+/* Overwrite the u64 written at offset at of b (a count known only after
+ * the entries were written). */
+static void patch_u64(sv_buf_t *b, size_t at, uint64_t x)
+{
+	for (int i = 0; i < 8; i++)
+		b->data[at + (size_t)i] = (char)(uint8_t)(x >> (8 * i));
+}
+
+/* One key of a session snapshot or delta: u64 seq, nkeys values, u32 n,
+ * then its sessions (all, or only those changed in the current epoch):
+ * i64 start, i64 last, u64 uid, naggs accumulators. Returns n. */
+static uint32_t ser_skey(winop_t *op, sv_buf_t *out, skey_t *k,
+			 bool changed_only)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < k->nsess; i++)
+		n += !changed_only || k->sess[i]->mod == op->epoch;
+	if (!n)
+		return 0;
+	const sv_value_t *key = sv_statemap_key(op->map, k);
+	sv_ser_u64(out, k->seq);
+	for (size_t c = 0; c < op->nkeys; c++)
+		sv_ser_value(out, &key[c]);
+	sv_ser_u32(out, n);
+	for (uint32_t i = 0; i < k->nsess; i++) {
+		session_t *s = k->sess[i];
+		if (changed_only && s->mod != op->epoch)
+			continue;
+		sv_ser_i64(out, s->start);
+		sv_ser_i64(out, s->last);
+		sv_ser_u64(out, s->uid);
+		for (size_t a = 0; a < op->naggs; a++)
+			sv_ser_acc(out, &s->accs[a]);
+	}
+	return n;
 }
 
 /* Snapshot layout (little-endian): u8 version, u8 'W', u8 window type,
@@ -797,7 +903,8 @@ static void clear_state(winop_t *op)
  *   panes:    u64 nbuckets, each: i64 start, u64 n, each pane: u64 seq,
  *             nkeys values, naggs accumulators;
  *   sessions: u64 nkeys, each: u64 seq, nkeys values, u32 nsessions, each:
- *             i64 start, i64 last, u64 uid, naggs accumulators. */
+ *             i64 start, i64 last, u64 uid, naggs accumulators (keys
+ *             without sessions are left out). */
 static sv_error_t *win_snapshot(sv_op_t *base, sv_buf_t *out)
 {
 	winop_t *op = (winop_t *)base;
@@ -829,24 +936,14 @@ static sv_error_t *win_snapshot(sv_op_t *base, sv_buf_t *out)
 		}
 		return NULL;
 	}
-	sv_ser_u64(out, sv_statemap_count(op->map));
+	size_t at = out->len;
+	sv_ser_u64(out, 0);
+	uint64_t nk = 0;
 	size_t it = 0;
 	skey_t *k;
-	while ((k = sv_statemap_next(op->map, &it))) {
-		const sv_value_t *key = sv_statemap_key(op->map, k);
-		sv_ser_u64(out, k->seq);
-		for (size_t c = 0; c < op->nkeys; c++)
-			sv_ser_value(out, &key[c]);
-		sv_ser_u32(out, k->nsess);
-		for (uint32_t i = 0; i < k->nsess; i++) {
-			session_t *s = k->sess[i];
-			sv_ser_i64(out, s->start);
-			sv_ser_i64(out, s->last);
-			sv_ser_u64(out, s->uid);
-			for (size_t a = 0; a < op->naggs; a++)
-				sv_ser_acc(out, &s->accs[a]);
-		}
-	}
+	while ((k = sv_statemap_next(op->map, &it)))
+		nk += ser_skey(op, out, k, false) > 0;
+	patch_u64(out, at, nk);
 	return NULL;
 }
 
@@ -908,6 +1005,8 @@ static sv_error_t *win_restore(sv_op_t *base, const char *data, size_t len)
 		uint32_t ns = sv_deser_u32(&d);
 		if (d.bad)
 			break;
+		if (!ns) /* an older snapshot's empty key: not state */
+			continue;
 		uint64_t h = sv_statemap_hash(op->map, op->keybuf);
 		bool created;
 		skey_t *k = sv_statemap_upsert(op->map, op->keybuf, h,
@@ -940,16 +1039,38 @@ static sv_error_t *win_restore(sv_op_t *base, const char *data, size_t len)
 	return NULL;
 }
 
-/* Delta layout (panes only): u8 version, u8 'w', u8 type, u32 nkeys,
- * u32 naggs, the same five counters as a snapshot, i64 purged_to (every
- * pane with a start below it is deleted), u64 n, each changed pane: i64
- * start, u64 seq, nkeys values, naggs accumulators (the whole pane). */
+/* Session delta, after the header: u64 ntombs, each: nkeys values, u64
+ * uid (a session of the last checkpoint to delete); u64 nkeys, each key
+ * with changed sessions as in a snapshot, listing only those (whole). */
+static void session_delta(winop_t *op, sv_buf_t *out)
+{
+	sv_ser_u64(out, op->ntombs);
+	for (size_t i = 0; i < op->ntombs; i++) {
+		for (size_t c = 0; c < op->nkeys; c++)
+			sv_ser_value(out, &op->tombs[i].key[c]);
+		sv_ser_u64(out, op->tombs[i].uid);
+	}
+	size_t at = out->len;
+	sv_ser_u64(out, 0);
+	uint64_t nk = 0;
+	size_t n = sv_statemap_dirty_count(op->map);
+	for (size_t i = 0; i < n; i++)
+		nk += ser_skey(op, out, sv_statemap_dirty_at(op->map, i),
+			       true) > 0;
+	patch_u64(out, at, nk);
+}
+
+/* Delta layout: u8 version, u8 'w', u8 type, u32 nkeys, u32 naggs, the
+ * same five counters as a snapshot, then for sessions session_delta's,
+ * for panes i64 purged_to (every pane with a start below it is deleted),
+ * u64 n, each changed pane: i64 start, u64 seq, nkeys values, naggs
+ * accumulators (the whole pane). */
 static sv_error_t *win_snapshot_delta(sv_op_t *base, sv_buf_t *out,
 				      bool *written)
 {
 	winop_t *op = (winop_t *)base;
 	*written = false;
-	if (op->type == SV_WIN_SESSION || !op->incr_base)
+	if (!op->incr_base)
 		return NULL;
 	sv_ser_u8(out, WIN_SNAPSHOT_VERSION);
 	sv_ser_u8(out, WIN_DELTA_KIND);
@@ -961,6 +1082,11 @@ static sv_error_t *win_snapshot_delta(sv_op_t *base, sv_buf_t *out,
 	sv_ser_u64(out, op->seq);
 	sv_ser_u64(out, op->rseq);
 	sv_ser_u64(out, op->uid);
+	if (op->type == SV_WIN_SESSION) {
+		session_delta(op, out);
+		*written = true;
+		return NULL;
+	}
 	sv_ser_i64(out, op->purged_to);
 	size_t n = sv_statemap_dirty_count(op->map);
 	sv_ser_u64(out, n);
@@ -984,6 +1110,78 @@ static int pane_seq_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The session of k with id uid, or NULL; *at its index. */
+static session_t *skey_find(skey_t *k, uint64_t uid, uint32_t *at)
+{
+	for (uint32_t i = 0; i < k->nsess; i++)
+		if (k->sess[i]->uid == uid) {
+			*at = i;
+			return k->sess[i];
+		}
+	return NULL;
+}
+
+/* Apply the body of a session delta (after the header). False when it is
+ * corrupt or does not fit the state (a tombstone of a session the state
+ * does not hold: a delta of another chain, or one left out). */
+static bool session_restore_delta(winop_t *op, sv_deser_t *d)
+{
+	uint64_t nt = sv_deser_u64(d);
+	for (uint64_t i = 0; i < nt && !d->bad; i++) {
+		for (size_t c = 0; c < op->nkeys; c++)
+			sv_deser_value(d, &op->keybuf[c]);
+		uint64_t uid = sv_deser_u64(d);
+		if (d->bad)
+			return false;
+		skey_t *k = sv_statemap_find(
+			op->map, op->keybuf,
+			sv_statemap_hash(op->map, op->keybuf));
+		uint32_t at;
+		session_t *s = k ? skey_find(k, uid, &at) : NULL;
+		if (!s)
+			return false;
+		skey_remove_at(k, at);
+		session_free(op, s);
+		skey_maybe_free(op, k);
+	}
+	uint64_t nk = sv_deser_u64(d);
+	for (uint64_t i = 0; i < nk && !d->bad; i++) {
+		uint64_t seq = sv_deser_u64(d);
+		for (size_t c = 0; c < op->nkeys; c++)
+			sv_deser_value(d, &op->keybuf[c]);
+		uint32_t ns = sv_deser_u32(d);
+		if (d->bad || !ns) /* a key is listed with its changes */
+			return false;
+		uint64_t h = sv_statemap_hash(op->map, op->keybuf);
+		skey_t *k = sv_statemap_upsert(op->map, op->keybuf, h, NULL);
+		k->seq = seq;
+		for (uint32_t j = 0; j < ns && !d->bad; j++) {
+			int64_t start = sv_deser_i64(d), last = sv_deser_i64(d);
+			uint64_t uid = sv_deser_u64(d);
+			uint32_t at;
+			session_t *s = skey_find(k, uid, &at);
+			if (s) { /* grew: its heap item's end is still below */
+				release_accs(op, s->accs);
+				memset(s->accs, 0, op->accs_size);
+			} else {
+				s = session_new(op, 0);
+				s->uid = uid;
+				at = 0;
+				while (at < k->nsess &&
+				       k->sess[at]->start < start)
+					at++;
+				skey_insert(op, k, at, s);
+				heap_push(op, last + op->gap, uid, k);
+				k->nrefs++;
+			}
+			s->start = start;
+			s->last = last;
+			restore_accs(op, d, s->accs);
+		}
+	}
+	return !d->bad;
+}
+
 static sv_error_t *win_restore_delta(sv_op_t *base, const char *data,
 				     size_t len)
 {
@@ -993,8 +1191,7 @@ static sv_error_t *win_restore_delta(sv_op_t *base, const char *data,
 	uint8_t type = sv_deser_u8(&d);
 	uint32_t nkeys = sv_deser_u32(&d), naggs = sv_deser_u32(&d);
 	if (d.bad || ver != WIN_SNAPSHOT_VERSION || kind != WIN_DELTA_KIND ||
-	    type != op->type || type == SV_WIN_SESSION || nkeys != op->nkeys ||
-	    naggs != op->naggs)
+	    type != op->type || nkeys != op->nkeys || naggs != op->naggs)
 		return sv_error_new(SV_ERR_CHECKPOINT,
 				    "window state delta does not match the "
 				    "operator (version %u, kind %u, type %u, "
@@ -1005,6 +1202,25 @@ static sv_error_t *win_restore_delta(sv_op_t *base, const char *data,
 	uint64_t seq = sv_deser_u64(&d);
 	op->rseq = sv_deser_u64(&d);
 	op->uid = sv_deser_u64(&d);
+	if (op->type == SV_WIN_SESSION) {
+		uint64_t uid = op->uid; /* session_new counts */
+		bool ok = session_restore_delta(op, &d);
+		op->seq = seq;
+		op->uid = uid;
+		if (!ok || d.off != d.len) {
+			clear_state(op);
+			return sv_error_new(SV_ERR_CHECKPOINT,
+					    "window state delta is truncated, "
+					    "corrupt or not of this state (a "
+					    "session it deletes is missing; "
+					    "%zu of %zu bytes read)",
+					    d.off, d.len);
+		}
+		op->incr_base = false;
+		tombs_clear(op);
+		sv_statemap_track(op->map, false);
+		return NULL;
+	}
 	int64_t purged_to = sv_deser_i64(&d);
 	while (!d.bad && op->nbuckets && op->buckets[0].start < purged_to)
 		bucket_purge_first(op);
@@ -1050,12 +1266,13 @@ static sv_error_t *win_restore_delta(sv_op_t *base, const char *data,
 static void win_checkpointed(sv_op_t *base)
 {
 	winop_t *op = (winop_t *)base;
-	if (op->type == SV_WIN_SESSION)
-		return;
 	sv_statemap_dirty_clear(op->map);
 	sv_statemap_track(op->map, true);
 	op->purged_to = INT64_MIN;
 	op->incr_base = true;
+	/* sessions: everything held now is checkpointed */
+	op->epoch++;
+	tombs_clear(op);
 }
 
 static void win_destroy(sv_op_t *base)
@@ -1078,6 +1295,8 @@ static void win_destroy(sv_op_t *base)
 	free(op->groups);
 	free(op->fired);
 	free(op->merged);
+	free(op->tombs);
+	sv_arena_release(&op->tomb_arena);
 	sv_arena_release(&op->scratch);
 	sv_schema_destroy(op->base.out_schema);
 	free(op);
@@ -1240,7 +1459,9 @@ sv_error_t *sv_op_window_new(const sv_schema_t *in,
 	op->base.in_schema = in;
 	op->wm = SV_WATERMARK_NONE;
 	op->proc_now = INT64_MIN;
+	op->epoch = 1;
 	sv_arena_init(&op->scratch);
+	sv_arena_init(&op->tomb_arena);
 	sv_error_t *err = build(op, in, spec);
 	if (err) {
 		if (!op->map)
