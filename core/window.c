@@ -1158,6 +1158,10 @@ static bool session_restore_delta(winop_t *op, sv_deser_t *d)
 		for (uint32_t j = 0; j < ns && !d->bad; j++) {
 			int64_t start = sv_deser_i64(d), last = sv_deser_i64(d);
 			uint64_t uid = sv_deser_u64(d);
+			/* times outside (-2^61, 2^61) never open a session */
+			if (d->bad || start > last || start <= -SV_TIME_LIMIT ||
+			    last >= SV_TIME_LIMIT)
+				return false;
 			uint32_t at;
 			session_t *s = skey_find(k, uid, &at);
 			if (s) { /* grew: its heap item's end is still below */

@@ -22,7 +22,21 @@
  * late/dropped counters, and the state key count after every advance
  * (state behind the watermark is freed). Every case runs twice, once with
  * a snapshot -> new operator -> restore at a random batch boundary; both
- * runs must match the reference. */
+ * runs must match the reference.
+ *
+ * Windows run a third time with incremental checkpoints as
+ * supervisor/ckpt.c takes them: at random batch boundaries a checkpoint,
+ * full every few, deltas (snapshot_delta) in between, each confirmed
+ * (checkpointed). After each, a second operator restores the newest full
+ * snapshot plus the deltas since, in order, and its snapshot must be the
+ * first's (sessions: compared with keys in seq order, as the state map's
+ * order depends on its history); at one checkpoint the run goes on with
+ * that restored operator (its next checkpoint full again), so the
+ * reference also checks what it emits afterwards. Negative control:
+ * leaving out the first delta of the chain must give another state or be
+ * refused, in some checkpoints of every kind. Session deltas must show
+ * merges (more tombstones than sessions fired since the checkpoint) and
+ * fires (tombstones where sessions fired). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,6 +84,7 @@ typedef struct tcase {
 	bool adv[MAXR]; /* advance after batch b */
 	int64_t bwm[MAXR]; /* the watermark after batch b */
 	size_t snap_at; /* snapshot/restore after this batch */
+	uint64_t seed;
 } tcase_t;
 
 static void take_rows(lines_t *l, sv_batch_t *b)
@@ -89,6 +104,7 @@ static void make_case(tcase_t *c, enum kind kind, uint64_t seed)
 	uint64_t s = seed;
 	memset(c, 0, sizeof(*c));
 	c->kind = kind;
+	c->seed = seed;
 	c->size = rnd(&s, 1, 40);
 	c->slide = rnd(&s, (c->size + 3) / 4, c->size);
 	c->gap = rnd(&s, 1, 25);
@@ -225,8 +241,279 @@ static void add_row(sv_batch_t *b, const rec_t *r)
 	}
 }
 
-static void run_case(const tcase_t *c, bool restore, run_t *R)
+/* ---- incremental checkpoints ---- */
+
+/* Canonical forms: the bytes of the state with what depends on a hash
+ * table's history put in order. */
+
+static void copy_span(sv_deser_t *d, size_t from, sv_buf_t *out)
 {
+	if (!d->bad)
+		sv_buf_append(out, d->p + from, d->off - from);
+}
+
+static void copy_value(sv_deser_t *d, sv_buf_t *out)
+{
+	size_t at = d->off;
+	sv_value_t v;
+	sv_deser_value(d, &v);
+	copy_span(d, at, out);
+}
+
+typedef struct span {
+	uint64_t seq;
+	sv_buf_t b;
+} span_t;
+
+static int span_cmp(const void *a, const void *b)
+{
+	const span_t *x = a, *y = b;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	size_t n = x->b.len < y->b.len ? x->b.len : y->b.len;
+	int r = memcmp(x->b.data, y->b.data, n);
+	return r ? r : (x->b.len > y->b.len) - (x->b.len < y->b.len);
+}
+
+static void spans_put(span_t *v, size_t n, sv_buf_t *out)
+{
+	qsort(v, n, sizeof(span_t), span_cmp);
+	for (size_t i = 0; i < n; i++) {
+		sv_buf_append(out, v[i].b.data, v[i].b.len);
+		sv_buf_release(&v[i].b);
+	}
+	free(v);
+}
+
+/* An accumulator with its count_distinct set in value order (the set is a
+ * state map, written in its slot order). */
+static void canon_acc(sv_deser_t *d, sv_buf_t *out)
+{
+	size_t at = d->off;
+	sv_deser_i64(d);
+	sv_deser_u64(d);
+	sv_value_t v;
+	sv_deser_value(d, &v);
+	sv_deser_i64(d);
+	sv_deser_u64(d);
+	uint32_t n = sv_deser_u32(d);
+	copy_span(d, at, out);
+	span_t *vals = calloc(n + 1u, sizeof(span_t));
+	for (uint32_t i = 0; i < n && !d->bad; i++) {
+		sv_buf_init(&vals[i].b);
+		copy_value(d, &vals[i].b);
+	}
+	spans_put(vals, d->bad ? 0 : n, out);
+}
+
+/* snap in canonical form into out: accumulators as above, and a session
+ * snapshot's keys in seq order (docs/windows.md "Snapshots"). */
+static void canon(const tcase_t *c, const sv_buf_t *snap, sv_buf_t *out)
+{
+	sv_buf_reset(out);
+	sv_deser_t d = {.p = snap->data, .len = snap->len};
+	for (int i = 0; i < 3; i++)
+		sv_deser_u8(&d);
+	uint32_t nk = sv_deser_u32(&d), na = sv_deser_u32(&d);
+	for (int i = 0; i < 5; i++)
+		sv_deser_u64(&d);
+	uint64_t n = sv_deser_u64(&d);
+	copy_span(&d, 0, out);
+	assert_true(n < 100000);
+	if (c->kind != K_SESSION) { /* buckets and panes in time order */
+		for (uint64_t i = 0; i < n && !d.bad; i++) {
+			size_t at = d.off;
+			sv_deser_i64(&d);
+			uint64_t np = sv_deser_u64(&d);
+			copy_span(&d, at, out);
+			for (uint64_t j = 0; j < np && !d.bad; j++) {
+				at = d.off;
+				sv_deser_u64(&d);
+				for (uint32_t k = 0; k < nk; k++)
+					sv_deser_value(&d, &(sv_value_t){0});
+				copy_span(&d, at, out);
+				for (uint32_t a = 0; a < na; a++)
+					canon_acc(&d, out);
+			}
+		}
+	} else {
+		span_t *keys = calloc(n + 1, sizeof(span_t));
+		for (uint64_t i = 0; i < n && !d.bad; i++) {
+			sv_buf_t *b = &keys[i].b;
+			sv_buf_init(b);
+			size_t at = d.off;
+			keys[i].seq = sv_deser_u64(&d);
+			for (uint32_t k = 0; k < nk; k++)
+				sv_deser_value(&d, &(sv_value_t){0});
+			uint32_t ns = sv_deser_u32(&d);
+			copy_span(&d, at, b);
+			for (uint32_t j = 0; j < ns && !d.bad; j++) {
+				at = d.off;
+				sv_deser_i64(&d);
+				sv_deser_i64(&d);
+				sv_deser_u64(&d);
+				copy_span(&d, at, b);
+				for (uint32_t a = 0; a < na; a++)
+					canon_acc(&d, b);
+			}
+		}
+		spans_put(keys, d.bad ? 0 : n, out);
+	}
+	assert_false(d.bad);
+	assert_int_equal(d.off, d.len);
+}
+
+static bool same_state(const tcase_t *c, sv_op_t *a, sv_op_t *b)
+{
+	sv_buf_t sa, sb, ca, cb;
+	sv_buf_init(&sa);
+	sv_buf_init(&sb);
+	sv_buf_init(&ca);
+	sv_buf_init(&cb);
+	assert_null(a->ops->snapshot(a, &sa));
+	assert_null(b->ops->snapshot(b, &sb));
+	canon(c, &sa, &ca);
+	canon(c, &sb, &cb);
+	bool same = ca.len == cb.len && !memcmp(ca.data, cb.data, ca.len);
+	sv_buf_release(&sa);
+	sv_buf_release(&sb);
+	sv_buf_release(&ca);
+	sv_buf_release(&cb);
+	return same;
+}
+
+/* What the incremental runs of one kind showed, over all its cases. */
+typedef struct incr_stats {
+	uint64_t checkpoints, deltas, controls, control_trials;
+	uint64_t merge_deltas, fire_deltas;
+} incr_stats_t;
+
+static incr_stats_t g_incr;
+
+/* A checkpoint chain: the newest full snapshot and the deltas since. */
+typedef struct chain {
+	sv_buf_t base;
+	sv_buf_t deltas[MAXR];
+	size_t nd;
+	bool have_base;
+	int full_every, nck;
+	size_t rows_at; /* output rows when the last checkpoint was taken */
+	bool swapped;
+	uint64_t rng;
+} chain_t;
+
+static void chain_drop(chain_t *ch)
+{
+	sv_buf_release(&ch->base);
+	sv_buf_init(&ch->base);
+	for (size_t i = 0; i < ch->nd; i++)
+		sv_buf_release(&ch->deltas[i]);
+	ch->nd = 0;
+}
+
+/* The base and deltas [from, nd) into op; false when a delta is refused. */
+static bool chain_restore(const chain_t *ch, sv_op_t *op, size_t from)
+{
+	assert_null(op->ops->restore(op, ch->base.data, ch->base.len));
+	for (size_t i = from; i < ch->nd; i++) {
+		sv_error_t *err = op->ops->restore_delta(op, ch->deltas[i].data,
+							 ch->deltas[i].len);
+		if (err) {
+			assert_int_equal(err->category, SV_ERR_CHECKPOINT);
+			sv_error_destroy(err);
+			return false;
+		}
+	}
+	return true;
+}
+
+static uint64_t le_u64(const char *p)
+{
+	uint64_t x = 0;
+	for (int i = 0; i < 8; i++)
+		x |= (uint64_t)(uint8_t)p[i] << (8 * i);
+	return x;
+}
+
+/* One checkpoint of R->op after batch b (ckpt.c's rule: a delta when a
+ * confirmed base exists and the chain is short, else full), then the
+ * checks above; swap: go on with the restored operator. */
+static void checkpoint(const tcase_t *c, run_t *R, chain_t *ch, size_t b,
+		       bool swap)
+{
+	sv_op_t *op = R->op;
+	g_incr.checkpoints++;
+	bool written = false;
+	if (ch->have_base && ch->nck++ % ch->full_every) {
+		sv_buf_t *d = &ch->deltas[ch->nd];
+		sv_buf_init(d);
+		assert_null(op->ops->snapshot_delta(op, d, &written));
+		if (written) {
+			ch->nd++;
+			g_incr.deltas++;
+			if (c->kind == K_SESSION) {
+				/* after the 51-byte header: tombstones */
+				assert_true(d->len >= 59);
+				uint64_t nt = le_u64(d->data + 51);
+				size_t fired = R->lines.n - ch->rows_at;
+				g_incr.merge_deltas += nt > fired;
+				g_incr.fire_deltas += fired && nt;
+			}
+		} else {
+			sv_buf_release(d);
+		}
+	}
+	if (!written) {
+		chain_drop(ch);
+		assert_null(op->ops->snapshot(op, &ch->base));
+		ch->have_base = true;
+		ch->nck = 1;
+	}
+	op->ops->checkpointed(op);
+	ch->rows_at = R->lines.n;
+
+	sv_op_t *r = new_op(c, R->in);
+	assert_true(chain_restore(ch, r, 0));
+	if (!same_state(c, op, r))
+		fail_msg("kind %d seed %llu: incremental restore after batch "
+			 "%zu (%zu deltas) differs from the state",
+			 c->kind, (unsigned long long)c->seed, b, ch->nd);
+	uint64_t keys;
+	r->ops->state_size(r, NULL, &keys);
+	assert_int_equal(keys, R->keys_after[b]);
+	/* a restored operator has no confirmed base: full next */
+	sv_buf_t none;
+	sv_buf_init(&none);
+	written = true;
+	assert_null(r->ops->snapshot_delta(r, &none, &written));
+	assert_false(written);
+	sv_buf_release(&none);
+	if (ch->nd >= 1) { /* negative control: the first delta left out */
+		sv_op_t *x = new_op(c, R->in);
+		g_incr.control_trials++;
+		if (!chain_restore(ch, x, 1) || !same_state(c, op, x))
+			g_incr.controls++;
+		sv_op_destroy(x);
+	}
+	if (swap) { /* on with the restored operator, as after a crash */
+		sv_op_destroy(R->op);
+		R->op = r;
+		ch->have_base = false;
+		ch->swapped = true;
+	} else {
+		sv_op_destroy(r);
+	}
+}
+
+static void run_case(const tcase_t *c, int mode, run_t *R)
+{
+	bool restore = mode == 1, incr = mode == 2;
+	chain_t *ch = incr ? calloc(1, sizeof(chain_t)) : NULL;
+	if (ch) {
+		ch->rng = c->seed ^ 0x5e55104ull;
+		ch->full_every = (int)rnd(&ch->rng, 2, 8);
+		sv_buf_init(&ch->base);
+	}
 	memset(R, 0, sizeof(*R));
 	R->in = input_schema();
 	R->op = new_op(c, R->in);
@@ -269,6 +556,13 @@ static void run_case(const tcase_t *c, bool restore, run_t *R)
 			assert_int_equal(keys, R->keys_after[b]);
 			sv_buf_release(&snap);
 		}
+		if (incr && rnd(&ch->rng, 0, 2))
+			checkpoint(c, R, ch, b,
+				   !ch->swapped && b >= c->snap_at);
+	}
+	if (ch) {
+		chain_drop(ch);
+		free(ch);
 	}
 	assert_null(R->op->ops->finish(R->op, &R->ctx, &R->out));
 	take_rows(&R->lines, &R->out);
@@ -593,9 +887,9 @@ static void check_case(enum kind kind, uint64_t seed)
 		ref_panes(c, &ref);
 	if (kind != K_DEDUP) /* windows: a multiset */
 		qsort(ref.lines.v, ref.lines.n, sizeof(char *), str_cmp);
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0; pass < (kind == K_DEDUP ? 2 : 3); pass++) {
 		run_t *R = malloc(sizeof(*R));
-		run_case(c, pass == 1, R);
+		run_case(c, pass, R);
 		if (kind != K_DEDUP)
 			qsort(R->lines.v, R->lines.n, sizeof(char *), str_cmp);
 		bool ok = R->lines.n == ref.lines.n;
@@ -650,8 +944,27 @@ static void run_kind(enum kind kind)
 {
 	/* the reference must not be vacuous: some cases have late records,
 	 * multi-window output and drops */
+	memset(&g_incr, 0, sizeof(g_incr));
 	for (uint64_t seed = 1; seed <= CASES; seed++)
 		check_case(kind, seed * 7919 + (uint64_t)kind);
+	if (kind == K_DEDUP) /* test_dedup checks its deltas */
+		return;
+	fprintf(stderr,
+		"kind %d incremental: %llu checkpoints, %llu deltas, first "
+		"delta left out changed the state %llu of %llu times; "
+		"session deltas with merges %llu, with fires %llu\n",
+		kind, (unsigned long long)g_incr.checkpoints,
+		(unsigned long long)g_incr.deltas,
+		(unsigned long long)g_incr.controls,
+		(unsigned long long)g_incr.control_trials,
+		(unsigned long long)g_incr.merge_deltas,
+		(unsigned long long)g_incr.fire_deltas);
+	assert_true(g_incr.deltas > 1000);
+	assert_true(g_incr.controls > g_incr.control_trials / 4);
+	if (kind == K_SESSION) {
+		assert_true(g_incr.merge_deltas > 50);
+		assert_true(g_incr.fire_deltas > 500);
+	}
 }
 
 static void test_random_tumbling(void **state)
@@ -687,7 +1000,7 @@ static void test_reference_detects_difference(void **state)
 	ref_t ref = {0};
 	ref_panes(c, &ref);
 	run_t *R = malloc(sizeof(*R));
-	run_case(c, false, R);
+	run_case(c, 0, R);
 	assert_true(ref.lines.n > 0);
 	assert_int_equal(R->lines.n, ref.lines.n);
 	/* a window one ms longer in the reference: must differ */
