@@ -287,7 +287,9 @@ static pane_t *pane_upsert(winop_t *op, int64_t ps)
 static bool pane_add(winop_t *op, const sv_value_t *row, int64_t t)
 {
 	if (op->type == SV_WIN_GLOBAL) { /* every record in window 0 */
-		add_args(op, pane_upsert(op, 0)->accs, row, t);
+		pane_t *p = pane_upsert(op, 0);
+		add_args(op, p->accs, row, t);
+		sv_statemap_touch(op->map, p);
 		return true;
 	}
 	int64_t last_start = sv_floor_div(t, op->slide) * op->slide;
