@@ -669,21 +669,45 @@ static int rebalance_once(cluster_t *cl, cjob_t *j, int rep)
 	json_t *p1 = a1 >= 0
 		? json_object_get(json_array_get(o1, (size_t)a1), "partitions")
 		: NULL;
-	unsigned m1 = 0, m2 = 0;
+	/* the new owner starts where n1's last checkpoint before the
+	 * acknowledgement (the revoke's own) left the moved partitions:
+	 * their committed offsets carry its tag */
+	int64_t last = -1;
+	for (int k = 0; k < r1; k++) {
+		json_t *r = json_array_get(o1, (size_t)k);
+		if (obs_is(r, "checkpoint_completed"))
+			last = cr_jint(r, "checkpoint_id", -1);
+	}
+	char want_tag[64];
+	snprintf(want_tag, sizeof(want_tag), "n1-t0:%" PRId64, last);
 	size_t k;
 	json_t *v;
+	json_array_foreach (json_object_get(as, "committed"), k, v) {
+		const char *tag = json_string_value(json_object_get(v, "tag"));
+		if (!tag || strcmp(tag, want_tag))
+			cr_fail(c,
+				"n2 took partition %" PRId64
+				" at tag '%s', not n1's last checkpoint "
+				"before the revoke ('%s')",
+				cr_jint(v, "partition", -1),
+				tag ? tag : "(none)", want_tag);
+	}
+	unsigned m1 = 0, m2 = 0;
 	json_array_foreach (p1, k, v)
 		m1 |= 1u << (unsigned)json_integer_value(v);
 	json_array_foreach (p2, k, v)
 		m2 |= 1u << (unsigned)json_integer_value(v);
 	printf("[ cluster ] rep %d: n1 checkpoint %" PRId64 " began %" PRId64
 	       " ms before n2 joined, completed %" PRId64
-	       " ms after; n1 revoke_acked +%" PRId64
-	       " ms (revoke_ack_ms %" PRId64
-	       "); n2 partitions_assigned +%" PRId64
-	       " ms (partitions mask 0x%x, n1 kept 0x%x)\n",
-	       rep, ck, t_join - t_s1, t_c1 - t_join, t_r1 - t_join,
-	       cr_jint(rv, "revoke_ack_ms", -1), t_a2 - t_join, m2, m1);
+	       " ms after; n1 saw the revoke %" PRId64
+	       " ms after that, acknowledged it after checkpoint %" PRId64
+	       " (revoke_ack_ms %" PRId64 ") at +%" PRId64
+	       " ms; n2 partitions_assigned +%" PRId64
+	       " ms (0x%x at tag %s, n1 kept 0x%x)\n",
+	       rep, ck, t_join - t_s1, t_c1 - t_join,
+	       t_r1 - cr_jint(rv, "revoke_ack_ms", 0) - t_c1, last,
+	       cr_jint(rv, "revoke_ack_ms", -1), t_r1 - t_join, t_a2 - t_join,
+	       m2, want_tag, m1);
 	if (c1 > r1 || t_c1 > t_r1)
 		cr_fail(c,
 			"n1 acknowledged the revoke before its checkpoint "
