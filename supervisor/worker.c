@@ -1474,6 +1474,29 @@ static sv_error_t *gm_add(member_t *m, int32_t p, int64_t o, const char *tag,
 	return gm_restore(m, t, tag, o);
 }
 
+/* The observation `partitions_assigned`: the member took an assignment
+ * (the group's callback ran in the poll before), with each partition's
+ * committed offset and tag, before any restore. Borrows want and tags. */
+static void gm_observe_assigned(member_t *m, const sv_partpos_t *want,
+				char *const *tags, size_t n)
+{
+	if (!n)
+		return;
+	json_t *parts = json_array(), *at = json_array();
+	for (size_t k = 0; k < n; k++) {
+		json_array_append_new(parts, json_integer(want[k].partition));
+		json_array_append_new(at,
+				      json_pack("{s:i, s:I, s:s?}", "partition",
+						want[k].partition,
+						"next_offset",
+						(json_int_t)want[k].next_offset,
+						"tag", tags[k]));
+	}
+	sv_obslog_add(m->w->conf.obs, m->w->conf.attempt, "partitions_assigned",
+		      json_pack("{s:i, s:o, s:o}", "member", m->index,
+				"partitions", parts, "committed", at));
+}
+
 /* After a poll: the tasks follow the partitions the source holds. */
 static sv_error_t *gm_sync(member_t *m)
 {
@@ -1513,6 +1536,7 @@ static sv_error_t *gm_sync(member_t *m)
 		tags[k] = tg ? sv_strdup(tg) : NULL;
 		want[k].next_offset = o;
 	}
+	gm_observe_assigned(m, want, tags, npos);
 	bool held = false;
 	sv_error_t *err = NULL;
 	for (size_t k = 0; k < npos && !err; k++) {

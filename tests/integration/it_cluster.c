@@ -40,6 +40,13 @@
  *     group-id-only metadata (STREAMVISOR_TEST_GROUPID_CGMD=1, today's
  *     standalone metadata) they are accepted and the read_committed output
  *     has duplicates: the negative control that shows the first can fail.
+ *   test_rebalance_during_checkpoint (T8): every checkpoint of node 1
+ *     waits 3 s before its prepare (STREAMVISOR_DELAY_AT=before_prepare);
+ *     node 2 is started while node 1, alone, is inside one. From both
+ *     nodes' observations: node 1's checkpoint_completed of it comes
+ *     before node 1's revoke_acked, which comes before node 2's
+ *     partitions_assigned, and the two split the partitions; exact. Once
+ *     by default, 10 times with SV_CLUSTER_LONG=1.
  *
  * Every wait is for a condition with a deadline. Figures (kill → takeover,
  * revoke_ack_ms) are printed as `[ cluster ]` lines. */
@@ -507,6 +514,259 @@ static void test_zombie_delay_groupid_only(void **state)
 	zombie_delay(state, "zombie_delay_neg", true);
 }
 
+/* ---- a node joins while the only member is inside a checkpoint ---- */
+
+/* Node i's observations of the job recorded at or after since_ms (wall
+ * clock ms), oldest first, all pages (caller frees); NULL: no answer. */
+static json_t *obs_since(cluster_t *cl, int i, const char *id, int64_t since_ms)
+{
+	json_t *all = json_array();
+	int64_t after = 0;
+	for (;;) {
+		char path[200], *resp = NULL;
+		snprintf(path, sizeof(path),
+			 "/v1/jobs/%s/observations?after=%" PRId64
+			 "&limit=1000",
+			 id, after);
+		int st = cr_http_do(cl->n[i].port, "GET", path, NULL, &resp,
+				    5000);
+		json_t *o = st == 200 ? json_loads(resp, 0, NULL) : NULL;
+		free(resp);
+		json_t *a = o ? json_object_get(o, "observations") : NULL;
+		if (!json_is_array(a)) {
+			json_decref(o);
+			json_decref(all);
+			return NULL;
+		}
+		size_t k;
+		json_t *r;
+		json_array_foreach (a, k, r) {
+			if (cr_jint(r, "time_ms", 0) >= since_ms)
+				json_array_append(all, r);
+		}
+		int64_t next = cr_jint(o, "next_after", after);
+		size_t n = json_array_size(a);
+		json_decref(o);
+		if (!n || next <= after)
+			return all;
+		after = next;
+	}
+}
+
+static bool obs_is(json_t *r, const char *kind)
+{
+	const char *k = json_string_value(json_object_get(r, "kind"));
+	return k && !strcmp(k, kind);
+}
+
+/* Index of the first record of obs from index `from` of the kind (and
+ * with checkpoint_id ck unless ck < 0), or -1. */
+static int obs_find(json_t *obs, int from, const char *kind, int64_t ck)
+{
+	for (size_t k = (size_t)(from < 0 ? 0 : from); k < json_array_size(obs);
+	     k++) {
+		json_t *r = json_array_get(obs, k);
+		if (obs_is(r, kind) &&
+		    (ck < 0 || cr_jint(r, "checkpoint_id", -1) == ck))
+			return (int)k;
+	}
+	return -1;
+}
+
+/* Until n1's newest checkpoint_started has not completed and began at
+ * most 300 ms ago (it is in the delay before its prepare): its id. */
+static int64_t wait_fresh_checkpoint(cluster_t *cl, const char *id)
+{
+	int64_t deadline = sv_mono_ms() + 30000;
+	for (;;) {
+		int64_t now = sv_now_ms();
+		json_t *obs = obs_since(cl, 0, id, now - 5000);
+		int64_t ck = -1;
+		for (size_t k = 0; obs && k < json_array_size(obs); k++) {
+			json_t *r = json_array_get(obs, k);
+			if (obs_is(r, "checkpoint_started") &&
+			    now - cr_jint(r, "time_ms", 0) <= 300)
+				ck = cr_jint(r, "checkpoint_id", -1);
+			else if (obs_is(r, "checkpoint_started") ||
+				 ((obs_is(r, "checkpoint_completed") ||
+				   obs_is(r, "checkpoint_failed")) &&
+				  cr_jint(r, "checkpoint_id", -1) == ck))
+				ck = -1;
+		}
+		json_decref(obs);
+		if (ck >= 0)
+			return ck;
+		if (sv_mono_ms() > deadline)
+			cr_fail(cl->c,
+				"n1 began no checkpoint within 30 s (each "
+				"should take the 3 s delay)");
+		usleep(50000);
+	}
+}
+
+/* One join of n2 while n1 is in checkpoint `ck`: 1 when the join came
+ * during it and the order was checked, 0 when it came after it ended (the
+ * join is tried again), fails the test when the order is wrong. */
+static int rebalance_once(cluster_t *cl, cjob_t *j, int rep)
+{
+	crash_t *c = cl->c;
+	int64_t ck = wait_fresh_checkpoint(cl, j->id);
+	int64_t t0 = sv_now_ms();
+	cl_node_start(cl, 1, NULL, NULL);
+	int both[] = {2, 2};
+	cl_wait_split(cl, j->id, both, 30000, "n2 joined");
+	/* everything up to n2's assignment is in both logs once the split
+	 * shows; n1's own assignment after the revoke too */
+	json_t *o1 = obs_since(cl, 0, j->id, t0 - 5000);
+	json_t *o2 = obs_since(cl, 1, j->id, t0);
+	if (!o1 || !o2)
+		cr_fail(c, "no observations from n%d", o1 ? 2 : 1);
+	/* n2 joins the group when its source is bound */
+	int b2 = obs_find(o2, 0, "source_bound", -1);
+	int a2 = obs_find(o2, 0, "partitions_assigned", -1);
+	int s1 = obs_find(o1, 0, "checkpoint_started", ck);
+	int c1 = obs_find(o1, s1, "checkpoint_completed", ck);
+	if (b2 < 0 || a2 < 0 || s1 < 0 || c1 < 0)
+		cr_fail(c,
+			"missing observations: n2 source_bound %d, n2 "
+			"partitions_assigned %d, n1 checkpoint %" PRId64
+			" started %d completed %d",
+			b2, a2, ck, s1, c1);
+	int64_t t_join = cr_jint(json_array_get(o2, (size_t)b2), "time_ms", 0);
+	int64_t t_s1 = cr_jint(json_array_get(o1, (size_t)s1), "time_ms", 0);
+	int64_t t_c1 = cr_jint(json_array_get(o1, (size_t)c1), "time_ms", 0);
+	if (t_join < t_s1 || t_join >= t_c1) {
+		printf("[%s %6.1fs] rep %d: n2 joined %" PRId64
+		       " ms after checkpoint %" PRId64 " of n1 began, %" PRId64
+		       " ms after it ended: not during it, again\n",
+		       c->test, cr_secs(c), rep, t_join - t_s1, ck,
+		       t_join - t_c1);
+		json_decref(o1);
+		json_decref(o2);
+		return 0;
+	}
+	/* n1: the first revoke (or loss) after the join */
+	int r1 = -1;
+	for (size_t k = 0; k < json_array_size(o1) && r1 < 0; k++) {
+		json_t *r = json_array_get(o1, k);
+		if ((obs_is(r, "revoke_acked") ||
+		     obs_is(r, "assignment_lost") ||
+		     obs_is(r, "commit_fenced")) &&
+		    cr_jint(r, "time_ms", 0) >= t_join)
+			r1 = (int)k;
+	}
+	json_t *rv = r1 >= 0 ? json_array_get(o1, (size_t)r1) : NULL;
+	if (!rv || !obs_is(rv, "revoke_acked"))
+		cr_fail(c, "n1: after n2 joined, expected revoke_acked, got %s",
+			rv ? json_string_value(json_object_get(rv, "kind"))
+			   : "nothing");
+	int64_t t_r1 = cr_jint(rv, "time_ms", 0);
+	json_t *as = json_array_get(o2, (size_t)a2);
+	int64_t t_a2 = cr_jint(as, "time_ms", 0);
+	json_t *p2 = json_object_get(as, "partitions");
+	/* n1's own assignment after the revoke: the partitions it kept */
+	int a1 = obs_find(o1, r1, "partitions_assigned", -1);
+	json_t *p1 = a1 >= 0
+		? json_object_get(json_array_get(o1, (size_t)a1), "partitions")
+		: NULL;
+	/* the new owner starts where n1's last checkpoint before the
+	 * acknowledgement (the revoke's own) left the moved partitions:
+	 * their committed offsets carry its tag */
+	int64_t last = -1;
+	for (int k = 0; k < r1; k++) {
+		json_t *r = json_array_get(o1, (size_t)k);
+		if (obs_is(r, "checkpoint_completed"))
+			last = cr_jint(r, "checkpoint_id", -1);
+	}
+	char want_tag[64];
+	snprintf(want_tag, sizeof(want_tag), "n1-t0:%" PRId64, last);
+	size_t k;
+	json_t *v;
+	json_array_foreach (json_object_get(as, "committed"), k, v) {
+		const char *tag = json_string_value(json_object_get(v, "tag"));
+		if (!tag || strcmp(tag, want_tag))
+			cr_fail(c,
+				"n2 took partition %" PRId64
+				" at tag '%s', not n1's last checkpoint "
+				"before the revoke ('%s')",
+				cr_jint(v, "partition", -1),
+				tag ? tag : "(none)", want_tag);
+	}
+	unsigned m1 = 0, m2 = 0;
+	json_array_foreach (p1, k, v)
+		m1 |= 1u << (unsigned)json_integer_value(v);
+	json_array_foreach (p2, k, v)
+		m2 |= 1u << (unsigned)json_integer_value(v);
+	printf("[ cluster ] rep %d: n1 checkpoint %" PRId64 " began %" PRId64
+	       " ms before n2 joined, completed %" PRId64
+	       " ms after; n1 saw the revoke %" PRId64
+	       " ms after that, acknowledged it after checkpoint %" PRId64
+	       " (revoke_ack_ms %" PRId64 ") at +%" PRId64
+	       " ms; n2 partitions_assigned +%" PRId64
+	       " ms (0x%x at tag %s, n1 kept 0x%x)\n",
+	       rep, ck, t_join - t_s1, t_c1 - t_join,
+	       t_r1 - cr_jint(rv, "revoke_ack_ms", 0) - t_c1, last,
+	       cr_jint(rv, "revoke_ack_ms", -1), t_r1 - t_join, t_a2 - t_join,
+	       m2, want_tag, m1);
+	if (c1 > r1 || t_c1 > t_r1)
+		cr_fail(c,
+			"n1 acknowledged the revoke before its checkpoint "
+			"%" PRId64 " completed",
+			ck);
+	if (t_r1 > t_a2)
+		cr_fail(c,
+			"n2 took partitions (0x%x) %" PRId64
+			" ms before n1 acknowledged the revoke",
+			m2, t_r1 - t_a2);
+	if (!m2 || !m1 || (m1 & m2) || (m1 | m2) != (1u << PARTS) - 1)
+		cr_fail(c,
+			"the partitions did not move as a split: n1 0x%x, "
+			"n2 0x%x",
+			m1, m2);
+	json_decref(o1);
+	json_decref(o2);
+	return 1;
+}
+
+static void test_rebalance_during_checkpoint(void **state)
+{
+	cluster_t *cl = cl_new(state, "rebalance_ckpt", 37, 2);
+	crash_t *c = cl->c;
+	cjob_t *j = cl_add_job(cl);
+	/* every checkpoint of n1 waits 3 s before its prepare */
+	cl_node_start(cl, 0, "STREAMVISOR_DELAY_AT=before_prepare:3000", NULL);
+	char *spec = cr_job_spec(c, j);
+	j->id = cl_submit(cl, 0, spec);
+	free(spec);
+	int alone[] = {4, -1};
+	cl_wait_split(cl, j->id, alone, 30000, "n1 alone");
+	cr_producer_start(&c->prod, c->in_topic, 4000000, 2000);
+	int reps = env_on("SV_CLUSTER_LONG") ? 10 : 1, done = 0, tries = 0;
+	while (done < reps) {
+		if (++tries > reps + 3)
+			cr_fail(c,
+				"n2 joined outside n1's checkpoint %d "
+				"times",
+				tries - 1 - done);
+		done += rebalance_once(cl, j, done + 1);
+		/* n2 leaves (a static member: after the session timeout) */
+		cl_node_term(cl, 1, 20000);
+		cl_wait_split(cl, j->id, alone, 30000, "n1 alone again");
+	}
+	atomic_store(&c->prod.stop, true);
+	tally_t unc,
+		t = cl_finish(cl, j, &unc, "asserted",
+			      "no kill: reported, not asserted");
+	printf("[ cluster ] REBALANCES during a checkpoint %d (joins %d)\n",
+	       done, tries);
+	if (!cr_exact(&t))
+		cr_fail(c,
+			"exactly-once output is not exact across the "
+			"rebalances during checkpoints (SUMMARY above)");
+	c->passed = true;
+	cl_free(cl);
+}
+
 int main(void)
 {
 	atexit(cl_kill_nodes);
@@ -522,6 +782,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_zombie_sigstop, cl_teardown),
 		cmocka_unit_test_teardown(test_zombie_delay, cl_teardown),
 		cmocka_unit_test_teardown(test_zombie_delay_groupid_only,
+					  cl_teardown),
+		cmocka_unit_test_teardown(test_rebalance_during_checkpoint,
 					  cl_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
