@@ -10,6 +10,10 @@
  *                                    > 1: a packed CheckpointRecord with
  *                                    its one partition and its operators'
  *                                    state inline
+ *   ts/<job id>/<partition>/<id>/d   beside a task record that holds
+ *                                    deltas: its delta_of (8 bytes BE),
+ *                                    so retention walks a partition's
+ *                                    chains without reading the records
  *   par/<job id>                     largest parallelism run (8 bytes BE)
  *   meta/marks                       commits marked so far (8 bytes BE)
  * State apart from the record: marking, listing and retention read and
@@ -868,6 +872,47 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 
 /* ---- per-task snapshots ---- */
 
+/* The side key of the task record of partition p at id: its delta_of.
+ * Longer than a record's key, so sv_ckstore_task_ids skips it; under ts/,
+ * so deleting a job's checkpoints deletes it. */
+static char *tb_key(const char *job, int32_t p, int64_t id)
+{
+	char *k;
+	if (asprintf(&k, "ts/%s/%08x/%016llx/d", job, (unsigned)p,
+		     (unsigned long long)id) < 0)
+		abort();
+	return k;
+}
+
+/* A delta task record's side key into wb (nothing for a full one). */
+static void put_task_base(rocksdb_writebatch_t *wb, const char *job,
+			  const sv_ckrec_t *t)
+{
+	if (t->delta_of <= 0 || !t->n_offsets)
+		return;
+	char *k = tb_key(job, t->offsets[0]->partition, t->id);
+	char v[8];
+	be64(v, (uint64_t)t->delta_of);
+	rocksdb_writebatch_put(wb, k, strlen(k), v, 8);
+	free(k);
+}
+
+/* The delta_of of the task record of partition p at id from its side key:
+ * 0 for a full record (no side key). */
+static sv_error_t *task_base_of(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t id, int64_t *base)
+{
+	char *k = tb_key(job_id, p, id);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
+	*base = !err && v && vl == 8 ? (int64_t)unbe64(v) : 0;
+	rocksdb_free(v);
+	free(k);
+	return err;
+}
+
 sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 				 const sv_ckrec_t *const *tasks, size_t ntasks)
 {
@@ -881,6 +926,7 @@ sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 		streamvisor__checkpoint_record__pack(t, buf);
 		rocksdb_writebatch_put(wb, tk, strlen(tk), (const char *)buf,
 				       len);
+		put_task_base(wb, rec->job_id, t);
 		free(buf);
 		free(tk);
 	}
@@ -977,9 +1023,19 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 			break;
 		}
 		int committed = 0;
+		int64_t need = 0; /* the oldest base a kept delta needs */
 		for (size_t j = 0; j < n && !err; j++) {
+			if (committed >= retain && ids[j] == need) {
+				/* in the chain of a kept delta: keep */
+				err = task_base_of(st, job_id, parts[i], ids[j],
+						   &need);
+				continue;
+			}
 			if (committed >= retain) {
 				char *tk = ts_key(job_id, parts[i], ids[j]);
+				rocksdb_writebatch_delete(wb, tk, strlen(tk));
+				free(tk);
+				tk = tb_key(job_id, parts[i], ids[j]);
 				rocksdb_writebatch_delete(wb, tk, strlen(tk));
 				free(tk);
 				if (ngone == gcap) {
@@ -990,6 +1046,12 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 				gone[ngone++] = ids[j];
 				continue;
 			}
+			int64_t base;
+			if ((err = task_base_of(st, job_id, parts[i], ids[j],
+						&base)))
+				break;
+			if (base > 0 && (need == 0 || base < need))
+				need = base;
 			sv_ckrec_t *rec;
 			if ((err = get_meta(st, job_id, ids[j], &rec)))
 				break;
