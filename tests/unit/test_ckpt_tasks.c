@@ -98,8 +98,8 @@ static void task_new(const sv_schema_t *in, task_t *t)
 				 .naggs = 1,
 				 .agg_names = names,
 				 .agg_exprs = exprs};
-	assert_null(sv_op_window_new(sv_pipeline_out_schema(t->pl), &spec,
-				     &op));
+	assert_null(
+		sv_op_window_new(sv_pipeline_out_schema(t->pl), &spec, &op));
 	sv_pipeline_add(t->pl, op);
 	t->wm = sv_watermarks_new(0, 0);
 }
@@ -232,9 +232,8 @@ static void fx_init(fx_t *f, int full_every)
 	};
 	for (int i = 0; i < NT; i++) {
 		task_new(f->in, &f->a[i]);
-		f->ct[i] = (sv_ckpt_task_t){.partition = i,
-					    .pl = f->a[i].pl,
-					    .wm = f->a[i].wm};
+		f->ct[i] = (sv_ckpt_task_t){
+			.partition = i, .pl = f->a[i].pl, .wm = f->a[i].wm};
 		f->wm[i] = 0;
 	}
 	sv_batch_init(&f->b, f->in);
@@ -310,8 +309,8 @@ static size_t apply_chain(fx_t *f, int32_t part, int64_t id, sv_pipeline_t *pl,
 	size_t n = 0;
 	for (int64_t at = id; at > 0;) {
 		assert_true(n < 256);
-		assert_null(sv_ckstore_get_task(f->st, "j", part, at,
-						&chain[n]));
+		assert_null(
+			sv_ckstore_get_task(f->st, "j", part, at, &chain[n]));
 		assert_non_null(chain[n]);
 		at = chain[n]->delta_of;
 		n++;
@@ -327,8 +326,8 @@ static size_t apply_chain(fx_t *f, int32_t part, int64_t id, sv_pipeline_t *pl,
 			assert_int_equal(os->delta, k != n - 1);
 			assert_null(os->delta ? op->ops->restore_delta(
 							op, d, os->state.len)
-					      : op->ops->restore(op, d,
-								 os->state.len));
+					      : op->ops->restore(
+							op, d, os->state.len));
 		}
 	}
 	for (size_t k = 0; k < n; k++)
@@ -351,9 +350,8 @@ static void test_incremental_tasks_random(void **state)
 				continue;
 			sv_ckpt_parts_t p = parts_of(&f, f.ct);
 			sv_ckpt_info_t info;
-			sv_error_t *err = sv_ckpt_take(&f.conf, &p,
-						       SV_WATERMARK_NONE,
-						       &info);
+			sv_error_t *err = sv_ckpt_take(
+				&f.conf, &p, SV_WATERMARK_NONE, &info);
 			if (err)
 				fail_msg("take: %s", err->message);
 			nck++;
@@ -388,8 +386,10 @@ static void test_incremental_tasks_random(void **state)
 				if (n >= 3) {
 					chained++;
 					task_new(f.in, &c);
-					apply_chain(&f, i, info.id, c.pl,
-						    1 + (int)(random() %
+					apply_chain(
+						&f, i, info.id, c.pl,
+						1 +
+							(int)(random() %
 							      (long)(n - 2)));
 					sb = state_text(c.pl);
 					controls += strcmp(sa, sb) != 0;
@@ -440,8 +440,8 @@ static void test_aborted_delta_not_applied(void **state)
 			cur[i] = state_text(f.a[i].pl);
 		int64_t before = f.ct[0].incr.chain;
 		sv_ckpt_parts_t p = parts_of(&f, f.ct);
-		assert_null(sv_ckpt_take(&f.conf, &p, SV_WATERMARK_NONE,
-					 &info));
+		assert_null(
+			sv_ckpt_take(&f.conf, &p, SV_WATERMARK_NONE, &info));
 		bool stop = before >= 1 && f.ct[0].incr.chain == before + 1;
 		for (int i = 0; i < NT; i++) {
 			free(stop ? cur[i] : want[i]);
@@ -515,12 +515,12 @@ static void test_full_when_off_or_distributed(void **state)
 				p.tasks_opaque = &seen;
 			}
 			sv_ckpt_info_t info;
-			assert_null(sv_ckpt_take(&f.conf, &p,
-						 SV_WATERMARK_NONE, &info));
+			assert_null(sv_ckpt_take(&f.conf, &p, SV_WATERMARK_NONE,
+						 &info));
 			for (int i = 0; i < NT; i++) {
 				sv_ckrec_t *tr;
-				assert_null(sv_ckstore_get_task(
-					f.st, "j", i, info.id, &tr));
+				assert_null(sv_ckstore_get_task(f.st, "j", i,
+								info.id, &tr));
 				assert_int_equal(tr->delta_of, 0);
 				sv_ckstore_free_record(tr);
 			}
