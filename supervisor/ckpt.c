@@ -915,19 +915,30 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			err = ck_error(conf, err,
 				       "cannot seek the join input to the "
 				       "checkpoint's positions");
+		int64_t delta_of = tr->delta_of;
 		sv_ckstore_free_record(tr);
 		if (chosen > *restored)
 			*restored = chosen;
+		char how[64] = "";
+		if (delta_of > 0) /* the chain was followed down to a full */
+			snprintf(how, sizeof(how),
+				 "; its state a delta on %lld",
+				 (long long)delta_of);
 		sv_logctx_t plc = {conf->job_id, conf->attempt};
 		sv_log(&plc, SV_LOG_INFO, "checkpoint",
 		       "member %d, partition %d: restored checkpoint %lld "
-		       "(%s)",
-		       p->member, t->partition, (long long)chosen, decision);
+		       "(%s%s)",
+		       p->member, t->partition, (long long)chosen, decision,
+		       how);
+		json_t *ro = json_pack("{s:I, s:i, s:i, s:s}", "checkpoint_id",
+				       (json_int_t)chosen, "partition",
+				       t->partition, "member", p->member,
+				       "decision", decision);
+		if (delta_of > 0)
+			json_object_set_new(ro, "delta_of",
+					    json_integer((json_int_t)delta_of));
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
-			      json_pack("{s:I, s:i, s:i, s:s}", "checkpoint_id",
-					(json_int_t)chosen, "partition",
-					t->partition, "member", p->member,
-					"decision", decision));
+			      ro);
 	}
 	if (!err && nseek && (err = sv_source_seek(p->src, seek, nseek)))
 		err = ck_error(conf, err,
