@@ -408,8 +408,9 @@ static int64_t task_delta_base(const sv_ckpt_conf_t *conf,
 	return ti->prev;
 }
 
-/* Checkpoint id committed with task record rec of task t: its operators'
- * changes count from here, and the task's chain moves on. */
+/* Checkpoint id, holding task t's record (its operator states deltas when
+ * delta, opbytes bytes of them), committed: the operators' changes count
+ * from here, and the task's chain moves on. */
 static void task_committed(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
 			   int64_t id, bool delta, int64_t opbytes)
 {
