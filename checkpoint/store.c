@@ -10,6 +10,14 @@
  *                                    > 1: a packed CheckpointRecord with
  *                                    its one partition and its operators'
  *                                    state inline
+ *   tv/<job id>/<partition>/<id>/<op index, 4 hex>  one operator's state
+ *                                    of that task record, which then holds
+ *                                    it empty (older task records hold it
+ *                                    inline): the scan of a partition's
+ *                                    task records (task ids, retention)
+ *                                    visits only small values, as RocksDB
+ *                                    7.8's iterator reads every value it
+ *                                    steps on, blob or not
  *   ts/<job id>/<partition>/<id>/d   beside a task record that holds
  *                                    deltas: its delta_of (8 bytes BE),
  *                                    so retention walks a partition's
@@ -417,11 +425,15 @@ sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
 		free(csp);
 	}
 	if (!err && checkpoints) {
-		char *tsp, *pk;
+		char *tsp, *tvp, *pk;
 		if (asprintf(&tsp, "ts/%s/", job_id) < 0 ||
+		    asprintf(&tvp, "tv/%s/", job_id) < 0 ||
 		    asprintf(&pk, "par/%s", job_id) < 0)
 			abort();
 		err = delete_prefix(st, wb, tsp);
+		if (!err)
+			err = delete_prefix(st, wb, tvp);
+		free(tvp);
 		rocksdb_writebatch_delete(wb, pk, strlen(pk));
 		free(tsp);
 		free(pk);
@@ -884,6 +896,63 @@ static char *tb_key(const char *job, int32_t p, int64_t id)
 	return k;
 }
 
+/* The key of operator op's state of partition p's task record at id, and
+ * the prefix of all of that record's (sv_ckstore_retain_tasks deletes the
+ * range [prefix, prefix with its last '/' as '0')). */
+static char *tv_key(const char *job, int32_t p, int64_t id, uint32_t op)
+{
+	char *k;
+	if (asprintf(&k, "tv/%s/%08x/%016llx/%04x", job, (unsigned)p,
+		     (unsigned long long)id, op) < 0)
+		abort();
+	return k;
+}
+
+/* Delete every tv/ key of partition p's task record at id into wb. */
+static void delete_task_state(rocksdb_writebatch_t *wb, const char *job,
+			      int32_t p, int64_t id)
+{
+	char *a, *b;
+	if (asprintf(&a, "tv/%s/%08x/%016llx/", job, (unsigned)p,
+		     (unsigned long long)id) < 0 ||
+	    asprintf(&b, "tv/%s/%08x/%016llx0", job, (unsigned)p,
+		     (unsigned long long)id) < 0)
+		abort();
+	rocksdb_writebatch_delete_range(wb, a, strlen(a), b, strlen(b));
+	free(a);
+	free(b);
+}
+
+/* Fill the empty operator states of task record rec (partition p) from
+ * their tv/ keys. A state with no key stays as it is: a task record
+ * written before state lived apart, whose state is inline. */
+static sv_error_t *load_task_state(sv_ckstore_t *st, const char *job_id,
+				   int32_t p, sv_ckrec_t *rec)
+{
+	for (size_t i = 0; i < rec->n_operators; i++) {
+		Streamvisor__OperatorState *os = rec->operators[i];
+		if (os->state.len)
+			continue;
+		char *k = tv_key(job_id, p, rec->id, os->index);
+		char *rerr = NULL;
+		size_t vl = 0;
+		char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl,
+				      &rerr);
+		sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
+		if (!err && v) {
+			free(os->state.data);
+			os->state.data = sv_malloc(vl ? vl : 1);
+			memcpy(os->state.data, v, vl);
+			os->state.len = vl;
+		}
+		rocksdb_free(v);
+		free(k);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
 /* A delta task record's side key into wb (nothing for a full one). */
 static void put_task_base(rocksdb_writebatch_t *wb, const char *job,
 			  const sv_ckrec_t *t)
@@ -921,9 +990,19 @@ sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 		const sv_ckrec_t *t = tasks[i];
 		int32_t p = t->n_offsets ? t->offsets[0]->partition : -1;
 		char *tk = ts_key(rec->job_id, p, rec->id);
-		size_t len = streamvisor__checkpoint_record__get_packed_size(t);
-		uint8_t *buf = sv_malloc(len ? len : 1);
-		streamvisor__checkpoint_record__pack(t, buf);
+		/* the operators' state apart (tv/), the record without it */
+		for (size_t j = 0; j < t->n_operators; j++) {
+			const Streamvisor__OperatorState *os = t->operators[j];
+			if (!os->state.len)
+				continue;
+			char *vk = tv_key(rec->job_id, p, rec->id, os->index);
+			rocksdb_writebatch_put(wb, vk, strlen(vk),
+					       (const char *)os->state.data,
+					       os->state.len);
+			free(vk);
+		}
+		size_t len;
+		uint8_t *buf = pack_meta(t, &len);
 		rocksdb_writebatch_put(wb, tk, strlen(tk), (const char *)buf,
 				       len);
 		put_task_base(wb, rec->job_id, t);
@@ -986,7 +1065,12 @@ sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
 sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
 				int64_t id, sv_ckrec_t **out)
 {
-	return get_at(st, ts_key(job_id, p, id), out);
+	sv_error_t *err = get_at(st, ts_key(job_id, p, id), out);
+	if (!err && *out && (err = load_task_state(st, job_id, p, *out))) {
+		sv_ckstore_free_record(*out);
+		*out = NULL;
+	}
+	return err;
 }
 
 /* Whether partition p still has a task record of checkpoint id. */
@@ -1038,6 +1122,7 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 				tk = tb_key(job_id, parts[i], ids[j]);
 				rocksdb_writebatch_delete(wb, tk, strlen(tk));
 				free(tk);
+				delete_task_state(wb, job_id, parts[i], ids[j]);
 				if (ngone == gcap) {
 					gcap = gcap ? 2 * gcap : 16;
 					gone = sv_realloc(gone,
