@@ -8,8 +8,8 @@
  *   cs/<job id>/<id>/<op index, 4 hex digits>  one operator's state
  *   ts/<job id>/<partition, 8 hex>/<id>  one task's snapshot at parallelism
  *                                    > 1: a packed CheckpointRecord with
- *                                    its one partition and its operators'
- *                                    state inline
+ *                                    its one partition and its operators
+ *                                    (their state under tv/)
  *   tv/<job id>/<partition>/<id>/<op index, 4 hex>  one operator's state
  *                                    of that task record, which then holds
  *                                    it empty (older task records hold it
