@@ -23,9 +23,16 @@
  * cap --full-every, default 100) — its p99 counts the full rewrites it
  * makes ("fulls" in the row).
  *
+ * --parallelism 2: the changed-fraction case at parallelism 2 instead, the
+ * way a standalone job runs it (supervisor/ckpt.c's per-task path): two
+ * tasks (partitions 0 and 1), each its own window over the keys of its
+ * parity, one task record per task per checkpoint; full every time, then
+ * incremental per task (each task's own chain and full-rewrite rule).
+ *
  * usage: bench_checkpoint [--keys 100000,1000000] [--checkpoints 20]
  *                         [--seconds 3] [--changed 0.01] [--changed-keys
- *                         1000000] [--full-every 100] [--json PATH]
+ *                         1000000] [--full-every 100] [--parallelism 2]
+ *                         [--json PATH]
  *                         (--changed 0: no changed-fraction case)
  * Reproduce: cmake --preset release && cmake --build --preset release
  *            --target bench_checkpoint && build/release/bench_checkpoint */
@@ -55,6 +62,12 @@ typedef struct rig {
 	sv_sink_t *snk;
 	sv_watermarks_t *wm;
 	sv_batch_t in;
+	/* --parallelism 2: the second task's pipeline, the per-task input
+	 * batches and the tasks handed to sv_ckpt_take (pl is task 0's) */
+	int par;
+	sv_pipeline_t *pl2;
+	sv_batch_t tin[2];
+	sv_ckpt_task_t tasks[2];
 	sv_op_ctx_t ctx;
 	sv_opstats_t stats;
 	sv_ckstore_t *store;
@@ -73,7 +86,29 @@ static void die(const char *what, sv_error_t *err)
 
 /* hot_keys > 0: the changed-fraction case (a window that never closes, a
  * second generator over keys 0..hot_keys-1); full_every > 1: incremental. */
-static void rig_open(rig_t *r, long keys, long hot_keys, int full_every)
+/* A keyed tumbling window of size_ms (count, sum) over the rig's input. */
+static sv_pipeline_t *window_pipeline(rig_t *r, int64_t size_ms)
+{
+	sv_pipeline_t *pl = sv_pipeline_new(r->schema);
+	const char *k[] = {"key"}, *an[] = {"n", "total"};
+	const char *ae[] = {"count()", "sum(amount)"};
+	sv_window_spec_t ws = {.type = SV_WIN_TUMBLING,
+			       .size_ms = size_ms,
+			       .nkeys = 1,
+			       .keys = k,
+			       .naggs = 2,
+			       .agg_names = an,
+			       .agg_exprs = ae};
+	sv_op_t *op;
+	sv_error_t *err = sv_op_window_new(r->schema, &ws, &op);
+	if (err)
+		die("window", err);
+	sv_pipeline_add(pl, op);
+	return pl;
+}
+
+static void rig_open(rig_t *r, long keys, long hot_keys, int full_every,
+		     int par)
 {
 	sv_error_t *err;
 	memset(r, 0, sizeof(*r));
@@ -103,21 +138,8 @@ static void rig_open(rig_t *r, long keys, long hot_keys, int full_every)
 		if ((err = sv_generator_set_options(r->hot, &go)))
 			die("generator options", err);
 	}
-	r->pl = sv_pipeline_new(r->schema);
-	const char *k[] = {"key"}, *an[] = {"n", "total"};
-	const char *ae[] = {"count()", "sum(amount)"};
-	sv_window_spec_t ws = {.type = SV_WIN_TUMBLING,
-			       .size_ms = hot_keys > 0 ? 1000000000000LL
-						       : 3600000,
-			       .nkeys = 1,
-			       .keys = k,
-			       .naggs = 2,
-			       .agg_names = an,
-			       .agg_exprs = ae};
-	sv_op_t *op;
-	if ((err = sv_op_window_new(r->schema, &ws, &op)))
-		die("window", err);
-	sv_pipeline_add(r->pl, op);
+	int64_t size_ms = hot_keys > 0 ? 1000000000000LL : 3600000;
+	r->pl = window_pipeline(r, size_ms);
 	sv_sink_conf_t kc = {.kind = "null",
 			     .job_id = "bench",
 			     .format = SV_FMT_JSON,
@@ -127,6 +149,18 @@ static void rig_open(rig_t *r, long keys, long hot_keys, int full_every)
 		die("null sink", err);
 	r->wm = sv_watermarks_new(0, 0);
 	sv_batch_init(&r->in, r->schema);
+	r->par = par > 1 ? 2 : 1;
+	if (r->par == 2) {
+		r->pl2 = window_pipeline(r, size_ms);
+		for (int i = 0; i < 2; i++) {
+			sv_batch_init(&r->tin[i], r->schema);
+			r->tasks[i] = (sv_ckpt_task_t){
+				.partition = i,
+				.pl = i ? r->pl2 : r->pl,
+				.wm = r->wm,
+			};
+		}
+	}
 	r->ctx = (sv_op_ctx_t){.watermark_ms = SV_WATERMARK_NONE,
 			       .stats = &r->stats};
 	snprintf(r->dir, sizeof(r->dir), "/tmp/sv-bench-ck-XXXXXX");
@@ -171,10 +205,61 @@ static void rig_close(rig_t *r)
 	sv_watermarks_destroy(r->wm);
 	sv_sink_close(r->snk);
 	sv_pipeline_destroy(r->pl);
+	if (r->pl2) {
+		sv_pipeline_destroy(r->pl2);
+		sv_batch_release(&r->tin[0]);
+		sv_batch_release(&r->tin[1]);
+	}
 	sv_source_close(r->src);
 	if (r->hot)
 		sv_source_close(r->hot);
 	sv_schema_destroy(r->schema);
+}
+
+/* Parallelism 2: the rows of r->in through the task of their key's
+ * parity, the output to the sink. */
+static void step_tasks(rig_t *r)
+{
+	sv_error_t *err;
+	size_t nf = r->schema->nfields;
+	for (int t = 0; t < 2; t++)
+		sv_batch_reset(&r->tin[t]);
+	for (size_t i = 0; i < r->in.nrows; i++) {
+		const sv_value_t *row = sv_batch_row(&r->in, i);
+		int t = (int)(row[1].v.i & 1);
+		sv_rowmeta_t *m;
+		sv_value_t *to = sv_batch_add_row(&r->tin[t], &m);
+		memcpy(to, row, nf * sizeof(*to)); /* no strings */
+		*m = r->in.meta[i];
+	}
+	sv_pipeline_t *pls[2] = {r->pl, r->pl2};
+	for (int t = 0; t < 2; t++) {
+		sv_batch_t *out;
+		if ((err = sv_pipeline_push(pls[t], &r->ctx, &r->tin[t], &out)))
+			die("push", err);
+		if ((err = sv_sink_write(r->snk, out)))
+			die("sink", err);
+		if ((err = sv_pipeline_advance(pls[t], &r->ctx, &out)))
+			die("advance", err);
+		if ((err = sv_sink_write(r->snk, out)))
+			die("sink", err);
+	}
+}
+
+/* One checkpoint through sv_ckpt_take: the parallelism-1 record, or at
+ * parallelism 2 member 0 of 2 with both tasks. */
+static void rig_take(rig_t *r, sv_ckpt_info_t *info)
+{
+	sv_ckpt_parts_t p = {r->src, r->snk, r->pl, r->wm};
+	if (r->par == 2) {
+		p.tasks = r->tasks;
+		p.ntasks = 2;
+		p.member = 0;
+		p.parallelism = 2;
+	}
+	sv_error_t *err = sv_ckpt_take(&r->ck, &p, r->ctx.watermark_ms, info);
+	if (err)
+		die("checkpoint", err);
 }
 
 /* One batch through the pipeline; returns rows read. */
@@ -190,6 +275,11 @@ static size_t step(rig_t *r)
 		sv_rowmeta_t *m = &r->in.meta[i];
 		m->event_ms = sv_batch_row(&r->in, i)[3].v.i;
 		sv_watermarks_observe(r->wm, m->partition, m->event_ms, mono);
+	}
+	if (r->par == 2) {
+		r->ctx.watermark_ms = sv_watermarks_current(r->wm, mono);
+		step_tasks(r);
+		return r->in.nrows;
 	}
 	sv_batch_t *out;
 	if ((err = sv_pipeline_push(r->pl, &r->ctx, &r->in, &out)))
@@ -235,12 +325,8 @@ static double throughput(rig_t *r, double seconds, bool checkpoints, int *taken)
 	while (sv_mono_ms() - t0 < (int64_t)(seconds * 1000)) {
 		rows += step(r);
 		if (checkpoints && sv_mono_ms() >= next) {
-			sv_ckpt_parts_t p = {r->src, r->snk, r->pl, r->wm};
 			sv_ckpt_info_t info;
-			sv_error_t *err = sv_ckpt_take(
-				&r->ck, &p, r->ctx.watermark_ms, &info);
-			if (err)
-				die("checkpoint", err);
+			rig_take(r, &info);
 			(*taken)++;
 			next = sv_mono_ms() + 1000;
 		}
@@ -257,6 +343,7 @@ int main(int argc, char **argv)
 	const char *json_path = NULL;
 	double changed = 0.01;
 	long changed_keys = 1000000;
+	int par = 1;
 	int full_every = 100;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
@@ -274,13 +361,16 @@ int main(int argc, char **argv)
 			changed_keys = atol(argv[++i]);
 		} else if (!strcmp(argv[i], "--full-every") && i + 1 < argc) {
 			full_every = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--parallelism") && i + 1 < argc) {
+			par = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
 			json_path = argv[++i];
 		} else {
 			fprintf(stderr,
 				"usage: bench_checkpoint [--keys N,M] "
 				"[--checkpoints N] [--seconds S] [--changed F] "
-				"[--changed-keys N] [--full-every N] [--json "
+				"[--changed-keys N] [--full-every N] "
+				"[--parallelism 1|2] [--json "
 				"PATH]\n");
 			return 2;
 		}
@@ -306,7 +396,7 @@ int main(int argc, char **argv)
 		if (frac && hot < 1)
 			hot = 1;
 		rig_t r;
-		rig_open(&r, keys, hot, incr ? full_every : 0);
+		rig_open(&r, keys, hot, incr ? full_every : 0, frac ? par : 1);
 		/* fill: every key twice */
 		uint64_t rows = 0;
 		while (rows < 2 * (uint64_t)keys)
@@ -314,13 +404,9 @@ int main(int argc, char **argv)
 		double base_ms = 0;
 		if (frac) {
 			/* the chain's first full snapshot, before the measure */
-			sv_ckpt_parts_t p = {r.src, r.snk, r.pl, r.wm};
 			sv_ckpt_info_t info;
 			int64_t t0 = sv_mono_ns();
-			sv_error_t *err = sv_ckpt_take(
-				&r.ck, &p, r.ctx.watermark_ms, &info);
-			if (err)
-				die("checkpoint", err);
+			rig_take(&r, &info);
 			base_ms = (double)(sv_mono_ns() - t0) / 1e6;
 			rig_go_hot(&r);
 		}
@@ -332,14 +418,10 @@ int main(int argc, char **argv)
 			uint64_t n = step(&r);
 			while (frac && n < (uint64_t)hot)
 				n += step(&r);
-			sv_ckpt_parts_t p = {r.src, r.snk, r.pl, r.wm};
 			sv_ckpt_info_t info;
 			int64_t t0 = sv_mono_ns();
-			sv_error_t *err = sv_ckpt_take(
-				&r.ck, &p, r.ctx.watermark_ms, &info);
+			rig_take(&r, &info);
 			d[i] = (double)(sv_mono_ns() - t0) / 1e6;
-			if (err)
-				die("checkpoint", err);
 			bytes = info.bytes;
 			wb[i] = (double)bytes;
 			/* reference: the same bytes, written and synced once */
@@ -375,18 +457,29 @@ int main(int argc, char **argv)
 		}
 		uint64_t sbytes = 0, skeys = 0;
 		sv_pipeline_state_size(r.pl, &sbytes, &skeys);
+		if (r.pl2) {
+			uint64_t b2 = 0, k2 = 0;
+			sv_pipeline_state_size(r.pl2, &b2, &k2);
+			sbytes += b2;
+			skeys += k2;
+		}
 		char chg[64], mode[64];
 		if (frac)
 			snprintf(chg, sizeof(chg), "%g (%ld keys)", changed,
 				 hot);
 		else
 			snprintf(chg, sizeof(chg), "all");
+		/* at parallelism 2 every checkpoint writes 2 task records and
+		 * the base was 2 fulls */
+		int rp = frac ? r.par : 1;
 		if (incr)
 			snprintf(mode, sizeof(mode),
-				 "incremental, %lld full of %d",
-				 (long long)(fulls0 - 1), nck);
+				 "incremental, %lld full of %d%s",
+				 (long long)(fulls0 - rp), nck * rp,
+				 rp == 2 ? " task records, p2" : "");
 		else
-			snprintf(mode, sizeof(mode), "full");
+			snprintf(mode, sizeof(mode), "full%s",
+				 rp == 2 ? ", p2" : "");
 		printf("| %ld | %s | %s | %.1f | %.2f | %.1f | %.1f | %.1f | "
 		       "%.1f | %.1fx | %.2fM | %.2fM | %.1f%% |\n",
 		       keys, chg, mode, (double)sbytes / 1e6, w50 / 1e6, p50,
@@ -412,12 +505,13 @@ int main(int argc, char **argv)
 					"\"written_bytes_p50\":%.0f,"
 					"\"state_memory_bytes\":%llu,"
 					"\"full_snapshots_measured\":%lld,"
-					"\"base_full_ms\":%.3f",
+					"\"base_full_ms\":%.3f,"
+					"\"parallelism\":%d",
 					changed, incr ? "true" : "false", dmax,
 					w50, (unsigned long long)sbytes,
-					incr ? (long long)(fulls0 - 1)
-					     : (long long)nck,
-					base_ms);
+					incr ? (long long)(fulls0 - rp)
+					     : (long long)nck * rp,
+					base_ms, rp);
 			fprintf(js, "}");
 		}
 		free(wb);

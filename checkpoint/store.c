@@ -8,8 +8,20 @@
  *   cs/<job id>/<id>/<op index, 4 hex digits>  one operator's state
  *   ts/<job id>/<partition, 8 hex>/<id>  one task's snapshot at parallelism
  *                                    > 1: a packed CheckpointRecord with
- *                                    its one partition and its operators'
- *                                    state inline
+ *                                    its one partition and its operators
+ *                                    (their state under tv/)
+ *   tv/<job id>/<partition>/<id>/<op index, 4 hex>  one operator's state
+ *                                    of that task record, which then holds
+ *                                    it empty (older task records hold it
+ *                                    inline): the scan of a partition's
+ *                                    task records (task ids, retention)
+ *                                    visits only small values, as RocksDB
+ *                                    7.8's iterator reads every value it
+ *                                    steps on, blob or not
+ *   ts/<job id>/<partition>/<id>/d   beside a task record that holds
+ *                                    deltas: its delta_of (8 bytes BE),
+ *                                    so retention walks a partition's
+ *                                    chains without reading the records
  *   par/<job id>                     largest parallelism run (8 bytes BE)
  *   meta/marks                       commits marked so far (8 bytes BE)
  * State apart from the record: marking, listing and retention read and
@@ -413,11 +425,15 @@ sv_error_t *sv_ckstore_delete_job(sv_ckstore_t *st, const char *job_id,
 		free(csp);
 	}
 	if (!err && checkpoints) {
-		char *tsp, *pk;
+		char *tsp, *tvp, *pk;
 		if (asprintf(&tsp, "ts/%s/", job_id) < 0 ||
+		    asprintf(&tvp, "tv/%s/", job_id) < 0 ||
 		    asprintf(&pk, "par/%s", job_id) < 0)
 			abort();
 		err = delete_prefix(st, wb, tsp);
+		if (!err)
+			err = delete_prefix(st, wb, tvp);
+		free(tvp);
 		rocksdb_writebatch_delete(wb, pk, strlen(pk));
 		free(tsp);
 		free(pk);
@@ -868,6 +884,104 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 
 /* ---- per-task snapshots ---- */
 
+/* The side key of the task record of partition p at id: its delta_of.
+ * Longer than a record's key, so sv_ckstore_task_ids skips it; under ts/,
+ * so deleting a job's checkpoints deletes it. */
+static char *tb_key(const char *job, int32_t p, int64_t id)
+{
+	char *k;
+	if (asprintf(&k, "ts/%s/%08x/%016llx/d", job, (unsigned)p,
+		     (unsigned long long)id) < 0)
+		abort();
+	return k;
+}
+
+/* The key of operator op's state of partition p's task record at id, and
+ * the prefix of all of that record's (sv_ckstore_retain_tasks deletes the
+ * range [prefix, prefix with its last '/' as '0')). */
+static char *tv_key(const char *job, int32_t p, int64_t id, uint32_t op)
+{
+	char *k;
+	if (asprintf(&k, "tv/%s/%08x/%016llx/%04x", job, (unsigned)p,
+		     (unsigned long long)id, op) < 0)
+		abort();
+	return k;
+}
+
+/* Delete every tv/ key of partition p's task record at id into wb. */
+static void delete_task_state(rocksdb_writebatch_t *wb, const char *job,
+			      int32_t p, int64_t id)
+{
+	char *a, *b;
+	if (asprintf(&a, "tv/%s/%08x/%016llx/", job, (unsigned)p,
+		     (unsigned long long)id) < 0 ||
+	    asprintf(&b, "tv/%s/%08x/%016llx0", job, (unsigned)p,
+		     (unsigned long long)id) < 0)
+		abort();
+	rocksdb_writebatch_delete_range(wb, a, strlen(a), b, strlen(b));
+	free(a);
+	free(b);
+}
+
+/* Fill the empty operator states of task record rec (partition p) from
+ * their tv/ keys. A state with no key stays as it is: a task record
+ * written before state lived apart, whose state is inline. */
+static sv_error_t *load_task_state(sv_ckstore_t *st, const char *job_id,
+				   int32_t p, sv_ckrec_t *rec)
+{
+	for (size_t i = 0; i < rec->n_operators; i++) {
+		Streamvisor__OperatorState *os = rec->operators[i];
+		if (os->state.len)
+			continue;
+		char *k = tv_key(job_id, p, rec->id, os->index);
+		char *rerr = NULL;
+		size_t vl = 0;
+		char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl,
+				      &rerr);
+		sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
+		if (!err && v) {
+			free(os->state.data);
+			os->state.data = sv_malloc(vl ? vl : 1);
+			memcpy(os->state.data, v, vl);
+			os->state.len = vl;
+		}
+		rocksdb_free(v);
+		free(k);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* A delta task record's side key into wb (nothing for a full one). */
+static void put_task_base(rocksdb_writebatch_t *wb, const char *job,
+			  const sv_ckrec_t *t)
+{
+	if (t->delta_of <= 0 || !t->n_offsets)
+		return;
+	char *k = tb_key(job, t->offsets[0]->partition, t->id);
+	char v[8];
+	be64(v, (uint64_t)t->delta_of);
+	rocksdb_writebatch_put(wb, k, strlen(k), v, 8);
+	free(k);
+}
+
+/* The delta_of of the task record of partition p at id from its side key:
+ * 0 for a full record (no side key). */
+static sv_error_t *task_base_of(sv_ckstore_t *st, const char *job_id, int32_t p,
+				int64_t id, int64_t *base)
+{
+	char *k = tb_key(job_id, p, id);
+	char *rerr = NULL;
+	size_t vl = 0;
+	char *v = rocksdb_get(st->db, st->ropts, k, strlen(k), &vl, &rerr);
+	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
+	*base = !err && v && vl == 8 ? (int64_t)unbe64(v) : 0;
+	rocksdb_free(v);
+	free(k);
+	return err;
+}
+
 sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 				 const sv_ckrec_t *const *tasks, size_t ntasks)
 {
@@ -876,11 +990,22 @@ sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 		const sv_ckrec_t *t = tasks[i];
 		int32_t p = t->n_offsets ? t->offsets[0]->partition : -1;
 		char *tk = ts_key(rec->job_id, p, rec->id);
-		size_t len = streamvisor__checkpoint_record__get_packed_size(t);
-		uint8_t *buf = sv_malloc(len ? len : 1);
-		streamvisor__checkpoint_record__pack(t, buf);
+		/* the operators' state apart (tv/), the record without it */
+		for (size_t j = 0; j < t->n_operators; j++) {
+			const Streamvisor__OperatorState *os = t->operators[j];
+			if (!os->state.len)
+				continue;
+			char *vk = tv_key(rec->job_id, p, rec->id, os->index);
+			rocksdb_writebatch_put(wb, vk, strlen(vk),
+					       (const char *)os->state.data,
+					       os->state.len);
+			free(vk);
+		}
+		size_t len;
+		uint8_t *buf = pack_meta(t, &len);
 		rocksdb_writebatch_put(wb, tk, strlen(tk), (const char *)buf,
 				       len);
+		put_task_base(wb, rec->job_id, t);
 		free(buf);
 		free(tk);
 	}
@@ -940,7 +1065,12 @@ sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
 sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
 				int64_t id, sv_ckrec_t **out)
 {
-	return get_at(st, ts_key(job_id, p, id), out);
+	sv_error_t *err = get_at(st, ts_key(job_id, p, id), out);
+	if (!err && *out && (err = load_task_state(st, job_id, p, *out))) {
+		sv_ckstore_free_record(*out);
+		*out = NULL;
+	}
+	return err;
 }
 
 /* Whether partition p still has a task record of checkpoint id. */
@@ -977,11 +1107,22 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 			break;
 		}
 		int committed = 0;
+		int64_t need = 0; /* the oldest base a kept delta needs */
 		for (size_t j = 0; j < n && !err; j++) {
+			if (committed >= retain && ids[j] == need) {
+				/* in the chain of a kept delta: keep */
+				err = task_base_of(st, job_id, parts[i], ids[j],
+						   &need);
+				continue;
+			}
 			if (committed >= retain) {
 				char *tk = ts_key(job_id, parts[i], ids[j]);
 				rocksdb_writebatch_delete(wb, tk, strlen(tk));
 				free(tk);
+				tk = tb_key(job_id, parts[i], ids[j]);
+				rocksdb_writebatch_delete(wb, tk, strlen(tk));
+				free(tk);
+				delete_task_state(wb, job_id, parts[i], ids[j]);
 				if (ngone == gcap) {
 					gcap = gcap ? 2 * gcap : 16;
 					gone = sv_realloc(gone,
@@ -990,6 +1131,12 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 				gone[ngone++] = ids[j];
 				continue;
 			}
+			int64_t base;
+			if ((err = task_base_of(st, job_id, parts[i], ids[j],
+						&base)))
+				break;
+			if (base > 0 && (need == 0 || base < need))
+				need = base;
 			sv_ckrec_t *rec;
 			if ((err = get_meta(st, job_id, ids[j], &rec)))
 				break;

@@ -75,8 +75,11 @@ sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id, size_t limit,
 sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain);
 /* ---- per-task snapshots (parallelism > 1, docs/checkpoints.md) ----
  * A member's checkpoint is its record under ck/ (offsets of its
- * partitions, no operators) plus one task record per partition it owns,
- * fully packed (operators' state inline) under ts/<job>/<partition>/<id>.
+ * partitions, no operators) plus one task record per partition it owns
+ * under ts/<job>/<partition>/<id>, its operators' state apart under tv/
+ * (sv_ckstore_get_task returns it whole). A task record may hold deltas
+ * (delta_of, docs/checkpoints.md): retention keeps the chain below the
+ * kept ones.
  * Task records are keyed by partition, so a restart with another
  * parallelism regroups them. */
 /* Write the member record rec and its ntasks task records (each names its
@@ -91,9 +94,10 @@ sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,
 sv_error_t *sv_ckstore_get_task(sv_ckstore_t *st, const char *job_id, int32_t p,
 				int64_t id, sv_ckrec_t **out);
 /* Per partition of parts: keep the task records of the newest `retain`
- * checkpoints whose member record is COMMITTED and every newer one; delete
- * the older ones, and a member record once no partition has a task record
- * of it any more. */
+ * checkpoints whose member record is COMMITTED and every newer one, and
+ * the chain the oldest kept delta builds on down to its full record;
+ * delete the older ones, and a member record once no partition has a task
+ * record of it any more. */
 sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 				    const int32_t *parts, size_t nparts,
 				    int retain);

@@ -335,16 +335,16 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 /* ---- take, parallelism > 1 ---- */
 
 /* The snapshot of one task: its partition's position and watermark and its
- * operators' state, packed inline. The record points into *off, ops and
+ * operators' state, packed inline; delta_of > 0: the operators that can
+ * write only what changed since that checkpoint of the task (rec->delta_of
+ * names it). The record points into *off, ops and
  * opbufs (sized for the pipeline), which the caller frees. */
-static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
-			      sv_ckpt_task_t *t, const sv_partpos_t *pos,
-			      const sv_partpos_t *pos2, int64_t id,
-			      ckrec_t *rec, Streamvisor__PartitionOffset *off,
-			      Streamvisor__PartitionOffset **offp,
-			      Streamvisor__OperatorState *ops,
-			      Streamvisor__OperatorState **opp,
-			      sv_buf_t *opbufs, size_t *nops_out)
+static sv_error_t *build_task(
+	const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p, sv_ckpt_task_t *t,
+	const sv_partpos_t *pos, const sv_partpos_t *pos2, int64_t id,
+	int64_t delta_of, ckrec_t *rec, Streamvisor__PartitionOffset *off,
+	Streamvisor__PartitionOffset **offp, Streamvisor__OperatorState *ops,
+	Streamvisor__OperatorState **opp, sv_buf_t *opbufs, size_t *nops_out)
 {
 	streamvisor__checkpoint_record__init(rec);
 	rec->id = id;
@@ -374,7 +374,9 @@ static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		rec->n_offsets = 2;
 	}
 	size_t nops;
-	sv_error_t *err = snapshot_ops(conf, t->pl, 0, rec, ops, opbufs, &nops);
+	rec->delta_of = 0;
+	sv_error_t *err = snapshot_ops(conf, t->pl, delta_of, rec, ops, opbufs,
+				       &nops);
 	*nops_out = nops;
 	if (err)
 		return err;
@@ -383,6 +385,56 @@ static sv_error_t *build_task(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	rec->n_operators = nops;
 	rec->operators = opp;
 	return NULL;
+}
+
+/* Incremental per-task snapshots (docs/checkpoints.md): the checkpoint a
+ * task's next snapshot may be a delta of, or 0 for a full one. The same
+ * rule as parallelism 1, per task: a full snapshot after full_every - 1
+ * deltas or once the deltas add up to more bytes than the full one. Off
+ * when conf->incr is, and in distributed mode (grouped, on_tasks): the
+ * state topic restores a task from one record and needs it whole. The
+ * base is always a committed checkpoint of this attempt (task_committed
+ * sets it only after the commit). */
+static int64_t task_delta_base(const sv_ckpt_conf_t *conf,
+			       const sv_ckpt_parts_t *p,
+			       const sv_ckpt_task_t *t)
+{
+	const sv_ckpt_incr_t *in = conf->incr, *ti = &t->incr;
+	if (!in || in->full_every <= 1 || p->grouped || p->on_tasks)
+		return 0;
+	if (ti->prev <= 0 || ti->chain + 1 >= in->full_every ||
+	    ti->delta_bytes > ti->full_bytes)
+		return 0;
+	return ti->prev;
+}
+
+/* Checkpoint id, holding task t's record (its operator states deltas when
+ * delta, opbytes bytes of them), committed: the operators' changes count
+ * from here, and the task's chain moves on. */
+static void task_committed(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
+			   int64_t id, bool delta, int64_t opbytes)
+{
+	sv_ckpt_incr_t *in = conf->incr, *ti = &t->incr;
+	if (!in || in->full_every <= 1)
+		return;
+	for (size_t i = 0; i < sv_pipeline_len(t->pl); i++) {
+		sv_op_t *op = sv_pipeline_op(t->pl, i);
+		if (op->ops->checkpointed)
+			op->ops->checkpointed(op);
+	}
+	if (delta) {
+		ti->chain++;
+		ti->delta_bytes += opbytes;
+		ti->deltas++;
+		in->deltas++;
+	} else {
+		ti->chain = 0;
+		ti->full_bytes = opbytes;
+		ti->delta_bytes = 0;
+		ti->fulls++;
+		in->fulls++;
+	}
+	ti->prev = id;
 }
 
 static const sv_partpos_t *find_pos(const sv_partpos_t *pos, size_t n,
@@ -453,6 +505,8 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	size_t *nops = sv_calloc(nt, sizeof(*nops));
 	int32_t *parts = sv_calloc(nt * nin, sizeof(int32_t));
 	int64_t *next = sv_calloc(nt * nin, sizeof(int64_t));
+	bool *tdelta = sv_calloc(nt ? nt : 1, sizeof(*tdelta));
+	int64_t *tbytes = sv_calloc(nt ? nt : 1, sizeof(*tbytes));
 	for (size_t i = 0; i < nt; i++) {
 		sv_ckpt_task_t *t = &p->tasks[i];
 		const sv_partpos_t *tp = find_pos(pos, npos, t->partition);
@@ -464,10 +518,14 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		opp[i] = sv_calloc(nmax ? nmax : 1, sizeof(**opp));
 		opbufs[i] = sv_calloc(nmax ? nmax : 1, sizeof(**opbufs));
 		if (!err)
-			err = build_task(conf, p, t, tp, tp2, id, &trec[i],
+			err = build_task(conf, p, t, tp, tp2, id,
+					 task_delta_base(conf, p, t), &trec[i],
 					 &toff[2 * i], &toffp[2 * i], ops[i],
 					 opp[i], opbufs[i], &nops[i]);
 		trecp[i] = &trec[i];
+		tdelta[i] = trec[i].delta_of > 0;
+		for (size_t j = 0; j < trec[i].n_operators; j++)
+			tbytes[i] += (int64_t)trec[i].operators[j]->state.len;
 		rec.bytes += trec[i].bytes;
 		streamvisor__partition_offset__init(&offs[i]);
 		offs[i].topic = (char *)conf->topic;
@@ -519,6 +577,10 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	};
 	err = commit_steps(conf, p, id, wm, m0, toffs, tp, nt, p->member, err,
 			   info);
+	for (size_t i = 0; !err && i < nt; i++)
+		task_committed(conf, &p->tasks[i], id, tdelta[i], tbytes[i]);
+	free(tdelta);
+	free(tbytes);
 	free(tp);
 	free(parts);
 	free(next);
@@ -537,18 +599,25 @@ static const Streamvisor__OperatorState *op_state(const ckrec_t *rec,
 	return NULL;
 }
 
+static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
+			     const ckrec_t *rec, ckrec_t **out);
+
 /* Restore op from os of checkpoint id: a full snapshot directly; a delta
  * on top of its base, restored first (the chain of delta_of down to a
- * full snapshot, oldest applied first). */
+ * full snapshot, oldest applied first). part: -1 a parallelism-1 record
+ * (bases under ck/), >= 0 a task record of that partition (bases are the
+ * partition's task records, each of a committed checkpoint), -2 a record
+ * that must be whole (distributed mode's state topic). */
 static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 			      const ckrec_t *rec,
-			      const Streamvisor__OperatorState *os, int depth)
+			      const Streamvisor__OperatorState *os,
+			      int32_t part, int depth)
 {
 	if (!os->delta)
 		return op->ops->restore(op, (const char *)os->state.data,
 					os->state.len);
 	if (!op->ops->restore_delta || rec->delta_of <= 0 ||
-	    rec->delta_of >= rec->id || depth > 100000)
+	    rec->delta_of >= rec->id || depth > 100000 || part == -2)
 		return sv_error_new(SV_ERR_CHECKPOINT,
 				    "checkpoint %lld holds a state delta of "
 				    "operator %u without a usable base "
@@ -556,8 +625,9 @@ static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 				    (long long)rec->id, os->index,
 				    (long long)rec->delta_of);
 	ckrec_t *base = NULL;
-	sv_error_t *err = sv_ckstore_get(conf->store, conf->job_id,
-					 rec->delta_of, &base);
+	sv_error_t *err = part >= 0 ? task_base(conf, part, rec, &base)
+				    : sv_ckstore_get(conf->store, conf->job_id,
+						     rec->delta_of, &base);
 	const Streamvisor__OperatorState *bos = err || !base
 		? NULL
 		: op_state(base, os->index);
@@ -569,7 +639,7 @@ static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 			(long long)rec->id, (long long)rec->delta_of,
 			os->index);
 	if (!err)
-		err = restore_op(conf, op, base, bos, depth + 1);
+		err = restore_op(conf, op, base, bos, part, depth + 1);
 	sv_ckstore_free_record(base);
 	if (!err)
 		err = op->ops->restore_delta(op, (const char *)os->state.data,
@@ -577,8 +647,41 @@ static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 	return err;
 }
 
+/* The base of task record rec (partition part): the partition's task
+ * record of checkpoint rec->delta_of, whose member record must say
+ * COMMITTED (a delta is only ever taken on a committed checkpoint, so
+ * anything else is damage, not a choice). NULL *out when it is missing
+ * (the caller says so). */
+static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
+			     const ckrec_t *rec, ckrec_t **out)
+{
+	*out = NULL;
+	ckrec_t *ck = NULL;
+	sv_error_t *err = sv_ckstore_get(conf->store, conf->job_id,
+					 rec->delta_of, &ck);
+	if (!err && ck &&
+	    ck->status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED)
+		err = sv_error_new(SV_ERR_CHECKPOINT,
+				   "checkpoint %lld: the base %lld of "
+				   "partition %d's state delta did not commit",
+				   (long long)rec->id, (long long)rec->delta_of,
+				   part);
+	else if (!err && ck && strcmp(ck->plan_id, conf->plan_id))
+		err = sv_error_new(SV_ERR_CHECKPOINT,
+				   "checkpoint %lld: the base %lld of "
+				   "partition %d's state delta belongs to "
+				   "plan %s",
+				   (long long)rec->id, (long long)rec->delta_of,
+				   part, ck->plan_id);
+	sv_ckstore_free_record(ck);
+	if (!err)
+		err = sv_ckstore_get_task(conf->store, conf->job_id, part,
+					  rec->delta_of, out);
+	return err;
+}
+
 static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
-			       const ckrec_t *rec)
+			       const ckrec_t *rec, int32_t part)
 {
 	if (conf->incr) { /* the next checkpoint is a full one */
 		conf->incr->prev = 0;
@@ -598,7 +701,7 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 					     (long long)rec->id, os->index,
 					     os->kind),
 				conf->job_id, conf->attempt);
-		sv_error_t *err = restore_op(conf, op, rec, os, 0);
+		sv_error_t *err = restore_op(conf, op, rec, os, part, 0);
 		if (err)
 			return ck_error(conf, err,
 					"cannot restore an operator");
@@ -624,7 +727,7 @@ sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
 				     "plan %s, not %s",
 				     t->partition, rec->plan_id, conf->plan_id),
 			conf->job_id, conf->attempt);
-	sv_error_t *err = restore_ops(conf, t->pl, rec);
+	sv_error_t *err = restore_ops(conf, t->pl, rec, -2);
 	if (!err) {
 		int64_t pwm = rec->offsets[0]->watermark_ms;
 		sv_watermarks_set(t->wm, t->partition, pwm, sv_mono_ms());
@@ -796,7 +899,8 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			sv_ckstore_free_record(tr);
 			break;
 		}
-		err = restore_ops(conf, t->pl, tr);
+		t->incr = (sv_ckpt_incr_t){0}; /* its next snapshot: full */
+		err = restore_ops(conf, t->pl, tr, t->partition);
 		if (!err && !conf->ignore_state) {
 			int64_t pwm = tr->offsets[0]->watermark_ms;
 			sv_watermarks_set(t->wm, t->partition, pwm, now);
@@ -812,19 +916,30 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			err = ck_error(conf, err,
 				       "cannot seek the join input to the "
 				       "checkpoint's positions");
+		int64_t delta_of = tr->delta_of;
 		sv_ckstore_free_record(tr);
 		if (chosen > *restored)
 			*restored = chosen;
+		char how[64] = "";
+		if (delta_of > 0) /* the chain was followed down to a full */
+			snprintf(how, sizeof(how),
+				 "; its state a delta on %lld",
+				 (long long)delta_of);
 		sv_logctx_t plc = {conf->job_id, conf->attempt};
 		sv_log(&plc, SV_LOG_INFO, "checkpoint",
 		       "member %d, partition %d: restored checkpoint %lld "
-		       "(%s)",
-		       p->member, t->partition, (long long)chosen, decision);
+		       "(%s%s)",
+		       p->member, t->partition, (long long)chosen, decision,
+		       how);
+		json_t *ro = json_pack("{s:I, s:i, s:i, s:s}", "checkpoint_id",
+				       (json_int_t)chosen, "partition",
+				       t->partition, "member", p->member,
+				       "decision", decision);
+		if (delta_of > 0)
+			json_object_set_new(ro, "delta_of",
+					    json_integer((json_int_t)delta_of));
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_restored",
-			      json_pack("{s:I, s:i, s:i, s:s}", "checkpoint_id",
-					(json_int_t)chosen, "partition",
-					t->partition, "member", p->member,
-					"decision", decision));
+			      ro);
 	}
 	if (!err && nseek && (err = sv_source_seek(p->src, seek, nseek)))
 		err = ck_error(conf, err,
@@ -845,7 +960,7 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			   const ckrec_t *rec, int64_t *wm_out)
 {
-	sv_error_t *oerr = restore_ops(conf, p->pl, rec);
+	sv_error_t *oerr = restore_ops(conf, p->pl, rec, -1);
 	if (oerr)
 		return oerr;
 	int64_t now = sv_mono_ms();

@@ -56,6 +56,10 @@ typedef struct sv_ckpt_task {
 	sv_pipeline_t *pl;
 	sv_watermarks_t *wm;
 	sv_watermarks_t *wm2; /* a join's second input: its tracker, or NULL */
+	/* the task's own delta chain (standalone parallelism > 1): kept by
+	 * sv_ckpt_take, zero at the start of an attempt; the rule
+	 * (full_every) is conf->incr's */
+	sv_ckpt_incr_t incr;
 } sv_ckpt_task_t;
 
 typedef struct sv_ckpt_parts {

@@ -2066,8 +2066,9 @@ static sv_error_t *open_member(member_t *m)
 		.restore_from = w->conf.restore_from,
 		.ignore_state = w->conf.ignore_state,
 	};
-	/* incremental checkpoints: the parallelism-1 record's operators
-	 * (per-task snapshots, parallelism > 1, are written whole) */
+	/* incremental checkpoints: the parallelism-1 record's operators, and
+	 * the rule each task's own chain follows at parallelism > 1
+	 * standalone (distributed mode's task records stay whole) */
 	m->incr = (sv_ckpt_incr_t){
 		.full_every = js->checkpoint->full_every
 			? js->checkpoint->full_every

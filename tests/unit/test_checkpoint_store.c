@@ -366,6 +366,107 @@ static void test_task_snapshots(void **state)
 	free(dir);
 }
 
+/* A raw read of key (the test speaks RocksDB directly, store closed):
+ * the value, or NULL; *len its length. */
+static char *raw_get(const char *dir, const char *key, size_t *len)
+{
+	rocksdb_options_t *o = rocksdb_options_create();
+	char *rerr = NULL;
+	rocksdb_t *db = rocksdb_open(o, dir, &rerr);
+	assert_null(rerr);
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	char *v = rocksdb_get(db, ro, key, strlen(key), len, &rerr);
+	assert_null(rerr);
+	rocksdb_readoptions_destroy(ro);
+	rocksdb_close(db);
+	rocksdb_options_destroy(o);
+	return v;
+}
+
+/* Task state lives apart from its task record (tv/, docs/checkpoints.md):
+ * the record under ts/ holds no state bytes, the state reads back with
+ * sv_ckstore_get_task, retention and job deletion remove it, and a task
+ * record of the older layout (state inline) still reads. */
+static void test_task_state_apart(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	const Streamvisor__CheckpointRecord__Status C =
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED;
+	for (int i = 0; i < 3; i++)
+		put_member(st, 0, 1, C); /* 1, 2, 3 */
+	sv_ckstore_close(st);
+	size_t len;
+	char *v = raw_get(dir, "ts/j/00000000/0000000000000001", &len);
+	assert_non_null(v);
+	assert_null(memmem(v, len, "state-1", 7));
+	free(v);
+	v = raw_get(dir, "tv/j/00000000/0000000000000001/0000", &len);
+	assert_non_null(v);
+	assert_int_equal(len, 7);
+	assert_memory_equal(v, "state-1", 7);
+	free(v);
+	/* a task record of the older layout, written behind the store */
+	Streamvisor__PartitionOffset po = STREAMVISOR__PARTITION_OFFSET__INIT;
+	Streamvisor__PartitionOffset *pop = &po;
+	po.partition = 5;
+	Streamvisor__OperatorState os = STREAMVISOR__OPERATOR_STATE__INIT;
+	Streamvisor__OperatorState *osp = &os;
+	os.kind = "window";
+	os.state.data = (uint8_t *)"inline-9";
+	os.state.len = 8;
+	Streamvisor__CheckpointRecord t = STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	t.id = 9;
+	t.job_id = "j";
+	t.n_offsets = 1;
+	t.offsets = &pop;
+	t.n_operators = 1;
+	t.operators = &osp;
+	size_t tl = streamvisor__checkpoint_record__get_packed_size(&t);
+	uint8_t *tb = malloc(tl);
+	streamvisor__checkpoint_record__pack(&t, tb);
+	rocksdb_options_t *o = rocksdb_options_create();
+	char *rerr = NULL;
+	rocksdb_t *db = rocksdb_open(o, dir, &rerr);
+	assert_null(rerr);
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	const char *key = "ts/j/00000005/0000000000000009";
+	rocksdb_put(db, wo, key, strlen(key), (const char *)tb, tl, &rerr);
+	assert_null(rerr);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_close(db);
+	rocksdb_options_destroy(o);
+	free(tb);
+	assert_null(sv_ckstore_open(dir, &st));
+	sv_ckrec_t *r;
+	assert_null(sv_ckstore_get_task(st, "j", 5, 9, &r));
+	assert_non_null(r);
+	assert_int_equal(r->operators[0]->state.len, 8);
+	assert_memory_equal(r->operators[0]->state.data, "inline-9", 8);
+	sv_ckstore_free_record(r);
+	assert_null(sv_ckstore_get_task(st, "j", 0, 2, &r));
+	assert_memory_equal(r->operators[0]->state.data, "state-2", 7);
+	sv_ckstore_free_record(r);
+	/* retention (retain 1) deletes 1 and 2 with their state */
+	int32_t mine[1] = {0};
+	assert_null(sv_ckstore_retain_tasks(st, "j", mine, 1, 1));
+	sv_ckstore_close(st);
+	v = raw_get(dir, "tv/j/00000000/0000000000000002/0000", &len);
+	assert_null(v);
+	v = raw_get(dir, "tv/j/00000000/0000000000000003/0000", &len);
+	assert_non_null(v);
+	free(v);
+	assert_null(sv_ckstore_open(dir, &st));
+	assert_null(sv_ckstore_delete_job(st, "j", true));
+	sv_ckstore_close(st);
+	v = raw_get(dir, "tv/j/00000000/0000000000000003/0000", &len);
+	assert_null(v);
+	rmtree(dir);
+	free(dir);
+}
+
 static sv_error_t *count_job(void *opaque, const char *id, const char *data,
 			     size_t len)
 {
@@ -559,6 +660,7 @@ int main(void)
 		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_retention_keeps_delta_chain),
 		cmocka_unit_test(test_task_snapshots),
+		cmocka_unit_test(test_task_state_apart),
 		cmocka_unit_test(test_jobs),
 		cmocka_unit_test(test_torn_tail_recovers),
 		cmocka_unit_test(test_mid_log_corruption_is_loud),
