@@ -680,7 +680,13 @@ static void test_scale_in(void **state)
 	printf("[scale_in] read_committed output of every partition moved "
 	       "%" PRId64 " ms after the restart at parallelism 2\n",
 	       ms);
-	bool logged = cr_log_contains(c, "initialised the unused");
+	/* the line may reach the log file a moment after the output moved
+	 * (the supervisor's log is a buffered stream): wait for it */
+	bool logged = false;
+	for (int64_t until = sv_mono_ms() + 10000;
+	     !(logged = cr_log_contains(c, "initialised the unused")) &&
+	     sv_mono_ms() < until;)
+		usleep(50000);
 	/* the scale-in is shown; by default the rest of the input (12 s of
 	 * steady running at parallelism 2) is left to the long mode */
 	if (!env_on("SV_CRASH_LONG"))
