@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "core/window_int.h"
+#include "tests/unit/dedup_text.h"
 
 typedef struct fx {
 	sv_schema_t *in; /* k string, v int64 */
@@ -289,45 +290,14 @@ static void test_snapshot_restore(void **state)
 	sv_op_destroy(b);
 }
 
-/* A dedup snapshot as text independent of the state map's order: the
- * watermark, then "key=first" sorted. */
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
+/* The operator's snapshot as text independent of its state map's order
+ * (dedup_text.h). */
 static void canonical(sv_op_t *op, char *txt, size_t cap)
 {
 	sv_buf_t snap;
 	sv_buf_init(&snap);
 	assert_null(op->ops->snapshot(op, &snap));
-	sv_deser_t d = {.p = snap.data, .len = snap.len};
-	sv_deser_u8(&d);
-	sv_deser_u8(&d);
-	sv_deser_u32(&d);
-	sv_deser_i64(&d);
-	int64_t wm = sv_deser_i64(&d);
-	uint64_t n = sv_deser_u64(&d);
-	char **e = calloc(n + 1, sizeof(char *));
-	for (uint64_t i = 0; i < n; i++) {
-		sv_value_t k;
-		sv_deser_value(&d, &k);
-		int64_t first = sv_deser_i64(&d);
-		e[i] = malloc(48);
-		snprintf(e[i], 48, "%.*s=%lld", k.type ? (int)k.len : 1,
-			 k.type ? k.v.s : "-", (long long)first);
-	}
-	assert_false(d.bad);
-	assert_int_equal(d.off, d.len);
-	qsort(e, n, sizeof(char *), cmp_str);
-	size_t off = (size_t)snprintf(txt, cap, "wm %lld:", (long long)wm);
-	for (uint64_t i = 0; i < n; i++) {
-		off += (size_t)snprintf(txt + off, off < cap ? cap - off : 0,
-					" %s", e[i]);
-		free(e[i]);
-	}
-	assert_true(off < cap);
-	free(e);
+	dedup_text(snap.data, snap.len, txt, cap);
 	sv_buf_release(&snap);
 }
 
