@@ -18,7 +18,7 @@ static inline int dedup_text_cmp(const void *a, const void *b)
 /* The dedup's state as text, entries sorted (its map order differs after
  * a restore). */
 static inline void dedup_text(const char *data, size_t len, char *txt,
-			       size_t cap)
+			      size_t cap)
 {
 	sv_deser_t d = {.p = data, .len = len};
 	sv_deser_u8(&d);
