@@ -9,6 +9,9 @@
 #include "tests/integration/clusterkit.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -19,6 +22,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "core/util.h"
 #include "tests/integration/testkit.h"
@@ -399,4 +404,14 @@ int cl_teardown(void **state)
 	if (g_cl)
 		cl_free(g_cl);
 	return cr_teardown(state);
+}
+
+void cl_test_init(void)
+{
+	atexit(cl_kill_nodes);
+	atexit(cr_atexit_kill);
+	signal(SIGPIPE, SIG_IGN);
+	const char *only = getenv("SV_CLUSTER_ONLY");
+	if (only && *only)
+		cmocka_set_test_filter(only);
 }

@@ -43,6 +43,10 @@ cluster_t *cl_new(void **state, const char *test, unsigned salt, int nodes);
 void cl_free(cluster_t *cl);
 /* Kill every node of the current cluster (teardown; safe twice). */
 void cl_kill_nodes(void);
+/* A cluster test binary's start: kill every node and child at exit,
+ * ignore SIGPIPE, and run only the cases SV_CLUSTER_ONLY names (a cmocka
+ * filter). */
+void cl_test_init(void);
 /* cmocka teardown: free the current cluster, then the rig's. */
 int cl_teardown(void **state);
 /* Configure node i (its config and data dir paths); cl_new does 0..n-1. */

@@ -769,12 +769,7 @@ static void test_rebalance_during_checkpoint(void **state)
 
 int main(void)
 {
-	atexit(cl_kill_nodes);
-	atexit(cr_atexit_kill);
-	signal(SIGPIPE, SIG_IGN);
-	const char *only = getenv("SV_CLUSTER_ONLY");
-	if (only && *only)
-		cmocka_set_test_filter(only);
+	cl_test_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_share_kill_restart, cl_teardown),
 		cmocka_unit_test_teardown(test_crash_loop, cl_teardown),

@@ -702,13 +702,8 @@ static void test_drain_resume(void **state)
 
 int main(void)
 {
-	atexit(cl_kill_nodes);
-	atexit(cr_atexit_kill);
-	signal(SIGPIPE, SIG_IGN);
+	cl_test_init();
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	const char *only = getenv("SV_CLUSTER_ONLY");
-	if (only && *only)
-		cmocka_set_test_filter(only);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_drain_resume, cl_teardown),
 		cmocka_unit_test_teardown(test_leader_failover, cl_teardown),

@@ -381,12 +381,7 @@ static void test_budget_and_refusals(void **state)
 
 int main(void)
 {
-	atexit(cl_kill_nodes);
-	atexit(cr_atexit_kill);
-	signal(SIGPIPE, SIG_IGN);
-	const char *only = getenv("SV_CLUSTER_ONLY");
-	if (only && *only)
-		cmocka_set_test_filter(only);
+	cl_test_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_budget_and_refusals,
 					  cl_teardown),
