@@ -71,6 +71,12 @@ char *sv_buf_detach(sv_buf_t *b);
  * allocator"): at most 2 arenas, and a fixed mmap threshold of 256 KiB. */
 void sv_alloc_compact(void);
 
+/* Unmap the pages of clean, read-only file mappings (the libraries' code,
+ * most of it touched only by their start-up): they stay in the page cache
+ * and fault back in when used. Returns the bytes that were resident. The
+ * supervisor calls it once it is up (docs/performance.md "Memory"). */
+size_t sv_mem_release_code(void);
+
 #define SV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SV_UNUSED(x) ((void)(x))
 
