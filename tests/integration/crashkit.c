@@ -706,6 +706,12 @@ static const char *window_step =
 
 /* seq is unique: nothing is dropped, and a replay after a restore passes
  * only if the restored state holds exactly the checkpoint's keys */
+static const char *session_step =
+	"{\"window\": {\"type\": \"session\", \"gap_ms\": " SESSION_GAP_JSON ","
+	" \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\","
+	" \"total\": \"sum(seq)\", \"lo\": \"min(seq)\", \"hi\": "
+	"\"max(seq)\"}}}";
+
 static const char *dedup_step =
 	"{\"dedup\": {\"key\": [\"seq\"], \"within_ms\": 5000}}";
 
@@ -730,7 +736,7 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		     "   {\"name\": \"ts\", \"type\": \"int64\"}],"
 		     " \"event_time\": {\"field\": \"ts\","
 		     "   \"max_out_of_orderness_ms\": %d},"
-		     " \"pipeline\": [{\"filter\": \"seq >= 0\"}%s%s],"
+		     " \"pipeline\": [{\"filter\": \"%s\"}%s%s],"
 		     " \"sink\": %s,"
 		     " \"delivery\": \"%s\","
 		     " \"checkpoint\": {\"interval_ms\": %d, \"retain\": 3},"
@@ -738,10 +744,12 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		     c->test, j->label, cr_par, c->in_topic,
 		     cr_par > 1 && !cr_repart ? ", \"partitioned_by\": [\"k\"]"
 					      : "",
-		     OOO_MS, j->kind == J_WINDOW || j->dedup ? ", " : "",
-		     j->kind == J_WINDOW ? window_step
-			     : j->dedup  ? dedup_step
-					 : "",
+		     OOO_MS, j->kind == J_SESSION ? SESSION_FILTER : "seq >= 0",
+		     j->kind != J_PASS || j->dedup ? ", " : "",
+		     j->kind == J_WINDOW            ? window_step
+			     : j->kind == J_SESSION ? session_step
+			     : j->dedup             ? dedup_step
+						    : "",
 		     sink, j->exactly_once ? "exactly_once" : "at_least_once",
 		     CK_MS,
 		     j->restart ? j->restart
@@ -1590,6 +1598,128 @@ tally_t cr_verify_window(const char *label, char **lines, size_t nl, int64_t n)
 	return t;
 }
 
+typedef struct sexp {
+	int key;
+	int64_t start, last, n, total, lo, hi;
+	size_t seen;
+} sexp_t;
+
+typedef struct kts {
+	int key;
+	int64_t ts, seq;
+} kts_t;
+
+static int kts_cmp(const void *a, const void *b)
+{
+	const kts_t *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int sexp_cmp(const void *a, const void *b)
+{
+	const sexp_t *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+tally_t cr_verify_session(const char *label, char **lines, size_t nl, int64_t n)
+{
+	/* the expected sessions: each key's records by event time, a new
+	 * session where the next record lies beyond last + gap (windows that
+	 * touch merge, docs/windows.md) */
+	kts_t *r = sv_calloc((size_t)n + 1, sizeof(*r));
+	size_t nr = 0;
+	for (int64_t s = 0; s < n; s++)
+		if (cr_session_in(s))
+			r[nr++] = (kts_t){key_of(s), ts_of(s), s};
+	qsort(r, nr, sizeof(*r), kts_cmp);
+	sexp_t *e = sv_calloc(nr + 1, sizeof(*e));
+	size_t ne = 0;
+	for (size_t i = 0; i < nr; i++) {
+		sexp_t *cur = ne ? &e[ne - 1] : NULL;
+		if (!cur || cur->key != r[i].key ||
+		    r[i].ts > cur->last + SESSION_GAP_MS) {
+			cur = &e[ne++];
+			*cur = (sexp_t){.key = r[i].key,
+					.start = r[i].ts,
+					.lo = r[i].seq,
+					.hi = r[i].seq};
+		}
+		cur->last = r[i].ts;
+		cur->n++;
+		cur->total += r[i].seq;
+		if (r[i].seq < cur->lo)
+			cur->lo = r[i].seq;
+		if (r[i].seq > cur->hi)
+			cur->hi = r[i].seq;
+	}
+	free(r);
+	tally_t t = {.got = nl, .expected = ne};
+	char ex_dup[8][40], ex_miss[8][40], ex_wrong[8][40];
+	size_t nd = 0, nm = 0, nw = 0;
+	for (size_t i = 0; i < nl; i++) {
+		json_error_t jerr;
+		json_t *o = json_loads(lines[i], 0, &jerr);
+		const char *k = json_string_value(json_object_get(o, "k"));
+		sexp_t want = {.key = -1,
+			       .start = cr_jint(o, "window_start", -1)};
+		if (!k || sscanf(k, "k%d", &want.key) != 1)
+			want.key = -1;
+		sexp_t *x = want.key < 0
+			? NULL
+			: bsearch(&want, e, ne, sizeof(*e), sexp_cmp);
+		if (!x) {
+			if (t.unexpected++ < 3)
+				printf("    %s unexpected row: %.200s\n", label,
+				       lines[i]);
+			json_decref(o);
+			continue;
+		}
+		if (x->seen++ && nd < 8)
+			snprintf(ex_dup[nd++], 40, "k%02d@%" PRId64, x->key,
+				 x->start);
+		if (cr_jint(o, "window_end", -1) != x->last + SESSION_GAP_MS ||
+		    cr_jint(o, "n", -1) != x->n ||
+		    cr_jint(o, "total", -1) != x->total ||
+		    cr_jint(o, "lo", -1) != x->lo ||
+		    cr_jint(o, "hi", -1) != x->hi) {
+			t.wrong++;
+			if (nw < 8)
+				snprintf(ex_wrong[nw++], 40, "k%02d@%" PRId64,
+					 x->key, x->start);
+			if (t.wrong <= 3)
+				printf("    %s wrong row: %.200s (expected "
+				       "end=%" PRId64 " n=%" PRId64
+				       " total=%" PRId64 " lo=%" PRId64
+				       " hi=%" PRId64 ")\n",
+				       label, lines[i],
+				       x->last + SESSION_GAP_MS, x->n, x->total,
+				       x->lo, x->hi);
+		}
+		json_decref(o);
+	}
+	for (size_t i = 0; i < ne; i++) {
+		if (!e[i].seen) {
+			t.missing++;
+			if (nm < 8)
+				snprintf(ex_miss[nm++], 40, "k%02d@%" PRId64,
+					 e[i].key, e[i].start);
+		} else {
+			t.dup += e[i].seen - 1;
+		}
+	}
+	note_strs("duplicated session (key@start)", label, ex_dup, nd, t.dup);
+	note_strs("missing session (key@start)", label, ex_miss, nm, t.missing);
+	note_strs("wrong session (key@start)", label, ex_wrong, nw, t.wrong);
+	free(e);
+	return t;
+}
+
 void cr_summary(crash_t *c, cjob_t *j, const char *reader, const tally_t *t,
 		const char *role)
 {
@@ -1634,7 +1764,9 @@ tally_t cr_check_output(crash_t *c, cjob_t *j, bool read_committed)
 	char label[128];
 	snprintf(label, sizeof(label), "%s/%s", j->label, reader);
 	tally_t t = j->kind == J_PASS ? cr_verify_pass(label, l.v, l.n, c->n)
-				      : cr_verify_window(label, l.v, l.n, c->n);
+		: j->kind == J_SESSION
+		? cr_verify_session(label, l.v, l.n, c->n)
+		: cr_verify_window(label, l.v, l.n, c->n);
 	t.torn = torn;
 	cr_lines_free(&l);
 	return t;
@@ -1824,6 +1956,34 @@ void cr_print_recoveries(crash_t *c)
 				       tab[i].n, tab[i].what);
 		printf("%s\n", any ? "" : " (none logged)");
 	}
+}
+
+int cr_count_log(crash_t *c, const cjob_t *j, const char *needle)
+{
+	int n = 0;
+	DIR *d = opendir(c->log_dir);
+	struct dirent *e;
+	while (j->id && d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[1200];
+		snprintf(path, sizeof(path), "%s/%s", c->log_dir, e->d_name);
+		char *s = cr_slurp(path, NULL);
+		for (char *l = s; l && *l;) {
+			char *nl = strchr(l, '\n');
+			if (nl)
+				*nl = '\0';
+			char *jid = strstr(l, "job=");
+			if (jid && !strncmp(jid + 4, j->id, strlen(j->id)) &&
+			    strstr(l, needle))
+				n++;
+			l = nl ? nl + 1 : NULL;
+		}
+		free(s);
+	}
+	if (d)
+		closedir(d);
+	return n;
 }
 
 void cr_print_end(crash_t *c)
