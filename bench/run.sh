@@ -388,6 +388,8 @@ run_sv() { # W D [PARALLELISM [rp|"" [MEMORY_MB]]]
     job=$(sv_job "$id"); echo "$job" >"$dir/status.json"
     [ "$st" = completed ] || die "streamvisor $w $d ended $st: $(jq -c .error <<<"$job")"
     curl -s "http://127.0.0.1:$SV_PORT/v1/jobs/$id/checkpoints" >"$dir/checkpoints.json"
+    # each checkpoint_completed has its steps' times (steps_us)
+    curl -s "http://127.0.0.1:$SV_PORT/v1/jobs/$id/observations" >"$dir/observations.json"
     curl -s "http://127.0.0.1:$SV_PORT/metrics" >"$dir/metrics.txt"
     sv_stop
     local ck n

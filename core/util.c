@@ -115,6 +115,11 @@ int64_t sv_mono_ms(void)
 	return sv_mono_ns() / 1000000;
 }
 
+int64_t sv_mono_us(void)
+{
+	return sv_mono_ns() / 1000;
+}
+
 /* ---- arena ---- */
 
 struct sv_arena_block {

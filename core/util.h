@@ -26,6 +26,7 @@ void sv_civil_from_days(int64_t z, int64_t *y, int *m, int *d);
 void sv_format_iso8601(int64_t ms, char *buf, size_t len);
 /* Monotonic clock in milliseconds / nanoseconds. thread: any */
 int64_t sv_mono_ms(void);
+int64_t sv_mono_us(void);
 int64_t sv_mono_ns(void);
 
 /* Bump arena: many small allocations freed together (string bytes of a

@@ -131,6 +131,15 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				const sv_topic_offsets_t *offsets,
 				const int32_t *tasks, size_t ntasks, int member,
 				sv_error_t *err, sv_ckpt_info_t *info);
+
+/* Step k of the checkpoint ended now: its time since *us, which moves on. */
+static void step_done(sv_ckpt_info_t *info, int k, int64_t *us)
+{
+	int64_t now = sv_mono_us();
+	info->step_us[k] += now - *us;
+	*us = now;
+}
+
 static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			      int64_t wm, sv_ckpt_info_t *info);
 
@@ -153,12 +162,14 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_delaypoint("before_prepare");
 
 	/* 1. everything written so far: durable, not yet visible */
+	int64_t us = sv_mono_us();
 	sv_buf_t sink_state;
 	sv_buf_init(&sink_state);
 	if (conf->transactional)
 		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
 	else
 		err = sv_sink_flush(p->snk, 30000);
+	step_done(info, SV_CKPT_STEP_FLUSH, &us);
 
 	/* 2. the record, PREPARED, synced */
 	ckrec_t rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
@@ -175,11 +186,13 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err)
 		err = build_record(conf, p, pos, npos, pos2, npos2, id, wm,
 				   &sink_state, &rec, offs, ops, opbufs, &nops);
+	step_done(info, SV_CKPT_STEP_SNAPSHOT, &us);
 	if (!err) {
 		rec.started_at_ms = t0;
 		rec.bytes += (int64_t)sink_state.len;
 		err = sv_ckstore_put(conf->store, &rec);
 	}
+	step_done(info, SV_CKPT_STEP_WRITE, &us);
 	if (!err && conf->incr) {
 		/* the state is durable: the next delta counts from here */
 		for (size_t i = 0; i < sv_pipeline_len(p->pl); i++) {
@@ -268,6 +281,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		member_delaypoint("after_prepare", member);
 
 	/* 3. offsets */
+	int64_t us = sv_mono_us();
 	if (!err) {
 		if (conf->transactional)
 			err = sv_sink_txn_offsets_topics(p->snk, id, offsets,
@@ -275,6 +289,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		else
 			err = commit_sources(p);
 	}
+	step_done(info, SV_CKPT_STEP_OFFSETS, &us);
 	if (!err)
 		sv_killpoint("after_send_offsets");
 
@@ -283,6 +298,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		err = sv_sink_txn_commit(p->snk);
 	if (!err && conf->transactional && !p->snk->ops->txn_offsets)
 		err = commit_sources(p);
+	step_done(info, SV_CKPT_STEP_COMMIT, &us);
 	if (!err)
 		sv_killpoint("after_commit");
 
@@ -300,6 +316,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 						  tasks, ntasks, conf->retain)
 			: sv_ckstore_retain(conf->store, conf->job_id,
 					    conf->retain);
+	step_done(info, SV_CKPT_STEP_MARK, &us);
 	info->duration_ms = sv_mono_ms() - m0;
 	json_t *o;
 	if (err) {
@@ -312,9 +329,17 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed", o);
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
-	o = json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id", (json_int_t)id,
-		      "duration_ms", (json_int_t)info->duration_ms, "bytes",
-		      (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm);
+	o = json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+		      "checkpoint_id", (json_int_t)id, "duration_ms",
+		      (json_int_t)info->duration_ms, "bytes",
+		      (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm,
+		      "steps_us", "flush",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_FLUSH], "snapshot",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_SNAPSHOT], "write",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_WRITE], "offsets",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_OFFSETS], "commit",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_COMMIT], "mark",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_MARK]);
 	if (member >= 0)
 		json_object_set_new(o, "member", json_integer(member));
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed", o);
@@ -466,12 +491,14 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_killpoint("before_prepare");
 	sv_delaypoint("before_prepare");
 
+	int64_t us = sv_mono_us();
 	sv_buf_t sink_state;
 	sv_buf_init(&sink_state);
 	if (conf->transactional)
 		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
 	else
 		err = sv_sink_flush(p->snk, 30000);
+	step_done(info, SV_CKPT_STEP_FLUSH, &us);
 
 	const sv_partpos_t *pos, *pos2 = NULL;
 	size_t npos = sv_source_positions(p->src, &pos);
@@ -545,10 +572,12 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	}
 	rec.offsets = offp;
 	rec.n_offsets = nt * nin;
+	step_done(info, SV_CKPT_STEP_SNAPSHOT, &us);
 	if (!err)
 		err = sv_ckstore_put_tasks(conf->store, &rec, trecp, nt);
 	if (!err && p->on_tasks)
 		err = p->on_tasks(p->tasks_opaque, id, trecp, nt);
+	step_done(info, SV_CKPT_STEP_WRITE, &us);
 	info->bytes = rec.bytes;
 	for (size_t i = 0; i < nt; i++) {
 		for (size_t j = 0; j < nops[i]; j++)

@@ -95,11 +95,27 @@ typedef struct sv_ckpt_parts {
 	void *tasks_opaque;
 } sv_ckpt_parts_t;
 
+/* The steps of a checkpoint, timed (docs/exactly-once.md numbers them):
+ * the sink's flush or prepare (2), the operators' snapshot and the synced
+ * PREPARED write (3; the write with a distributed member's state-topic
+ * records), the offsets (5), the commit point (7), the COMMITTED mark and
+ * retention (9). */
+enum {
+	SV_CKPT_STEP_FLUSH,
+	SV_CKPT_STEP_SNAPSHOT,
+	SV_CKPT_STEP_WRITE,
+	SV_CKPT_STEP_OFFSETS,
+	SV_CKPT_STEP_COMMIT,
+	SV_CKPT_STEP_MARK,
+	SV_CKPT_STEPS
+};
+
 typedef struct sv_ckpt_info {
 	int64_t id;
 	int64_t started_ms;
 	int64_t duration_ms;
 	int64_t bytes;
+	int64_t step_us[SV_CKPT_STEPS]; /* microseconds per step */
 } sv_ckpt_info_t;
 
 /* Restore the newest usable checkpoint into the parts (operators,
