@@ -73,10 +73,12 @@ typedef struct restores {
 	int cache, topic, memory;
 	int64_t bytes[2];
 	int64_t ms[2], ms_max[2];
+	int with_deltas[2], deltas[2], deltas_max[2];
 } restores_t;
 
 /* Count the restores the nodes' logs report ("partition P: restored the
- * snapshot tagged 'T' from the local cache|state topic (B bytes, M ms"). */
+ * snapshot tagged 'T' from the local cache|state topic (B bytes, M ms,
+ * next offset O, D deltas applied)"). */
 static restores_t scan_restores(crash_t *c)
 {
 	restores_t r = {0};
@@ -110,6 +112,19 @@ static restores_t scan_restores(crash_t *c)
 				r.ms[k] += ms;
 				if (ms > r.ms_max[k])
 					r.ms_max[k] = ms;
+			}
+			char *dl = paren ? strstr(paren, " deltas applied)")
+					 : NULL;
+			if (dl && (!eol || dl < eol)) {
+				char *num = dl;
+				while (num > paren && num[-1] >= '0' &&
+				       num[-1] <= '9')
+					num--;
+				int nd = atoi(num);
+				r.deltas[k] += nd;
+				r.with_deltas[k] += nd > 0;
+				if (nd > r.deltas_max[k])
+					r.deltas_max[k] = nd;
 			}
 			*(k == 0 ? &r.cache : &r.topic) += 1;
 		}
@@ -228,7 +243,15 @@ static void test_state_crash_loop(void **state)
 		} else {
 			usleep((useconds_t)down_ms * 1000);
 		}
-		cl_node_start(cl, victim, NULL, NULL);
+		/* every other restart within the session never reads its
+		 * local cache: its own partitions come from the state topic
+		 * (the chains it wrote itself, deltas on a full); the others
+		 * keep the cache path (a chain in its local store) */
+		bool no_cache = !late && within % 2 == 1;
+		cl_node_start(cl, victim,
+			      no_cache ? "STREAMVISOR_TEST_NO_STATE_CACHE=1"
+				       : NULL,
+			      NULL);
 		int64_t w = cl_wait_split(cl, j->id, both, 60000,
 					  "shared again");
 		if (w > back_ms_max)
@@ -265,6 +288,11 @@ static void test_state_crash_loop(void **state)
 	       " ms), suspended tasks resumed %d\n",
 	       r.cache, r.bytes[0], r.ms[0], r.ms_max[0], r.topic, r.bytes[1],
 	       r.ms[1], r.ms_max[1], r.memory);
+	printf("[ cluster ] DELTAS restores that applied deltas: cache %d (%d "
+	       "deltas, at most %d in one), topic %d (%d deltas, at most %d in "
+	       "one)\n",
+	       r.with_deltas[0], r.deltas[0], r.deltas_max[0], r.with_deltas[1],
+	       r.deltas[1], r.deltas_max[1]);
 	printf("[ cluster ] kill -9 -> the other node holds every partition: "
 	       "max %" PRId64 " ms, has committed output of every partition: "
 	       "max %" PRId64 " ms; restart -> shared again: max %" PRId64
@@ -285,6 +313,12 @@ static void test_state_crash_loop(void **state)
 			"restores: %d from the local cache, %d from the "
 			"state topic; each must happen at least once",
 			r.cache, r.topic);
+	if (r.with_deltas[1] < 1)
+		cr_fail(c,
+			"no restore from the state topic applied a delta "
+			"(%d topic restores): the incremental chain was not "
+			"exercised",
+			r.topic);
 	c->passed = true;
 	cl_free(cl);
 }
