@@ -23,9 +23,10 @@
  * transactions aborting, compaction at random times); after every
  * checkpoint each partition's chain is read back up to the committed
  * manifest as a new owner does and restored (full, then each delta) into
- * fresh pipelines, which must hold exactly the live state; a chain with a
- * delta left out is refused, and so is a log whose newest delta slot lost
- * its value (negative controls). */
+ * fresh pipelines, which must hold exactly the live state, and so must the
+ * local cache's path (the store's task record on its chain in the store);
+ * a chain with a delta left out is refused, and so is a log whose newest
+ * delta slot lost its value (negative controls). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -627,8 +628,29 @@ static void test_state_topic_chain_random(void **state)
 				char *sb = state_text(c.pl);
 				assert_string_equal(sb, sa);
 				free(sb);
+				task_free(&c);
+				/* the local cache's path: the store's task
+				 * record, a delta on its chain in the store,
+				 * the same chain as the topic's */
+				sv_ckrec_t *cr = NULL;
+				assert_null(sv_ckstore_get_task(f.st, "j", i,
+								info.id, &cr));
+				assert_non_null(cr);
+				task_new(f.in, &c);
+				ct.pl = c.pl;
+				ct.wm = c.wm;
+				int nd = -1;
+				err = sv_ckpt_restore_task(&rc, &ct, cr, &nd);
+				if (err)
+					fail_msg("cache restore: %s",
+						 err->message);
+				assert_int_equal(nd, (int)n - 1);
+				sb = state_text(c.pl);
+				assert_string_equal(sb, sa);
+				free(sb);
 				free(sa);
 				task_free(&c);
+				sv_ckstore_free_record(cr);
 				restores++;
 				total_deltas += (int)n - 1;
 				if ((int)n - 1 > max_applied)
