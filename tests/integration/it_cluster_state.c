@@ -88,6 +88,7 @@ typedef struct restores {
 	int64_t bytes[2];
 	int64_t ms[2], ms_max[2];
 	int with_deltas[2], deltas[2], deltas_max[2];
+	int sanitizer; /* reports of an asan build's nodes */
 } restores_t;
 
 /* Count the restores the nodes' logs report ("partition P: restored the
@@ -145,6 +146,11 @@ static restores_t scan_restores(crash_t *c)
 		for (char *p = text;
 		     p && (p = strstr(p, "resumed the suspended task")); p++)
 			r.memory++;
+		for (char *p = text; p && (p = strstr(p, "Sanitizer")); p++)
+			r.sanitizer++;
+		for (char *p = text; p && (p = strstr(p, "runtime error: "));
+		     p++)
+			r.sanitizer++;
 		free(text);
 	}
 	if (d)
@@ -327,6 +333,9 @@ static void test_state_crash_loop(void **state)
 			"restores: %d from the local cache, %d from the "
 			"state topic; each must happen at least once",
 			r.cache, r.topic);
+	if (r.sanitizer)
+		cr_fail(c, "the nodes' logs have %d sanitizer reports",
+			r.sanitizer);
 	if (r.with_deltas[1] < 1)
 		cr_fail(c,
 			"no restore from the state topic applied a delta "
