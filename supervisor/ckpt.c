@@ -608,7 +608,7 @@ static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
  * full snapshot, oldest applied first). part: -1 a parallelism-1 record
  * (bases under ck/), >= 0 a task record of that partition (bases are the
  * partition's task records, each of a committed checkpoint), -2 a record
- * that must be whole (distributed mode's state topic). */
+ * that must be whole (the full link of a state topic chain). */
 static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 			      const ckrec_t *rec,
 			      const Streamvisor__OperatorState *os,
