@@ -114,9 +114,9 @@ typedef sv_error_t *(*sv_state_emit_fn)(void *opaque, const char *key,
 					size_t klen, const char *val,
 					size_t vlen);
 
-/* The snapshot of one checkpoint of partition cur->m.partition (or
- * `partition`): rec (len bytes, the packed task record of checkpoint
- * `checkpoint`, tagged tag, at next_offset), a full snapshot when
+/* The snapshot of one checkpoint of state partition `partition`, whose
+ * writer knows the log as cur: rec (len bytes, the packed task record of
+ * checkpoint `checkpoint`, tagged tag, at next_offset), a full snapshot when
  * delta_of is 0, else a delta on checkpoint delta_of, which must be the
  * newest link of cur (else SV_ERR_CHECKPOINT: the chain on the log is not
  * its base). Emits its chunks, the tombstones and the manifest; *next is
