@@ -415,20 +415,21 @@ static sv_error_t *build_task(
 /* Incremental per-task snapshots (docs/checkpoints.md): the checkpoint a
  * task's next snapshot may be a delta of, or 0 for a full one. The same
  * rule as parallelism 1, per task: a full snapshot after full_every - 1
- * deltas or once the deltas add up to more bytes than the full one. Off
- * when conf->incr is, and in distributed mode (grouped, on_tasks): the
- * state topic restores a task from one record and needs it whole. The
- * base is always a committed checkpoint of this attempt (task_committed
- * sets it only after the commit). */
+ * deltas or once the deltas add up to more bytes than the full one; in
+ * distributed mode also after p->task_deltas_max deltas (the state
+ * topic's manifest names the chain). Off when conf->incr is. The base is
+ * always a committed checkpoint of this attempt (task_committed sets it
+ * only after the commit). */
 static int64_t task_delta_base(const sv_ckpt_conf_t *conf,
 			       const sv_ckpt_parts_t *p,
 			       const sv_ckpt_task_t *t)
 {
 	const sv_ckpt_incr_t *in = conf->incr, *ti = &t->incr;
-	if (!in || in->full_every <= 1 || p->grouped || p->on_tasks)
+	if (!in || in->full_every <= 1)
 		return 0;
 	if (ti->prev <= 0 || ti->chain + 1 >= in->full_every ||
-	    ti->delta_bytes > ti->full_bytes)
+	    ti->delta_bytes > ti->full_bytes ||
+	    (p->task_deltas_max > 0 && ti->chain >= p->task_deltas_max))
 		return 0;
 	return ti->prev;
 }
@@ -636,15 +637,18 @@ static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
  * full snapshot, oldest applied first). part: -1 a parallelism-1 record
  * (bases under ck/), >= 0 a task record of that partition (bases are the
  * partition's task records, each of a committed checkpoint), -2 a record
- * that must be whole (distributed mode's state topic). */
+ * that must be whole (the full link of a state topic chain). */
 static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 			      const ckrec_t *rec,
 			      const Streamvisor__OperatorState *os,
-			      int32_t part, int depth)
+			      int32_t part, int depth, int *deepest)
 {
-	if (!os->delta)
+	if (!os->delta) {
+		if (deepest && depth > *deepest)
+			*deepest = depth;
 		return op->ops->restore(op, (const char *)os->state.data,
 					os->state.len);
+	}
 	if (!op->ops->restore_delta || rec->delta_of <= 0 ||
 	    rec->delta_of >= rec->id || depth > 100000 || part == -2)
 		return sv_error_new(SV_ERR_CHECKPOINT,
@@ -668,7 +672,7 @@ static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 			(long long)rec->id, (long long)rec->delta_of,
 			os->index);
 	if (!err)
-		err = restore_op(conf, op, base, bos, part, depth + 1);
+		err = restore_op(conf, op, base, bos, part, depth + 1, deepest);
 	sv_ckstore_free_record(base);
 	if (!err)
 		err = op->ops->restore_delta(op, (const char *)os->state.data,
@@ -710,7 +714,7 @@ static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
 }
 
 static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
-			       const ckrec_t *rec, int32_t part)
+			       const ckrec_t *rec, int32_t part, int *deepest)
 {
 	if (conf->incr) { /* the next checkpoint is a full one */
 		conf->incr->prev = 0;
@@ -730,7 +734,8 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 					     (long long)rec->id, os->index,
 					     os->kind),
 				conf->job_id, conf->attempt);
-		sv_error_t *err = restore_op(conf, op, rec, os, part, 0);
+		sv_error_t *err = restore_op(conf, op, rec, os, part, 0,
+					     deepest);
 		if (err)
 			return ck_error(conf, err,
 					"cannot restore an operator");
@@ -738,8 +743,9 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 	return NULL;
 }
 
-sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
-				 const ckrec_t *rec)
+/* Whether rec is a task record of t's partition and of the job's plan. */
+static sv_error_t *task_rec_check(const sv_ckpt_conf_t *conf,
+				  const sv_ckpt_task_t *t, const ckrec_t *rec)
 {
 	if (!rec || rec->n_offsets < 1 || rec->offsets[0]->input != 0 ||
 	    rec->offsets[0]->partition != t->partition)
@@ -756,13 +762,114 @@ sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
 				     "plan %s, not %s",
 				     t->partition, rec->plan_id, conf->plan_id),
 			conf->job_id, conf->attempt);
-	sv_error_t *err = restore_ops(conf, t->pl, rec, -2);
-	if (!err) {
-		int64_t pwm = rec->offsets[0]->watermark_ms;
-		sv_watermarks_set(t->wm, t->partition, pwm, sv_mono_ms());
-		if (pwm != SV_WATERMARK_NONE)
-			sv_watermarks_set_current(t->wm, pwm);
+	return NULL;
+}
+
+static void task_restored_wm(sv_ckpt_task_t *t, const ckrec_t *rec)
+{
+	int64_t pwm = rec->offsets[0]->watermark_ms;
+	sv_watermarks_set(t->wm, t->partition, pwm, sv_mono_ms());
+	if (pwm != SV_WATERMARK_NONE)
+		sv_watermarks_set_current(t->wm, pwm);
+}
+
+sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
+				 const ckrec_t *rec, int *deltas)
+{
+	int deepest = 0;
+	sv_error_t *err = task_rec_check(conf, t, rec);
+	/* a delta follows its chain through the partition's task records
+	 * in the store (the local cache's own checkpoints) */
+	if (!err)
+		err = restore_ops(conf, t->pl, rec, t->partition, &deepest);
+	if (!err)
+		task_restored_wm(t, rec);
+	if (deltas)
+		*deltas = err ? 0 : deepest;
+	return err;
+}
+
+/* Delta record rec (link i of a chain) onto the operators: each state
+ * replaces (delta false) or updates (delta true) its operator. */
+static sv_error_t *apply_delta(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
+			       const ckrec_t *rec)
+{
+	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
+		const Streamvisor__OperatorState *os = rec->operators[i];
+		sv_op_t *op = os->index < sv_pipeline_len(pl)
+			? sv_pipeline_op(pl, os->index)
+			: NULL;
+		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
+			return sv_error_new(SV_ERR_CHECKPOINT,
+					    "checkpoint %lld holds state of "
+					    "operator %u (%s) that the plan "
+					    "does not have",
+					    (long long)rec->id, os->index,
+					    os->kind);
+		sv_error_t *err;
+		if (!os->delta)
+			err = op->ops->restore(op, (const char *)os->state.data,
+					       os->state.len);
+		else if (!op->ops->restore_delta)
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "checkpoint %lld holds a state "
+					   "delta of operator %u (%s), which "
+					   "cannot apply one",
+					   (long long)rec->id, os->index,
+					   os->kind);
+		else
+			err = op->ops->restore_delta(
+				op, (const char *)os->state.data,
+				os->state.len);
+		if (err)
+			return err;
 	}
+	return NULL;
+}
+
+sv_error_t *sv_ckpt_restore_task_chain(const sv_ckpt_conf_t *conf,
+				       sv_ckpt_task_t *t,
+				       const ckrec_t *const *recs, size_t n)
+{
+	sv_error_t *err = n ? NULL
+			    : sv_error_new(SV_ERR_CHECKPOINT,
+					   "the snapshot of partition %d is "
+					   "an empty chain",
+					   t->partition);
+	for (size_t i = 0; !err && i < n; i++) {
+		const ckrec_t *rec = recs[i];
+		if ((err = task_rec_check(conf, t, rec)))
+			break;
+		bool full = rec->delta_of == 0;
+		for (size_t k = 0; full && k < rec->n_operators; k++)
+			full = !rec->operators[k]->delta;
+		if (i == 0 && !full)
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "partition %d: the snapshot chain "
+					   "starts with checkpoint %lld, a "
+					   "delta on %lld, not a full snapshot",
+					   t->partition, (long long)rec->id,
+					   (long long)rec->delta_of);
+		else if (i > 0 && rec->delta_of != recs[i - 1]->id)
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "partition %d: link %zu of the "
+					   "snapshot chain (checkpoint %lld) "
+					   "is a delta on %lld, not on the "
+					   "link before it (%lld)",
+					   t->partition, i, (long long)rec->id,
+					   (long long)rec->delta_of,
+					   (long long)recs[i - 1]->id);
+		else if (i == 0)
+			err = restore_ops(conf, t->pl, rec, -2, NULL);
+		else
+			err = apply_delta(conf, t->pl, rec);
+		if (err)
+			err = ck_error(conf, err,
+				       "cannot restore a task's snapshot "
+				       "chain");
+	}
+	if (!err)
+		task_restored_wm(t, recs[n - 1]);
 	return err;
 }
 
@@ -929,7 +1036,7 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			break;
 		}
 		t->incr = (sv_ckpt_incr_t){0}; /* its next snapshot: full */
-		err = restore_ops(conf, t->pl, tr, t->partition);
+		err = restore_ops(conf, t->pl, tr, t->partition, NULL);
 		if (!err && !conf->ignore_state) {
 			int64_t pwm = tr->offsets[0]->watermark_ms;
 			sv_watermarks_set(t->wm, t->partition, pwm, now);
@@ -989,7 +1096,7 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			   const ckrec_t *rec, int64_t *wm_out)
 {
-	sv_error_t *oerr = restore_ops(conf, p->pl, rec, -1);
+	sv_error_t *oerr = restore_ops(conf, p->pl, rec, -1, NULL);
 	if (oerr)
 		return oerr;
 	int64_t now = sv_mono_ms();
