@@ -261,6 +261,15 @@ static void member_delaypoint(const char *point, int member)
 	sv_delaypoint(name);
 }
 
+/* STREAMVISOR_KILL_AT=<point>_m<k>:<n>: the kill at member k's n-th
+ * arrival there (a test needs member k's transaction open with records). */
+static void member_killpoint(const char *point, int member)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%s_m%d", point, member);
+	sv_killpoint(name);
+}
+
 /* Steps 3 to 5 of checkpoint id, shared by both take paths: the offsets
  * (offsets[0] the source's, offsets[1] a join input's when p->src2;
  * borrowed) into the transaction or committed
@@ -292,6 +301,8 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	step_done(info, SV_CKPT_STEP_OFFSETS, &us);
 	if (!err)
 		sv_killpoint("after_send_offsets");
+	if (!err && member >= 0)
+		member_killpoint("after_send_offsets", member);
 
 	/* 4. the commit point */
 	if (!err && conf->transactional)
