@@ -23,10 +23,16 @@
  *   cast      select s = cast(id as string), f = cast(amount as string),
  *             against select s = id, f = amount (no cast), over generated
  *             batches; the ratio is the cost of the two casts.
+ *   f64_text  the JSON encoder's float printer: the old one (the shortest
+ *             of %.15g/%.16g/%.17g that strtod reads back, after a
+ *             <= 6-decimal fast path; tests/unit/f64_printf_ref.h) against
+ *             sv_fmt_f64 (shortest digits from double-conversion), over
+ *             W1's price_eur = price * 0.908 (f64_values).
  *
  * usage: bench_hot [--case NAME]... [--records N] [--rounds R]
  * Reproduce: bench/README.md ("bench_hot"). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +50,7 @@
 #include "sources/source.h"
 #include "supervisor/drivers.h"
 #include "supervisor/worker.h"
+#include "tests/unit/f64_printf_ref.h"
 
 #define BATCH 2048
 
@@ -319,6 +326,46 @@ static run_t key_text_run(bool fast, int64_t n)
 	return (run_t){cpu_s() - c0, mono_s() - t0, n};
 }
 
+/* ---- f64_text ---- */
+
+#define F64_VALUES 65536
+
+/* W1's price_eur values: price * 0.908, price in cents log-uniform over
+ * [100, 1e8) as sources/nexmark.c draws it; ~18% of them have more than
+ * 6 decimals (the old printer's slow path). */
+static const double *f64_values(void)
+{
+	static double v[F64_VALUES];
+	if (v[0] == 0) {
+		uint64_t x = 88172645463325252ULL;
+		for (int i = 0; i < F64_VALUES; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			double u = (double)(x >> 11) / 9007199254740992.0;
+			int64_t price = (int64_t)floor(
+				pow(10.0, u * 6.0) * 100.0 + 0.5);
+			v[i] = (double)price * 0.908;
+		}
+	}
+	return v;
+}
+
+static run_t f64_text_run(bool fast, int64_t n)
+{
+	const double *v = f64_values();
+	char tmp[64];
+	size_t total = 0;
+	double c0 = cpu_s(), t0 = mono_s();
+	for (int64_t i = 0; i < n; i++) {
+		double f = v[i & (F64_VALUES - 1)];
+		total += fast ? sv_fmt_f64(tmp, f) : ref_fmt_f64_printf(tmp, f);
+		total += (unsigned char)tmp[0];
+	}
+	key_sink = total;
+	return (run_t){cpu_s() - c0, mono_s() - t0, n};
+}
+
 /* ---- cast ---- */
 
 static run_t cast_run(bool cast, int64_t n)
@@ -414,7 +461,8 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: bench_hot [--case worker|kafka_key|"
-				"key_text|cast]... [--records N] [--rounds "
+				"key_text|cast|f64_text]... [--records N] "
+				"[--rounds "
 				"R]\n");
 			return 2;
 		}
@@ -470,6 +518,20 @@ int main(int argc, char **argv)
 			}
 		}
 		report("cast", "cast to string", "no cast", a, b, o.rounds);
+	}
+	if (wanted(&o, "f64_text")) {
+		int64_t n = o.records / 4; /* the old printer: ~1 us a value */
+		for (int i = 0; i < o.rounds; i++) {
+			if (i % 2) {
+				b[i] = f64_text_run(true, n);
+				a[i] = f64_text_run(false, n);
+			} else {
+				a[i] = f64_text_run(false, n);
+				b[i] = f64_text_run(true, n);
+			}
+		}
+		report("f64_text", "%.17g search", "sv_fmt_f64", a, b,
+		       o.rounds);
 	}
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/codec.h"
+#include "tests/unit/f64_printf_ref.h"
 
 /* The fixture: a schema like our Kafka records, a JSON and a CSV decoder
  * and a batch, all owned by the test state and freed in teardown. */
@@ -737,7 +738,16 @@ static void test_encode_floats(void **state)
 		{0.1 + 0.2, "{\"f\":0.30000000000000004}"},
 		{1e300, "{\"f\":1e+300}"},
 		{-2.5e-7, "{\"f\":-2.5e-07}"},
-		{5e-324, "{\"f\":4.94065645841247e-324}"},
+		/* the old %.15g search printed 4.94065645841247e-324 */
+		{5e-324, "{\"f\":5e-324}"},
+		{0.00005, "{\"f\":0.00005}"},
+		{-0.000123, "{\"f\":-0.000123}"},
+		{0.0001234567, "{\"f\":0.0001234567}"},
+		{1.5e16, "{\"f\":1.5e+16}"},
+		{9007199254740992.0, "{\"f\":9007199254740992}"},
+		{1e23, "{\"f\":1e+23}"},
+		{1.7976931348623157e308, "{\"f\":1.7976931348623157e+308}"},
+		{907.9999999999999, "{\"f\":907.9999999999999}"},
 		{3.0, "{\"f\":3}"},
 		{-0.0, "{\"f\":-0}"},
 		{123456789.125, "{\"f\":123456789.125}"},
@@ -1019,6 +1029,124 @@ static void test_encode_floats_random(void **state)
 	sv_schema_destroy(s);
 }
 
+/* Significant digits of a number's text ("-0.00120" → 2, "1.5e+16" → 2). */
+static int sig_digits(const char *p)
+{
+	const char *first = NULL, *last = NULL;
+	for (; *p && *p != 'e'; p++)
+		if (*p >= '1' && *p <= '9') {
+			if (!first)
+				first = p;
+			last = p;
+		}
+	if (!first)
+		return 1; /* "0", "-0" */
+	int n = 0;
+	for (const char *q = first; q <= last; q++)
+		n += *q >= '0' && *q <= '9';
+	return n;
+}
+
+/* sv_fmt_f64 (shortest digits from double-conversion) against the old
+ * printer (tests/unit/f64_printf_ref.h) over random doubles of every kind:
+ * raw bit patterns, subnormals, +-0, huge and tiny exponents, integers
+ * around 2^53 and beyond, W1's price * 0.908, cents, micro-units. Each
+ * output reads back (strtod) to the same bits; where the old printer's
+ * text was already the shortest (as many significant digits) the new one
+ * is byte-identical; elsewhere it has fewer digits. */
+static void test_encode_floats_vs_printf(void **state)
+{
+	(void)state;
+	uint64_t st = 0x9E3779B97F4A7C15ULL;
+	long same = 0, shorter = 0;
+	for (int i = 0; i < 200000; i++) {
+		uint64_t r = rng_next(&st), bits;
+		double f;
+		switch (i % 10) {
+		case 0: /* any bit pattern */
+			memcpy(&f, &r, sizeof(f));
+			break;
+		case 1: /* subnormal */
+			bits = (r & 0x800FFFFFFFFFFFFFULL);
+			memcpy(&f, &bits, sizeof(f));
+			break;
+		case 2: /* W1: price * 0.908 */
+			f = (double)(int64_t)(r % 100000000ULL) * 0.908;
+			break;
+		case 3: /* cents */
+			f = (double)(int64_t)(r % 2000000000ULL) / 100.0 - 1e7;
+			break;
+		case 4: /* micro-units and below 1e-4 */
+			f = (double)(int64_t)(r % 100000ULL) /
+				pow(10, 6 + (int)(r >> 60) % 4);
+			break;
+		case 5: /* integers of 2^53 and beyond */
+			f = ldexp((double)(r >> 11), 1 + (int)(r % 40));
+			break;
+		case 6: /* a 53-bit mantissa at a wide decimal scale */
+			f = (double)(r >> 11) / 9007199254740992.0 *
+				pow(10, (int)(r % 80) - 40);
+			break;
+		case 7: /* huge and tiny exponents */
+			bits = (r & 0x800FFFFFFFFFFFFFULL) |
+				((uint64_t)(r % 2 ? 1 + (r >> 52) % 40
+						  : 2006 + (r >> 52) % 40)
+				 << 52);
+			memcpy(&f, &bits, sizeof(f));
+			break;
+		case 8: { /* neighbours of powers of 10 and 2 */
+			double base = r % 2 ? pow(10, (int)(r % 600) - 300)
+					    : ldexp(1, (int)(r % 2000) - 1000);
+			f = (r >> 8) % 3 == 0       ? base
+				: (r >> 8) % 3 == 1 ? nextafter(base, 0)
+						    : nextafter(base, INFINITY);
+			break;
+		}
+		default: { /* specials */
+			static const double sp[] = {0.0,
+						    -0.0,
+						    5e-324,
+						    -5e-324,
+						    2.2250738585072014e-308,
+						    2.2250738585072009e-308,
+						    1.7976931348623157e308,
+						    -1.7976931348623157e308,
+						    1e23,
+						    9007199254740993.0,
+						    0.1,
+						    0.5,
+						    1e-5,
+						    1e21};
+			f = sp[r % (sizeof(sp) / sizeof(sp[0]))];
+		}
+		}
+		if (!isfinite(f))
+			continue;
+		char got[SV_FMT_F64_MAX + 1], old[40];
+		size_t n = sv_fmt_f64(got, f);
+		assert_true(n <= SV_FMT_F64_MAX);
+		got[n] = 0;
+		double back = strtod(got, NULL);
+		if (memcmp(&back, &f, sizeof(f)))
+			fail_msg("%.17g (%016llx) printed as %s, reads back as "
+				 "%.17g",
+				 f, (unsigned long long)r, got, back);
+		ref_fmt_f64_printf(old, f);
+		if (!strcmp(got, old)) {
+			same++;
+			continue;
+		}
+		if (sig_digits(got) >= sig_digits(old))
+			fail_msg("%.17g printed as %s, the old printer's %s is "
+				 "as short",
+				 f, got, old);
+		shorter++;
+	}
+	print_message("floats: %ld as before, %ld shorter than before\n", same,
+		      shorter);
+	assert_true(same > 150000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1051,6 +1179,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test(test_encode_floats),
 		cmocka_unit_test(test_encode_floats_random),
+		cmocka_unit_test(test_encode_floats_vs_printf),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
