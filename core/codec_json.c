@@ -23,6 +23,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---- codec-internal (defined in codec.c) ---- */
 void sv_codec_reason(char *reason, size_t reason_len, const char *fmt, ...)
@@ -43,6 +46,8 @@ typedef struct sv_json_dec {
 	size_t nf;
 	uint32_t *name_len; /* per field */
 	bool *plain; /* name needs no JSON escaping (fast key match) */
+	uint64_t *kword; /* plain names < 8 bytes: name + '"', zero-padded */
+	uint64_t *kmask; /* ... and the mask of its bytes; 0 = longer */
 	uint32_t *slots; /* hash table: field index + 1, 0 = empty */
 	uint32_t mask;
 	uint32_t *seen; /* per field: gen of the record that set it */
@@ -82,6 +87,8 @@ void *sv_codec_json_new(const sv_schema_t *schema)
 	size_t n = dec->nf ? dec->nf : 1;
 	dec->name_len = sv_calloc(n, sizeof(uint32_t));
 	dec->plain = sv_calloc(n, sizeof(bool));
+	dec->kword = sv_calloc(n, sizeof(uint64_t));
+	dec->kmask = sv_calloc(n, sizeof(uint64_t));
 	dec->seen = sv_calloc(n, sizeof(uint32_t));
 	dec->required = sv_calloc(n, sizeof(uint32_t));
 	uint32_t size = 8;
@@ -97,6 +104,14 @@ void *sv_codec_json_new(const sv_schema_t *schema)
 			if ((unsigned char)*q < 0x20 ||
 			    (unsigned char)*q > 0x7e || *q == '"' || *q == '\\')
 				dec->plain[i] = false;
+		if (dec->plain[i] && dec->name_len[i] < 8) {
+			unsigned char w[8] = {0}, m[8] = {0};
+			memcpy(w, name, dec->name_len[i]);
+			w[dec->name_len[i]] = '"';
+			memset(m, 0xff, dec->name_len[i] + 1);
+			memcpy(&dec->kword[i], w, 8);
+			memcpy(&dec->kmask[i], m, 8);
+		}
 		uint32_t h = key_hash(name, dec->name_len[i]) & dec->mask;
 		while (dec->slots[h])
 			h = (h + 1) & dec->mask;
@@ -115,6 +130,8 @@ void sv_codec_json_destroy(void *impl)
 		return;
 	free(dec->name_len);
 	free(dec->plain);
+	free(dec->kword);
+	free(dec->kmask);
 	free(dec->slots);
 	free(dec->seen);
 	free(dec->required);
@@ -217,19 +234,45 @@ static int scan_string(jctx_t *c, const char **pp, const char **s, size_t *n,
 	bool e = false;
 	*s = p;
 	for (;;) {
+#if defined(__SSE2__)
+		/* 16 bytes at a time, to the first quote, backslash, control
+		 * or non-ASCII byte (a signed compare below 0x20 catches the
+		 * last two at once). */
+		while (end - p >= 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)p);
+			__m128i m = _mm_or_si128(
+				_mm_or_si128(
+					_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+					_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+				_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+			unsigned bits = (unsigned)_mm_movemask_epi8(m);
+			if (bits) {
+				p += __builtin_ctz(bits);
+				goto special;
+			}
+			p += 16;
+		}
+#endif
 		/* 8 plain ASCII bytes at a time: no quote, backslash, control
-		 * or non-ASCII byte. */
+		 * or non-ASCII byte. The lowest flagged byte is exact (a
+		 * borrow only flags bytes above a flagged one). */
 		while (end - p >= 8) {
 			uint64_t x;
 			memcpy(&x, p, 8);
 			uint64_t q = x ^ (ONES * '"');
 			uint64_t bs = x ^ (ONES * '\\');
-			uint64_t t = ((q - ONES) & ~q) | ((bs - ONES) & ~bs) |
-				((x - ONES * 0x20) & ~x) | x;
-			if (t & HIGHS)
+			uint64_t t = (((q - ONES) & ~q) | ((bs - ONES) & ~bs) |
+				      ((x - ONES * 0x20) & ~x) | x) &
+				HIGHS;
+			if (t) {
+				p += __builtin_ctzll(t) / 8;
 				break;
+			}
 			p += 8;
 		}
+#if defined(__SSE2__)
+	special:
+#endif
 		if (p >= end)
 			return syntax(c, p, "unterminated string");
 		unsigned char ch = (unsigned char)*p;
@@ -746,8 +789,18 @@ static int decode_object(jctx_t *c)
 		size_t h = dec->hint;
 		if (h < dec->nf && dec->plain[h]) {
 			size_t hl = dec->name_len[h];
-			if ((size_t)(end - p) > hl + 1 && p[hl + 1] == '"' &&
-			    key_eq(p + 1, dec->schema->fields[h].name, hl)) {
+			uint64_t w;
+			if (dec->kmask[h] && end - p > 8) {
+				/* name and closing quote in one compare */
+				memcpy(&w, p + 1, 8);
+				if (!((w ^ dec->kword[h]) & dec->kmask[h])) {
+					idx = (int)h;
+					p += hl + 2;
+				}
+			} else if ((size_t)(end - p) > hl + 1 &&
+				   p[hl + 1] == '"' &&
+				   key_eq(p + 1, dec->schema->fields[h].name,
+					  hl)) {
 				idx = (int)h;
 				p += hl + 2;
 			}

@@ -691,6 +691,101 @@ static void test_csv_errors(void **state)
 	ok_csv(fx, "1,,,,,,");
 }
 
+/* Every kind of special byte at every offset of a string, with as many
+ * plain bytes after it, so that it lands in the 16-byte (SSE2) and 8-byte
+ * scans and the byte-wise tail alike: escapes and UTF-8 are decoded,
+ * control characters and bad UTF-8 rejected with the same reasons, the byte
+ * the error names is the special one, and keys of every length match the
+ * schema by the fast compare. */
+static void test_json_string_offsets(void **state)
+{
+	fx_t *fx = *state;
+	static const struct {
+		const char *in, *out, *err;
+	} kinds[] = {
+		{"\\n", "\n", NULL},
+		{"\\\"", "\"", NULL},
+		{"\\u20ac", "\xe2\x82\xac", NULL},
+		{"\xc3\xa9", "\xc3\xa9", NULL},
+		{"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", NULL},
+		{"\x01", NULL, "unescaped control character in string"},
+		{"\x1f", NULL, "unescaped control character in string"},
+		{"\xc3(", NULL, "invalid UTF-8 in string"},
+		{"\xff", NULL, "invalid UTF-8 in string"},
+		{"\x7f", "\x7f", NULL}, /* DEL is a plain byte */
+	};
+	char buf[256], want[128], reason[160];
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (int off = 0; off < 40; off++)
+			for (int tail = 0; tail < 20; tail += 19) {
+				char pre[64], post[32];
+				for (int i = 0; i < off; i++)
+					pre[i] = (char)('a' + i % 26);
+				pre[off] = 0;
+				memset(post, 'z', (size_t)tail);
+				post[tail] = 0;
+				int n = snprintf(
+					buf, sizeof(buf),
+					"{\"id\":1,\"url\":\"%s%s%s\"}", pre,
+					kinds[k].in, post);
+				if (kinds[k].err) {
+					snprintf(
+						reason, sizeof(reason),
+						"malformed JSON at byte %d: %s",
+						15 + off, kinds[k].err);
+					int rc = decode_n(fx, fx->json, buf,
+							  (size_t)n);
+					assert_int_equal(rc, -1);
+					assert_string_equal(fx->reason, reason);
+					continue;
+				}
+				int w = snprintf(want, sizeof(want), "%s%s%s",
+						 pre, kinds[k].out, post);
+				const sv_value_t *r = ok_json(fx, buf);
+				assert_str(&r[F_URL], want, (size_t)w);
+			}
+	/* keys of 0..12 bytes, each right before the end of the payload */
+	sv_schema_t *s = sv_schema_new();
+	char names[13][16];
+	for (int len = 0; len <= 12; len++) {
+		memset(names[len], 'k', (size_t)len);
+		names[len][len] = 0;
+		sv_schema_add(s, names[len], SV_T_INT64, true);
+	}
+	sv_decoder_t *dec = sv_decoder_new(SV_FMT_JSON, s);
+	sv_batch_t b;
+	sv_batch_init(&b, s);
+	for (int len = 0; len <= 12; len++) {
+		int n = snprintf(buf, sizeof(buf), "{\"%s\":%d}", names[len],
+				 len + 100);
+		char *copy = malloc((size_t)n);
+		memcpy(copy, buf, (size_t)n);
+		assert_int_equal(sv_decoder_decode(dec, copy, (size_t)n, &b,
+						   NULL, reason,
+						   sizeof(reason)),
+				 0);
+		const sv_value_t *r = sv_batch_row(&b, b.nrows - 1);
+		for (int c = 0; c <= 12; c++)
+			if (c == len)
+				assert_int_equal(r[c].v.i, len + 100);
+			else
+				assert_true(sv_is_null(&r[c]));
+		free(copy);
+	}
+	/* after "kk" the expected key is "kkk": "kkkx" is not it */
+	const char *in = "{\"kk\":1,\"kkkx\":2,\"kkk\":3}";
+	assert_int_equal(sv_decoder_decode(dec, in, strlen(in), &b, NULL,
+					   reason, sizeof(reason)),
+			 0);
+	const sv_value_t *r = sv_batch_row(&b, b.nrows - 1);
+	assert_int_equal(r[2].v.i, 1);
+	assert_int_equal(r[3].v.i, 3);
+	assert_true(sv_is_null(&r[4]));
+	sv_batch_release(&b);
+	sv_decoder_destroy(dec);
+	sv_schema_destroy(s);
+}
+
 /* ---- encoder ---- */
 
 static void test_encode_exact(void **state)
@@ -1165,6 +1260,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_json_escapes_unicode,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json_string_offsets, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_json_malformed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_json_timestamps, setup,
