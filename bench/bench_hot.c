@@ -25,9 +25,13 @@
  *             batches; the ratio is the cost of the two casts.
  *   f64_text  the JSON encoder's float printer: the old one (the shortest
  *             of %.15g/%.16g/%.17g that strtod reads back, after a
- *             <= 6-decimal fast path; tests/unit/f64_printf_ref.h) against
+ *             <= 6-decimal fast path; tests/unit/codec_ref.h) against
  *             sv_fmt_f64 (shortest digits from double-conversion), over
  *             W1's price_eur = price * 0.908 (f64_values).
+ *   encode    sv_json_encode_row over W1's output rows (seq, auction,
+ *             bidder, price_eur, ts), against the encoder as it was at
+ *             173b80a (tests/unit/codec_ref.h: sv_buf call by call, the
+ *             old float printer): the whole per-row encode cost.
  *
  * usage: bench_hot [--case NAME]... [--records N] [--rounds R]
  * Reproduce: bench/README.md ("bench_hot"). */
@@ -50,14 +54,14 @@
 #include "sources/source.h"
 #include "supervisor/drivers.h"
 #include "supervisor/worker.h"
-#include "tests/unit/f64_printf_ref.h"
+#include "tests/unit/codec_ref.h"
 
 #define BATCH 2048
 
 typedef struct opts {
 	int64_t records;
 	int rounds;
-	const char *only[4];
+	const char *only[8];
 	int nonly;
 } opts_t;
 
@@ -366,6 +370,45 @@ static run_t f64_text_run(bool fast, int64_t n)
 	return (run_t){cpu_s() - c0, mono_s() - t0, n};
 }
 
+/* ---- encode ---- */
+
+static run_t encode_run(bool fast, int64_t n)
+{
+	const double *fv = f64_values();
+	sv_schema_t *s = sv_schema_new();
+	sv_schema_add(s, "seq", SV_T_INT64, true);
+	sv_schema_add(s, "auction", SV_T_INT64, true);
+	sv_schema_add(s, "bidder", SV_T_INT64, true);
+	sv_schema_add(s, "price_eur", SV_T_FLOAT64, true);
+	sv_schema_add(s, "ts", SV_T_TIMESTAMP, true);
+	sv_buf_t out;
+	sv_buf_init(&out);
+	size_t total = 0;
+	double c0 = cpu_s(), t0 = mono_s();
+	for (int64_t i = 0; i < n; i++) {
+		sv_value_t row[5] = {
+			sv_int(i * 3 / 2),
+			sv_int(1000 + i % 20),
+			sv_int(1000 + i % 17),
+			sv_float(fv[i & (F64_VALUES - 1)]),
+			sv_ts(1796150616745LL + i / 8),
+		};
+		if (fast)
+			sv_json_encode_row(s, row, &out);
+		else
+			ref_json_encode_row(s, row, &out);
+		if (out.len > 60000) { /* as a sink's batch buffer */
+			total += out.len;
+			sv_buf_reset(&out);
+		}
+	}
+	key_sink = total + out.len;
+	run_t r = {cpu_s() - c0, mono_s() - t0, n};
+	sv_buf_release(&out);
+	sv_schema_destroy(s);
+	return r;
+}
+
 /* ---- cast ---- */
 
 static run_t cast_run(bool cast, int64_t n)
@@ -456,12 +499,13 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			o.rounds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--case") && i + 1 < argc &&
-			 o.nonly < 4)
+			 o.nonly < 8)
 			o.only[o.nonly++] = argv[++i];
 		else {
 			fprintf(stderr,
 				"usage: bench_hot [--case worker|kafka_key|"
-				"key_text|cast|f64_text]... [--records N] "
+				"key_text|cast|f64_text|encode]... "
+				"[--records N] "
 				"[--rounds "
 				"R]\n");
 			return 2;
@@ -532,6 +576,20 @@ int main(int argc, char **argv)
 		}
 		report("f64_text", "%.17g search", "sv_fmt_f64", a, b,
 		       o.rounds);
+	}
+	if (wanted(&o, "encode")) {
+		int64_t n = o.records / 2;
+		for (int i = 0; i < o.rounds; i++) {
+			if (i % 2) {
+				b[i] = encode_run(true, n);
+				a[i] = encode_run(false, n);
+			} else {
+				a[i] = encode_run(false, n);
+				b[i] = encode_run(true, n);
+			}
+		}
+		report("encode", "encoder at 173b80a", "sv_json_encode_row", a,
+		       b, o.rounds);
 	}
 	return 0;
 }

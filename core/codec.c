@@ -313,12 +313,6 @@ size_t sv_fmt_i64(char *buf, int64_t v)
 	return (size_t)(e - p);
 }
 
-/* Write v in decimal at the end of out. */
-static void put_i64(sv_buf_t *out, int64_t v)
-{
-	char tmp[SV_FMT_I64_MAX];
-	sv_buf_append(out, tmp, sv_fmt_i64(tmp, v));
-}
 
 /* f == r / 10^k for an integer r below 2^53 and k <= 6: the text "r with k
  * decimals" parses back to f (reading it and dividing r by 10^k both round
@@ -443,44 +437,80 @@ size_t sv_fmt_f64(char *buf, double f)
 	return t + (size_t)(nd - point);
 }
 
-static void put_f64(sv_buf_t *out, double f)
+
+/* Names without a byte that JSON escapes (nearly all) are copied as they
+ * are: "name": into d, which has room for it. Returns the end, or NULL
+ * when the name needs escaping (nothing useful written). */
+static inline char *put_plain_name(char *d, const char *name, size_t n)
 {
-	char tmp[SV_FMT_F64_MAX];
-	sv_buf_append(out, tmp, sv_fmt_f64(tmp, f));
+	*d++ = '"';
+	for (size_t k = 0; k < n; k++) {
+		unsigned char c = (unsigned char)name[k];
+		if (c < 0x20 || c == '"' || c == '\\')
+			return NULL;
+		*d++ = (char)c;
+	}
+	*d++ = '"';
+	*d++ = ':';
+	return d;
 }
 
+/* One reserve per field, then each piece written in place: a row was ~25
+ * calls into sv_buf (putc, append, json_str) before, which was a good part
+ * of the encoder's cost on W1 (bench/BASELINE.md, "W1 CPU per record").
+ * String values and names that need escaping still go through
+ * sv_buf_json_str, so the text is what it always was. */
 void sv_json_encode_row(const sv_schema_t *schema, const sv_value_t *row,
 			sv_buf_t *out)
 {
-	sv_buf_putc(out, '{');
+	sv_buf_reserve(out, 1);
+	out->data[out->len++] = '{';
 	for (size_t i = 0; i < schema->nfields; i++) {
 		const sv_field_t *f = &schema->fields[i];
 		const sv_value_t *v = &row[i];
+		size_t nl = strlen(f->name);
+		/* ',' + "name": + the longest non-string value */
+		sv_buf_reserve(out, nl + 4 + SV_FMT_F64_MAX);
+		char *d = out->data + out->len;
 		if (i)
-			sv_buf_putc(out, ',');
-		sv_buf_json_str(out, f->name, strlen(f->name));
-		sv_buf_putc(out, ':');
+			*d++ = ',';
+		char *e = put_plain_name(d, f->name, nl);
+		if (!e) {
+			out->len = (size_t)(d - out->data);
+			sv_buf_json_str(out, f->name, nl);
+			sv_buf_reserve(out, 1 + SV_FMT_F64_MAX);
+			e = out->data + out->len;
+			*e++ = ':';
+		}
 		switch (v->type) {
 		case SV_T_BOOL:
-			if (v->v.b)
-				sv_buf_append(out, "true", 4);
-			else
-				sv_buf_append(out, "false", 5);
+			if (v->v.b) {
+				memcpy(e, "true", 4);
+				e += 4;
+			} else {
+				memcpy(e, "false", 5);
+				e += 5;
+			}
 			break;
 		case SV_T_INT64:
 		case SV_T_TIMESTAMP:
-			put_i64(out, v->v.i);
+			e += sv_fmt_i64(e, v->v.i);
 			break;
 		case SV_T_FLOAT64:
-			put_f64(out, v->v.f);
+			e += sv_fmt_f64(e, v->v.f);
 			break;
 		case SV_T_STRING:
+			out->len = (size_t)(e - out->data);
 			sv_buf_json_str(out, v->v.s, v->len);
-			break;
+			continue;
 		default:
-			sv_buf_append(out, "null", 4);
+			memcpy(e, "null", 4);
+			e += 4;
 			break;
 		}
+		out->len = (size_t)(e - out->data);
 	}
-	sv_buf_putc(out, '}');
+	sv_buf_reserve(out, 1);
+	out->data[out->len++] = '}';
+	out->data[out->len] = '\0';
 }

@@ -672,6 +672,33 @@ static const char *string_text(jctx_t *c, const char *s, size_t *n, bool esc)
 	return sb->data;
 }
 
+/* The common integer, for an int64 or timestamp field: an optional '-',
+ * 1 to 17 digits without a leading zero, then a byte that cannot continue
+ * a number. Scans it in one pass and returns true with *v set; anything
+ * else (0, more digits, a fraction or exponent, the payload's end right
+ * after the digits) returns false with nothing consumed, for scan_number
+ * to read, or reject, with its messages. */
+static inline bool read_plain_int(jctx_t *c, const char **pp, sv_type_t t,
+				  sv_value_t *v)
+{
+	const char *q = *pp, *end = c->end;
+	bool neg = *q == '-';
+	q += neg;
+	if (q >= end || *q < '1' || *q > '9')
+		return false;
+	const char *d0 = q;
+	uint64_t m = 0;
+	while (q < end && (unsigned char)(*q - '0') < 10 && q - d0 < 17)
+		m = m * 10 + (uint64_t)(*q++ - '0');
+	if (q >= end || (unsigned char)(*q - '0') < 10 || *q == '.' ||
+	    *q == 'e' || *q == 'E')
+		return false;
+	int64_t i = neg ? -(int64_t)m : (int64_t)m;
+	*v = t == SV_T_INT64 ? sv_int(i) : sv_ts(i);
+	*pp = q;
+	return true;
+}
+
 /* Read the value at *pp (past whitespace) into field idx of the row. */
 static int read_field(jctx_t *c, const char **pp, size_t idx)
 {
@@ -735,6 +762,9 @@ static int read_field(jctx_t *c, const char **pp, size_t idx)
 	default: {
 		if (*p != '-' && (*p < '0' || *p > '9'))
 			return syntax(c, p, "value expected");
+		if ((t == SV_T_INT64 || t == SV_T_TIMESTAMP) &&
+		    read_plain_int(c, &p, t, v))
+			break;
 		jnum_t num;
 		if (scan_number(c, &p, &num))
 			return -1;

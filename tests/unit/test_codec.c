@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/codec.h"
-#include "tests/unit/f64_printf_ref.h"
+#include "tests/unit/codec_ref.h"
 
 /* The fixture: a schema like our Kafka records, a JSON and a CSV decoder
  * and a batch, all owned by the test state and freed in teardown. */
@@ -1124,6 +1124,94 @@ static void test_encode_floats_random(void **state)
 	sv_schema_destroy(s);
 }
 
+/* sv_json_encode_row writes what the piecewise encoder wrote, over random
+ * schemas (names with and without bytes to escape, up to 40 fields) and
+ * rows of every type, appended to a buffer that already holds text and
+ * grows as it goes; floats are kept to values the old printer printed
+ * shortest (no subnormals). */
+static void test_encode_vs_reference(void **state)
+{
+	(void)state;
+	static const char *const names[] = {
+		"id",
+		"a\"b",
+		"tab\there",
+		"x",
+		"",
+		"\x01ctl",
+		"back\\slash",
+		"auction",
+		"a_rather_long_field_name_of_forty_bytes__",
+		"\xc3\xa9t\xc3\xa9"};
+	static const char *const strs[] = {"",      "plain", "q\"uote",
+					   "nl\nx", "\x1f",  "\xe2\x82\xac"};
+	uint64_t st = 12345;
+	sv_buf_t got, want;
+	sv_buf_init(&got);
+	sv_buf_init(&want);
+	for (int it = 0; it < 3000; it++) {
+		sv_schema_t *s = sv_schema_new();
+		size_t nf = 1 + rng_next(&st) % 40;
+		sv_value_t row[40];
+		char fname[40][64];
+		for (size_t i = 0; i < nf; i++) {
+			uint64_t r = rng_next(&st);
+			snprintf(fname[i], sizeof(fname[i]), "%s%zu",
+				 names[r % (sizeof(names) / sizeof(names[0]))],
+				 i);
+			double f;
+			uint64_t bits = rng_next(&st);
+			memcpy(&f, &bits, sizeof(f));
+			if (fpclassify(f) == FP_SUBNORMAL)
+				f = 0.5;
+			switch ((r >> 8) % 7) {
+			case 0:
+				row[i] = sv_bool(r & 1024);
+				break;
+			case 1:
+				row[i] = sv_int((int64_t)rng_next(&st));
+				break;
+			case 2:
+				row[i] = sv_ts((int64_t)(r >> 20));
+				break;
+			case 3:
+				row[i] = sv_float(
+					r & 4096
+						? f
+						: (double)(r % 100000) * 0.908);
+				break;
+			case 4: {
+				const char *t = strs[(r >> 16) % 6];
+				row[i] = sv_str(t, (uint32_t)strlen(t));
+				break;
+			}
+			case 5:
+				row[i] = sv_float(r & 2048 ? NAN : -INFINITY);
+				break;
+			default:
+				row[i] = sv_null();
+			}
+			sv_schema_add(s, fname[i],
+				      row[i].type == SV_T_NULL ? SV_T_STRING
+							       : row[i].type,
+				      true);
+		}
+		if (it % 50 == 0) {
+			sv_buf_reset(&got);
+			sv_buf_reset(&want);
+			sv_buf_puts(&got, "prefix ");
+			sv_buf_puts(&want, "prefix ");
+		}
+		sv_json_encode_row(s, row, &got);
+		ref_json_encode_row(s, row, &want);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.data, want.data, got.len + 1);
+		sv_schema_destroy(s);
+	}
+	sv_buf_release(&got);
+	sv_buf_release(&want);
+}
+
 /* Significant digits of a number's text ("-0.00120" → 2, "1.5e+16" → 2). */
 static int sig_digits(const char *p)
 {
@@ -1143,7 +1231,7 @@ static int sig_digits(const char *p)
 }
 
 /* sv_fmt_f64 (shortest digits from double-conversion) against the old
- * printer (tests/unit/f64_printf_ref.h) over random doubles of every kind:
+ * printer (tests/unit/codec_ref.h) over random doubles of every kind:
  * raw bit patterns, subnormals, +-0, huge and tiny exponents, integers
  * around 2^53 and beyond, W1's price * 0.908, cents, micro-units. Each
  * output reads back (strtod) to the same bits; where the old printer's
@@ -1277,6 +1365,7 @@ int main(void)
 		cmocka_unit_test(test_encode_floats),
 		cmocka_unit_test(test_encode_floats_random),
 		cmocka_unit_test(test_encode_floats_vs_printf),
+		cmocka_unit_test(test_encode_vs_reference),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
