@@ -313,7 +313,6 @@ size_t sv_fmt_i64(char *buf, int64_t v)
 	return (size_t)(e - p);
 }
 
-
 /* f == r / 10^k for an integer r below 2^53 and k <= 6: the text "r with k
  * decimals" parses back to f (reading it and dividing r by 10^k both round
  * the same rational correctly). The smallest such k is the shortest text.
@@ -386,8 +385,9 @@ size_t sv_fmt_f64(char *buf, double f)
 	    !(f == 0 && signbit(f)))
 		return sv_fmt_i64(buf, (int64_t)f);
 	/* Most prices and measurements have a few decimals: fmt_decimal
-	 * finds them in a multiply or two, cheaper than the digit
-	 * generation (bench_hot f64_text). Same text as below. */
+	 * finds them in a multiply and a divide, cheaper than the digit
+	 * generation (bench_hot f64_text). What it returns 0 for needs more
+	 * than 6 decimals or is at least 1e9. */
 	size_t d = fmt_decimal(buf, f);
 	if (d)
 		return d;
@@ -399,8 +399,7 @@ size_t sv_fmt_f64(char *buf, double f)
 	size_t t = 0;
 	if (neg)
 		buf[t++] = '-';
-	bool decimals = nd - point <= 6 && fabs(f) < 1e9;
-	if (!decimals && (x < -4 || x >= prec)) {
+	if (x < -4 || x >= prec) {
 		buf[t++] = dig[0];
 		if (nd > 1) {
 			buf[t++] = '.';
@@ -436,7 +435,6 @@ size_t sv_fmt_f64(char *buf, double f)
 	memcpy(buf + t, dig + point, (size_t)(nd - point));
 	return t + (size_t)(nd - point);
 }
-
 
 /* Names without a byte that JSON escapes (nearly all) are copied as they
  * are: "name": into d, which has room for it. Returns the end, or NULL
