@@ -32,6 +32,15 @@
  *             bidder, price_eur, ts), against the encoder as it was at
  *             173b80a (tests/unit/codec_ref.h: sv_buf call by call, the
  *             old float printer): the whole per-row encode cost.
+ *   produce   librdkafka's own cost per produced message on the calling
+ *             thread (what the Kafka sink's ksnk_write pays per row after
+ *             encoding), into the embedded development cluster, three
+ *             ways: rd_kafka_producev as the sink calls it (no partition,
+ *             no timestamp: librdkafka reads its clocks per message, one
+ *             of them gettimeofday for the CreateTime), the same with
+ *             RD_KAFKA_V_TIMESTAMP read once per batch, and
+ *             rd_kafka_produce_batch per batch of 2048 (one clock read and
+ *             one lock per batch). For the sink, not a change of it.
  *
  * usage: bench_hot [--case NAME]... [--records N] [--rounds R]
  * Reproduce: bench/README.md ("bench_hot"). */
@@ -49,6 +58,7 @@
 #include "core/util.h"
 #include "ingress/spec.h"
 #include "kafka/devcluster.h"
+#include <librdkafka/rdkafka.h>
 #include "sinks/sink.h"
 #include "sources/generator.h"
 #include "sources/source.h"
@@ -409,6 +419,109 @@ static run_t encode_run(bool fast, int64_t n)
 	return r;
 }
 
+/* ---- produce ---- */
+
+typedef struct prod {
+	sv_devcluster_t *dc;
+	rd_kafka_t *rk;
+	rd_kafka_topic_t *rkt;
+	char payload[128];
+	size_t len;
+} prod_t;
+
+static void noop_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
+{
+	(void)rk;
+	(void)m;
+	(void)op;
+}
+
+static void prod_open(prod_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	char *boot = NULL, errstr[256];
+	sv_error_t *err = sv_devcluster_start(1, &boot, &p->dc);
+	if (err)
+		die("development cluster", err);
+	if ((err = sv_devcluster_create_topic(p->dc, "bench-produce", 8)))
+		die("topic", err);
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	static const char *const kv[][2] = {
+		{"queue.buffering.max.messages", "2000000"},
+		{"queue.buffering.max.kbytes", "1048576"},
+		{"linger.ms", "5"},
+	};
+	rd_kafka_conf_set(conf, "bootstrap.servers", boot, errstr,
+			  sizeof(errstr));
+	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+		rd_kafka_conf_set(conf, kv[i][0], kv[i][1], errstr,
+				  sizeof(errstr));
+	rd_kafka_conf_set_dr_msg_cb(conf, noop_dr);
+	p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+	if (!p->rk)
+		die(errstr, NULL);
+	p->rkt = rd_kafka_topic_new(p->rk, "bench-produce", NULL);
+	free(boot);
+	p->len = (size_t)snprintf(
+		p->payload, sizeof(p->payload),
+		"{\"seq\":1234567,\"auction\":1011,\"bidder\":1004,"
+		"\"price_eur\":97793.416,\"ts\":1796150616745}");
+}
+
+static void prod_close(prod_t *p)
+{
+	rd_kafka_flush(p->rk, 60000);
+	rd_kafka_topic_destroy(p->rkt);
+	rd_kafka_destroy(p->rk);
+	sv_devcluster_stop(p->dc);
+}
+
+/* how: 0 producev as the sink, 1 with a per-batch timestamp, 2 batch */
+static run_t prod_run(prod_t *p, int how, int64_t n)
+{
+	rd_kafka_message_t *msgs = sv_calloc(BATCH, sizeof(*msgs));
+	double c0 = thread_cpu_s(), t0 = mono_s();
+	int64_t sent = 0;
+	while (sent < n) {
+		int64_t ts = sv_now_ms();
+		if (how == 2) {
+			for (int i = 0; i < BATCH; i++) {
+				msgs[i].payload = p->payload;
+				msgs[i].len = p->len;
+			}
+			rd_kafka_produce_batch(p->rkt, RD_KAFKA_PARTITION_UA,
+					       RD_KAFKA_MSG_F_COPY, msgs,
+					       BATCH);
+		} else {
+			for (int i = 0; i < BATCH; i++) {
+				if (how == 1)
+					rd_kafka_producev(
+						p->rk, RD_KAFKA_V_RKT(p->rkt),
+						RD_KAFKA_V_MSGFLAGS(
+							RD_KAFKA_MSG_F_COPY),
+						RD_KAFKA_V_VALUE(p->payload,
+								 p->len),
+						RD_KAFKA_V_TIMESTAMP(ts),
+						RD_KAFKA_V_END);
+				else
+					rd_kafka_producev(
+						p->rk, RD_KAFKA_V_RKT(p->rkt),
+						RD_KAFKA_V_MSGFLAGS(
+							RD_KAFKA_MSG_F_COPY),
+						RD_KAFKA_V_VALUE(p->payload,
+								 p->len),
+						RD_KAFKA_V_END);
+			}
+		}
+		sent += BATCH;
+		rd_kafka_poll(p->rk, 0); /* delivery reports, as the sink */
+	}
+	run_t r = {thread_cpu_s() - c0, mono_s() - t0, sent};
+	free(msgs);
+	rd_kafka_flush(p->rk, 60000); /* not timed */
+	return r;
+}
+
 /* ---- cast ---- */
 
 static run_t cast_run(bool cast, int64_t n)
@@ -504,7 +617,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: bench_hot [--case worker|kafka_key|"
-				"key_text|cast|f64_text|encode]... "
+				"key_text|cast|f64_text|encode|produce]... "
 				"[--records N] "
 				"[--rounds "
 				"R]\n");
@@ -590,6 +703,30 @@ int main(int argc, char **argv)
 		}
 		report("encode", "encoder at 173b80a", "sv_json_encode_row", a,
 		       b, o.rounds);
+	}
+	if (wanted(&o, "produce")) {
+		prod_t p;
+		prod_open(&p);
+		int64_t n = o.records / 8; /* ~0.5-1 us a message */
+		run_t c[64];
+		for (int i = 0; i < o.rounds; i++) {
+			int first = i % 3;
+			for (int j = 0; j < 3; j++) {
+				int how = (first + j) % 3;
+				run_t r = prod_run(&p, how, n);
+				if (how == 0)
+					a[i] = r;
+				else if (how == 1)
+					b[i] = r;
+				else
+					c[i] = r;
+			}
+		}
+		prod_close(&p);
+		report("produce", "producev (the sink)", "+ batch timestamp", a,
+		       b, o.rounds);
+		report("", "producev (the sink)", "produce_batch", a, c,
+		       o.rounds);
 	}
 	return 0;
 }
