@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -264,6 +265,14 @@ static void test_json_floats(void **state)
 	}
 }
 
+static uint64_t rng_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
 static void test_json_int64(void **state)
 {
 	fx_t *fx = *state;
@@ -283,6 +292,49 @@ static void test_json_int64(void **state)
 	bad_json(fx, "{\"id\":1e3}", "field 'id': expected int64, got float");
 	bad_json(fx, "{\"id\":1,\"ts\":1.5}",
 		 "field 'ts': expected timestamp_ms, got float");
+
+	/* integers of 1..20 digits, +-, followed by every kind of byte, with
+	 * and without room after them for the 8-byte digit loads: the value
+	 * is strtoll's, or the old reasons */
+	static const char *const after[] = {"}",   ",\"ok\":true}", " }",
+					    ".5}", "e3}",           "E3}",
+					    "x}",  "\x80}",         "/}"};
+	uint64_t st = 99;
+	char num[32], buf[96];
+	for (int len = 1; len <= 20; len++)
+		for (int k = 0; k < 40; k++) {
+			int t = 0;
+			if (k % 2)
+				num[t++] = '-';
+			for (int i = 0; i < len; i++)
+				num[t++] =
+					(char)('0' +
+					       (i == 0 ? 1 + rng_next(&st) % 9
+						       : rng_next(&st) % 10));
+			num[t] = 0;
+			const char *a =
+				after[(size_t)k %
+				      (sizeof(after) / sizeof(after[0]))];
+			snprintf(buf, sizeof(buf), "{\"id\":%s%s", num, a);
+			errno = 0;
+			long long want = strtoll(num, NULL, 10);
+			bool range = errno != ERANGE;
+			if (a[0] == '.' || a[0] == 'e' || a[0] == 'E') {
+				bad_json(fx, buf,
+					 "field 'id': expected int64, got "
+					 "float");
+			} else if (!range) {
+				bad_json(fx, buf,
+					 "field 'id': integer out of int64 "
+					 "range");
+			} else if (a[0] == 'x' || a[0] == '/' ||
+				   (unsigned char)a[0] == 0x80) {
+				bad_json(fx, buf, "malformed JSON at byte");
+			} else {
+				r = ok_json(fx, buf);
+				assert_int_equal(r[F_ID].v.i, want);
+			}
+		}
 }
 
 static void test_json_wrong_types(void **state)
@@ -859,14 +911,6 @@ static void test_encode_floats(void **state)
 	}
 	sv_buf_release(&out);
 	sv_schema_destroy(s);
-}
-
-static uint64_t rng_next(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
 }
 
 /* decode(encode(row)) == row, bit for bit, over random rows. */
