@@ -29,10 +29,17 @@
  * parity, one task record per task per checkpoint; full every time, then
  * incremental per task (each task's own chain and full-rewrite rule).
  *
+ * --state-topic: the parallelism-2 case as distributed mode runs it: the
+ * tasks' records also go through the state topic's writer
+ * (cluster/state.c sv_state_write: chunks, tombstones, manifest) into a
+ * counter instead of Kafka; the row's line after the table row gives the
+ * bytes (keys and values) one checkpoint writes to the state topic, p50
+ * and max, and its JSON row "state_topic_bytes_p50" and "_max".
+ *
  * usage: bench_checkpoint [--keys 100000,1000000] [--checkpoints 20]
  *                         [--seconds 3] [--changed 0.01] [--changed-keys
  *                         1000000] [--full-every 100] [--parallelism 2]
- *                         [--json PATH]
+ *                         [--state-topic] [--json PATH]
  *                         (--changed 0: no changed-fraction case)
  * Reproduce: cmake --preset release && cmake --build --preset release
  *            --target bench_checkpoint && build/release/bench_checkpoint */
@@ -45,6 +52,7 @@
 #include <unistd.h>
 
 #include "checkpoint/store.h"
+#include "cluster/state.h"
 #include "core/util.h"
 #include "core/window.h"
 #include "sinks/sink.h"
@@ -75,6 +83,10 @@ typedef struct rig {
 	sv_ckpt_conf_t ck;
 	sv_ckpt_incr_t incr;
 	char dir[64];
+	/* --state-topic: each task's chain on the (counted) state topic */
+	bool topic;
+	sv_state_chain_t chain[2], next[2];
+	int64_t topic_bytes; /* of the last checkpoint */
 } rig_t;
 
 static void die(const char *what, sv_error_t *err)
@@ -246,6 +258,48 @@ static void step_tasks(rig_t *r)
 	}
 }
 
+/* --state-topic: what one record costs the broker (key and value). */
+static sv_error_t *topic_count(void *opaque, const char *key, size_t klen,
+			       const char *val, size_t vlen)
+{
+	(void)key;
+	(void)val;
+	*(int64_t *)opaque += (int64_t)(klen + vlen);
+	return NULL;
+}
+
+/* --state-topic: distributed mode's hook, each task record through the
+ * state topic's writer (worker.c gm_on_tasks without the sink). */
+static sv_error_t *topic_on_tasks(void *opaque, int64_t id,
+				  const sv_ckrec_t *const *recs, size_t n)
+{
+	rig_t *r = opaque;
+	char tag[64];
+	snprintf(tag, sizeof(tag), "bench-t0:%lld", (long long)id);
+	r->topic_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = streamvisor__checkpoint_record__get_packed_size(
+			recs[i]);
+		char *buf = sv_malloc(len ? len : 1);
+		streamvisor__checkpoint_record__pack(recs[i], (uint8_t *)buf);
+		sv_state_put_t put = {.partition = (int32_t)i,
+				      .tag = tag,
+				      .checkpoint = id,
+				      .next_offset = 0,
+				      .delta_of = recs[i]->delta_of,
+				      .rec = buf,
+				      .len = len,
+				      .emit = topic_count,
+				      .opaque = &r->topic_bytes};
+		sv_error_t *err = sv_state_write(&r->chain[i], &put,
+						 &r->next[i]);
+		free(buf);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
 /* One checkpoint through sv_ckpt_take: the parallelism-1 record, or at
  * parallelism 2 member 0 of 2 with both tasks. */
 static void rig_take(rig_t *r, sv_ckpt_info_t *info)
@@ -257,9 +311,17 @@ static void rig_take(rig_t *r, sv_ckpt_info_t *info)
 		p.member = 0;
 		p.parallelism = 2;
 	}
+	if (r->par == 2 && r->topic) {
+		p.grouped = true;
+		p.on_tasks = topic_on_tasks;
+		p.tasks_opaque = r;
+		p.task_deltas_max = SV_STATE_CHAIN_MAX - 1;
+	}
 	sv_error_t *err = sv_ckpt_take(&r->ck, &p, r->ctx.watermark_ms, info);
 	if (err)
 		die("checkpoint", err);
+	for (int i = 0; r->topic && i < 2; i++)
+		r->chain[i] = r->next[i];
 }
 
 /* One batch through the pipeline; returns rows read. */
@@ -345,6 +407,7 @@ int main(int argc, char **argv)
 	long changed_keys = 1000000;
 	int par = 1;
 	int full_every = 100;
+	bool topic = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--keys") && i + 1 < argc) {
 			nkeys = 0;
@@ -363,6 +426,9 @@ int main(int argc, char **argv)
 			full_every = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--parallelism") && i + 1 < argc) {
 			par = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--state-topic")) {
+			topic = true;
+			par = 2;
 		} else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
 			json_path = argv[++i];
 		} else {
@@ -370,7 +436,7 @@ int main(int argc, char **argv)
 				"usage: bench_checkpoint [--keys N,M] "
 				"[--checkpoints N] [--seconds S] [--changed F] "
 				"[--changed-keys N] [--full-every N] "
-				"[--parallelism 1|2] [--json "
+				"[--parallelism 1|2] [--state-topic] [--json "
 				"PATH]\n");
 			return 2;
 		}
@@ -397,6 +463,9 @@ int main(int argc, char **argv)
 			hot = 1;
 		rig_t r;
 		rig_open(&r, keys, hot, incr ? full_every : 0, frac ? par : 1);
+		r.topic = frac && topic;
+		for (int i = 0; i < 2; i++)
+			sv_state_chain_unknown(&r.chain[i]);
 		/* fill: every key twice */
 		uint64_t rows = 0;
 		while (rows < 2 * (uint64_t)keys)
@@ -413,6 +482,7 @@ int main(int argc, char **argv)
 		double *wb = calloc((size_t)nck, sizeof(double));
 		double *d = calloc((size_t)nck, sizeof(double));
 		double *ref = calloc((size_t)nck, sizeof(double));
+		double *tb = calloc((size_t)nck, sizeof(double));
 		int64_t bytes = 0;
 		for (int i = 0; i < nck; i++) {
 			uint64_t n = step(&r);
@@ -424,6 +494,7 @@ int main(int argc, char **argv)
 			d[i] = (double)(sv_mono_ns() - t0) / 1e6;
 			bytes = info.bytes;
 			wb[i] = (double)bytes;
+			tb[i] = (double)r.topic_bytes;
 			/* reference: the same bytes, written and synced once */
 			char path[96];
 			snprintf(path, sizeof(path), "%s/ref.bin", r.dir);
@@ -485,6 +556,12 @@ int main(int argc, char **argv)
 		       keys, chg, mode, (double)sbytes / 1e6, w50 / 1e6, p50,
 		       p99, dmax, r50, p50 / (r50 > 0 ? r50 : 1e-9), none / 1e6,
 		       with / 1e6, 100.0 * (1.0 - with / none));
+		double t50 = pct(tb, nck, 0.5), tmax = pct(tb, nck, 1.0);
+		if (r.topic)
+			printf("|  | state topic (%s): written per checkpoint "
+			       "p50 %.3f MB, max %.3f MB |\n",
+			       incr ? "incremental" : "full", t50 / 1e6,
+			       tmax / 1e6);
 		fflush(stdout);
 		if (js) {
 			fprintf(js,
@@ -512,9 +589,15 @@ int main(int argc, char **argv)
 					incr ? (long long)(fulls0 - rp)
 					     : (long long)nck * rp,
 					base_ms, rp);
+			if (r.topic)
+				fprintf(js,
+					",\"state_topic_bytes_p50\":%.0f,"
+					"\"state_topic_bytes_max\":%.0f",
+					t50, tmax);
 			fprintf(js, "}");
 		}
 		free(wb);
+		free(tb);
 		free(d);
 		free(ref);
 		rig_close(&r);

@@ -156,6 +156,9 @@ proc_cpu() { # user+sys seconds of a live pid
 proc_hwm_mb() {
     awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"
 }
+proc_rss_mb() {
+    awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"
+}
 now_ms() { date +%s%3N; }
 
 # ---- build ----
@@ -369,8 +372,8 @@ run_sv() { # W D [PARALLELISM [rp|"" [MEMORY_MB]]]
     fi
     say "streamvisor $w $d parallelism $par memory_mb $mem (input $in)"
     sv_start "$dir/data" "$dir/server.log"
-    local c0 t0 id st t1 c1 hwm job hwm0 est_max=0 est
-    hwm0=$(proc_hwm_mb "$SV_PID")
+    local c0 t0 id st t1 c1 hwm job hwm0 rss0 est_max=0 est
+    hwm0=$(proc_hwm_mb "$SV_PID"); rss0=$(proc_rss_mb "$SV_PID")
     c0=$(proc_cpu "$SV_PID"); t0=$(now_ms)
     id=$(sv_submit "$dir/spec.json")
     while :; do
@@ -385,6 +388,8 @@ run_sv() { # W D [PARALLELISM [rp|"" [MEMORY_MB]]]
     job=$(sv_job "$id"); echo "$job" >"$dir/status.json"
     [ "$st" = completed ] || die "streamvisor $w $d ended $st: $(jq -c .error <<<"$job")"
     curl -s "http://127.0.0.1:$SV_PORT/v1/jobs/$id/checkpoints" >"$dir/checkpoints.json"
+    # each checkpoint_completed has its steps' times (steps_us)
+    curl -s "http://127.0.0.1:$SV_PORT/v1/jobs/$id/observations" >"$dir/observations.json"
     curl -s "http://127.0.0.1:$SV_PORT/metrics" >"$dir/metrics.txt"
     sv_stop
     local ck n
@@ -400,7 +405,8 @@ run_sv() { # W D [PARALLELISM [rp|"" [MEMORY_MB]]]
          peak_rss_mb: ($hwm | tonumber), checkpoints: $ck.n} + $out
         + (if $ck.n > 0 then {checkpoint_p50_ms: $ck.p50, checkpoint_p99_ms: $ck.p99} else {} end)')
     row "$name" "$w" "$d" "$(jq -c --argjson p "$par" --argjson m "$mem" --arg h0 "$hwm0" \
-        --argjson e "$est_max" '. + {parallelism: $p, idle_rss_mb: ($h0 | tonumber),
+        --arg r0 "$rss0" --argjson e "$est_max" '. + {parallelism: $p,
+        idle_rss_mb: ($r0 | tonumber), start_hwm_mb: ($h0 | tonumber),
         memory_estimate_max_mb: ($e / 1048576 * 10 | round / 10)}
         + (if $m > 0 then {memory_mb: $m} else {} end)' <<<"$f")"
 }

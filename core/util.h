@@ -26,6 +26,7 @@ void sv_civil_from_days(int64_t z, int64_t *y, int *m, int *d);
 void sv_format_iso8601(int64_t ms, char *buf, size_t len);
 /* Monotonic clock in milliseconds / nanoseconds. thread: any */
 int64_t sv_mono_ms(void);
+int64_t sv_mono_us(void);
 int64_t sv_mono_ns(void);
 
 /* Bump arena: many small allocations freed together (string bytes of a
@@ -70,6 +71,12 @@ char *sv_buf_detach(sv_buf_t *b);
  * first job with a memory budget asks; docs/performance.md "The
  * allocator"): at most 2 arenas, and a fixed mmap threshold of 256 KiB. */
 void sv_alloc_compact(void);
+
+/* Unmap the pages of clean, read-only file mappings (the libraries' code,
+ * most of it touched only by their start-up): they stay in the page cache
+ * and fault back in when used. Returns the bytes that were resident. The
+ * supervisor calls it once it is up (docs/performance.md "Memory"). */
+size_t sv_mem_release_code(void);
 
 #define SV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define SV_UNUSED(x) ((void)(x))

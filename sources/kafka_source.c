@@ -128,6 +128,12 @@ typedef struct kafka_source {
 	uint64_t q_max_msgs, q_max_bytes;
 	bool q_full;
 	uint64_t fetcher_wakes;
+	/* standalone at-least-once commits go out asynchronously (ksrc_commit):
+	 * their results come back on commitq; commits_out are still out, and
+	 * the first failure seen is returned by the next commit */
+	rd_kafka_queue_t *commitq;
+	int commits_out;
+	rd_kafka_resp_err_t commit_failed;
 } kafka_source_t;
 
 extern const sv_source_ops_t sv_source_kafka_ops;
@@ -1358,6 +1364,52 @@ static size_t ksrc_positions(sv_source_t *src, const sv_partpos_t **pos)
 	return ks->nparts;
 }
 
+/* The result of an asynchronous commit (served from commitq). */
+static void ksrc_commit_done(rd_kafka_t *rk, rd_kafka_resp_err_t e,
+			     rd_kafka_topic_partition_list_t *offsets,
+			     void *opaque)
+{
+	kafka_source_t *ks = opaque;
+	SV_UNUSED(rk);
+	ks->commits_out--;
+	for (int k = 0; !e && offsets && k < offsets->cnt; k++)
+		e = offsets->elems[k].err;
+	if (e && !ks->commit_failed)
+		ks->commit_failed = e;
+}
+
+/* Serve the results of the asynchronous commits still out, waiting at
+ * most timeout_ms for all of them. */
+static void ksrc_commits_serve(kafka_source_t *ks, int timeout_ms)
+{
+	int64_t until = sv_mono_ms() + timeout_ms;
+	while (ks->commitq && ks->commits_out > 0) {
+		int64_t left = until - sv_mono_ms();
+		rd_kafka_event_t *ev = rd_kafka_queue_poll(
+			ks->commitq,
+			left > 0 ? (int)(left < 100 ? left : 100) : 0);
+		if (ev) {
+			ksrc_commit_done(
+				ks->rk, rd_kafka_event_error(ev),
+				(rd_kafka_topic_partition_list_t *)
+					rd_kafka_event_topic_partition_list(ev),
+				ks);
+			rd_kafka_event_destroy(ev);
+		} else if (left <= 0) {
+			break;
+		}
+	}
+}
+
+/* At-least-once: the positions to the group, after the sink flushed.
+ * Standalone the commit is asynchronous (as Flink's Kafka source commits
+ * on a completed checkpoint): recovery reads the positions from the
+ * checkpoint store, so the group's offsets are for lag tooling, and
+ * waiting a round trip for them was the largest step of an at-least-once
+ * checkpoint (bench/BASELINE.md); a failure is returned by the next
+ * commit, and close waits for what is still out. In group mode it stays
+ * synchronous: its error is how a stale member learns it was fenced, and
+ * a revoke is acknowledged only after the commit. */
 static sv_error_t *ksrc_commit(sv_source_t *src)
 {
 	kafka_source_t *ks = (kafka_source_t *)src;
@@ -1367,6 +1419,21 @@ static sv_error_t *ksrc_commit(sv_source_t *src)
 
 	if (ks->err)
 		return sv_error_copy(ks->err);
+	bool async = !ks->instance_id &&
+		!getenv("STREAMVISOR_SYNC_OFFSET_COMMIT");
+	if (async) {
+		ksrc_commits_serve(ks, 0);
+		if ((e = ks->commit_failed)) {
+			ks->commit_failed = RD_KAFKA_RESP_ERR_NO_ERROR;
+			return ksrc_error(ks, SV_ERR_COMMIT, e, NULL,
+					  "cannot commit offsets of group '%s' "
+					  "for topic '%s' on cluster '%s'",
+					  ks->group_id, ks->id.topic,
+					  ks->id.cluster_name);
+		}
+		if (!ks->commitq)
+			ks->commitq = rd_kafka_queue_new(ks->rk);
+	}
 	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
 	for (size_t i = 0; i < ks->nparts; i++)
 		if (ks->pos[i].next_offset >= 0)
@@ -1375,6 +1442,14 @@ static sv_error_t *ksrc_commit(sv_source_t *src)
 				->offset = ks->pos[i].next_offset;
 	if (list->cnt == 0)
 		goto out;
+	if (async) {
+		e = rd_kafka_commit_queue(ks->rk, list, ks->commitq, NULL,
+					  NULL);
+		if (!e) {
+			ks->commits_out++;
+			goto out;
+		}
+	}
 	e = rd_kafka_commit(ks->rk, list, 0 /* sync */);
 	for (int k = 0; !e && k < list->cnt; k++)
 		e = list->elems[k].err;
@@ -1496,6 +1571,18 @@ static void ksrc_close(sv_source_t *src)
 		       "consumer of topic '%s': fetcher woken %llu times after "
 		       "a full prefetch queue",
 		       ks->id.topic, (unsigned long long)ks->fetcher_wakes);
+	ksrc_commits_serve(ks, 10000);
+	if (ks->commits_out > 0 || ks->commit_failed)
+		sv_log(&ks->id.logctx, SV_LOG_WARN, "kafka",
+		       "consumer of topic '%s': %d offset commit(s) of group "
+		       "'%s' unanswered at close%s%s (recovery reads the "
+		       "checkpoint store; only lag tooling sees older offsets)",
+		       ks->id.topic, ks->commits_out, ks->group_id,
+		       ks->commit_failed ? ", one failed: " : "",
+		       ks->commit_failed ? rd_kafka_err2str(ks->commit_failed)
+					 : "");
+	if (ks->commitq)
+		rd_kafka_queue_destroy(ks->commitq);
 	if (ks->q)
 		rd_kafka_queue_destroy(ks->q);
 	if (ks->rk) {

@@ -131,6 +131,15 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				const sv_topic_offsets_t *offsets,
 				const int32_t *tasks, size_t ntasks, int member,
 				sv_error_t *err, sv_ckpt_info_t *info);
+
+/* Step k of the checkpoint ended now: its time since *us, which moves on. */
+static void step_done(sv_ckpt_info_t *info, int k, int64_t *us)
+{
+	int64_t now = sv_mono_us();
+	info->step_us[k] += now - *us;
+	*us = now;
+}
+
 static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			      int64_t wm, sv_ckpt_info_t *info);
 
@@ -153,12 +162,14 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_delaypoint("before_prepare");
 
 	/* 1. everything written so far: durable, not yet visible */
+	int64_t us = sv_mono_us();
 	sv_buf_t sink_state;
 	sv_buf_init(&sink_state);
 	if (conf->transactional)
 		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
 	else
 		err = sv_sink_flush(p->snk, 30000);
+	step_done(info, SV_CKPT_STEP_FLUSH, &us);
 
 	/* 2. the record, PREPARED, synced */
 	ckrec_t rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
@@ -175,11 +186,13 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err)
 		err = build_record(conf, p, pos, npos, pos2, npos2, id, wm,
 				   &sink_state, &rec, offs, ops, opbufs, &nops);
+	step_done(info, SV_CKPT_STEP_SNAPSHOT, &us);
 	if (!err) {
 		rec.started_at_ms = t0;
 		rec.bytes += (int64_t)sink_state.len;
 		err = sv_ckstore_put(conf->store, &rec);
 	}
+	step_done(info, SV_CKPT_STEP_WRITE, &us);
 	if (!err && conf->incr) {
 		/* the state is durable: the next delta counts from here */
 		for (size_t i = 0; i < sv_pipeline_len(p->pl); i++) {
@@ -268,6 +281,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		member_delaypoint("after_prepare", member);
 
 	/* 3. offsets */
+	int64_t us = sv_mono_us();
 	if (!err) {
 		if (conf->transactional)
 			err = sv_sink_txn_offsets_topics(p->snk, id, offsets,
@@ -275,6 +289,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		else
 			err = commit_sources(p);
 	}
+	step_done(info, SV_CKPT_STEP_OFFSETS, &us);
 	if (!err)
 		sv_killpoint("after_send_offsets");
 
@@ -283,6 +298,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		err = sv_sink_txn_commit(p->snk);
 	if (!err && conf->transactional && !p->snk->ops->txn_offsets)
 		err = commit_sources(p);
+	step_done(info, SV_CKPT_STEP_COMMIT, &us);
 	if (!err)
 		sv_killpoint("after_commit");
 
@@ -300,6 +316,7 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 						  tasks, ntasks, conf->retain)
 			: sv_ckstore_retain(conf->store, conf->job_id,
 					    conf->retain);
+	step_done(info, SV_CKPT_STEP_MARK, &us);
 	info->duration_ms = sv_mono_ms() - m0;
 	json_t *o;
 	if (err) {
@@ -312,9 +329,17 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed", o);
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
-	o = json_pack("{s:I, s:I, s:I, s:I}", "checkpoint_id", (json_int_t)id,
-		      "duration_ms", (json_int_t)info->duration_ms, "bytes",
-		      (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm);
+	o = json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+		      "checkpoint_id", (json_int_t)id, "duration_ms",
+		      (json_int_t)info->duration_ms, "bytes",
+		      (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm,
+		      "steps_us", "flush",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_FLUSH], "snapshot",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_SNAPSHOT], "write",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_WRITE], "offsets",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_OFFSETS], "commit",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_COMMIT], "mark",
+		      (json_int_t)info->step_us[SV_CKPT_STEP_MARK]);
 	if (member >= 0)
 		json_object_set_new(o, "member", json_integer(member));
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed", o);
@@ -390,20 +415,21 @@ static sv_error_t *build_task(
 /* Incremental per-task snapshots (docs/checkpoints.md): the checkpoint a
  * task's next snapshot may be a delta of, or 0 for a full one. The same
  * rule as parallelism 1, per task: a full snapshot after full_every - 1
- * deltas or once the deltas add up to more bytes than the full one. Off
- * when conf->incr is, and in distributed mode (grouped, on_tasks): the
- * state topic restores a task from one record and needs it whole. The
- * base is always a committed checkpoint of this attempt (task_committed
- * sets it only after the commit). */
+ * deltas or once the deltas add up to more bytes than the full one; in
+ * distributed mode also after p->task_deltas_max deltas (the state
+ * topic's manifest names the chain). Off when conf->incr is. The base is
+ * always a committed checkpoint of this attempt (task_committed sets it
+ * only after the commit). */
 static int64_t task_delta_base(const sv_ckpt_conf_t *conf,
 			       const sv_ckpt_parts_t *p,
 			       const sv_ckpt_task_t *t)
 {
 	const sv_ckpt_incr_t *in = conf->incr, *ti = &t->incr;
-	if (!in || in->full_every <= 1 || p->grouped || p->on_tasks)
+	if (!in || in->full_every <= 1)
 		return 0;
 	if (ti->prev <= 0 || ti->chain + 1 >= in->full_every ||
-	    ti->delta_bytes > ti->full_bytes)
+	    ti->delta_bytes > ti->full_bytes ||
+	    (p->task_deltas_max > 0 && ti->chain >= p->task_deltas_max))
 		return 0;
 	return ti->prev;
 }
@@ -466,12 +492,14 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_killpoint("before_prepare");
 	sv_delaypoint("before_prepare");
 
+	int64_t us = sv_mono_us();
 	sv_buf_t sink_state;
 	sv_buf_init(&sink_state);
 	if (conf->transactional)
 		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
 	else
 		err = sv_sink_flush(p->snk, 30000);
+	step_done(info, SV_CKPT_STEP_FLUSH, &us);
 
 	const sv_partpos_t *pos, *pos2 = NULL;
 	size_t npos = sv_source_positions(p->src, &pos);
@@ -545,10 +573,12 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	}
 	rec.offsets = offp;
 	rec.n_offsets = nt * nin;
+	step_done(info, SV_CKPT_STEP_SNAPSHOT, &us);
 	if (!err)
 		err = sv_ckstore_put_tasks(conf->store, &rec, trecp, nt);
 	if (!err && p->on_tasks)
 		err = p->on_tasks(p->tasks_opaque, id, trecp, nt);
+	step_done(info, SV_CKPT_STEP_WRITE, &us);
 	info->bytes = rec.bytes;
 	for (size_t i = 0; i < nt; i++) {
 		for (size_t j = 0; j < nops[i]; j++)
@@ -607,15 +637,18 @@ static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
  * full snapshot, oldest applied first). part: -1 a parallelism-1 record
  * (bases under ck/), >= 0 a task record of that partition (bases are the
  * partition's task records, each of a committed checkpoint), -2 a record
- * that must be whole (distributed mode's state topic). */
+ * that must be whole (the full link of a state topic chain). */
 static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 			      const ckrec_t *rec,
 			      const Streamvisor__OperatorState *os,
-			      int32_t part, int depth)
+			      int32_t part, int depth, int *deepest)
 {
-	if (!os->delta)
+	if (!os->delta) {
+		if (deepest && depth > *deepest)
+			*deepest = depth;
 		return op->ops->restore(op, (const char *)os->state.data,
 					os->state.len);
+	}
 	if (!op->ops->restore_delta || rec->delta_of <= 0 ||
 	    rec->delta_of >= rec->id || depth > 100000 || part == -2)
 		return sv_error_new(SV_ERR_CHECKPOINT,
@@ -639,7 +672,7 @@ static sv_error_t *restore_op(const sv_ckpt_conf_t *conf, sv_op_t *op,
 			(long long)rec->id, (long long)rec->delta_of,
 			os->index);
 	if (!err)
-		err = restore_op(conf, op, base, bos, part, depth + 1);
+		err = restore_op(conf, op, base, bos, part, depth + 1, deepest);
 	sv_ckstore_free_record(base);
 	if (!err)
 		err = op->ops->restore_delta(op, (const char *)os->state.data,
@@ -681,7 +714,7 @@ static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
 }
 
 static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
-			       const ckrec_t *rec, int32_t part)
+			       const ckrec_t *rec, int32_t part, int *deepest)
 {
 	if (conf->incr) { /* the next checkpoint is a full one */
 		conf->incr->prev = 0;
@@ -701,7 +734,8 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 					     (long long)rec->id, os->index,
 					     os->kind),
 				conf->job_id, conf->attempt);
-		sv_error_t *err = restore_op(conf, op, rec, os, part, 0);
+		sv_error_t *err = restore_op(conf, op, rec, os, part, 0,
+					     deepest);
 		if (err)
 			return ck_error(conf, err,
 					"cannot restore an operator");
@@ -709,8 +743,9 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 	return NULL;
 }
 
-sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
-				 const ckrec_t *rec)
+/* Whether rec is a task record of t's partition and of the job's plan. */
+static sv_error_t *task_rec_check(const sv_ckpt_conf_t *conf,
+				  const sv_ckpt_task_t *t, const ckrec_t *rec)
 {
 	if (!rec || rec->n_offsets < 1 || rec->offsets[0]->input != 0 ||
 	    rec->offsets[0]->partition != t->partition)
@@ -727,13 +762,114 @@ sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
 				     "plan %s, not %s",
 				     t->partition, rec->plan_id, conf->plan_id),
 			conf->job_id, conf->attempt);
-	sv_error_t *err = restore_ops(conf, t->pl, rec, -2);
-	if (!err) {
-		int64_t pwm = rec->offsets[0]->watermark_ms;
-		sv_watermarks_set(t->wm, t->partition, pwm, sv_mono_ms());
-		if (pwm != SV_WATERMARK_NONE)
-			sv_watermarks_set_current(t->wm, pwm);
+	return NULL;
+}
+
+static void task_restored_wm(sv_ckpt_task_t *t, const ckrec_t *rec)
+{
+	int64_t pwm = rec->offsets[0]->watermark_ms;
+	sv_watermarks_set(t->wm, t->partition, pwm, sv_mono_ms());
+	if (pwm != SV_WATERMARK_NONE)
+		sv_watermarks_set_current(t->wm, pwm);
+}
+
+sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
+				 const ckrec_t *rec, int *deltas)
+{
+	int deepest = 0;
+	sv_error_t *err = task_rec_check(conf, t, rec);
+	/* a delta follows its chain through the partition's task records
+	 * in the store (the local cache's own checkpoints) */
+	if (!err)
+		err = restore_ops(conf, t->pl, rec, t->partition, &deepest);
+	if (!err)
+		task_restored_wm(t, rec);
+	if (deltas)
+		*deltas = err ? 0 : deepest;
+	return err;
+}
+
+/* Delta record rec (link i of a chain) onto the operators: each state
+ * replaces (delta false) or updates (delta true) its operator. */
+static sv_error_t *apply_delta(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
+			       const ckrec_t *rec)
+{
+	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
+		const Streamvisor__OperatorState *os = rec->operators[i];
+		sv_op_t *op = os->index < sv_pipeline_len(pl)
+			? sv_pipeline_op(pl, os->index)
+			: NULL;
+		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
+			return sv_error_new(SV_ERR_CHECKPOINT,
+					    "checkpoint %lld holds state of "
+					    "operator %u (%s) that the plan "
+					    "does not have",
+					    (long long)rec->id, os->index,
+					    os->kind);
+		sv_error_t *err;
+		if (!os->delta)
+			err = op->ops->restore(op, (const char *)os->state.data,
+					       os->state.len);
+		else if (!op->ops->restore_delta)
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "checkpoint %lld holds a state "
+					   "delta of operator %u (%s), which "
+					   "cannot apply one",
+					   (long long)rec->id, os->index,
+					   os->kind);
+		else
+			err = op->ops->restore_delta(
+				op, (const char *)os->state.data,
+				os->state.len);
+		if (err)
+			return err;
 	}
+	return NULL;
+}
+
+sv_error_t *sv_ckpt_restore_task_chain(const sv_ckpt_conf_t *conf,
+				       sv_ckpt_task_t *t,
+				       const ckrec_t *const *recs, size_t n)
+{
+	sv_error_t *err = n ? NULL
+			    : sv_error_new(SV_ERR_CHECKPOINT,
+					   "the snapshot of partition %d is "
+					   "an empty chain",
+					   t->partition);
+	for (size_t i = 0; !err && i < n; i++) {
+		const ckrec_t *rec = recs[i];
+		if ((err = task_rec_check(conf, t, rec)))
+			break;
+		bool full = rec->delta_of == 0;
+		for (size_t k = 0; full && k < rec->n_operators; k++)
+			full = !rec->operators[k]->delta;
+		if (i == 0 && !full)
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "partition %d: the snapshot chain "
+					   "starts with checkpoint %lld, a "
+					   "delta on %lld, not a full snapshot",
+					   t->partition, (long long)rec->id,
+					   (long long)rec->delta_of);
+		else if (i > 0 && rec->delta_of != recs[i - 1]->id)
+			err = sv_error_new(SV_ERR_CHECKPOINT,
+					   "partition %d: link %zu of the "
+					   "snapshot chain (checkpoint %lld) "
+					   "is a delta on %lld, not on the "
+					   "link before it (%lld)",
+					   t->partition, i, (long long)rec->id,
+					   (long long)rec->delta_of,
+					   (long long)recs[i - 1]->id);
+		else if (i == 0)
+			err = restore_ops(conf, t->pl, rec, -2, NULL);
+		else
+			err = apply_delta(conf, t->pl, rec);
+		if (err)
+			err = ck_error(conf, err,
+				       "cannot restore a task's snapshot "
+				       "chain");
+	}
+	if (!err)
+		task_restored_wm(t, recs[n - 1]);
 	return err;
 }
 
@@ -900,7 +1036,7 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			break;
 		}
 		t->incr = (sv_ckpt_incr_t){0}; /* its next snapshot: full */
-		err = restore_ops(conf, t->pl, tr, t->partition);
+		err = restore_ops(conf, t->pl, tr, t->partition, NULL);
 		if (!err && !conf->ignore_state) {
 			int64_t pwm = tr->offsets[0]->watermark_ms;
 			sv_watermarks_set(t->wm, t->partition, pwm, now);
@@ -960,7 +1096,7 @@ static sv_error_t *recover_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 static sv_error_t *restore(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			   const ckrec_t *rec, int64_t *wm_out)
 {
-	sv_error_t *oerr = restore_ops(conf, p->pl, rec, -1);
+	sv_error_t *oerr = restore_ops(conf, p->pl, rec, -1, NULL);
 	if (oerr)
 		return oerr;
 	int64_t now = sv_mono_ms();

@@ -93,13 +93,32 @@ typedef struct sv_ckpt_parts {
 	sv_error_t *(*on_tasks)(void *opaque, int64_t id,
 				const sv_ckrec_t *const *recs, size_t n);
 	void *tasks_opaque;
+	/* > 0: at most this many task deltas in a row (distributed mode:
+	 * what the state topic's manifest can name) */
+	int task_deltas_max;
 } sv_ckpt_parts_t;
+
+/* The steps of a checkpoint, timed (docs/exactly-once.md numbers them):
+ * the sink's flush or prepare (2), the operators' snapshot and the synced
+ * PREPARED write (3; the write with a distributed member's state-topic
+ * records), the offsets (5), the commit point (7), the COMMITTED mark and
+ * retention (9). */
+enum {
+	SV_CKPT_STEP_FLUSH,
+	SV_CKPT_STEP_SNAPSHOT,
+	SV_CKPT_STEP_WRITE,
+	SV_CKPT_STEP_OFFSETS,
+	SV_CKPT_STEP_COMMIT,
+	SV_CKPT_STEP_MARK,
+	SV_CKPT_STEPS
+};
 
 typedef struct sv_ckpt_info {
 	int64_t id;
 	int64_t started_ms;
 	int64_t duration_ms;
 	int64_t bytes;
+	int64_t step_us[SV_CKPT_STEPS]; /* microseconds per step */
 } sv_ckpt_info_t;
 
 /* Restore the newest usable checkpoint into the parts (operators,
@@ -108,11 +127,25 @@ typedef struct sv_ckpt_info {
 sv_error_t *sv_ckpt_recover(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			    int64_t *restored, int64_t *watermark_ms);
 
-/* Distributed mode: restore one task from its snapshot rec (a task
- * record: offsets[0] its partition's position and watermark, operators
- * inline): operator state and the watermark. Errors: SV_ERR_CHECKPOINT. */
+/* Distributed mode: restore one task from its snapshot rec of the local
+ * store (a task record: offsets[0] its partition's position and
+ * watermark, operators inline): operator state and the watermark. A delta
+ * record is restored on its chain of the partition's task records in the
+ * store, each of a committed checkpoint; *deltas (may be NULL) is how
+ * many deltas were applied. Borrows rec. Errors: SV_ERR_CHECKPOINT. */
 sv_error_t *sv_ckpt_restore_task(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
-				 const sv_ckrec_t *rec);
+				 const sv_ckrec_t *rec, int *deltas);
+
+/* Distributed mode's state topic: restore one task from a chain of n task
+ * records read from elsewhere than the store: recs[0] a full snapshot,
+ * recs[i] a delta on recs[i - 1] (its delta_of that record's id), applied
+ * oldest first; an operator state with delta false in a delta record
+ * replaces that operator's state. The watermark is recs[n - 1]'s.
+ * Borrows recs. Errors: SV_ERR_CHECKPOINT (a link that is not the next of
+ * the chain, of another partition or plan). */
+sv_error_t *sv_ckpt_restore_task_chain(const sv_ckpt_conf_t *conf,
+				       sv_ckpt_task_t *t,
+				       const sv_ckrec_t *const *recs, size_t n);
 
 /* Take and commit one checkpoint: everything written to the sink so far
  * becomes part of it. On error the outcome may be unknown: the caller fails

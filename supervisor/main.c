@@ -365,6 +365,18 @@ static void submit_example(sv_supervisor_t *sv, sv_devcluster_t *dc,
 }
 
 /* During the shutdown: a second SIGINT/SIGTERM means "now". */
+/* The libraries' code pages touched only by their start
+ * (docs/performance.md "An idle supervisor");
+ * STREAMVISOR_KEEP_CODE_PAGES=1 keeps them mapped. */
+static void release_code_pages(void)
+{
+	if (getenv("STREAMVISOR_KEEP_CODE_PAGES"))
+		return;
+	size_t rel = sv_mem_release_code();
+	sv_log(NULL, SV_LOG_DEBUG, "main",
+	       "unmapped %zu KiB of start-up code pages", rel / 1024);
+}
+
 static void *second_signal(void *arg)
 {
 	sigset_t *sigs = arg;
@@ -565,6 +577,7 @@ static int cmd_serve(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
+	release_code_pages(); /* before the first request can be answered */
 	if ((err = sv_http_start_conf(sv, &conf, &http))) {
 		report(err);
 		rc = 1;
@@ -598,6 +611,7 @@ static int cmd_serve(int argc, char **argv)
 	fflush(stdout);
 	if (example)
 		submit_example(sv, dc, example, base);
+	release_code_pages();
 	if (sv_notify("READY=1") < 0)
 		sv_log(NULL, SV_LOG_WARN, "main",
 		       "cannot notify the service manager: %s",

@@ -11,6 +11,7 @@
 #include "supervisor/supervisor_int.h"
 
 #include <jansson.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -127,11 +128,40 @@ static void new_job_id(char *out, size_t len)
 		 r[3], r[4], r[5], r[6], r[7]);
 }
 
+/* Once no attempt has run for IDLE_TRIM_MS, give back what the last ones
+ * left: the allocator's free pages and the code pages they faulted in
+ * (docs/performance.md "An idle supervisor"). Once per idle spell. */
+#define IDLE_TRIM_MS 5000
+static void idle_footprint(sv_supervisor_t *sv, int64_t now)
+{
+	bool running = false;
+	for (size_t i = 0; i < sv->njobs && !running; i++)
+		running = sv->jobs[i]->worker != NULL;
+	if (running) {
+		sv->idle_since_ms = -1; /* an attempt runs */
+		return;
+	}
+	if (sv->idle_since_ms == -1)
+		sv->idle_since_ms = now;
+	if (sv->idle_since_ms <= 0 || now - sv->idle_since_ms < IDLE_TRIM_MS)
+		return;
+	sv->idle_since_ms = 0;
+	if (getenv("STREAMVISOR_KEEP_CODE_PAGES"))
+		return;
+	malloc_trim(0);
+	size_t rel = sv_mem_release_code();
+	sv_log(NULL, SV_LOG_DEBUG, "supervisor",
+	       "no job running: gave back free heap and %zu KiB of code "
+	       "pages",
+	       rel / 1024);
+}
+
 static void tick(sv_supervisor_t *sv)
 {
 	if (sv->shutting_down)
 		return; /* jobs stay as they are in the store */
 	int64_t now = sv_now_ms();
+	idle_footprint(sv, now);
 	for (size_t i = 0; i < sv->njobs; i++) {
 		sv_job_t *job = sv->jobs[i];
 		if (job->worker &&

@@ -110,6 +110,9 @@ struct sv_supervisor {
 	bool shutting_down; /* sv_do_shutdown ran: start nothing, apply
 			     * no lifecycle to attempts that end */
 	bool worker_event;
+	/* supervisor thread only: when the last attempt ended (0 while one
+	 * runs or once the idle footprint was given back) */
+	int64_t idle_since_ms;
 	/* job table: supervisor thread only */
 	sv_job_t **jobs;
 	size_t njobs;

@@ -102,11 +102,12 @@ typedef struct task {
 	sv_opstats_t opstats;
 	sv_batch_t in; /* this task's rows of a polled batch (ntasks > 1) */
 	/* distributed mode: the tag of the committed checkpoint whose
-	 * snapshot the task's state is ("" none: fresh), that snapshot's
-	 * chunk count on the state topic, and the count of the one written
-	 * in the open transaction */
+	 * snapshot the task's state is ("" none: fresh), what its state
+	 * partition holds (the committed chain), and what it holds once the
+	 * open transaction commits (written: this checkpoint wrote one) */
 	char tag[SV_STATE_TAG_MAX];
-	int32_t chunks, chunks_pending;
+	sv_state_chain_t *chain, *chain_next;
+	bool written;
 } task_t;
 
 /* One worker thread: its own consumer (the partitions p with p mod N ==
@@ -591,6 +592,7 @@ static sv_ckpt_parts_t parts_of(member_t *m)
 		parts.grouped = true;
 		parts.on_tasks = gm_on_tasks;
 		parts.tasks_opaque = m;
+		parts.task_deltas_max = SV_STATE_CHAIN_MAX - 1;
 	}
 	if (m->join) {
 		parts.src2 = sv_join_input_source(m->join);
@@ -1190,6 +1192,8 @@ static sv_error_t *bounded_step(member_t *m, bool *eof)
 
 static void gm_task_free(task_t *t)
 {
+	free(t->chain);
+	free(t->chain_next);
 	sv_batch_release(&t->in);
 	sv_watermarks_destroy(t->wm);
 	sv_plan_destroy(t->plan);
@@ -1211,6 +1215,9 @@ static sv_error_t *gm_task_init(member_t *m, task_t *t, int32_t partition)
 			       .late = m->late ? &m->late_rows : NULL};
 	sv_batch_init(&t->in, t->plan->schema);
 	sv_watermarks_add_partition(t->wm, partition, sv_mono_ms());
+	t->chain = sv_malloc(sizeof(*t->chain));
+	t->chain_next = sv_malloc(sizeof(*t->chain_next));
+	sv_state_chain_unknown(t->chain);
 	return NULL;
 }
 
@@ -1316,6 +1323,119 @@ static sv_error_t *gm_restore_error(member_t *m, int32_t p, const char *tag,
 	return err;
 }
 
+/* Task t from the local cache: the store's task record of this member's
+ * checkpoint own (a delta restored on its chain in the store). Whether it
+ * did; a cache that cannot be read or restored is a warning (the caller
+ * reads the state topic into a fresh task). */
+static sv_error_t *gm_restore_cache(member_t *m, task_t *t, int64_t own,
+				    int64_t o, size_t *bytes, int *deltas,
+				    bool *restored)
+{
+	*restored = false;
+	sv_worker_t *w = m->w;
+	sv_ckrec_t *rec = NULL;
+	sv_error_t *err = sv_ckstore_get_task(w->conf.store, m->name,
+					      t->partition, own, &rec);
+	if (!err && !rec)
+		return NULL;
+	if (!err && (rec->n_offsets < 1 || rec->offsets[0]->next_offset != o))
+		err = sv_error_new(
+			SV_ERR_CHECKPOINT,
+			"its record is at offset %lld, the group "
+			"committed %lld",
+			rec->n_offsets ? (long long)rec->offsets[0]->next_offset
+				       : -1LL,
+			(long long)o);
+	sv_ckpt_task_t ct = {t->partition, t->plan->pipeline, t->wm};
+	if (!err)
+		err = sv_ckpt_restore_task(&m->ck, &ct, rec, deltas);
+	if (!err)
+		*bytes = streamvisor__checkpoint_record__get_packed_size(rec);
+	sv_ckstore_free_record(rec);
+	*restored = !err;
+	if (!err)
+		return NULL;
+	sv_log(&m->log, SV_LOG_WARN, "checkpoint",
+	       "partition %d: the local cache cannot be restored (%s); "
+	       "reading the state topic",
+	       t->partition, err->message);
+	sv_error_destroy(err);
+	/* what the failed restore did to the task goes */
+	int32_t p = t->partition;
+	gm_task_free(t);
+	return gm_task_init(m, t, p);
+}
+
+/* Task t from the state topic: the chain the manifest tagged tag names,
+ * the full snapshot then each delta. */
+static sv_error_t *gm_restore_topic(member_t *m, task_t *t, const char *tag,
+				    int64_t o, size_t *bytes, int *deltas)
+{
+	sv_worker_t *w = m->w;
+	char cid[300];
+	snprintf(cid, sizeof(cid), "streamvisor-%s-%s-t%d-state", m->name,
+		 w->conf.node_id, m->index);
+	sv_state_read_t q = {
+		.kafka = w->conf.sink_cluster,
+		.topic = m->state_topic,
+		.partition = t->partition,
+		.tag = tag,
+		.timeout_ms = 30000,
+		.client_id = cid,
+		.tick = gm_tick,
+		.opaque = m,
+	};
+	sv_state_snap_t *snap = sv_malloc(sizeof(*snap));
+	sv_state_snap_init(snap);
+	sv_ckrec_t *recs[SV_STATE_CHAIN_MAX] = {0};
+	sv_error_t *err = sv_state_read(&q, snap);
+	if (err)
+		sv_log(&m->log, SV_LOG_ERROR, "checkpoint", "partition %d: %s",
+		       t->partition, err->message);
+	else if (snap->m.next_offset != o)
+		err = gm_restore_error(m, t->partition, tag,
+				       "says next offset %lld, the group "
+				       "committed %lld",
+				       (long long)snap->m.next_offset,
+				       (long long)o);
+	int32_t n = err ? 0 : snap->m.nchain;
+	for (int32_t i = 0; i < n && !err; i++) {
+		recs[i] = streamvisor__checkpoint_record__unpack(
+			NULL, snap->link[i].len,
+			(const uint8_t *)snap->link[i].data);
+		if (!recs[i])
+			err = gm_restore_error(m, t->partition, tag,
+					       "has a link %d (tag '%s') that "
+					       "cannot be decoded (%zu bytes)",
+					       (int)i, snap->m.chain[i].tag,
+					       snap->link[i].len);
+	}
+	if (!err &&
+	    (recs[n - 1]->n_offsets < 1 ||
+	     recs[n - 1]->offsets[0]->next_offset != o))
+		err = gm_restore_error(m, t->partition, tag,
+				       "is at an offset other than the "
+				       "committed %lld",
+				       (long long)o);
+	sv_ckpt_task_t ct = {t->partition, t->plan->pipeline, t->wm};
+	if (!err)
+		err = sv_ckpt_restore_task_chain(
+			&m->ck, &ct, (const sv_ckrec_t *const *)recs,
+			(size_t)n);
+	if (!err) {
+		*bytes = snap->bytes;
+		*deltas = n - 1;
+		sv_state_chain_from(t->chain, &snap->m);
+	}
+	for (int32_t i = 0; i < n; i++)
+		if (recs[i])
+			streamvisor__checkpoint_record__free_unpacked(recs[i],
+								      NULL);
+	sv_state_snap_release(snap);
+	free(snap);
+	return err;
+}
+
 /* Restore task t of partition p to the snapshot tag names, whose offset
  * the group committed as o: from the local store (this member's tag) or
  * the state topic. */
@@ -1325,83 +1445,17 @@ static sv_error_t *gm_restore(member_t *m, task_t *t, const char *tag,
 	sv_worker_t *w = m->w;
 	int64_t t0 = sv_mono_ms();
 	int from = SV_RESTORE_TOPIC;
-	sv_ckrec_t *rec = NULL;
-	bool unpacked = false;
 	size_t bytes = 0;
+	int deltas = 0;
 	sv_error_t *err = NULL;
 	int64_t own = gm_own_id(m, tag);
-	if (own > 0 && !getenv("STREAMVISOR_TEST_NO_STATE_CACHE")) {
-		err = sv_ckstore_get_task(w->conf.store, m->name, t->partition,
-					  own, &rec);
-		if (err) {
-			sv_log(&m->log, SV_LOG_WARN, "checkpoint",
-			       "partition %d: the local cache cannot be read "
-			       "(%s); reading the state topic",
-			       t->partition, err->message);
-			sv_error_destroy(err);
-			err = NULL;
-			rec = NULL;
-		}
-		if (rec) {
-			from = SV_RESTORE_CACHE;
-			bytes = streamvisor__checkpoint_record__get_packed_size(
-				rec);
-			t->chunks = sv_state_nchunks(bytes);
-		}
-	}
-	if (!rec) {
-		char cid[300];
-		snprintf(cid, sizeof(cid), "streamvisor-%s-%s-t%d-state",
-			 m->name, w->conf.node_id, m->index);
-		sv_state_read_t q = {
-			.kafka = w->conf.sink_cluster,
-			.topic = m->state_topic,
-			.partition = t->partition,
-			.tag = tag,
-			.timeout_ms = 30000,
-			.client_id = cid,
-			.tick = gm_tick,
-			.opaque = m,
-		};
-		sv_state_manifest_t man;
-		if ((err = sv_state_read(&q, &m->st_buf, &man))) {
-			sv_log(&m->log, SV_LOG_ERROR, "checkpoint",
-			       "partition %d: %s", t->partition, err->message);
-			return err;
-		}
-		if (man.next_offset != o)
-			return gm_restore_error(m, t->partition, tag,
-						"says next offset %lld, the "
-						"group committed %lld",
-						(long long)man.next_offset,
-						(long long)o);
-		rec = streamvisor__checkpoint_record__unpack(
-			NULL, m->st_buf.len, (const uint8_t *)m->st_buf.data);
-		if (!rec)
-			return gm_restore_error(m, t->partition, tag,
-						"cannot be decoded (%zu "
-						"bytes)",
-						m->st_buf.len);
-		unpacked = true;
-		bytes = m->st_buf.len;
-		t->chunks = man.chunks;
-	}
-	if (rec->n_offsets < 1 || rec->offsets[0]->next_offset != o)
-		err = gm_restore_error(
-			m, t->partition, tag,
-			"is at offset %lld, the group committed "
-			"%lld",
-			rec->n_offsets ? (long long)rec->offsets[0]->next_offset
-				       : -1LL,
-			(long long)o);
-	sv_ckpt_task_t ct = {t->partition, t->plan->pipeline, t->wm};
-	if (!err)
-		err = sv_ckpt_restore_task(&m->ck, &ct, rec);
-	if (unpacked)
-		streamvisor__checkpoint_record__free_unpacked(rec, NULL);
-	else
-		sv_ckstore_free_record(rec);
-	if (err)
+	bool cached = false;
+	if (own > 0 && !getenv("STREAMVISOR_TEST_NO_STATE_CACHE") &&
+	    (err = gm_restore_cache(m, t, own, o, &bytes, &deltas, &cached)))
+		return err;
+	if (cached)
+		from = SV_RESTORE_CACHE;
+	else if ((err = gm_restore_topic(m, t, tag, o, &bytes, &deltas)))
 		return err;
 	int64_t ms = sv_mono_ms() - t0;
 	atomic_fetch_add(&w->stats.state_restores[from], 1);
@@ -1410,16 +1464,17 @@ static sv_error_t *gm_restore(member_t *m, task_t *t, const char *tag,
 	const char *fname = from == SV_RESTORE_CACHE ? "cache" : "topic";
 	sv_log(&m->log, SV_LOG_INFO, "checkpoint",
 	       "partition %d: restored the snapshot tagged '%s' from the %s "
-	       "(%zu bytes, %lld ms, next offset %lld)",
+	       "(%zu bytes, %lld ms, next offset %lld, %d deltas applied)",
 	       t->partition, tag,
 	       from == SV_RESTORE_CACHE ? "local cache" : "state topic", bytes,
-	       (long long)ms, (long long)o);
+	       (long long)ms, (long long)o, deltas);
 	sv_obslog_add(w->conf.obs, w->conf.attempt, "state_restored",
-		      json_pack("{s:i, s:i, s:s, s:s, s:I, s:f, s:I}", "member",
-				m->index, "partition", t->partition, "from",
-				fname, "tag", tag, "bytes", (json_int_t)bytes,
-				"seconds", (double)ms / 1000.0, "next_offset",
-				(json_int_t)o));
+		      json_pack("{s:i, s:i, s:s, s:s, s:I, s:f, s:I, s:i}",
+				"member", m->index, "partition", t->partition,
+				"from", fname, "tag", tag, "bytes",
+				(json_int_t)bytes, "seconds",
+				(double)ms / 1000.0, "next_offset",
+				(json_int_t)o, "deltas", deltas));
 	snprintf(t->tag, sizeof(t->tag), "%s", tag);
 	return NULL;
 }
@@ -1446,12 +1501,12 @@ static sv_error_t *gm_add(member_t *m, int32_t p, int64_t o, const char *tag,
 			sv_obslog_add(m->w->conf.obs, m->w->conf.attempt,
 				      "state_restored",
 				      json_pack("{s:i, s:i, s:s, s:s, s:I, "
-						"s:f, s:I}",
+						"s:f, s:I, s:i}",
 						"member", m->index, "partition",
 						p, "from", "memory", "tag", tag,
 						"bytes", (json_int_t)0,
 						"seconds", 0.0, "next_offset",
-						(json_int_t)o));
+						(json_int_t)o, "deltas", 0));
 			return NULL;
 		}
 		gm_task_free(&t);
@@ -1591,32 +1646,50 @@ static sv_error_t *gm_budget(member_t *m, int64_t id, uint64_t bytes)
 	return sv_error_set_field(err, "distributed.state_budget_bytes_per_s");
 }
 
+/* sv_state_write's records into the open transaction. */
+typedef struct gm_emit {
+	member_t *m;
+	int32_t partition;
+} gm_emit_t;
+
+static sv_error_t *gm_emit(void *opaque, const char *key, size_t klen,
+			   const char *val, size_t vlen)
+{
+	gm_emit_t *e = opaque;
+	return sv_sink_write_keyed(e->m->snk, e->m->state_topic, e->partition,
+				   key, klen, val, vlen);
+}
+
 /* ckpt.c's hook, inside checkpoint id's transaction: each task's snapshot
- * (its packed task record) as chunks and a manifest on its state
- * partition, stale chunks tombstoned; the offsets' tag. */
+ * (its packed task record, a full one or a delta on the task's previous
+ * checkpoint) as the next link of its chain on its state partition
+ * (sv_state_write: chunks, tombstones, manifest); the offsets' tag. The
+ * budget counts the task records' bytes, so deltas count as what they
+ * are. */
 static sv_error_t *gm_on_tasks(void *opaque, int64_t id,
 			       const sv_ckrec_t *const *recs, size_t n)
 {
 	member_t *m = opaque;
 	gm_tag(m, id, m->pending_tag, sizeof(m->pending_tag));
 	sv_error_t *err = sv_sink_txn_tag(m->snk, m->pending_tag);
+	for (size_t i = 0; i < m->ntasks; i++)
+		m->tasks[i].written = false;
 	if (err || !m->stateful || !m->ck.transactional)
 		return err;
 	if (!sv_sink_keyed(m->snk))
 		return sv_error_new(SV_ERR_COVERAGE,
 				    "the sink cannot write the state topic");
 	size_t total = 0;
-	for (size_t i = 0; i < n; i++)
-		total += streamvisor__checkpoint_record__get_packed_size(
-			recs[i]);
+	for (size_t i = 0; i < n && i < m->ntasks; i++)
+		if (recs[i]->n_offsets >= 1 &&
+		    recs[i]->offsets[0]->next_offset >= 0)
+			total += streamvisor__checkpoint_record__get_packed_size(
+				recs[i]);
 	if ((err = gm_budget(m, id, total)))
 		return err;
-	sv_buf_t chunk;
-	sv_buf_init(&chunk);
 	for (size_t i = 0; i < n && i < m->ntasks && !err; i++) {
 		task_t *t = &m->tasks[i];
 		const sv_ckrec_t *r = recs[i];
-		t->chunks_pending = 0;
 		if (r->n_offsets < 1 || r->offsets[0]->next_offset < 0)
 			continue; /* no position: no offset, no snapshot */
 		size_t len = streamvisor__checkpoint_record__get_packed_size(r);
@@ -1625,67 +1698,49 @@ static sv_error_t *gm_on_tasks(void *opaque, int64_t id,
 		streamvisor__checkpoint_record__pack(r,
 						     (uint8_t *)m->st_buf.data);
 		m->st_buf.len = len;
-		int32_t nc = sv_state_nchunks(len);
-		char key[64];
-		for (int32_t j = 0; j < nc && !err; j++) {
-			size_t off = (size_t)j * SV_STATE_CHUNK;
-			size_t cl = len - off < SV_STATE_CHUNK ? len - off
-							       : SV_STATE_CHUNK;
-			sv_buf_reset(&chunk);
-			sv_state_encode_chunk(m->pending_tag, j,
-					      m->st_buf.data + off, cl, &chunk);
-			sv_state_chunk_key(t->partition, j, key, sizeof(key));
-			err = sv_sink_write_keyed(
-				m->snk, m->state_topic, t->partition, key,
-				strlen(key), chunk.data, chunk.len);
-		}
-		for (int32_t j = nc; j < t->chunks && !err; j++) {
-			sv_state_chunk_key(t->partition, j, key, sizeof(key));
-			err = sv_sink_write_keyed(m->snk, m->state_topic,
-						  t->partition, key,
-						  strlen(key), NULL, 0);
-		}
-		if (err)
-			break;
-		sv_state_manifest_t man = {
-			.checkpoint = id,
+		gm_emit_t e = {m, t->partition};
+		sv_state_put_t put = {
 			.partition = t->partition,
+			.tag = m->pending_tag,
+			.checkpoint = id,
 			.next_offset = r->offsets[0]->next_offset,
-			.chunks = nc,
-			.bytes = (int64_t)len,
-			.fnv = sv_state_fnv(m->st_buf.data, len),
+			.delta_of = r->delta_of,
+			.rec = m->st_buf.data,
+			.len = len,
+			.emit = gm_emit,
+			.opaque = &e,
 		};
-		snprintf(man.tag, sizeof(man.tag), "%s", m->pending_tag);
-		sv_buf_reset(&chunk);
-		sv_state_encode_manifest(&man, &chunk);
-		sv_state_manifest_key(t->partition, key, sizeof(key));
-		err = sv_sink_write_keyed(m->snk, m->state_topic, t->partition,
-					  key, strlen(key), chunk.data,
-					  chunk.len);
-		t->chunks_pending = nc;
+		err = sv_state_write(t->chain, &put, t->chain_next);
+		t->written = !err;
 	}
-	sv_buf_release(&chunk);
 	return err;
 }
 
 /* The checkpoint committed: every task with a position is now what the
- * pending tag names. */
+ * pending tag names, and its state partition holds the chain written. A
+ * task whose snapshot did not go to the topic (no position) takes a full
+ * one next: the topic does not hold the base a delta would need. */
 static void gm_committed(member_t *m)
 {
 	const sv_partpos_t *pos;
 	size_t npos = sv_source_positions(m->src, &pos);
+	bool topic = m->stateful && m->ck.transactional;
 	for (size_t i = 0; i < m->ntasks; i++) {
 		task_t *t = &m->tasks[i];
+		if (t->written) {
+			sv_state_chain_t *c = t->chain;
+			t->chain = t->chain_next;
+			t->chain_next = c;
+		} else if (topic && i < m->ntasks) {
+			m->cktasks[i].incr.prev = 0;
+		}
+		t->written = false;
 		bool placed = false;
 		for (size_t k = 0; k < npos && !placed; k++)
 			placed = pos[k].partition == t->partition &&
 				pos[k].next_offset >= 0;
-		if (!placed)
-			continue;
-		snprintf(t->tag, sizeof(t->tag), "%s", m->pending_tag);
-		if (t->chunks_pending)
-			t->chunks = t->chunks_pending;
-		t->chunks_pending = 0;
+		if (placed)
+			snprintf(t->tag, sizeof(t->tag), "%s", m->pending_tag);
 	}
 }
 
@@ -2481,6 +2536,8 @@ void sv_worker_destroy(sv_worker_t *w)
 			sv_plan_destroy(m->tasks[i].plan);
 			sv_watermarks_destroy(m->tasks[i].wm);
 			sv_batch_release(&m->tasks[i].in);
+			free(m->tasks[i].chain);
+			free(m->tasks[i].chain_next);
 		}
 		free(m->tasks);
 		free(m->cktasks);

@@ -706,6 +706,12 @@ static const char *window_step =
 
 /* seq is unique: nothing is dropped, and a replay after a restore passes
  * only if the restored state holds exactly the checkpoint's keys */
+static const char *session_step =
+	"{\"window\": {\"type\": \"session\", \"gap_ms\": " SESSION_GAP_JSON ","
+	" \"key\": [\"k\"], \"aggregates\": {\"n\": \"count()\","
+	" \"total\": \"sum(seq)\", \"lo\": \"min(seq)\", \"hi\": "
+	"\"max(seq)\"}}}";
+
 static const char *dedup_step =
 	"{\"dedup\": {\"key\": [\"seq\"], \"within_ms\": 5000}}";
 
@@ -730,7 +736,7 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		     "   {\"name\": \"ts\", \"type\": \"int64\"}],"
 		     " \"event_time\": {\"field\": \"ts\","
 		     "   \"max_out_of_orderness_ms\": %d},"
-		     " \"pipeline\": [{\"filter\": \"seq >= 0\"}%s%s],"
+		     " \"pipeline\": [{\"filter\": \"%s\"}%s%s],"
 		     " \"sink\": %s,"
 		     " \"delivery\": \"%s\","
 		     " \"checkpoint\": {\"interval_ms\": %d, \"retain\": 3},"
@@ -738,10 +744,12 @@ char *cr_job_spec(crash_t *c, cjob_t *j)
 		     c->test, j->label, cr_par, c->in_topic,
 		     cr_par > 1 && !cr_repart ? ", \"partitioned_by\": [\"k\"]"
 					      : "",
-		     OOO_MS, j->kind == J_WINDOW || j->dedup ? ", " : "",
-		     j->kind == J_WINDOW ? window_step
-			     : j->dedup  ? dedup_step
-					 : "",
+		     OOO_MS, j->kind == J_SESSION ? SESSION_FILTER : "seq >= 0",
+		     j->kind != J_PASS || j->dedup ? ", " : "",
+		     j->kind == J_WINDOW            ? window_step
+			     : j->kind == J_SESSION ? session_step
+			     : j->dedup             ? dedup_step
+						    : "",
 		     sink, j->exactly_once ? "exactly_once" : "at_least_once",
 		     CK_MS,
 		     j->restart ? j->restart
@@ -1502,91 +1510,171 @@ tally_t cr_verify_pass(const char *label, char **lines, size_t nl, int64_t n)
 }
 
 /* Window: one row per (k, window) with n, total, lo, hi of seq. */
+/* One expected result row of a window or session job: the key's number,
+ * window_start and window_end, the aggregates; seen counts the output rows
+ * that matched it. Sorted by (key, start). */
 typedef struct wexp {
-	int64_t n, total, lo, hi;
-	unsigned seen;
+	int key;
+	int64_t start, end, n, total, lo, hi;
+	size_t seen;
 } wexp_t;
 
-tally_t cr_verify_window(const char *label, char **lines, size_t nl, int64_t n)
+static int wexp_cmp(const void *a, const void *b)
 {
-	size_t nwin = (size_t)((n + JITTER_MS) / WIN_MS + 2);
-	wexp_t *w = sv_calloc(nwin * N_KEYS, sizeof(wexp_t));
-	for (int64_t s = 0; s < n; s++) {
-		int64_t ts = ts_of(s);
-		wexp_t *e = &w[(size_t)((ts - BASE_MS) / WIN_MS) * N_KEYS +
-			       (size_t)key_of(s)];
-		if (!e->n)
-			e->lo = e->hi = s;
-		e->n++;
-		e->total += s;
-		if (s < e->lo)
-			e->lo = s;
-		if (s > e->hi)
-			e->hi = s;
-	}
-	tally_t t = {.got = nl};
-	for (size_t i = 0; i < nwin * N_KEYS; i++)
-		t.expected += w[i].n > 0;
+	const wexp_t *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static void wexp_add(wexp_t *e, int64_t seq)
+{
+	if (!e->n)
+		e->lo = e->hi = seq;
+	e->n++;
+	e->total += seq;
+	if (seq < e->lo)
+		e->lo = seq;
+	if (seq > e->hi)
+		e->hi = seq;
+}
+
+/* The output rows against the expected ones (e, ne, sorted): a row whose
+ * key and window_start no expected row has is unexpected, a second row
+ * of one is a duplicate, other values are wrong, an expected row never
+ * seen is missing. what names the rows in the notes ("window"). */
+static tally_t verify_rows(const char *label, const char *what, char **lines,
+			   size_t nl, wexp_t *e, size_t ne)
+{
+	tally_t t = {.got = nl, .expected = ne};
 	char ex_dup[8][40], ex_miss[8][40], ex_wrong[8][40];
 	size_t nd = 0, nm = 0, nw = 0;
 	for (size_t i = 0; i < nl; i++) {
 		json_error_t jerr;
 		json_t *o = json_loads(lines[i], 0, &jerr);
 		const char *k = json_string_value(json_object_get(o, "k"));
-		int64_t ws = cr_jint(o, "window_start", -1);
-		int key = -1;
-		if (k && sscanf(k, "k%d", &key) != 1)
-			key = -1;
-		int64_t wi = (ws - BASE_MS) / WIN_MS;
-		if (key < 0 || key >= N_KEYS || ws < BASE_MS ||
-		    (ws - BASE_MS) % WIN_MS || wi >= (int64_t)nwin ||
-		    !w[(size_t)wi * N_KEYS + (size_t)key].n) {
+		wexp_t want = {.key = -1,
+			       .start = cr_jint(o, "window_start", -1)};
+		if (!k || sscanf(k, "k%d", &want.key) != 1)
+			want.key = -1;
+		wexp_t *x = want.key < 0
+			? NULL
+			: bsearch(&want, e, ne, sizeof(*e), wexp_cmp);
+		if (!x) {
 			if (t.unexpected++ < 3)
 				printf("    %s unexpected row: %.200s\n", label,
 				       lines[i]);
 			json_decref(o);
 			continue;
 		}
-		wexp_t *e = &w[(size_t)wi * N_KEYS + (size_t)key];
-		if (e->seen++ && nd < 8)
-			snprintf(ex_dup[nd++], 40, "k%02d@%" PRId64, key, ws);
-		if (cr_jint(o, "window_end", -1) != ws + WIN_MS ||
-		    cr_jint(o, "n", -1) != e->n ||
-		    cr_jint(o, "total", -1) != e->total ||
-		    cr_jint(o, "lo", -1) != e->lo ||
-		    cr_jint(o, "hi", -1) != e->hi) {
+		if (x->seen++ && nd < 8)
+			snprintf(ex_dup[nd++], 40, "k%02d@%" PRId64, x->key,
+				 x->start);
+		if (cr_jint(o, "window_end", -1) != x->end ||
+		    cr_jint(o, "n", -1) != x->n ||
+		    cr_jint(o, "total", -1) != x->total ||
+		    cr_jint(o, "lo", -1) != x->lo ||
+		    cr_jint(o, "hi", -1) != x->hi) {
 			t.wrong++;
 			if (nw < 8)
 				snprintf(ex_wrong[nw++], 40, "k%02d@%" PRId64,
-					 key, ws);
+					 x->key, x->start);
 			if (t.wrong <= 3)
 				printf("    %s wrong row: %.200s (expected "
-				       "n=%" PRId64 " total=%" PRId64
-				       " lo=%" PRId64 " hi=%" PRId64 ")\n",
-				       label, lines[i], e->n, e->total, e->lo,
-				       e->hi);
+				       "end=%" PRId64 " n=%" PRId64
+				       " total=%" PRId64 " lo=%" PRId64
+				       " hi=%" PRId64 ")\n",
+				       label, lines[i], x->end, x->n, x->total,
+				       x->lo, x->hi);
 		}
 		json_decref(o);
 	}
-	for (size_t i = 0; i < nwin * N_KEYS; i++) {
-		if (!w[i].n)
-			continue;
-		if (!w[i].seen) {
+	for (size_t i = 0; i < ne; i++) {
+		if (!e[i].seen) {
 			t.missing++;
 			if (nm < 8)
 				snprintf(ex_miss[nm++], 40, "k%02d@%" PRId64,
-					 (int)(i % N_KEYS),
-					 (int64_t)(BASE_MS +
-						   (int64_t)(i / N_KEYS) *
-							   WIN_MS));
+					 e[i].key, e[i].start);
 		} else {
-			t.dup += w[i].seen - 1;
+			t.dup += e[i].seen - 1;
 		}
 	}
-	note_strs("duplicated window (key@start)", label, ex_dup, nd, t.dup);
-	note_strs("missing window (key@start)", label, ex_miss, nm, t.missing);
-	note_strs("wrong window (key@start)", label, ex_wrong, nw, t.wrong);
+	char note[64];
+	snprintf(note, sizeof(note), "duplicated %s (key@start)", what);
+	note_strs(note, label, ex_dup, nd, t.dup);
+	snprintf(note, sizeof(note), "missing %s (key@start)", what);
+	note_strs(note, label, ex_miss, nm, t.missing);
+	snprintf(note, sizeof(note), "wrong %s (key@start)", what);
+	note_strs(note, label, ex_wrong, nw, t.wrong);
+	return t;
+}
+
+tally_t cr_verify_window(const char *label, char **lines, size_t nl, int64_t n)
+{
+	/* by key, then window: the order wexp_cmp sorts */
+	size_t nwin = (size_t)((n + JITTER_MS) / WIN_MS + 2);
+	wexp_t *w = sv_calloc(nwin * N_KEYS, sizeof(wexp_t));
+	for (int64_t s = 0; s < n; s++)
+		wexp_add(&w[(size_t)key_of(s) * nwin +
+			    (size_t)((ts_of(s) - BASE_MS) / WIN_MS)],
+			 s);
+	size_t ne = 0;
+	for (size_t i = 0; i < nwin * N_KEYS; i++) {
+		if (!w[i].n)
+			continue;
+		w[ne] = w[i];
+		w[ne].key = (int)(i / nwin);
+		w[ne].start = BASE_MS + (int64_t)(i % nwin) * WIN_MS;
+		w[ne].end = w[ne].start + WIN_MS;
+		ne++;
+	}
+	tally_t t = verify_rows(label, "window", lines, nl, w, ne);
 	free(w);
+	return t;
+}
+
+typedef struct kts {
+	int key;
+	int64_t ts, seq;
+} kts_t;
+
+static int kts_cmp(const void *a, const void *b)
+{
+	const kts_t *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+tally_t cr_verify_session(const char *label, char **lines, size_t nl, int64_t n)
+{
+	/* the expected sessions: each key's records by event time, a new
+	 * session where the next record lies beyond last + gap (windows that
+	 * touch merge, docs/windows.md) */
+	kts_t *r = sv_calloc((size_t)n + 1, sizeof(*r));
+	size_t nr = 0;
+	for (int64_t s = 0; s < n; s++)
+		if (cr_session_in(s))
+			r[nr++] = (kts_t){key_of(s), ts_of(s), s};
+	qsort(r, nr, sizeof(*r), kts_cmp);
+	wexp_t *e = sv_calloc(nr + 1, sizeof(*e));
+	size_t ne = 0;
+	for (size_t i = 0; i < nr; i++) {
+		wexp_t *cur = ne ? &e[ne - 1] : NULL;
+		/* cur->end is the last event time + gap */
+		if (!cur || cur->key != r[i].key || r[i].ts > cur->end) {
+			cur = &e[ne++];
+			cur->key = r[i].key;
+			cur->start = r[i].ts;
+		}
+		cur->end = r[i].ts + SESSION_GAP_MS;
+		wexp_add(cur, r[i].seq);
+	}
+	free(r);
+	tally_t t = verify_rows(label, "session", lines, nl, e, ne);
+	free(e);
 	return t;
 }
 
@@ -1634,7 +1722,9 @@ tally_t cr_check_output(crash_t *c, cjob_t *j, bool read_committed)
 	char label[128];
 	snprintf(label, sizeof(label), "%s/%s", j->label, reader);
 	tally_t t = j->kind == J_PASS ? cr_verify_pass(label, l.v, l.n, c->n)
-				      : cr_verify_window(label, l.v, l.n, c->n);
+		: j->kind == J_SESSION
+		? cr_verify_session(label, l.v, l.n, c->n)
+		: cr_verify_window(label, l.v, l.n, c->n);
 	t.torn = torn;
 	cr_lines_free(&l);
 	return t;
@@ -1756,18 +1846,10 @@ void cr_finish(crash_t *c)
 	cr_drain_all(c);
 }
 
-/* Recovery decisions the supervisor logged ("restored checkpoint N
- * (<decision>)", one per job and attempt), counted per job and decision
- * from every incarnation's log: which recovery paths the kills exercised.
- * Best effort (log text), reported, never asserted. */
-void cr_print_recoveries(crash_t *c)
+/* Call fn for every line of every incarnation's log. */
+static void each_log_line(crash_t *c, void (*fn)(void *opaque, char *line),
+			  void *opaque)
 {
-	struct {
-		int job;
-		char what[96];
-		int n;
-	} tab[48];
-	int nt = 0;
 	DIR *d = opendir(c->log_dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
@@ -1780,50 +1862,102 @@ void cr_print_recoveries(crash_t *c)
 			char *nl = strchr(l, '\n');
 			if (nl)
 				*nl = '\0';
-			char *r = strstr(l, "restored checkpoint");
-			char *jid = strstr(l, "job=");
-			char *op = r ? strchr(r, '(') : NULL;
-			char *cp = op ? strrchr(op, ')') : NULL;
-			int job = -1;
-			for (int i = 0; jid && i < c->njobs; i++)
-				if (c->jobs[i].id &&
-				    !strncmp(jid + 4, c->jobs[i].id,
-					     strlen(c->jobs[i].id)))
-					job = i;
-			if (job >= 0 && op && cp) {
-				char what[96];
-				snprintf(what, sizeof(what), "%.*s",
-					 (int)(cp - op - 1), op + 1);
-				int i;
-				for (i = 0; i < nt; i++)
-					if (tab[i].job == job &&
-					    !strcmp(tab[i].what, what))
-						break;
-				if (i == nt && nt < 48) {
-					tab[nt].job = job;
-					snprintf(tab[nt].what,
-						 sizeof(tab[nt].what), "%s",
-						 what);
-					tab[nt++].n = 0;
-				}
-				if (i < nt)
-					tab[i].n++;
-			}
+			fn(opaque, l);
 			l = nl ? nl + 1 : NULL;
 		}
 		free(s);
 	}
 	if (d)
 		closedir(d);
+}
+
+/* The job a log line names (its "job=<id>"), or -1. */
+static int line_job(const crash_t *c, const char *l)
+{
+	const char *jid = strstr(l, "job=");
+	for (int i = 0; jid && i < c->njobs; i++)
+		if (c->jobs[i].id &&
+		    !strncmp(jid + 4, c->jobs[i].id, strlen(c->jobs[i].id)))
+			return i;
+	return -1;
+}
+
+typedef struct recoveries {
+	crash_t *c;
+	struct {
+		int job;
+		char what[96];
+		int n;
+	} tab[48];
+	int nt;
+} recoveries_t;
+
+static void count_recovery(void *opaque, char *l)
+{
+	recoveries_t *rv = opaque;
+	char *r = strstr(l, "restored checkpoint");
+	char *op = r ? strchr(r, '(') : NULL;
+	char *cp = op ? strrchr(op, ')') : NULL;
+	int job = op && cp ? line_job(rv->c, l) : -1;
+	if (job < 0)
+		return;
+	char what[96];
+	snprintf(what, sizeof(what), "%.*s", (int)(cp - op - 1), op + 1);
+	int i;
+	for (i = 0; i < rv->nt; i++)
+		if (rv->tab[i].job == job && !strcmp(rv->tab[i].what, what))
+			break;
+	if (i == rv->nt && rv->nt < 48) {
+		rv->tab[rv->nt].job = job;
+		snprintf(rv->tab[rv->nt].what, sizeof(rv->tab[rv->nt].what),
+			 "%s", what);
+		rv->tab[rv->nt++].n = 0;
+	}
+	if (i < rv->nt)
+		rv->tab[i].n++;
+}
+
+/* Recovery decisions the supervisor logged ("restored checkpoint N
+ * (<decision>)", one per job and attempt), counted per job and decision
+ * from every incarnation's log: which recovery paths the kills exercised.
+ * Best effort (log text), reported, never asserted. */
+void cr_print_recoveries(crash_t *c)
+{
+	recoveries_t *rv = sv_calloc(1, sizeof(*rv));
+	rv->c = c;
+	each_log_line(c, count_recovery, rv);
 	for (int j = 0; j < c->njobs; j++) {
 		printf("[%s] RECOVERY %s:", c->test, c->jobs[j].label);
 		int any = 0;
-		for (int i = 0; i < nt; i++)
-			if (tab[i].job == j)
+		for (int i = 0; i < rv->nt; i++)
+			if (rv->tab[i].job == j)
 				printf("%s %d x \"%s\"", any++ ? "," : "",
-				       tab[i].n, tab[i].what);
+				       rv->tab[i].n, rv->tab[i].what);
 		printf("%s\n", any ? "" : " (none logged)");
 	}
+	free(rv);
+}
+
+typedef struct needle_count {
+	crash_t *c;
+	int job;
+	const char *needle;
+	int n;
+} needle_count_t;
+
+static void count_needle(void *opaque, char *l)
+{
+	needle_count_t *nc = opaque;
+	if (strstr(l, nc->needle) && line_job(nc->c, l) == nc->job)
+		nc->n++;
+}
+
+int cr_count_log(crash_t *c, const cjob_t *j, const char *needle)
+{
+	needle_count_t nc = {c, (int)(j - c->jobs), needle, 0};
+	if (j->id)
+		each_log_line(c, count_needle, &nc);
+	return nc.n;
 }
 
 void cr_print_end(crash_t *c)

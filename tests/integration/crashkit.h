@@ -84,6 +84,24 @@ static inline int64_t ts_of(int64_t seq)
 		(int64_t)(mix64((uint64_t)seq ^ 0x5bd1e995ULL) % JITTER_MS);
 }
 
+/* J_SESSION: the job keeps the first half of every SESSION_PERIOD
+ * records, so each key sees bursts ~SESSION_PERIOD / 2 ms apart, far more
+ * than SESSION_GAP_MS (and JITTER_MS); within a burst a key's records are
+ * ~N_KEYS ms apart, so a session is mostly one key's burst (the verifier
+ * computes them exactly either way). */
+#define SESSION_PERIOD 2000
+#define SESSION_ON 1000
+#define SESSION_GAP_MS 300
+#define CR_STR_(x) #x
+#define CR_STR(x) CR_STR_(x)
+/* the job's filter and window, from the same numbers */
+#define SESSION_FILTER "seq % " CR_STR(SESSION_PERIOD) " < " CR_STR(SESSION_ON)
+#define SESSION_GAP_JSON CR_STR(SESSION_GAP_MS)
+static inline bool cr_session_in(int64_t seq)
+{
+	return seq % SESSION_PERIOD < SESSION_ON;
+}
+
 static inline int fmt_record(char *buf, size_t len, int64_t seq)
 {
 	return snprintf(buf, len,
@@ -133,7 +151,8 @@ typedef struct producer {
 
 typedef enum {
 	J_PASS,
-	J_WINDOW
+	J_WINDOW,
+	J_SESSION /* session windows over bursts of input (cr_session_in) */
 } jkind_t;
 typedef enum {
 	S_KAFKA,
@@ -280,6 +299,12 @@ void cr_read_topic(crash_t *c, const char *topic, bool read_committed,
 		   lines_t *out);
 tally_t cr_verify_pass(const char *label, char **lines, size_t nl, int64_t n);
 tally_t cr_verify_window(const char *label, char **lines, size_t nl, int64_t n);
+/* J_SESSION's output: one row per (key, session), window_start the
+ * session's first event time, window_end its last plus SESSION_GAP_MS. */
+/* Lines of every incarnation's log that name job j and hold needle. */
+int cr_count_log(crash_t *c, const cjob_t *j, const char *needle);
+tally_t cr_verify_session(const char *label, char **lines, size_t nl,
+			  int64_t n);
 void cr_summary(crash_t *c, cjob_t *j, const char *reader, const tally_t *t,
 		const char *role);
 bool cr_exact(const tally_t *t);

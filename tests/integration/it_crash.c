@@ -172,8 +172,75 @@ static void test_verifier_self_check(void **state)
 	assert_int_equal(bad.missing, 1);
 	assert_int_equal(bad.unexpected, 1);
 	cr_lines_free(&w);
+
+	/* sessions: the exact rows by another method (records of a key
+	 * joined when their windows [t, t + gap) touch, pair by pair), then
+	 * repeat one, drop one, break one */
+	int64_t ns = 4 * SESSION_PERIOD;
+	int64_t *root = sv_calloc((size_t)ns, sizeof(*root));
+	for (int64_t a = 0; a < ns; a++)
+		root[a] = a;
+	for (int64_t a = 0; a < ns; a++)
+		for (int64_t b = a + 1; b < ns; b++) {
+			if (!cr_session_in(a) || !cr_session_in(b) ||
+			    key_of(a) != key_of(b) ||
+			    llabs(ts_of(a) - ts_of(b)) > SESSION_GAP_MS)
+				continue;
+			int64_t ra = a, rb = b;
+			while (root[ra] != ra)
+				ra = root[ra];
+			while (root[rb] != rb)
+				rb = root[rb];
+			root[rb > ra ? rb : ra] = rb > ra ? ra : rb;
+		}
+	lines_t sl = {0};
+	for (int64_t r = 0; r < ns; r++) {
+		int64_t cnt = 0, tot = 0, lo = 0, hi = 0, first = 0, last = 0;
+		for (int64_t s = 0; s < ns; s++) {
+			int64_t q = s;
+			while (root[q] != q)
+				q = root[q];
+			if (!cr_session_in(s) || q != r)
+				continue;
+			if (!cnt) {
+				lo = hi = s;
+				first = last = ts_of(s);
+			}
+			cnt++;
+			tot += s;
+			lo = s < lo ? s : lo;
+			hi = s > hi ? s : hi;
+			first = ts_of(s) < first ? ts_of(s) : first;
+			last = ts_of(s) > last ? ts_of(s) : last;
+		}
+		if (!cnt)
+			continue;
+		int len = snprintf(buf, sizeof(buf),
+				   "{\"k\":\"k%02d\",\"window_start\":%" PRId64
+				   ",\"window_end\":%" PRId64 ",\"n\":%" PRId64
+				   ",\"total\":%" PRId64 ",\"lo\":%" PRId64
+				   ",\"hi\":%" PRId64 "}",
+				   key_of(r), first, last + SESSION_GAP_MS, cnt,
+				   tot, lo, hi);
+		cr_lines_add(&sl, buf, (size_t)len);
+	}
+	free(root);
+	tally_t sok = cr_verify_session("self-check", sl.v, sl.n, ns);
+	assert_true(cr_exact(&sok));
+	assert_true(sok.expected >= 4 * N_KEYS); /* >= a session per burst */
+	cr_lines_add(&sl, sl.v[0], strlen(sl.v[0]));
+	free(sl.v[1]);
+	sl.v[1] = sv_strdup(sl.v[2]); /* 1 missing, 2 twice */
+	char *n3 = strstr(sl.v[3], "\"n\":");
+	assert_non_null(n3);
+	n3[4] = n3[4] == '9' ? '8' : '9'; /* a wrong count */
+	tally_t sbad = cr_verify_session("self-check", sl.v, sl.n, ns);
+	assert_int_equal(sbad.dup, 2);
+	assert_int_equal(sbad.missing, 1);
+	assert_int_equal(sbad.wrong, 1);
+	cr_lines_free(&sl);
 	printf("[self_check] the verifier counts duplicates, losses, wrong "
-	       "values and stray rows\n");
+	       "values and stray rows (pass, windows, sessions)\n");
 }
 
 static int uniform(crash_t *c, int lo, int hi)
@@ -217,6 +284,8 @@ static void test_crash_loop(void **state)
 	cjob_t *pass = cr_add_job(c, "eo-pass", J_PASS, S_KAFKA, true);
 	pass->dedup = true; /* incremental dedup state across the kills */
 	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	/* incremental session state (merges and fires as tombstones) */
+	cjob_t *ses = cr_add_job(c, "eo-session", J_SESSION, S_KAFKA, true);
 	cjob_t *alo = cr_add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
 	/* delays ~2.5 s on average plus ~0.7 s to restart: the input spans
 	 * the kills */
@@ -233,6 +302,8 @@ static void test_crash_loop(void **state)
 	cr_summary(c, pass, "read_committed", &tp, "asserted");
 	tally_t tw = cr_check_output(c, win, true);
 	cr_summary(c, win, "read_committed", &tw, "asserted");
+	tally_t ts = cr_check_output(c, ses, true);
+	cr_summary(c, ses, "read_committed", &ts, "asserted");
 	tally_t ta = cr_check_output(c, alo, true);
 	cr_summary(c, alo, "read_committed", &ta,
 		   "negative control: duplicates allowed, missing asserted 0");
@@ -246,7 +317,7 @@ static void test_crash_loop(void **state)
 	cr_print_end(c);
 
 	assert_int_equal(c->n, n);
-	if (!cr_exact(&tp) || !cr_exact(&tw))
+	if (!cr_exact(&tp) || !cr_exact(&tw) || !cr_exact(&ts))
 		cr_fail(c,
 			"exactly_once output is not exact after %d kills (see "
 			"SUMMARY lines above)",
@@ -355,6 +426,7 @@ static void test_crash_parallel(void **state)
 	 * dedup's entries are restored from each task's full + deltas */
 	pass->dedup = true;
 	cjob_t *win = cr_add_job(c, "eo-window", J_WINDOW, S_KAFKA, true);
+	cjob_t *ses = cr_add_job(c, "eo-session", J_SESSION, S_KAFKA, true);
 	cjob_t *alo = cr_add_job(c, "alo-pass", J_PASS, S_KAFKA, false);
 	double rate = (double)n / (kills * 3.2 + rounds * N_POINTS * 1.5);
 	printf("[crash_parallel] parallelism %d, %" PRId64
@@ -380,6 +452,8 @@ static void test_crash_parallel(void **state)
 	cr_summary(c, pass, "read_committed", &tp, "asserted");
 	tally_t tw = cr_check_output(c, win, true);
 	cr_summary(c, win, "read_committed", &tw, "asserted");
+	tally_t ts = cr_check_output(c, ses, true);
+	cr_summary(c, ses, "read_committed", &ts, "asserted");
 	tally_t ta = cr_check_output(c, alo, true);
 	cr_summary(c, alo, "read_committed", &ta,
 		   "negative control: duplicates asserted > 0, missing 0");
@@ -389,13 +463,21 @@ static void test_crash_parallel(void **state)
 	assert_int_equal(c->n, n);
 	assert_true(c->kills_random >= kills);
 	assert_true(c->kills_point >= rounds * (int)N_POINTS);
-	if (!cr_exact(&tp) || !cr_exact(&tw))
+	if (!cr_exact(&tp) || !cr_exact(&tw) || !cr_exact(&ts))
 		cr_fail(c,
 			"exactly_once output at parallelism 4 is not exact "
 			"after %d kills (see SUMMARY lines above)",
 			c->kills_random + c->kills_point);
 	if (ta.missing || ta.wrong || ta.unexpected)
 		cr_fail(c, "at_least_once output lost or changed records");
+	/* the exact session output came through restores of full + deltas */
+	int sd = cr_count_log(c, ses, "its state a delta on");
+	printf("[crash_parallel] eo-session: %d task restores from deltas\n",
+	       sd);
+	if (sd < 1)
+		cr_fail(c,
+			"no session-window task was restored from a delta: "
+			"the exact result does not show delta restores");
 	if (!ta.dup)
 		cr_fail(c,
 			"the at_least_once negative control shows no "

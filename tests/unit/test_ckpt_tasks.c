@@ -15,7 +15,18 @@
  * previous checkpoint's state. The source and sink are the smallest
  * drivers sv_ckpt needs (positions and seek; nothing to flush): this is
  * the checkpoint protocol's bookkeeping, the integration tests run it on
- * Kafka. */
+ * Kafka.
+ *
+ * test_state_topic_chain_random: the same tasks in distributed mode
+ * (grouped, an on_tasks hook that writes each task record through the
+ * state topic's writer into an in-memory compacted log, memlog.h, some
+ * transactions aborting, compaction at random times); after every
+ * checkpoint each partition's chain is read back up to the committed
+ * manifest as a new owner does and restored (full, then each delta) into
+ * fresh pipelines, which must hold exactly the live state, and so must the
+ * local cache's path (the store's task record on its chain in the store);
+ * a chain with a delta left out is refused, and so is a log whose newest
+ * delta slot lost its value (negative controls). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,11 +38,13 @@
 
 #include <cmocka.h>
 
+#include "cluster/state.h"
 #include "core/window.h"
 #include "core/window_int.h"
 #include "supervisor/ckpt.h"
 #include "supervisor/observe.h"
 #include "tests/unit/dedup_text.h"
+#include "tests/unit/memlog.h"
 
 #define NT 2
 
@@ -448,49 +461,291 @@ static void test_aborted_delta_not_applied(void **state)
 	fx_free(&f);
 }
 
-/* full_every 1 (incremental off) and distributed mode (on_tasks: the
- * state topic needs whole records) write full task records only. */
-static sv_error_t *on_tasks(void *opaque, int64_t id,
-			    const sv_ckrec_t *const *recs, size_t n)
+/* full_every 1 (incremental off) writes full task records only. */
+static void test_full_when_off(void **state)
 {
-	(void)id;
-	int *deltas = opaque;
-	for (size_t i = 0; i < n; i++)
-		*deltas += recs[i]->delta_of > 0;
+	(void)state;
+	fx_t f;
+	fx_init(&f, 1);
+	srandom(3);
+	for (int c = 0; c < 5; c++) {
+		for (int s = 0; s < 10; s++)
+			feed(&f, s % NT);
+		sv_ckpt_parts_t p = parts_of(&f, f.ct);
+		sv_ckpt_info_t info;
+		assert_null(
+			sv_ckpt_take(&f.conf, &p, SV_WATERMARK_NONE, &info));
+		for (int i = 0; i < NT; i++) {
+			sv_ckrec_t *tr;
+			assert_null(sv_ckstore_get_task(f.st, "j", i, info.id,
+							&tr));
+			assert_int_equal(tr->delta_of, 0);
+			sv_ckstore_free_record(tr);
+		}
+	}
+	assert_int_equal(f.incr.deltas, 0);
+	fx_free(&f);
+}
+
+/* ---- distributed mode: the state topic ---- */
+
+typedef struct topic {
+	memlog_t log;
+	sv_state_chain_t chain[NT], next[NT];
+	char tag[NT][SV_STATE_TAG_MAX]; /* committed */
+	char pending[SV_STATE_TAG_MAX];
+	bool fail; /* this checkpoint's transaction aborts */
+	int64_t bytes; /* task record bytes written */
+} topic_t;
+
+/* The worker's gm_on_tasks in small: each task record as the next link
+ * of its partition's chain, inside the checkpoint's "transaction". */
+static sv_error_t *topic_on_tasks(void *opaque, int64_t id,
+				  const sv_ckrec_t *const *recs, size_t n)
+{
+	topic_t *x = opaque;
+	snprintf(x->pending, sizeof(x->pending), "n1-t0:%lld", (long long)id);
+	for (size_t i = 0; i < n; i++) {
+		size_t len = streamvisor__checkpoint_record__get_packed_size(
+			recs[i]);
+		char *buf = malloc(len ? len : 1);
+		streamvisor__checkpoint_record__pack(recs[i], (uint8_t *)buf);
+		sv_state_put_t put = {
+			.partition = (int32_t)i,
+			.tag = x->pending,
+			.checkpoint = id,
+			.next_offset = recs[i]->offsets[0]->next_offset,
+			.delta_of = recs[i]->delta_of,
+			.rec = buf,
+			.len = len,
+			.emit = memlog_emit,
+			.opaque = &x->log,
+		};
+		sv_error_t *err = sv_state_write(&x->chain[i], &put,
+						 &x->next[i]);
+		free(buf);
+		if (err)
+			return err;
+		x->bytes += (int64_t)len;
+	}
+	if (x->fail)
+		return sv_error_new(SV_ERR_BINDING,
+				    "test: the transaction aborts");
 	return NULL;
 }
 
-static void test_full_when_off_or_distributed(void **state)
+/* Partition i's committed chain read from the log, unpacked (oldest
+ * first) into recs; its length, or 0 with *err. */
+static size_t topic_chain(const topic_t *x, const memlog_t *log, int i,
+			  sv_ckrec_t **recs, sv_error_t **err)
+{
+	sv_state_snap_t *snap = malloc(sizeof(*snap));
+	sv_state_snap_init(snap);
+	*err = memlog_read(log, i, x->tag[i], snap);
+	size_t n = *err ? 0 : (size_t)snap->m.nchain;
+	for (size_t k = 0; k < n; k++) {
+		recs[k] = streamvisor__checkpoint_record__unpack(
+			NULL, snap->link[k].len,
+			(const uint8_t *)snap->link[k].data);
+		assert_non_null(recs[k]);
+	}
+	sv_state_snap_release(snap);
+	free(snap);
+	return n;
+}
+
+static void free_chain(sv_ckrec_t **recs, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		streamvisor__checkpoint_record__free_unpacked(recs[k], NULL);
+}
+
+static void test_state_topic_chain_random(void **state)
 {
 	(void)state;
-	for (int mode = 0; mode < 2; mode++) {
+	int total_deltas = 0, refused_skip = 0, refused_slot = 0, aborts = 0,
+	    restores = 0, max_applied = 0, stale = 0;
+	for (unsigned seed = 1; seed <= 3; seed++) {
 		fx_t f;
-		fx_init(&f, mode == 0 ? 1 : 100);
-		srandom(3);
-		int seen = 0;
-		for (int c = 0; c < 5; c++) {
-			for (int s = 0; s < 10; s++)
-				feed(&f, s % NT);
+		fx_init(&f, 100);
+		srandom(100 + seed);
+		topic_t *x = calloc(1, sizeof(*x));
+		for (int i = 0; i < NT; i++)
+			sv_state_chain_unknown(&x->chain[i]);
+		int cap = 2 + (int)(random() % 6); /* deltas in a row */
+		int nck = 0;
+		for (int step = 0; step < 300; step++) {
+			feed(&f, (int)(random() % NT));
+			if (random() % 5)
+				continue;
 			sv_ckpt_parts_t p = parts_of(&f, f.ct);
-			if (mode == 1) {
-				p.on_tasks = on_tasks;
-				p.tasks_opaque = &seen;
-			}
+			p.grouped = true;
+			p.on_tasks = topic_on_tasks;
+			p.tasks_opaque = x;
+			p.task_deltas_max = cap;
+			x->fail = nck > 2 && random() % 10 == 0;
 			sv_ckpt_info_t info;
-			assert_null(sv_ckpt_take(&f.conf, &p, SV_WATERMARK_NONE,
-						 &info));
+			sv_error_t *err = sv_ckpt_take(
+				&f.conf, &p, SV_WATERMARK_NONE, &info);
+			memlog_end(&x->log, !err);
+			if (err) {
+				assert_true(x->fail);
+				sv_error_destroy(err);
+				aborts++;
+				continue;
+			}
+			nck++;
 			for (int i = 0; i < NT; i++) {
-				sv_ckrec_t *tr;
+				x->chain[i] = x->next[i];
+				snprintf(x->tag[i], sizeof(x->tag[i]), "%s",
+					 x->pending);
+			}
+			if (random() % 3 == 0)
+				memlog_compact(&x->log);
+			for (int i = 0; i < NT; i++) {
+				sv_ckrec_t *recs[SV_STATE_CHAIN_MAX];
+				size_t n = topic_chain(x, &x->log, i, recs,
+						       &err);
+				if (err)
+					fail_msg("read: %s", err->message);
+				assert_true(n >= 1 && (int)n <= cap + 1);
+				assert_int_equal(recs[n - 1]->id, info.id);
+				/* a new owner's restore equals the state */
+				sv_ckpt_conf_t rc = f.conf;
+				sv_ckpt_incr_t rincr = {.full_every = 100};
+				rc.attempt = 2;
+				rc.incr = &rincr;
+				task_t c;
+				task_new(f.in, &c);
+				sv_ckpt_task_t ct = {
+					.partition = i, .pl = c.pl, .wm = c.wm};
+				err = sv_ckpt_restore_task_chain(
+					&rc, &ct,
+					(const sv_ckrec_t *const *)recs, n);
+				if (err)
+					fail_msg("restore: %s", err->message);
+				char *sa = state_text(f.a[i].pl);
+				char *sb = state_text(c.pl);
+				assert_string_equal(sb, sa);
+				free(sb);
+				task_free(&c);
+				/* the local cache's path: the store's task
+				 * record, a delta on its chain in the store,
+				 * the same chain as the topic's */
+				sv_ckrec_t *cr = NULL;
 				assert_null(sv_ckstore_get_task(f.st, "j", i,
-								info.id, &tr));
-				assert_int_equal(tr->delta_of, 0);
-				sv_ckstore_free_record(tr);
+								info.id, &cr));
+				assert_non_null(cr);
+				task_new(f.in, &c);
+				ct.pl = c.pl;
+				ct.wm = c.wm;
+				int nd = -1;
+				err = sv_ckpt_restore_task(&rc, &ct, cr, &nd);
+				if (err)
+					fail_msg("cache restore: %s",
+						 err->message);
+				assert_int_equal(nd, (int)n - 1);
+				sb = state_text(c.pl);
+				assert_string_equal(sb, sa);
+				free(sb);
+				free(sa);
+				task_free(&c);
+				sv_ckstore_free_record(cr);
+				restores++;
+				total_deltas += (int)n - 1;
+				if ((int)n - 1 > max_applied)
+					max_applied = (int)n - 1;
+				if (n >= 3) {
+					/* a delta before the newest left
+					 * out: refused (the newest left out
+					 * is an older chain, which only the
+					 * manifest's tag tells apart) */
+					size_t skip = 1 +
+						(size_t)random() % (n - 2);
+					sv_ckrec_t *less[SV_STATE_CHAIN_MAX];
+					size_t m = 0;
+					for (size_t k = 0; k < n; k++)
+						if (k != skip)
+							less[m++] = recs[k];
+					task_new(f.in, &c);
+					ct.pl = c.pl;
+					ct.wm = c.wm;
+					err = sv_ckpt_restore_task_chain(
+						&rc, &ct,
+						(const sv_ckrec_t *const *)less,
+						m);
+					assert_non_null(err);
+					assert_int_equal(err->category,
+							 SV_ERR_CHECKPOINT);
+					sv_error_destroy(err);
+					task_free(&c);
+					refused_skip++;
+				}
+				if (n >= 2) {
+					/* the newest delta's slot loses its
+					 * newest value: refused */
+					memlog_t cp = {0};
+					char key[64];
+					sv_state_chunk_key(i, (int32_t)n - 1, 0,
+							   key, sizeof(key));
+					size_t last = SIZE_MAX;
+					for (size_t r = 0; r < x->log.n; r++) {
+						memrec_t *mr = &x->log.r[r];
+						memlog_emit(&cp, mr->key,
+							    strlen(mr->key),
+							    mr->val, mr->vlen);
+						cp.r[cp.n - 1].committed =
+							mr->committed;
+						cp.r[cp.n - 1].gone = mr->gone;
+						if (!mr->gone &&
+						    mr->committed &&
+						    !strcmp(mr->key, key))
+							last = r;
+					}
+					assert_true(last != SIZE_MAX);
+					cp.r[last].gone = true;
+					/* every other second seed the slot's
+					 * tombstones go too: an older chain's
+					 * delta there (if compaction left
+					 * one) shows, with its older tag */
+					for (size_t r = 0;
+					     seed % 2 == 0 && r < cp.n; r++)
+						if (!strcmp(cp.r[r].key, key) &&
+						    !cp.r[r].val)
+							cp.r[r].gone = true;
+					sv_ckrec_t *r2[SV_STATE_CHAIN_MAX];
+					assert_int_equal(topic_chain(x, &cp, i,
+								     r2, &err),
+							 0);
+					assert_non_null(err);
+					assert_int_equal(err->category,
+							 SV_ERR_CHECKPOINT);
+					stale += strstr(err->message,
+							"carries the tag") !=
+						NULL;
+					sv_error_destroy(err);
+					memlog_free(&cp);
+					refused_slot++;
+				}
+				free_chain(recs, n);
 			}
 		}
-		assert_int_equal(seen, 0);
-		assert_int_equal(f.incr.deltas, 0);
+		assert_true(nck > 20);
+		assert_true(f.incr.deltas > 0 && f.incr.fulls > NT);
+		memlog_free(&x->log);
+		free(x);
 		fx_free(&f);
 	}
+	printf("state topic chains: %d restores, %d deltas applied (at most "
+	       "%d in one), %d aborted transactions, refused: %d with a delta "
+	       "left out, %d with a lost delta slot (%d of them showing a "
+	       "stale delta)\n",
+	       restores, total_deltas, max_applied, aborts, refused_skip,
+	       refused_slot, stale);
+	assert_true(total_deltas > 50);
+	assert_true(max_applied >= 2);
+	assert_true(aborts > 0);
+	assert_true(refused_skip > 20 && refused_slot > 20 && stale > 5);
 }
 
 int main(void)
@@ -498,7 +753,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_incremental_tasks_random),
 		cmocka_unit_test(test_aborted_delta_not_applied),
-		cmocka_unit_test(test_full_when_off_or_distributed),
+		cmocka_unit_test(test_full_when_off),
+		cmocka_unit_test(test_state_topic_chain_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

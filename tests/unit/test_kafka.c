@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/codec.h"
 #include "core/util.h"
@@ -729,15 +730,46 @@ static void test_sink_delivery_error(void **state)
 	sv_batch_release(&b);
 }
 
+/* err: the refused commit (GROUP_AUTHORIZATION_FAILED) of group on topic,
+ * a commit error that names both; destroyed. */
+static void expect_refused(sv_error_t *err, const char *group,
+			   const char *topic)
+{
+	char want[200];
+	snprintf(want, sizeof(want),
+		 "cannot commit offsets of group '%s' for topic '%s' on "
+		 "cluster 'default'",
+		 group, topic);
+	assert_non_null(err);
+	assert_int_equal(err->category, SV_ERR_COMMIT);
+	assert_string_equal(err->message, want);
+	assert_int_equal(err->cause_code, 30);
+	sv_error_destroy(err);
+}
+
+/* A source reopened with conf starts at committed offsets summing to n. */
+static void expect_resumes_at(const sv_source_conf_t *c, int64_t n)
+{
+	sv_source_t *src;
+	const sv_partpos_t *pos;
+	ok(sv_source_open(c, &src));
+	assert_int_equal(sv_source_positions(src, &pos), NPARTS);
+	int64_t total = 0;
+	for (int p = 0; p < NPARTS; p++)
+		total += pos[p].next_offset;
+	assert_int_equal(total, n);
+	sv_source_close(src);
+}
+
 /* A refused offset commit is a commit error; the next commit succeeds and
- * a reopened source resumes there. */
+ * a reopened source resumes there. Synchronous commits (group mode, or
+ * STREAMVISOR_SYNC_OFFSET_COMMIT): the refusal is the commit's own error. */
 static void test_source_commit_error(void **state)
 {
 	fx_t *fx = *state;
+	setenv("STREAMVISOR_SYNC_OFFSET_COMMIT", "1", 1);
 	sv_source_conf_t c = source_conf(fx, "t_cerr", "g_cerr", false);
 	sv_source_t *src;
-	const sv_partpos_t *pos;
-	sv_error_t *err;
 	got_t g;
 
 	new_topic(fx, "t_cerr", NPARTS);
@@ -747,25 +779,44 @@ static void test_source_commit_error(void **state)
 	poll_until(fx, src, &g, 40, 100);
 	/* GROUP_AUTHORIZATION_FAILED: permanent */
 	ok(sv_devcluster_push_errors(fx->dc, "offset_commit", 30, 1));
-	err = sv_source_commit(src);
-	assert_non_null(err);
-	assert_int_equal(err->category, SV_ERR_COMMIT);
-	assert_string_equal(err->message,
-			    "cannot commit offsets of group 'g_cerr' for topic "
-			    "'t_cerr' on cluster 'default'");
-	assert_int_equal(err->cause_code, 30);
-	sv_error_destroy(err);
+	expect_refused(sv_source_commit(src), "g_cerr", "t_cerr");
 	ok(sv_source_commit(src));
 	sv_source_close(src);
 	sv_batch_release(&g.rows);
+	expect_resumes_at(&c, 40);
+	unsetenv("STREAMVISOR_SYNC_OFFSET_COMMIT");
+}
 
+/* Standalone, commits are asynchronous: a refused one is returned by a
+ * later commit (as a commit error naming the group), the one after that
+ * succeeds, and close waits for the commits still out, so a reopened
+ * source resumes at the last positions committed right before close. */
+static void test_source_commit_async(void **state)
+{
+	fx_t *fx = *state;
+	sv_source_conf_t c = source_conf(fx, "t_casync", "g_casync", false);
+	sv_source_t *src;
+	sv_error_t *err = NULL;
+	got_t g;
+
+	new_topic(fx, "t_casync", NPARTS);
+	produce(fx, "t_casync", 0, 40);
 	ok(sv_source_open(&c, &src));
-	assert_int_equal(sv_source_positions(src, &pos), NPARTS);
-	int64_t total = 0;
-	for (int p = 0; p < NPARTS; p++)
-		total += pos[p].next_offset;
-	assert_int_equal(total, 40);
-	sv_source_close(src);
+	got_init(&g, fx);
+	poll_until(fx, src, &g, 20, 100);
+	ok(sv_devcluster_push_errors(fx->dc, "offset_commit", 30, 1));
+	ok(sv_source_commit(src)); /* sent; its refusal comes back later */
+	int64_t deadline = sv_mono_ms() + 10000;
+	while (!err && sv_mono_ms() < deadline) {
+		usleep(20000);
+		err = sv_source_commit(src);
+	}
+	expect_refused(err, "g_casync", "t_casync");
+	poll_until(fx, src, &g, 40, 100);
+	ok(sv_source_commit(src));
+	sv_source_close(src); /* waits for that commit */
+	sv_batch_release(&g.rows);
+	expect_resumes_at(&c, 40);
 }
 
 /* Transient fetch errors (leader moved) are retried inside the client:
@@ -805,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_sink_bad_key_column),
 		cmocka_unit_test(test_sink_delivery_error),
 		cmocka_unit_test(test_source_commit_error),
+		cmocka_unit_test(test_source_commit_async),
 		cmocka_unit_test(test_fetch_transient_errors),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
