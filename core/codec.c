@@ -373,8 +373,10 @@ size_t sv_fmt_f64_decimal(char *buf, double f)
  *    printed: %g at precision P = max(15, digits), i.e. an exponent
  *    ("1e+16", "5e-324", at least two exponent digits) when the decimal
  *    exponent is below -4 or at least P, else plain decimals.
- * The old search printed more digits than needed in a few cases (the
- * smallest subnormals: "4.94065645841247e-324"); those are now shorter. */
+ * The old search printed more digits than needed in a few cases, which
+ * are now shorter: subnormals ("4.94065645841247e-324" is "5e-324") and
+ * some exact powers of two (the rounding interval is narrower below, so
+ * %.16g's nearest text missed it while another 16-digit text is in it). */
 size_t sv_fmt_f64(char *buf, double f)
 {
 	if (!isfinite(f)) {
