@@ -23,10 +23,29 @@
  *   cast      select s = cast(id as string), f = cast(amount as string),
  *             against select s = id, f = amount (no cast), over generated
  *             batches; the ratio is the cost of the two casts.
+ *   f64_text  the JSON encoder's float printer: the old one (the shortest
+ *             of %.15g/%.16g/%.17g that strtod reads back, after a
+ *             <= 6-decimal fast path; tests/unit/codec_ref.h) against
+ *             sv_fmt_f64 (shortest digits from double-conversion), over
+ *             W1's price_eur = price * 0.908 (f64_values).
+ *   encode    sv_json_encode_row over W1's output rows (seq, auction,
+ *             bidder, price_eur, ts), against the encoder as it was at
+ *             173b80a (tests/unit/codec_ref.h: sv_buf call by call, the
+ *             old float printer): the whole per-row encode cost.
+ *   produce   librdkafka's own cost per produced message on the calling
+ *             thread (what the Kafka sink's ksnk_write pays per row after
+ *             encoding), into the embedded development cluster, three
+ *             ways: rd_kafka_producev as the sink calls it (no partition,
+ *             no timestamp: librdkafka reads its clocks per message, one
+ *             of them gettimeofday for the CreateTime), the same with
+ *             RD_KAFKA_V_TIMESTAMP read once per batch, and
+ *             rd_kafka_produce_batch per batch of 2048 (one clock read and
+ *             one lock per batch). For the sink, not a change of it.
  *
  * usage: bench_hot [--case NAME]... [--records N] [--rounds R]
  * Reproduce: bench/README.md ("bench_hot"). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,18 +58,20 @@
 #include "core/util.h"
 #include "ingress/spec.h"
 #include "kafka/devcluster.h"
+#include <librdkafka/rdkafka.h>
 #include "sinks/sink.h"
 #include "sources/generator.h"
 #include "sources/source.h"
 #include "supervisor/drivers.h"
 #include "supervisor/worker.h"
+#include "tests/unit/codec_ref.h"
 
 #define BATCH 2048
 
 typedef struct opts {
 	int64_t records;
 	int rounds;
-	const char *only[4];
+	const char *only[8];
 	int nonly;
 } opts_t;
 
@@ -319,6 +340,188 @@ static run_t key_text_run(bool fast, int64_t n)
 	return (run_t){cpu_s() - c0, mono_s() - t0, n};
 }
 
+/* ---- f64_text ---- */
+
+#define F64_VALUES 65536
+
+/* W1's price_eur values: price * 0.908, price in cents log-uniform over
+ * [100, 1e8) as sources/nexmark.c draws it; ~18% of them have more than
+ * 6 decimals (the old printer's slow path). */
+static const double *f64_values(void)
+{
+	static double v[F64_VALUES];
+	if (v[0] == 0) {
+		uint64_t x = 88172645463325252ULL;
+		for (int i = 0; i < F64_VALUES; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			double u = (double)(x >> 11) / 9007199254740992.0;
+			int64_t price = (int64_t)floor(
+				pow(10.0, u * 6.0) * 100.0 + 0.5);
+			v[i] = (double)price * 0.908;
+		}
+	}
+	return v;
+}
+
+static run_t f64_text_run(bool fast, int64_t n)
+{
+	const double *v = f64_values();
+	char tmp[64];
+	size_t total = 0;
+	double c0 = cpu_s(), t0 = mono_s();
+	for (int64_t i = 0; i < n; i++) {
+		double f = v[i & (F64_VALUES - 1)];
+		total += fast ? sv_fmt_f64(tmp, f) : ref_fmt_f64_printf(tmp, f);
+		total += (unsigned char)tmp[0];
+	}
+	key_sink = total;
+	return (run_t){cpu_s() - c0, mono_s() - t0, n};
+}
+
+/* ---- encode ---- */
+
+static run_t encode_run(bool fast, int64_t n)
+{
+	const double *fv = f64_values();
+	sv_schema_t *s = sv_schema_new();
+	sv_schema_add(s, "seq", SV_T_INT64, true);
+	sv_schema_add(s, "auction", SV_T_INT64, true);
+	sv_schema_add(s, "bidder", SV_T_INT64, true);
+	sv_schema_add(s, "price_eur", SV_T_FLOAT64, true);
+	sv_schema_add(s, "ts", SV_T_TIMESTAMP, true);
+	sv_buf_t out;
+	sv_buf_init(&out);
+	size_t total = 0;
+	double c0 = cpu_s(), t0 = mono_s();
+	for (int64_t i = 0; i < n; i++) {
+		sv_value_t row[5] = {
+			sv_int(i * 3 / 2),
+			sv_int(1000 + i % 20),
+			sv_int(1000 + i % 17),
+			sv_float(fv[i & (F64_VALUES - 1)]),
+			sv_ts(1796150616745LL + i / 8),
+		};
+		if (fast)
+			sv_json_encode_row(s, row, &out);
+		else
+			ref_json_encode_row(s, row, &out);
+		if (out.len > 60000) { /* as a sink's batch buffer */
+			total += out.len;
+			sv_buf_reset(&out);
+		}
+	}
+	key_sink = total + out.len;
+	run_t r = {cpu_s() - c0, mono_s() - t0, n};
+	sv_buf_release(&out);
+	sv_schema_destroy(s);
+	return r;
+}
+
+/* ---- produce ---- */
+
+typedef struct prod {
+	sv_devcluster_t *dc;
+	rd_kafka_t *rk;
+	rd_kafka_topic_t *rkt;
+	char payload[128];
+	size_t len;
+} prod_t;
+
+static void noop_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op)
+{
+	(void)rk;
+	(void)m;
+	(void)op;
+}
+
+static void prod_open(prod_t *p)
+{
+	memset(p, 0, sizeof(*p));
+	char *boot = NULL, errstr[256];
+	sv_error_t *err = sv_devcluster_start(1, &boot, &p->dc);
+	if (err)
+		die("development cluster", err);
+	if ((err = sv_devcluster_create_topic(p->dc, "bench-produce", 8)))
+		die("topic", err);
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	static const char *const kv[][2] = {
+		{"queue.buffering.max.messages", "2000000"},
+		{"queue.buffering.max.kbytes", "1048576"},
+		{"linger.ms", "5"},
+	};
+	rd_kafka_conf_set(conf, "bootstrap.servers", boot, errstr,
+			  sizeof(errstr));
+	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+		rd_kafka_conf_set(conf, kv[i][0], kv[i][1], errstr,
+				  sizeof(errstr));
+	rd_kafka_conf_set_dr_msg_cb(conf, noop_dr);
+	p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+	if (!p->rk)
+		die(errstr, NULL);
+	p->rkt = rd_kafka_topic_new(p->rk, "bench-produce", NULL);
+	free(boot);
+	p->len = (size_t)snprintf(
+		p->payload, sizeof(p->payload),
+		"{\"seq\":1234567,\"auction\":1011,\"bidder\":1004,"
+		"\"price_eur\":97793.416,\"ts\":1796150616745}");
+}
+
+static void prod_close(prod_t *p)
+{
+	rd_kafka_flush(p->rk, 60000);
+	rd_kafka_topic_destroy(p->rkt);
+	rd_kafka_destroy(p->rk);
+	sv_devcluster_stop(p->dc);
+}
+
+/* how: 0 producev as the sink, 1 with a per-batch timestamp, 2 batch */
+static run_t prod_run(prod_t *p, int how, int64_t n)
+{
+	rd_kafka_message_t *msgs = sv_calloc(BATCH, sizeof(*msgs));
+	double c0 = thread_cpu_s(), t0 = mono_s();
+	int64_t sent = 0;
+	while (sent < n) {
+		int64_t ts = sv_now_ms();
+		if (how == 2) {
+			for (int i = 0; i < BATCH; i++) {
+				msgs[i].payload = p->payload;
+				msgs[i].len = p->len;
+			}
+			rd_kafka_produce_batch(p->rkt, RD_KAFKA_PARTITION_UA,
+					       RD_KAFKA_MSG_F_COPY, msgs,
+					       BATCH);
+		} else {
+			for (int i = 0; i < BATCH; i++) {
+				if (how == 1)
+					rd_kafka_producev(
+						p->rk, RD_KAFKA_V_RKT(p->rkt),
+						RD_KAFKA_V_MSGFLAGS(
+							RD_KAFKA_MSG_F_COPY),
+						RD_KAFKA_V_VALUE(p->payload,
+								 p->len),
+						RD_KAFKA_V_TIMESTAMP(ts),
+						RD_KAFKA_V_END);
+				else
+					rd_kafka_producev(
+						p->rk, RD_KAFKA_V_RKT(p->rkt),
+						RD_KAFKA_V_MSGFLAGS(
+							RD_KAFKA_MSG_F_COPY),
+						RD_KAFKA_V_VALUE(p->payload,
+								 p->len),
+						RD_KAFKA_V_END);
+			}
+		}
+		sent += BATCH;
+		rd_kafka_poll(p->rk, 0); /* delivery reports, as the sink */
+	}
+	run_t r = {thread_cpu_s() - c0, mono_s() - t0, sent};
+	free(msgs);
+	rd_kafka_flush(p->rk, 60000); /* not timed */
+	return r;
+}
+
 /* ---- cast ---- */
 
 static run_t cast_run(bool cast, int64_t n)
@@ -409,12 +612,14 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
 			o.rounds = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--case") && i + 1 < argc &&
-			 o.nonly < 4)
+			 o.nonly < 8)
 			o.only[o.nonly++] = argv[++i];
 		else {
 			fprintf(stderr,
 				"usage: bench_hot [--case worker|kafka_key|"
-				"key_text|cast]... [--records N] [--rounds "
+				"key_text|cast|f64_text|encode|produce]... "
+				"[--records N] "
+				"[--rounds "
 				"R]\n");
 			return 2;
 		}
@@ -470,6 +675,58 @@ int main(int argc, char **argv)
 			}
 		}
 		report("cast", "cast to string", "no cast", a, b, o.rounds);
+	}
+	if (wanted(&o, "f64_text")) {
+		int64_t n = o.records / 4; /* the old printer: ~1 us a value */
+		for (int i = 0; i < o.rounds; i++) {
+			if (i % 2) {
+				b[i] = f64_text_run(true, n);
+				a[i] = f64_text_run(false, n);
+			} else {
+				a[i] = f64_text_run(false, n);
+				b[i] = f64_text_run(true, n);
+			}
+		}
+		report("f64_text", "%.17g search", "sv_fmt_f64", a, b,
+		       o.rounds);
+	}
+	if (wanted(&o, "encode")) {
+		int64_t n = o.records / 2;
+		for (int i = 0; i < o.rounds; i++) {
+			if (i % 2) {
+				b[i] = encode_run(true, n);
+				a[i] = encode_run(false, n);
+			} else {
+				a[i] = encode_run(false, n);
+				b[i] = encode_run(true, n);
+			}
+		}
+		report("encode", "encoder at 173b80a", "sv_json_encode_row", a,
+		       b, o.rounds);
+	}
+	if (wanted(&o, "produce")) {
+		prod_t p;
+		prod_open(&p);
+		int64_t n = o.records / 8; /* ~0.5-1 us a message */
+		run_t c[64];
+		for (int i = 0; i < o.rounds; i++) {
+			int first = i % 3;
+			for (int j = 0; j < 3; j++) {
+				int how = (first + j) % 3;
+				run_t r = prod_run(&p, how, n);
+				if (how == 0)
+					a[i] = r;
+				else if (how == 1)
+					b[i] = r;
+				else
+					c[i] = r;
+			}
+		}
+		prod_close(&p);
+		report("produce", "producev (the sink)", "+ batch timestamp", a,
+		       b, o.rounds);
+		report("", "producev (the sink)", "produce_batch", a, c,
+		       o.rounds);
 	}
 	return 0;
 }

@@ -12,13 +12,20 @@
  *       $SV_SIMDJSON_SHIM; skipped when unset or absent
  *   (d) streamvisor's schema-directed scanner (core/codec_json.c) through
  *       sv_decoder_decode, the production path
+ *   (e) the same scanner as it was at commit 173b80a, before issue 18's
+ *       changes (CMakeLists.txt takes it from git at configure time);
+ *       skipped when the build has no copy
  *
  * Every candidate's rows are first checked cell by cell against (d), so a
  * fast but wrong candidate shows up. Then each runs for `seconds` (default
  * 1) RUNS times, the candidates interleaved; the best run of each is
  * reported as records/s and ns/record.
  *
- * usage: bench_json_decode [seconds] [nrecords]
+ * Record sets: "orders" (the default; the 7-field records above) or "bids"
+ * (bench/run.sh's W1 input as bench_raw_kafka load writes it: seq, key,
+ * auction, bidder, price, channel, url, ts, extra; ~200 bytes, 9 fields).
+ *
+ * usage: bench_json_decode [seconds] [nrecords] [orders|bids]
  * Reproduce (docs/records.md):
  *   cmake -S . -B build/h-codec-release -G Ninja -DCMAKE_BUILD_TYPE=Release
  *   cmake --build build/h-codec-release --target bench_json_decode
@@ -26,6 +33,7 @@
  *   SV_SIMDJSON_SHIM=build/h-codec-release/libsvj_simdjson.so \
  *     build/h-codec-release/bench_json_decode 1 */
 #include <dlfcn.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +69,22 @@ static sv_schema_t *make_schema(void)
 	sv_schema_add(s, "ts", SV_T_TIMESTAMP, true);
 	sv_schema_add(s, "bidder", SV_T_INT64, true);
 	sv_schema_add(s, "url", SV_T_STRING, true);
+	return s;
+}
+
+/* W1's bids: the schema of bench/lib/profile.sh and bench/run.sh */
+static sv_schema_t *make_bids_schema(void)
+{
+	sv_schema_t *s = sv_schema_new();
+	sv_schema_add(s, "seq", SV_T_INT64, true);
+	sv_schema_add(s, "key", SV_T_INT64, true);
+	sv_schema_add(s, "auction", SV_T_INT64, true);
+	sv_schema_add(s, "bidder", SV_T_INT64, true);
+	sv_schema_add(s, "price", SV_T_INT64, true);
+	sv_schema_add(s, "channel", SV_T_STRING, true);
+	sv_schema_add(s, "url", SV_T_STRING, true);
+	sv_schema_add(s, "ts", SV_T_TIMESTAMP, true);
+	sv_schema_add(s, "extra", SV_T_STRING, true);
 	return s;
 }
 
@@ -101,6 +125,55 @@ static rec_t *make_records(size_t n, size_t *total)
 	return r;
 }
 
+/* Records shaped like bench_raw_kafka load's (a sample from the bench
+ * topic: {"seq":16,"key":16,"auction":1009,"bidder":1004,"price":107702,
+ * "channel":"Google","url":"https://www.nexmark.com/_cv/nqfh/khp/item.htm?
+ * query=1","ts":1796150616747,"extra":"cdefghijklmnopqrstuvwxyzAB"}). */
+static rec_t *make_bids(size_t n, size_t *total)
+{
+	static const char letters[] = "abcdefghijklmnopqrstuvwxyz_";
+	rec_t *r = sv_calloc(n, sizeof(rec_t));
+	uint64_t x = 0x2545F4914F6CDD1DULL;
+	*total = 0;
+	for (size_t i = 0; i < n; i++) {
+		char buf[512], path[16], channel[24], query[40];
+		uint64_t a = rng(&x), b = rng(&x);
+		for (int k = 0; k < 14; k++)
+			path[k] = k % 5 == 4 ? '/'
+					     : letters[(a >> (k * 4)) % 27];
+		path[14] = 0;
+		if (b % 10 < 4) {
+			snprintf(channel, sizeof(channel), "%s",
+				 (const char *[]){"Google", "Facebook", "Baidu",
+						  "Apple"}[b % 4]);
+			query[0] = 0;
+		} else {
+			snprintf(channel, sizeof(channel), "channel-%llu",
+				 (unsigned long long)(b >> 8) % 10000);
+			snprintf(query, sizeof(query), "&channel_id=%llu",
+				 (unsigned long long)(b >> 16) % 2147483648ULL);
+		}
+		double u = (double)(a >> 11) / 9007199254740992.0;
+		long long price = (long long)(pow(10.0, u * 6.0) * 100.0 + 0.5);
+		int len = snprintf(
+			buf, sizeof(buf),
+			"{\"seq\":%zu,\"key\":%zu,\"auction\":%llu,"
+			"\"bidder\":%llu,\"price\":%lld,\"channel\":\"%s\","
+			"\"url\":\"https://www.nexmark.com/%s/item.htm?query=1"
+			"%s\",\"ts\":%llu,\"extra\":\"%.*s\"}",
+			i * 8, i * 8 % 10000, 1000 + (unsigned long long)a % 20,
+			1000 + (unsigned long long)(b >> 3) % 20, price,
+			channel, path, query,
+			1796150616745ULL + (unsigned long long)i / 8,
+			(int)(b >> 32) % 27, "cdefghijklmnopqrstuvwxyzAB");
+		r[i].p = sv_malloc((size_t)len); /* exact size, no NUL */
+		memcpy(r[i].p, buf, (size_t)len);
+		r[i].n = (size_t)len;
+		*total += (size_t)len;
+	}
+	return r;
+}
+
 /* ---- candidates ---- */
 
 typedef struct cand {
@@ -123,6 +196,40 @@ static int ours_decode(void *ctx, const char *p, size_t n, sv_batch_t *b)
 static void ours_close(void *ctx)
 {
 	sv_decoder_destroy(ctx);
+}
+
+/* (e) the scanner at 173b80a, called as the decoder front calls it */
+#ifdef SV_BENCH_OLD_SCANNER
+void *old_codec_json_new(const sv_schema_t *schema);
+void old_codec_json_destroy(void *impl);
+int old_codec_json_decode(void *impl, const char *p, size_t len, sv_batch_t *b,
+			  sv_rowmeta_t **meta_out, char *reason,
+			  size_t reason_len);
+#endif
+static void *old_open(const sv_schema_t *schema, const char **why)
+{
+#ifdef SV_BENCH_OLD_SCANNER
+	return old_codec_json_new(schema);
+#else
+	*why = "no copy of the old scanner in this build (not a git checkout)";
+	return NULL;
+#endif
+}
+static int old_decode(void *ctx, const char *p, size_t n, sv_batch_t *b)
+{
+#ifdef SV_BENCH_OLD_SCANNER
+	char reason[128];
+	return old_codec_json_decode(ctx, p, n, b, NULL, reason,
+				     sizeof(reason));
+#else
+	return -1;
+#endif
+}
+static void old_close(void *ctx)
+{
+#ifdef SV_BENCH_OLD_SCANNER
+	old_codec_json_destroy(ctx);
+#endif
 }
 
 /* (a) jansson */
@@ -455,6 +562,7 @@ static const cand_t cands[] = {
 	{"(b) json-c tokener + get_ex", jsonc_open, jsonc_decode, jsonc_close},
 	{"(c) simdjson on-demand (shim)", simd_open, simd_decode, simd_close},
 	{"(d) streamvisor scanner", ours_open, ours_decode, ours_close},
+	{"(e) scanner at 173b80a", old_open, old_decode, old_close},
 };
 
 /* ---- driver ---- */
@@ -477,13 +585,18 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 1.0;
 	size_t nrec = argc > 2 ? (size_t)atol(argv[2]) : 4096;
-	if (seconds <= 0 || nrec == 0) {
-		fprintf(stderr, "usage: %s [seconds] [nrecords]\n", argv[0]);
+	const char *set = argc > 3 ? argv[3] : "orders";
+	bool bids = !strcmp(set, "bids");
+	if (seconds <= 0 || nrec == 0 || (!bids && strcmp(set, "orders"))) {
+		fprintf(stderr,
+			"usage: %s [seconds] [nrecords] [orders|bids]\n",
+			argv[0]);
 		return 2;
 	}
-	sv_schema_t *schema = make_schema();
+	sv_schema_t *schema = bids ? make_bids_schema() : make_schema();
 	size_t total;
-	rec_t *recs = make_records(nrec, &total);
+	rec_t *recs = bids ? make_bids(nrec, &total)
+			   : make_records(nrec, &total);
 	printf("records: %zu distinct, avg %.0f bytes, schema %zu fields; "
 	       "best of %d interleaved runs of %.1f s\n\n",
 	       nrec, (double)total / (double)nrec, schema->nfields, RUNS,
@@ -506,6 +619,7 @@ int main(int argc, char **argv)
 	const char *why[SV_ARRAY_LEN(cands)];
 	bool match[SV_ARRAY_LEN(cands)];
 	double best[SV_ARRAY_LEN(cands)] = {0};
+	double per_run[SV_ARRAY_LEN(cands)][RUNS] = {{0}};
 	sv_batch_t b;
 	sv_batch_init(&b, schema);
 	for (size_t k = 0; k < SV_ARRAY_LEN(cands); k++) {
@@ -544,6 +658,7 @@ int main(int argc, char **argv)
 			double rps = (double)done * 1e9 / (double)el;
 			if (rps > best[k])
 				best[k] = rps;
+			per_run[k][run] = rps;
 		}
 	}
 	printf("| candidate | records/s | ns/record | MB/s | rows match (d) "
@@ -560,6 +675,23 @@ int main(int argc, char **argv)
 		       best[k] * ((double)total / (double)nrec) / 1e6,
 		       match[k] ? "yes" : "NO");
 		cands[k].close(ctx[k]);
+	}
+	/* (e) against (d): the cost ratio of each run (adjacent in time),
+	 * sorted; the median is the figure */
+	size_t d = SV_ARRAY_LEN(cands) - 2, e = SV_ARRAY_LEN(cands) - 1;
+	if (per_run[d][0] > 0 && per_run[e][0] > 0) {
+		double r[RUNS];
+		for (int run = 0; run < RUNS; run++)
+			r[run] = per_run[d][run] / per_run[e][run];
+		for (int i = 1; i < RUNS; i++)
+			for (int j = i; j > 0 && r[j] < r[j - 1]; j--) {
+				double t = r[j];
+				r[j] = r[j - 1];
+				r[j - 1] = t;
+			}
+		printf("\ncost per record (e)/(d): median %.3f (min %.3f, max "
+		       "%.3f) over %d runs\n",
+		       r[RUNS / 2], r[0], r[RUNS - 1], RUNS);
 	}
 	sv_batch_release(&b);
 	sv_batch_release(&ref);

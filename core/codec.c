@@ -9,9 +9,10 @@
  * the top of those files under "codec-internal".
  *
  * The encoder writes straight into the caller's sv_buf_t: integers through
- * a two-digits-at-a-time itoa (no snprintf), floats in the shortest of
- * %.15g/%.16g/%.17g that reads back to the same double, non-finite floats
- * as null. */
+ * a two-digits-at-a-time itoa (no snprintf), floats from their shortest
+ * round-trip digits (Google's double-conversion, codec_dtoa.cc) laid out
+ * as the shortest of %.15g/%.16g/%.17g that reads back would print them
+ * (sv_fmt_f64), non-finite floats as null. */
 #define _GNU_SOURCE
 #include "core/codec.h"
 
@@ -42,6 +43,9 @@ void sv_codec_reason(char *reason, size_t reason_len, const char *fmt, ...)
 int sv_codec_strtod(const char *p, size_t n, double *out);
 int sv_codec_rfc3339(const char *p, size_t n, int64_t *ms_out);
 bool sv_codec_utf8_valid(const char *p, size_t n);
+#define SV_DTOA_DIGITS_MAX 17
+int sv_codec_dtoa_shortest(double v, char *digits, int *point,
+			   int *negative); /* codec_dtoa.cc */
 /* ---- end codec-internal ---- */
 
 bool sv_format_parse(const char *name, sv_format_t *out)
@@ -309,47 +313,47 @@ size_t sv_fmt_i64(char *buf, int64_t v)
 	return (size_t)(e - p);
 }
 
-/* Write v in decimal at the end of out. */
-static void put_i64(sv_buf_t *out, int64_t v)
-{
-	char tmp[SV_FMT_I64_MAX];
-	sv_buf_append(out, tmp, sv_fmt_i64(tmp, v));
-}
-
 /* f == r / 10^k for an integer r below 2^53 and k <= 6: the text "r with k
  * decimals" parses back to f (reading it and dividing r by 10^k both round
  * the same rational correctly). The smallest such k is the shortest text.
  * Only for non-integers below 1e9 (fewer than 16 significant digits); the
- * caller bounds the magnitude from below. */
+ * caller bounds the magnitude from below.
+ *
+ * One probe at k = 6 decides: if some k <= 6 works, r * 10^(6-k) with 6
+ * decimals is the same rational, so k = 6 works too, and its r6 =
+ * nearbyint(f * 1e6) (exact: |f * 1e6| < 1e15, off by far less than 0.5)
+ * ends in 6 - k zeros; the smallest k is 6 less its trailing zeros. A
+ * value with more decimals costs one multiply and divide, not six. */
 static size_t fmt_decimal(char *txt, double f)
 {
-	static const double p10[] = {1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
 	if (!(f != 0 && fabs(f) < 1e9))
 		return 0;
-	for (int k = 0; k < 6; k++) {
-		double r = nearbyint(f * p10[k]);
-		if (r / p10[k] != f)
-			continue;
-		char dig[24];
-		int64_t ri = (int64_t)fabs(r);
-		int nd = 0;
-		do {
-			dig[nd++] = (char)('0' + ri % 10);
-			ri /= 10;
-		} while (ri);
-		while (nd <= k + 1)
-			dig[nd++] = '0'; /* 0.05: at least one integer digit */
-		size_t t = 0;
-		if (f < 0)
-			txt[t++] = '-';
-		for (int i = nd - 1; i >= 0; i--) {
-			txt[t++] = dig[i];
-			if (i == k + 1)
-				txt[t++] = '.';
-		}
-		return t;
+	double r6 = nearbyint(f * 1e6);
+	if (r6 / 1e6 != f)
+		return 0;
+	int64_t ri = (int64_t)fabs(r6);
+	int k = 6;
+	while (k > 1 && ri % 10 == 0) {
+		ri /= 10;
+		k--;
 	}
-	return 0;
+	char dig[24];
+	int nd = 0;
+	do {
+		dig[nd++] = (char)('0' + ri % 10);
+		ri /= 10;
+	} while (ri);
+	while (nd <= k)
+		dig[nd++] = '0'; /* 0.05: at least one integer digit */
+	size_t t = 0;
+	if (f < 0)
+		txt[t++] = '-';
+	for (int i = nd - 1; i >= 0; i--) {
+		txt[t++] = dig[i];
+		if (i == k)
+			txt[t++] = '.';
+	}
+	return t;
 }
 
 size_t sv_fmt_f64_decimal(char *buf, double f)
@@ -360,77 +364,153 @@ size_t sv_fmt_f64_decimal(char *buf, double f)
 	return fmt_decimal(buf, f);
 }
 
-/* Shortest of %.15g, %.16g, %.17g that reads back as f (%.17g always
- * does). A locale with a ',' decimal point would break JSON, so any byte
- * that is not part of a C-locale number is mapped back to '.'. */
-static void put_f64(sv_buf_t *out, double f)
+/* Lay out the shortest round-trip digits of f (core/codec_dtoa.cc) as the
+ * encoder always has, so that output stays byte for byte what it was
+ * wherever that was already the shortest:
+ *  - at most 6 decimals, |f| < 1e9: plain decimals ("12.5", "0.00005"),
+ *    which the ≤ 6-decimal fast path (fmt_decimal) printed;
+ *  - otherwise what the shortest of %.15g, %.16g and %.17g that reads back
+ *    printed: %g at precision P = max(15, digits), i.e. an exponent
+ *    ("1e+16", "5e-324", at least two exponent digits) when the decimal
+ *    exponent is below -4 or at least P, else plain decimals.
+ * The old search printed more digits than needed in a few cases, which
+ * are now shorter: subnormals ("4.94065645841247e-324" is "5e-324") and
+ * some exact powers of two (the rounding interval is narrower below, so
+ * %.16g's nearest text missed it while another 16-digit text is in it). */
+size_t sv_fmt_f64(char *buf, double f)
 {
 	if (!isfinite(f)) {
-		sv_buf_append(out, "null", 4);
-		return;
+		memcpy(buf, "null", 4);
+		return 4;
 	}
 	if (f == trunc(f) && fabs(f) < 9007199254740992.0 &&
-	    !(f == 0 && signbit(f))) {
-		put_i64(out, (int64_t)f);
-		return;
-	}
-	/* Fast path (bench/BASELINE.md: put_f64 was ~20% of W1): a value with
-	 * at most 6 decimals (fmt_decimal). */
-	char tmp[40];
-	size_t d = fmt_decimal(tmp, f);
-	if (d) {
-		sv_buf_append(out, tmp, d);
-		return;
-	}
-	int n = 0;
-	for (int prec = 15; prec <= 17; prec++) {
-		n = snprintf(tmp, sizeof(tmp), "%.*g", prec, f);
-		for (int i = 0; i < n; i++) {
-			char c = tmp[i];
-			if (!((c >= '0' && c <= '9') || c == '-' || c == '+' ||
-			      c == 'e'))
-				tmp[i] = '.';
+	    !(f == 0 && signbit(f)))
+		return sv_fmt_i64(buf, (int64_t)f);
+	/* Most prices and measurements have a few decimals: fmt_decimal
+	 * finds them in a multiply and a divide, cheaper than the digit
+	 * generation (bench_hot f64_text). What it returns 0 for needs more
+	 * than 6 decimals or is at least 1e9. */
+	size_t d = fmt_decimal(buf, f);
+	if (d)
+		return d;
+	char dig[SV_DTOA_DIGITS_MAX + 1];
+	int point, neg;
+	int nd = sv_codec_dtoa_shortest(f, dig, &point, &neg);
+	int x = point - 1; /* f = d.ddd * 10^x */
+	int prec = nd > 15 ? nd : 15;
+	size_t t = 0;
+	if (neg)
+		buf[t++] = '-';
+	if (x < -4 || x >= prec) {
+		buf[t++] = dig[0];
+		if (nd > 1) {
+			buf[t++] = '.';
+			memcpy(buf + t, dig + 1, (size_t)nd - 1);
+			t += (size_t)nd - 1;
 		}
-		double back;
-		if (prec == 17 ||
-		    (sv_codec_strtod(tmp, (size_t)n, &back) == 0 && back == f))
-			break;
+		buf[t++] = 'e';
+		buf[t++] = x < 0 ? '-' : '+';
+		int ax = x < 0 ? -x : x;
+		if (ax >= 100)
+			buf[t++] = (char)('0' + ax / 100);
+		buf[t++] = (char)('0' + ax / 10 % 10);
+		buf[t++] = (char)('0' + ax % 10);
+		return t;
 	}
-	sv_buf_append(out, tmp, (size_t)n);
+	if (point <= 0) {
+		buf[t++] = '0';
+		buf[t++] = '.';
+		memset(buf + t, '0', (size_t)-point);
+		t += (size_t)-point;
+		memcpy(buf + t, dig, (size_t)nd);
+		return t + (size_t)nd;
+	}
+	if (nd <= point) { /* an integer of 2^53 or more */
+		memcpy(buf + t, dig, (size_t)nd);
+		t += (size_t)nd;
+		memset(buf + t, '0', (size_t)(point - nd));
+		return t + (size_t)(point - nd);
+	}
+	memcpy(buf + t, dig, (size_t)point);
+	t += (size_t)point;
+	buf[t++] = '.';
+	memcpy(buf + t, dig + point, (size_t)(nd - point));
+	return t + (size_t)(nd - point);
 }
 
+/* Names without a byte that JSON escapes (nearly all) are copied as they
+ * are: "name": into d, which has room for it. Returns the end, or NULL
+ * when the name needs escaping (nothing useful written). */
+static inline char *put_plain_name(char *d, const char *name, size_t n)
+{
+	*d++ = '"';
+	for (size_t k = 0; k < n; k++) {
+		unsigned char c = (unsigned char)name[k];
+		if (c < 0x20 || c == '"' || c == '\\')
+			return NULL;
+		*d++ = (char)c;
+	}
+	*d++ = '"';
+	*d++ = ':';
+	return d;
+}
+
+/* One reserve per field, then each piece written in place: a row was ~25
+ * calls into sv_buf (putc, append, json_str) before, which was a good part
+ * of the encoder's cost on W1 (bench/BASELINE.md, "W1 CPU per record").
+ * String values and names that need escaping still go through
+ * sv_buf_json_str, so the text is what it always was. */
 void sv_json_encode_row(const sv_schema_t *schema, const sv_value_t *row,
 			sv_buf_t *out)
 {
-	sv_buf_putc(out, '{');
+	sv_buf_reserve(out, 1);
+	out->data[out->len++] = '{';
 	for (size_t i = 0; i < schema->nfields; i++) {
 		const sv_field_t *f = &schema->fields[i];
 		const sv_value_t *v = &row[i];
+		size_t nl = strlen(f->name);
+		/* ',' + "name": + the longest non-string value */
+		sv_buf_reserve(out, nl + 4 + SV_FMT_F64_MAX);
+		char *d = out->data + out->len;
 		if (i)
-			sv_buf_putc(out, ',');
-		sv_buf_json_str(out, f->name, strlen(f->name));
-		sv_buf_putc(out, ':');
+			*d++ = ',';
+		char *e = put_plain_name(d, f->name, nl);
+		if (!e) {
+			out->len = (size_t)(d - out->data);
+			sv_buf_json_str(out, f->name, nl);
+			sv_buf_reserve(out, 1 + SV_FMT_F64_MAX);
+			e = out->data + out->len;
+			*e++ = ':';
+		}
 		switch (v->type) {
 		case SV_T_BOOL:
-			if (v->v.b)
-				sv_buf_append(out, "true", 4);
-			else
-				sv_buf_append(out, "false", 5);
+			if (v->v.b) {
+				memcpy(e, "true", 4);
+				e += 4;
+			} else {
+				memcpy(e, "false", 5);
+				e += 5;
+			}
 			break;
 		case SV_T_INT64:
 		case SV_T_TIMESTAMP:
-			put_i64(out, v->v.i);
+			e += sv_fmt_i64(e, v->v.i);
 			break;
 		case SV_T_FLOAT64:
-			put_f64(out, v->v.f);
+			e += sv_fmt_f64(e, v->v.f);
 			break;
 		case SV_T_STRING:
+			out->len = (size_t)(e - out->data);
 			sv_buf_json_str(out, v->v.s, v->len);
-			break;
+			continue;
 		default:
-			sv_buf_append(out, "null", 4);
+			memcpy(e, "null", 4);
+			e += 4;
 			break;
 		}
+		out->len = (size_t)(e - out->data);
 	}
-	sv_buf_putc(out, '}');
+	sv_buf_reserve(out, 1);
+	out->data[out->len++] = '}';
+	out->data[out->len] = '\0';
 }

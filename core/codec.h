@@ -50,6 +50,14 @@ void sv_json_encode_row(const sv_schema_t *schema, const sv_value_t *row,
 #define SV_FMT_I64_MAX 20 /* "-9223372036854775808" */
 /* v in decimal into buf (SV_FMT_I64_MAX bytes); returns the length. */
 size_t sv_fmt_i64(char *buf, int64_t v);
+/* f as JSON number text (SV_FMT_F64_MAX bytes; no NUL): integers below
+ * 2^53 as integers, others from their shortest round-trip digits, in the
+ * layout of the shortest of %.15g/%.16g/%.17g that reads back ("0.1",
+ * "123.45600000000002", "1e+16", "5e-324") except that values with at
+ * most 6 decimals below 1e9 are plain decimals ("0.00005"); non-finite as
+ * "null". What sv_json_encode_row writes. Returns the length. */
+#define SV_FMT_F64_MAX 32 /* "-0.00012345678901234567", "-1.79...e+308" */
+size_t sv_fmt_f64(char *buf, double f);
 /* f as its shortest decimal text when it has at most 6 decimals and
  * 1e-4 <= |f| < 1e9 and is not an integer ("12.5", "-0.05"): exactly what
  * the shortest round-tripping %.15g..%.17g prints for it. Returns the

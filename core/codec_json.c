@@ -23,6 +23,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---- codec-internal (defined in codec.c) ---- */
 void sv_codec_reason(char *reason, size_t reason_len, const char *fmt, ...)
@@ -43,6 +46,8 @@ typedef struct sv_json_dec {
 	size_t nf;
 	uint32_t *name_len; /* per field */
 	bool *plain; /* name needs no JSON escaping (fast key match) */
+	uint64_t *kword; /* plain names < 8 bytes: name + '"', zero-padded */
+	uint64_t *kmask; /* ... and the mask of its bytes; 0 = longer */
 	uint32_t *slots; /* hash table: field index + 1, 0 = empty */
 	uint32_t mask;
 	uint32_t *seen; /* per field: gen of the record that set it */
@@ -82,6 +87,8 @@ void *sv_codec_json_new(const sv_schema_t *schema)
 	size_t n = dec->nf ? dec->nf : 1;
 	dec->name_len = sv_calloc(n, sizeof(uint32_t));
 	dec->plain = sv_calloc(n, sizeof(bool));
+	dec->kword = sv_calloc(n, sizeof(uint64_t));
+	dec->kmask = sv_calloc(n, sizeof(uint64_t));
 	dec->seen = sv_calloc(n, sizeof(uint32_t));
 	dec->required = sv_calloc(n, sizeof(uint32_t));
 	uint32_t size = 8;
@@ -97,6 +104,14 @@ void *sv_codec_json_new(const sv_schema_t *schema)
 			if ((unsigned char)*q < 0x20 ||
 			    (unsigned char)*q > 0x7e || *q == '"' || *q == '\\')
 				dec->plain[i] = false;
+		if (dec->plain[i] && dec->name_len[i] < 8) {
+			unsigned char w[8] = {0}, m[8] = {0};
+			memcpy(w, name, dec->name_len[i]);
+			w[dec->name_len[i]] = '"';
+			memset(m, 0xff, dec->name_len[i] + 1);
+			memcpy(&dec->kword[i], w, 8);
+			memcpy(&dec->kmask[i], m, 8);
+		}
 		uint32_t h = key_hash(name, dec->name_len[i]) & dec->mask;
 		while (dec->slots[h])
 			h = (h + 1) & dec->mask;
@@ -115,6 +130,8 @@ void sv_codec_json_destroy(void *impl)
 		return;
 	free(dec->name_len);
 	free(dec->plain);
+	free(dec->kword);
+	free(dec->kmask);
 	free(dec->slots);
 	free(dec->seen);
 	free(dec->required);
@@ -217,19 +234,45 @@ static int scan_string(jctx_t *c, const char **pp, const char **s, size_t *n,
 	bool e = false;
 	*s = p;
 	for (;;) {
+#if defined(__SSE2__)
+		/* 16 bytes at a time, to the first quote, backslash, control
+		 * or non-ASCII byte (a signed compare below 0x20 catches the
+		 * last two at once). */
+		while (end - p >= 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)p);
+			__m128i m = _mm_or_si128(
+				_mm_or_si128(
+					_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+					_mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+				_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+			unsigned bits = (unsigned)_mm_movemask_epi8(m);
+			if (bits) {
+				p += __builtin_ctz(bits);
+				goto special;
+			}
+			p += 16;
+		}
+#endif
 		/* 8 plain ASCII bytes at a time: no quote, backslash, control
-		 * or non-ASCII byte. */
+		 * or non-ASCII byte. The lowest flagged byte is exact (a
+		 * borrow only flags bytes above a flagged one). */
 		while (end - p >= 8) {
 			uint64_t x;
 			memcpy(&x, p, 8);
 			uint64_t q = x ^ (ONES * '"');
 			uint64_t bs = x ^ (ONES * '\\');
-			uint64_t t = ((q - ONES) & ~q) | ((bs - ONES) & ~bs) |
-				((x - ONES * 0x20) & ~x) | x;
-			if (t & HIGHS)
+			uint64_t t = (((q - ONES) & ~q) | ((bs - ONES) & ~bs) |
+				      ((x - ONES * 0x20) & ~x) | x) &
+				HIGHS;
+			if (t) {
+				p += __builtin_ctzll(t) / 8;
 				break;
+			}
 			p += 8;
 		}
+#if defined(__SSE2__)
+	special:
+#endif
 		if (p >= end)
 			return syntax(c, p, "unterminated string");
 		unsigned char ch = (unsigned char)*p;
@@ -629,6 +672,74 @@ static const char *string_text(jctx_t *c, const char *s, size_t *n, bool esc)
 	return sb->data;
 }
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* The leading decimal digits among the 8 bytes at p: their count (0..8)
+ * into *len and their value. A byte is a digit when, less '0', it is at
+ * most 9: its high nibble is 0 and adding 6 keeps it 0 (a carry out of a
+ * byte only happens past a non-digit, above the run). */
+static inline uint64_t digits8(const char *p, int *len)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+	uint64_t a = x ^ 0x3030303030303030ULL;
+	uint64_t bad = ((a + 0x0606060606060606ULL) | a) &
+		0xF0F0F0F0F0F0F0F0ULL;
+	int n = bad ? __builtin_ctzll(bad) / 8 : 8;
+	*len = n;
+	if (!n)
+		return 0;
+	/* the run to the top bytes, zeros (leading zero digits) below */
+	uint64_t y = a << (64 - 8 * n);
+	y = (y * 10 + (y >> 8)) & 0x00FF00FF00FF00FFULL;
+	y = (y * 100 + (y >> 16)) & 0x0000FFFF0000FFFFULL;
+	return (y * 10000 + (y >> 32)) & 0xFFFFFFFFULL;
+}
+#endif
+
+/* The common integer, for an int64 or timestamp field: an optional '-',
+ * 1 to 17 digits without a leading zero, then a byte that cannot continue
+ * a number. Scans it in one pass and returns true with *v set; anything
+ * else (0, more digits, a fraction or exponent, the payload's end right
+ * after the digits) returns false with nothing consumed, for scan_number
+ * to read, or reject, with its messages. */
+static inline bool read_plain_int(jctx_t *c, const char **pp, sv_type_t t,
+				  sv_value_t *v)
+{
+	const char *q = *pp, *end = c->end;
+	bool neg = *q == '-';
+	q += neg;
+	if (q >= end || *q < '1' || *q > '9')
+		return false;
+	const char *d0 = q;
+	uint64_t m = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* Up to 16 digits 8 bytes at a time, without a branch per digit
+	 * (numbers of varying length mispredict a digit loop's exit). */
+	static const uint64_t p10[9] = {
+		1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+	for (int k = 0; k < 2 && end - q >= 8; k++) {
+		int len;
+		uint64_t val = digits8(q, &len);
+		m = m * p10[len] + val;
+		q += len;
+		if (len < 8)
+			goto digits_done;
+	}
+#endif
+	while (q < end && (unsigned char)(*q - '0') < 10 && q - d0 < 17)
+		m = m * 10 + (uint64_t)(*q++ - '0');
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+digits_done:
+#endif
+	if (q >= end || (unsigned char)(*q - '0') < 10 || *q == '.' ||
+	    *q == 'e' || *q == 'E')
+		return false;
+	int64_t i = neg ? -(int64_t)m : (int64_t)m;
+	*v = t == SV_T_INT64 ? sv_int(i) : sv_ts(i);
+	*pp = q;
+	return true;
+}
+
 /* Read the value at *pp (past whitespace) into field idx of the row. */
 static int read_field(jctx_t *c, const char **pp, size_t idx)
 {
@@ -692,6 +803,9 @@ static int read_field(jctx_t *c, const char **pp, size_t idx)
 	default: {
 		if (*p != '-' && (*p < '0' || *p > '9'))
 			return syntax(c, p, "value expected");
+		if ((t == SV_T_INT64 || t == SV_T_TIMESTAMP) &&
+		    read_plain_int(c, &p, t, v))
+			break;
 		jnum_t num;
 		if (scan_number(c, &p, &num))
 			return -1;
@@ -746,8 +860,18 @@ static int decode_object(jctx_t *c)
 		size_t h = dec->hint;
 		if (h < dec->nf && dec->plain[h]) {
 			size_t hl = dec->name_len[h];
-			if ((size_t)(end - p) > hl + 1 && p[hl + 1] == '"' &&
-			    key_eq(p + 1, dec->schema->fields[h].name, hl)) {
+			uint64_t w;
+			if (dec->kmask[h] && end - p > 8) {
+				/* name and closing quote in one compare */
+				memcpy(&w, p + 1, 8);
+				if (!((w ^ dec->kword[h]) & dec->kmask[h])) {
+					idx = (int)h;
+					p += hl + 2;
+				}
+			} else if ((size_t)(end - p) > hl + 1 &&
+				   p[hl + 1] == '"' &&
+				   key_eq(p + 1, dec->schema->fields[h].name,
+					  hl)) {
 				idx = (int)h;
 				p += hl + 2;
 			}

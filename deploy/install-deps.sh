@@ -34,6 +34,7 @@ required=(
     libprotobuf-c-dev protobuf-c-compiler
     libprotobuf-dev          # google/protobuf/{any,empty}.proto for the Substrait protos
     libmicrohttpd-dev libgnutls28-dev libcmocka-dev libjansson-dev libfyaml-dev libssl-dev
+    libdouble-conversion-dev # shortest float digits in the JSON encoder (core/codec_dtoa.cc)
     kcat                     # produce/consume from shell tests
     prometheus               # only for promtool (metrics format checks)
     python3-confluent-kafka  # transactional check in broker smoke test

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "core/codec.h"
+#include "tests/unit/codec_ref.h"
 
 /* The fixture: a schema like our Kafka records, a JSON and a CSV decoder
  * and a batch, all owned by the test state and freed in teardown. */
@@ -263,6 +265,14 @@ static void test_json_floats(void **state)
 	}
 }
 
+static uint64_t rng_next(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
 static void test_json_int64(void **state)
 {
 	fx_t *fx = *state;
@@ -282,6 +292,49 @@ static void test_json_int64(void **state)
 	bad_json(fx, "{\"id\":1e3}", "field 'id': expected int64, got float");
 	bad_json(fx, "{\"id\":1,\"ts\":1.5}",
 		 "field 'ts': expected timestamp_ms, got float");
+
+	/* integers of 1..20 digits, +-, followed by every kind of byte, with
+	 * and without room after them for the 8-byte digit loads: the value
+	 * is strtoll's, or the old reasons */
+	static const char *const after[] = {"}",   ",\"ok\":true}", " }",
+					    ".5}", "e3}",           "E3}",
+					    "x}",  "\x80}",         "/}"};
+	uint64_t st = 99;
+	char num[32], buf[96];
+	for (int len = 1; len <= 20; len++)
+		for (int k = 0; k < 40; k++) {
+			int t = 0;
+			if (k % 2)
+				num[t++] = '-';
+			for (int i = 0; i < len; i++)
+				num[t++] =
+					(char)('0' +
+					       (i == 0 ? 1 + rng_next(&st) % 9
+						       : rng_next(&st) % 10));
+			num[t] = 0;
+			const char *a =
+				after[(size_t)k %
+				      (sizeof(after) / sizeof(after[0]))];
+			snprintf(buf, sizeof(buf), "{\"id\":%s%s", num, a);
+			errno = 0;
+			long long want = strtoll(num, NULL, 10);
+			bool range = errno != ERANGE;
+			if (a[0] == '.' || a[0] == 'e' || a[0] == 'E') {
+				bad_json(fx, buf,
+					 "field 'id': expected int64, got "
+					 "float");
+			} else if (!range) {
+				bad_json(fx, buf,
+					 "field 'id': integer out of int64 "
+					 "range");
+			} else if (a[0] == 'x' || a[0] == '/' ||
+				   (unsigned char)a[0] == 0x80) {
+				bad_json(fx, buf, "malformed JSON at byte");
+			} else {
+				r = ok_json(fx, buf);
+				assert_int_equal(r[F_ID].v.i, want);
+			}
+		}
 }
 
 static void test_json_wrong_types(void **state)
@@ -690,6 +743,101 @@ static void test_csv_errors(void **state)
 	ok_csv(fx, "1,,,,,,");
 }
 
+/* Every kind of special byte at every offset of a string, with as many
+ * plain bytes after it, so that it lands in the 16-byte (SSE2) and 8-byte
+ * scans and the byte-wise tail alike: escapes and UTF-8 are decoded,
+ * control characters and bad UTF-8 rejected with the same reasons, the byte
+ * the error names is the special one, and keys of every length match the
+ * schema by the fast compare. */
+static void test_json_string_offsets(void **state)
+{
+	fx_t *fx = *state;
+	static const struct {
+		const char *in, *out, *err;
+	} kinds[] = {
+		{"\\n", "\n", NULL},
+		{"\\\"", "\"", NULL},
+		{"\\u20ac", "\xe2\x82\xac", NULL},
+		{"\xc3\xa9", "\xc3\xa9", NULL},
+		{"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", NULL},
+		{"\x01", NULL, "unescaped control character in string"},
+		{"\x1f", NULL, "unescaped control character in string"},
+		{"\xc3(", NULL, "invalid UTF-8 in string"},
+		{"\xff", NULL, "invalid UTF-8 in string"},
+		{"\x7f", "\x7f", NULL}, /* DEL is a plain byte */
+	};
+	char buf[256], want[128], reason[160];
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		for (int off = 0; off < 40; off++)
+			for (int tail = 0; tail < 20; tail += 19) {
+				char pre[64], post[32];
+				for (int i = 0; i < off; i++)
+					pre[i] = (char)('a' + i % 26);
+				pre[off] = 0;
+				memset(post, 'z', (size_t)tail);
+				post[tail] = 0;
+				int n = snprintf(
+					buf, sizeof(buf),
+					"{\"id\":1,\"url\":\"%s%s%s\"}", pre,
+					kinds[k].in, post);
+				if (kinds[k].err) {
+					snprintf(
+						reason, sizeof(reason),
+						"malformed JSON at byte %d: %s",
+						15 + off, kinds[k].err);
+					int rc = decode_n(fx, fx->json, buf,
+							  (size_t)n);
+					assert_int_equal(rc, -1);
+					assert_string_equal(fx->reason, reason);
+					continue;
+				}
+				int w = snprintf(want, sizeof(want), "%s%s%s",
+						 pre, kinds[k].out, post);
+				const sv_value_t *r = ok_json(fx, buf);
+				assert_str(&r[F_URL], want, (size_t)w);
+			}
+	/* keys of 0..12 bytes, each right before the end of the payload */
+	sv_schema_t *s = sv_schema_new();
+	char names[13][16];
+	for (int len = 0; len <= 12; len++) {
+		memset(names[len], 'k', (size_t)len);
+		names[len][len] = 0;
+		sv_schema_add(s, names[len], SV_T_INT64, true);
+	}
+	sv_decoder_t *dec = sv_decoder_new(SV_FMT_JSON, s);
+	sv_batch_t b;
+	sv_batch_init(&b, s);
+	for (int len = 0; len <= 12; len++) {
+		int n = snprintf(buf, sizeof(buf), "{\"%s\":%d}", names[len],
+				 len + 100);
+		char *copy = malloc((size_t)n);
+		memcpy(copy, buf, (size_t)n);
+		assert_int_equal(sv_decoder_decode(dec, copy, (size_t)n, &b,
+						   NULL, reason,
+						   sizeof(reason)),
+				 0);
+		const sv_value_t *r = sv_batch_row(&b, b.nrows - 1);
+		for (int c = 0; c <= 12; c++)
+			if (c == len)
+				assert_int_equal(r[c].v.i, len + 100);
+			else
+				assert_true(sv_is_null(&r[c]));
+		free(copy);
+	}
+	/* after "kk" the expected key is "kkk": "kkkx" is not it */
+	const char *in = "{\"kk\":1,\"kkkx\":2,\"kkk\":3}";
+	assert_int_equal(sv_decoder_decode(dec, in, strlen(in), &b, NULL,
+					   reason, sizeof(reason)),
+			 0);
+	const sv_value_t *r = sv_batch_row(&b, b.nrows - 1);
+	assert_int_equal(r[2].v.i, 1);
+	assert_int_equal(r[3].v.i, 3);
+	assert_true(sv_is_null(&r[4]));
+	sv_batch_release(&b);
+	sv_decoder_destroy(dec);
+	sv_schema_destroy(s);
+}
+
 /* ---- encoder ---- */
 
 static void test_encode_exact(void **state)
@@ -737,7 +885,16 @@ static void test_encode_floats(void **state)
 		{0.1 + 0.2, "{\"f\":0.30000000000000004}"},
 		{1e300, "{\"f\":1e+300}"},
 		{-2.5e-7, "{\"f\":-2.5e-07}"},
-		{5e-324, "{\"f\":4.94065645841247e-324}"},
+		/* the old %.15g search printed 4.94065645841247e-324 */
+		{5e-324, "{\"f\":5e-324}"},
+		{0.00005, "{\"f\":0.00005}"},
+		{-0.000123, "{\"f\":-0.000123}"},
+		{0.0001234567, "{\"f\":0.0001234567}"},
+		{1.5e16, "{\"f\":1.5e+16}"},
+		{9007199254740992.0, "{\"f\":9007199254740992}"},
+		{1e23, "{\"f\":1e+23}"},
+		{1.7976931348623157e308, "{\"f\":1.7976931348623157e+308}"},
+		{907.9999999999999, "{\"f\":907.9999999999999}"},
 		{3.0, "{\"f\":3}"},
 		{-0.0, "{\"f\":-0}"},
 		{123456789.125, "{\"f\":123456789.125}"},
@@ -754,14 +911,6 @@ static void test_encode_floats(void **state)
 	}
 	sv_buf_release(&out);
 	sv_schema_destroy(s);
-}
-
-static uint64_t rng_next(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
 }
 
 /* decode(encode(row)) == row, bit for bit, over random rows. */
@@ -1019,6 +1168,212 @@ static void test_encode_floats_random(void **state)
 	sv_schema_destroy(s);
 }
 
+/* sv_json_encode_row writes what the piecewise encoder wrote, over random
+ * schemas (names with and without bytes to escape, up to 40 fields) and
+ * rows of every type, appended to a buffer that already holds text and
+ * grows as it goes; floats are kept to values the old printer printed
+ * shortest (no subnormals). */
+static void test_encode_vs_reference(void **state)
+{
+	(void)state;
+	static const char *const names[] = {
+		"id",
+		"a\"b",
+		"tab\there",
+		"x",
+		"",
+		"\x01ctl",
+		"back\\slash",
+		"auction",
+		"a_rather_long_field_name_of_forty_bytes__",
+		"\xc3\xa9t\xc3\xa9"};
+	static const char *const strs[] = {"",      "plain", "q\"uote",
+					   "nl\nx", "\x1f",  "\xe2\x82\xac"};
+	uint64_t st = 12345;
+	sv_buf_t got, want;
+	sv_buf_init(&got);
+	sv_buf_init(&want);
+	for (int it = 0; it < 3000; it++) {
+		sv_schema_t *s = sv_schema_new();
+		size_t nf = 1 + rng_next(&st) % 40;
+		sv_value_t row[40];
+		char fname[40][64];
+		for (size_t i = 0; i < nf; i++) {
+			uint64_t r = rng_next(&st);
+			snprintf(fname[i], sizeof(fname[i]), "%s%zu",
+				 names[r % (sizeof(names) / sizeof(names[0]))],
+				 i);
+			double f;
+			uint64_t bits = rng_next(&st);
+			memcpy(&f, &bits, sizeof(f));
+			if (fpclassify(f) == FP_SUBNORMAL)
+				f = 0.5;
+			switch ((r >> 8) % 7) {
+			case 0:
+				row[i] = sv_bool(r & 1024);
+				break;
+			case 1:
+				row[i] = sv_int((int64_t)rng_next(&st));
+				break;
+			case 2:
+				row[i] = sv_ts((int64_t)(r >> 20));
+				break;
+			case 3:
+				row[i] = sv_float(
+					r & 4096
+						? f
+						: (double)(r % 100000) * 0.908);
+				break;
+			case 4: {
+				const char *t = strs[(r >> 16) % 6];
+				row[i] = sv_str(t, (uint32_t)strlen(t));
+				break;
+			}
+			case 5:
+				row[i] = sv_float(r & 2048 ? NAN : -INFINITY);
+				break;
+			default:
+				row[i] = sv_null();
+			}
+			sv_schema_add(s, fname[i],
+				      row[i].type == SV_T_NULL ? SV_T_STRING
+							       : row[i].type,
+				      true);
+		}
+		if (it % 50 == 0) {
+			sv_buf_reset(&got);
+			sv_buf_reset(&want);
+			sv_buf_puts(&got, "prefix ");
+			sv_buf_puts(&want, "prefix ");
+		}
+		sv_json_encode_row(s, row, &got);
+		ref_json_encode_row(s, row, &want);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.data, want.data, got.len + 1);
+		sv_schema_destroy(s);
+	}
+	sv_buf_release(&got);
+	sv_buf_release(&want);
+}
+
+/* Significant digits of a number's text ("-0.00120" → 2, "1.5e+16" → 2). */
+static int sig_digits(const char *p)
+{
+	const char *first = NULL, *last = NULL;
+	for (; *p && *p != 'e'; p++)
+		if (*p >= '1' && *p <= '9') {
+			if (!first)
+				first = p;
+			last = p;
+		}
+	if (!first)
+		return 1; /* "0", "-0" */
+	int n = 0;
+	for (const char *q = first; q <= last; q++)
+		n += *q >= '0' && *q <= '9';
+	return n;
+}
+
+/* sv_fmt_f64 (shortest digits from double-conversion) against the old
+ * printer (tests/unit/codec_ref.h) over random doubles of every kind:
+ * raw bit patterns, subnormals, +-0, huge and tiny exponents, integers
+ * around 2^53 and beyond, W1's price * 0.908, cents, micro-units. Each
+ * output reads back (strtod) to the same bits; where the old printer's
+ * text was already the shortest (as many significant digits) the new one
+ * is byte-identical; elsewhere it has fewer digits. */
+static void test_encode_floats_vs_printf(void **state)
+{
+	(void)state;
+	uint64_t st = 0x9E3779B97F4A7C15ULL;
+	long same = 0, shorter = 0;
+	for (int i = 0; i < 200000; i++) {
+		uint64_t r = rng_next(&st), bits;
+		double f;
+		switch (i % 10) {
+		case 0: /* any bit pattern */
+			memcpy(&f, &r, sizeof(f));
+			break;
+		case 1: /* subnormal */
+			bits = (r & 0x800FFFFFFFFFFFFFULL);
+			memcpy(&f, &bits, sizeof(f));
+			break;
+		case 2: /* W1: price * 0.908 */
+			f = (double)(int64_t)(r % 100000000ULL) * 0.908;
+			break;
+		case 3: /* cents */
+			f = (double)(int64_t)(r % 2000000000ULL) / 100.0 - 1e7;
+			break;
+		case 4: /* micro-units and below 1e-4 */
+			f = (double)(int64_t)(r % 100000ULL) /
+				pow(10, 6 + (int)(r >> 60) % 4);
+			break;
+		case 5: /* integers of 2^53 and beyond */
+			f = ldexp((double)(r >> 11), 1 + (int)(r % 40));
+			break;
+		case 6: /* a 53-bit mantissa at a wide decimal scale */
+			f = (double)(r >> 11) / 9007199254740992.0 *
+				pow(10, (int)(r % 80) - 40);
+			break;
+		case 7: /* huge and tiny exponents */
+			bits = (r & 0x800FFFFFFFFFFFFFULL) |
+				((uint64_t)(r % 2 ? 1 + (r >> 52) % 40
+						  : 2006 + (r >> 52) % 40)
+				 << 52);
+			memcpy(&f, &bits, sizeof(f));
+			break;
+		case 8: { /* neighbours of powers of 10 and 2 */
+			double base = r % 2 ? pow(10, (int)(r % 600) - 300)
+					    : ldexp(1, (int)(r % 2000) - 1000);
+			f = (r >> 8) % 3 == 0       ? base
+				: (r >> 8) % 3 == 1 ? nextafter(base, 0)
+						    : nextafter(base, INFINITY);
+			break;
+		}
+		default: { /* specials */
+			static const double sp[] = {0.0,
+						    -0.0,
+						    5e-324,
+						    -5e-324,
+						    2.2250738585072014e-308,
+						    2.2250738585072009e-308,
+						    1.7976931348623157e308,
+						    -1.7976931348623157e308,
+						    1e23,
+						    9007199254740993.0,
+						    0.1,
+						    0.5,
+						    1e-5,
+						    1e21};
+			f = sp[r % (sizeof(sp) / sizeof(sp[0]))];
+		}
+		}
+		if (!isfinite(f))
+			continue;
+		char got[SV_FMT_F64_MAX + 1], old[40];
+		size_t n = sv_fmt_f64(got, f);
+		assert_true(n <= SV_FMT_F64_MAX);
+		got[n] = 0;
+		double back = strtod(got, NULL);
+		if (memcmp(&back, &f, sizeof(f)))
+			fail_msg("%.17g (%016llx) printed as %s, reads back as "
+				 "%.17g",
+				 f, (unsigned long long)r, got, back);
+		ref_fmt_f64_printf(old, f);
+		if (!strcmp(got, old)) {
+			same++;
+			continue;
+		}
+		if (sig_digits(got) >= sig_digits(old))
+			fail_msg("%.17g printed as %s, the old printer's %s is "
+				 "as short",
+				 f, got, old);
+		shorter++;
+	}
+	print_message("floats: %ld as before, %ld shorter than before\n", same,
+		      shorter);
+	assert_true(same > 150000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1037,6 +1392,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_json_escapes_unicode,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json_string_offsets, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_json_malformed, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_json_timestamps, setup,
@@ -1051,6 +1408,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test(test_encode_floats),
 		cmocka_unit_test(test_encode_floats_random),
+		cmocka_unit_test(test_encode_floats_vs_printf),
+		cmocka_unit_test(test_encode_vs_reference),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
