@@ -17,7 +17,7 @@ repo=$(cd "$here/../.." && pwd)
 # (tests/e2e/deploy.sh checks this against ldd of the built binary).
 runtime_packages=(
     librdkafka1 librocksdb7.8 libprotobuf-c1 libmicrohttpd12 libjansson4
-    libfyaml0 libssl3 ca-certificates curl
+    libfyaml0 libdouble-conversion3 libssl3 ca-certificates curl
 )
 
 step=${1:-}
