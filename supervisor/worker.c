@@ -1083,7 +1083,11 @@ static sv_error_t *group_step(member_t *m)
  * poll may never come back short), or a poll that returned rows but fewer
  * than a full batch with every partition read to the end it knows; at the
  * latest after the interval (docs/performance.md "Exactly-once
- * recovery"). Each member decides for itself, at any parallelism. */
+ * recovery"). A checkpoint taken for another reason (the interval, a
+ * request) while the backlog is still being read does not end the rule:
+ * what was written after the kill becomes visible once the backlog is
+ * through, not an interval later. Each member decides for itself, at any
+ * parallelism. */
 #define CATCHUP_MAX_PARTS 256
 typedef struct catchup {
 	bool taken; /* the ends are noted (n = 0: unknown, not used) */
@@ -1101,6 +1105,17 @@ static bool backlog_read(const catchup_t *c, const sv_partpos_t *pos, size_t n)
 		    pos[i].next_offset < c->end[i])
 			return false;
 	return true;
+}
+
+/* The backlog noted at the first poll is still being read: ends known and
+ * some partition not yet past its end. */
+static bool backlog_pending(member_t *m, const catchup_t *c)
+{
+	if (!c->taken || !c->n)
+		return false;
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(m->src, &pos);
+	return !backlog_read(c, pos, n);
 }
 
 static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
@@ -1755,7 +1770,10 @@ static sv_error_t *run(member_t *m)
 	if (w->checkpointing && (err = recover(m)))
 		return err;
 	int64_t next_commit = sv_mono_ms() + interval;
-	bool first_pending = true; /* no checkpoint of this attempt yet */
+	/* the catch-up checkpoint of this attempt is still to come (an
+	 * interval checkpoint during the backlog does not count) */
+	bool first_pending = true;
+	bool first_logged = false; /* the attempt's first checkpoint */
 	catchup_t catchup = {0};
 	int64_t t_started = sv_mono_ms();
 	bool eof = false;
@@ -1826,16 +1844,21 @@ static sv_error_t *run(member_t *m)
 				err = fenced(m, err);
 			if (err)
 				return err;
-			if (first_pending && w->transactional)
+			if (first_pending && w->transactional &&
+			    (first_due || !first_logged))
 				sv_log(&m->log, SV_LOG_INFO, "worker",
-				       "member %d: first checkpoint %lld ms "
+				       "member %d: %s checkpoint %lld ms "
 				       "after reading started (%s), committed "
 				       "in %lld ms",
-				       m->index, (long long)(t_ck - t_started),
+				       m->index,
+				       first_logged ? "catch-up" : "first",
+				       (long long)(t_ck - t_started),
 				       first_due ? "caught up" : "interval",
 				       (long long)(sv_mono_ms() - t_ck));
 			update_state_size(m);
-			first_pending = false;
+			first_logged = true;
+			if (first_due || !backlog_pending(m, &catchup))
+				first_pending = false;
 			next_commit = sv_mono_ms() + interval;
 			t_loop = mono_us(); /* checkpoint time is its own */
 		}
