@@ -132,6 +132,30 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				const int32_t *tasks, size_t ntasks, int member,
 				sv_error_t *err, sv_ckpt_info_t *info);
 
+/* Checkpoint id, holding pl's operator states (deltas when delta, opbytes
+ * bytes of them), is durable: the operators' changes count from here and
+ * the chain in moves on (the job's at parallelism 1, a task's above). */
+static void chain_moved(sv_ckpt_incr_t *in, sv_pipeline_t *pl, int64_t id,
+			bool delta, int64_t opbytes)
+{
+	for (size_t i = 0; i < sv_pipeline_len(pl); i++) {
+		sv_op_t *op = sv_pipeline_op(pl, i);
+		if (op->ops->checkpointed)
+			op->ops->checkpointed(op);
+	}
+	if (delta) {
+		in->chain++;
+		in->delta_bytes += opbytes;
+		in->deltas++;
+	} else {
+		in->chain = 0;
+		in->full_bytes = opbytes;
+		in->delta_bytes = 0;
+		in->fulls++;
+	}
+	in->prev = id;
+}
+
 /* Step k of the checkpoint ended now: its time since *us, which moves on. */
 static void step_done(sv_ckpt_info_t *info, int k, int64_t *us)
 {
@@ -195,26 +219,10 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	step_done(info, SV_CKPT_STEP_WRITE, &us);
 	if (!err && conf->incr) {
 		/* the state is durable: the next delta counts from here */
-		for (size_t i = 0; i < sv_pipeline_len(p->pl); i++) {
-			sv_op_t *op = sv_pipeline_op(p->pl, i);
-			if (op->ops->checkpointed)
-				op->ops->checkpointed(op);
-		}
-		sv_ckpt_incr_t *in = conf->incr;
 		int64_t opbytes = 0;
 		for (size_t i = 0; i < rec.n_operators; i++)
 			opbytes += (int64_t)rec.operators[i]->state.len;
-		if (rec.delta_of > 0) {
-			in->chain++;
-			in->delta_bytes += opbytes;
-			in->deltas++;
-		} else {
-			in->chain = 0;
-			in->full_bytes = opbytes;
-			in->delta_bytes = 0;
-			in->fulls++;
-		}
-		in->prev = id;
+		chain_moved(conf->incr, p->pl, id, rec.delta_of > 0, opbytes);
 	}
 	info->bytes = rec.bytes;
 	size_t nall = npos + npos2;
@@ -451,27 +459,14 @@ static int64_t task_delta_base(const sv_ckpt_conf_t *conf,
 static void task_committed(const sv_ckpt_conf_t *conf, sv_ckpt_task_t *t,
 			   int64_t id, bool delta, int64_t opbytes)
 {
-	sv_ckpt_incr_t *in = conf->incr, *ti = &t->incr;
+	sv_ckpt_incr_t *in = conf->incr;
 	if (!in || in->full_every <= 1)
 		return;
-	for (size_t i = 0; i < sv_pipeline_len(t->pl); i++) {
-		sv_op_t *op = sv_pipeline_op(t->pl, i);
-		if (op->ops->checkpointed)
-			op->ops->checkpointed(op);
-	}
-	if (delta) {
-		ti->chain++;
-		ti->delta_bytes += opbytes;
-		ti->deltas++;
+	chain_moved(&t->incr, t->pl, id, delta, opbytes);
+	if (delta)
 		in->deltas++;
-	} else {
-		ti->chain = 0;
-		ti->full_bytes = opbytes;
-		ti->delta_bytes = 0;
-		ti->fulls++;
+	else
 		in->fulls++;
-	}
-	ti->prev = id;
 }
 
 static const sv_partpos_t *find_pos(const sv_partpos_t *pos, size_t n,
