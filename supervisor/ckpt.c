@@ -719,6 +719,23 @@ static sv_error_t *task_base(const sv_ckpt_conf_t *conf, int32_t part,
 	return err;
 }
 
+/* The operator of pl that state os of checkpoint rec belongs to (same
+ * index and kind, able to restore), or a checkpoint error. */
+static sv_error_t *plan_op(sv_pipeline_t *pl, const ckrec_t *rec,
+			   const Streamvisor__OperatorState *os, sv_op_t **out)
+{
+	sv_op_t *op = os->index < sv_pipeline_len(pl)
+		? sv_pipeline_op(pl, os->index)
+		: NULL;
+	*out = op;
+	if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "checkpoint %lld holds state of operator "
+				    "%u (%s) that the plan does not have",
+				    (long long)rec->id, os->index, os->kind);
+	return NULL;
+}
+
 static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 			       const ckrec_t *rec, int32_t part, int *deepest)
 {
@@ -728,20 +745,12 @@ static sv_error_t *restore_ops(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 	}
 	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
 		const Streamvisor__OperatorState *os = rec->operators[i];
-		sv_op_t *op = os->index < sv_pipeline_len(pl)
-			? sv_pipeline_op(pl, os->index)
-			: NULL;
-		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
-			return sv_error_set_job(
-				sv_error_new(SV_ERR_CHECKPOINT,
-					     "checkpoint %lld holds state of "
-					     "operator %u (%s) that "
-					     "the plan does not have",
-					     (long long)rec->id, os->index,
-					     os->kind),
-				conf->job_id, conf->attempt);
-		sv_error_t *err = restore_op(conf, op, rec, os, part, 0,
-					     deepest);
+		sv_op_t *op;
+		sv_error_t *err = plan_op(pl, rec, os, &op);
+		if (err)
+			return sv_error_set_job(err, conf->job_id,
+						conf->attempt);
+		err = restore_op(conf, op, rec, os, part, 0, deepest);
 		if (err)
 			return ck_error(conf, err,
 					"cannot restore an operator");
@@ -802,17 +811,10 @@ static sv_error_t *apply_delta(const sv_ckpt_conf_t *conf, sv_pipeline_t *pl,
 {
 	for (size_t i = 0; !conf->ignore_state && i < rec->n_operators; i++) {
 		const Streamvisor__OperatorState *os = rec->operators[i];
-		sv_op_t *op = os->index < sv_pipeline_len(pl)
-			? sv_pipeline_op(pl, os->index)
-			: NULL;
-		if (!op || !op->ops->restore || strcmp(op->ops->name, os->kind))
-			return sv_error_new(SV_ERR_CHECKPOINT,
-					    "checkpoint %lld holds state of "
-					    "operator %u (%s) that the plan "
-					    "does not have",
-					    (long long)rec->id, os->index,
-					    os->kind);
-		sv_error_t *err;
+		sv_op_t *op;
+		sv_error_t *err = plan_op(pl, rec, os, &op);
+		if (err)
+			return err;
 		if (!os->delta)
 			err = op->ops->restore(op, (const char *)os->state.data,
 					       os->state.len);
