@@ -172,6 +172,35 @@ static bool wait_uncommitted(cluster_t *cl, int i, const char *id,
 	return false;
 }
 
+/* Wait up to timeout_ms for an open transaction's records to be on the
+ * output topic's log (some partition's high watermark past its last
+ * stable offset): records only queued in the producer leave nothing
+ * aborted behind a kill. Whether they were. */
+static bool wait_open_on_log(crash_t *c, const char *topic, int timeout_ms)
+{
+	rd_kafka_t *rc = cr_client(c, RD_KAFKA_CONSUMER, NULL, "read_committed",
+				   false);
+	rd_kafka_t *ru = cr_client(c, RD_KAFKA_CONSUMER, NULL,
+				   "read_uncommitted", false);
+	bool open = false;
+	int64_t deadline = sv_mono_ms() + timeout_ms;
+	while (!open && sv_mono_ms() < deadline) {
+		for (int p = 0; p < 2 && !open; p++) {
+			int64_t lo, lso, hw;
+			if (!rd_kafka_query_watermark_offsets(rc, topic, p, &lo,
+							      &lso, 5000) &&
+			    !rd_kafka_query_watermark_offsets(ru, topic, p, &lo,
+							      &hw, 5000))
+				open = hw > lso;
+		}
+		if (!open)
+			usleep(20000);
+	}
+	rd_kafka_destroy(rc);
+	rd_kafka_destroy(ru);
+	return open;
+}
+
 static void test_state_crash_loop(void **state)
 {
 	cr_par = 2; /* keyed input: partitioned_by ["k"] holds */
@@ -203,7 +232,8 @@ static void test_state_crash_loop(void **state)
 		usleep((useconds_t)(1000 + rnd(&c->rng) % 4000) * 1000);
 		int victim = (int)(rnd(&c->rng) % (uint64_t)nodes);
 		bool late = k % 2 == 1; /* every other kill: beyond */
-		bool open = wait_uncommitted(cl, victim, j->id, 4000);
+		bool open = wait_uncommitted(cl, victim, j->id, 4000) &&
+			wait_open_on_log(c, j->out, 2000);
 		hot += open;
 		cl_node_kill(cl, victim);
 		int64_t t_kill = sv_mono_ms();
