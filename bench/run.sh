@@ -7,7 +7,7 @@
 #                     [--contenders raw,streamvisor,kstreams,flink] [--workloads W1,W2,W3,W4]
 #                     [--no-latency] [--latency-s S] [--keep-broker]
 #                     [--parallelism 1,2] [--persons N] [--repartition]
-#                     [--memory-mb 0,64]
+#                     [--memory-mb 0,64] [--latency-rate N] [--downtime-s S]
 #
 #   --workloads L  default W1,W2,W3,W4; with --quick W1,W2,W3 (W4, the
 #                  lookup join, only when named: it loads two more topics)
@@ -35,6 +35,11 @@
 #                  list (resources.memory_mb; default 0: none); rows
 #                  "streamvisor[-pN]-mM" for M > 0 carry the largest memory
 #                  estimate the status showed (docs/performance.md)
+#   --latency-rate N  the latency/recovery runs' input rate (default: 50%
+#                  of streamvisor's bounded rate in this run), so paired
+#                  runs compare the same rate
+#   --downtime-s S the recovery run restarts S seconds after the kill
+#                  (default 0: at once); recovery_s is still from the kill
 #
 # Everything is written under build/bench/ (the broker's state in
 # build/bench/kafka, its own port 19492 so it never meets a test broker,
@@ -74,6 +79,8 @@ KEEP_BROKER=0
 PARALLELISM=1
 REPARTITION=0
 MEMORY_MB=0
+LATENCY_RATE=""
+DOWNTIME_S=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
@@ -88,6 +95,8 @@ while [ $# -gt 0 ]; do
         --persons) PERSONS=$2; shift ;;
         --repartition) REPARTITION=1 ;;
         --memory-mb) MEMORY_MB=$2; shift ;;
+        --latency-rate) LATENCY_RATE=$2; shift ;;
+        --downtime-s) DOWNTIME_S=$2; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
@@ -505,11 +514,13 @@ lat_run() {
     if [ "$c" = streamvisor ]; then
         now_ms >"$dir/kill.tmp"; kill -KILL "$SV_PID"; mv "$dir/kill.tmp" "$dir/kill"
         wait "$SV_PID" 2>/dev/null || true
+        sleep "$DOWNTIME_S"
         restart=$(now_ms)
         sv_start "$dir/data" "$dir/server.log"
     else
         now_ms >"$dir/kill.tmp"; kill -KILL "$pid"; mv "$dir/kill.tmp" "$dir/kill"
         wait "$pid" 2>/dev/null || true
+        sleep "$DOWNTIME_S"
         local chk
         chk=$(find "$dir/ckpt" -name _metadata -printf '%T@ %h\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2)
         restart=$(now_ms)
@@ -616,6 +627,7 @@ if [ "$LATENCY" = 1 ]; then
             rate=$(jq -s --arg w "$w" --arg d "$d" \
                 '[.[] | select(.contender == "streamvisor" and .workload == $w and .delivery == $d)][0].records_per_s // 0 | . / 2 | floor' "$ROWS")
             [ "$rate" -gt 0 ] || rate=50000
+            [ -n "$LATENCY_RATE" ] && rate=$LATENCY_RATE
             has "$CONTENDERS" streamvisor && lat_run streamvisor "$w" "$d" "$rate"
             has "$CONTENDERS" flink && lat_run flink "$w" "$d" "$rate"
         done
