@@ -154,6 +154,7 @@ typedef struct member {
 	sv_member_stats_t stats;
 	sv_join_input_t *join; /* a join's second input, or NULL */
 	bool join_eof; /* bounded: the join input is read to its end */
+	bool recovered; /* this attempt restored a checkpoint */
 	sv_partpos_t *jpos; /* its positions, under w->lock */
 	size_t njpos;
 	/* distributed bounded jobs (bounded_step) */
@@ -769,6 +770,7 @@ static sv_error_t *recover(member_t *m)
 		return err;
 	max64(&w->stats.restored_checkpoint, restored);
 	if (restored >= 0) {
+		m->recovered = true;
 		max64(&w->stats.last_checkpoint, restored);
 		atomic_store(&m->stats.last_checkpoint, restored);
 		if (wm != SV_WATERMARK_NONE) {
@@ -1144,6 +1146,35 @@ static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
 		if (sv_partpos_lag(&pos[i]) > 0)
 			return false;
 	return true;
+}
+
+/* While the backlog noted at the first poll is read, exactly-once output
+ * that was written after the kill waits behind it and then for the next
+ * checkpoint. So during the catch-up of an attempt that recovered from a
+ * checkpoint (a new job reading a topic's history keeps the interval) a
+ * checkpoint is due every
+ * CATCHUP_CADENCE_MS (as Kafka Streams commits every 100 ms under
+ * exactly-once), but not before CATCHUP_COST_FACTOR times what the
+ * previous checkpoint took has passed (at most a fifth of the catch-up
+ * goes to checkpoints, so a large state does not spend it
+ * checkpointing); the interval still applies. Records
+ * that were read before the kill become readable in steps of the cadence
+ * rather than all at the end of the backlog.
+ * STREAMVISOR_NO_CATCHUP_CADENCE=1 turns the cadence off (for paired
+ * measurements). */
+#define CATCHUP_CADENCE_MS 200
+#define CATCHUP_COST_FACTOR 4
+static bool catchup_checkpoint_due(member_t *m, bool first_pending,
+				   const catchup_t *c, int64_t last_ck_ms,
+				   int64_t last_ck_took_ms)
+{
+	if (!first_pending || !m->w->transactional || !m->recovered ||
+	    getenv("STREAMVISOR_NO_CATCHUP_CADENCE"))
+		return false;
+	int64_t cadence = CATCHUP_CADENCE_MS;
+	if (cadence < CATCHUP_COST_FACTOR * last_ck_took_ms)
+		cadence = CATCHUP_COST_FACTOR * last_ck_took_ms;
+	return sv_mono_ms() - last_ck_ms >= cadence && backlog_pending(m, c);
 }
 
 /* Distributed bounded jobs (docs/cluster.md): a member stays in the group
@@ -1776,6 +1807,7 @@ static sv_error_t *run(member_t *m)
 	bool first_logged = false; /* the attempt's first checkpoint */
 	catchup_t catchup = {0};
 	int64_t t_started = sv_mono_ms();
+	int64_t last_ck = t_started, last_ck_took = 0;
 	bool eof = false;
 	int64_t t_loop = mono_us();
 
@@ -1834,7 +1866,11 @@ static sv_error_t *run(member_t *m)
 			return err;
 		bool first_due = first_checkpoint_due(m, first_pending, polled,
 						      &catchup);
-		if (sv_mono_ms() >= next_commit || asked || first_due) {
+		bool catchup_due = !first_due &&
+			catchup_checkpoint_due(m, first_pending, &catchup,
+					       last_ck, last_ck_took);
+		if (sv_mono_ms() >= next_commit || asked || first_due ||
+		    catchup_due) {
 			int64_t t_ck = sv_mono_ms();
 			err = w->checkpointing ? checkpoint(m, m->wm)
 					       : commit(m);
@@ -1853,13 +1889,18 @@ static sv_error_t *run(member_t *m)
 				       m->index,
 				       first_logged ? "catch-up" : "first",
 				       (long long)(t_ck - t_started),
-				       first_due ? "caught up" : "interval",
+				       first_due ? "caught up"
+					       : catchup_due
+					       ? "catch-up cadence"
+					       : "interval",
 				       (long long)(sv_mono_ms() - t_ck));
 			update_state_size(m);
 			first_logged = true;
 			if (first_due || !backlog_pending(m, &catchup))
 				first_pending = false;
-			next_commit = sv_mono_ms() + interval;
+			last_ck = sv_mono_ms();
+			last_ck_took = last_ck - t_ck;
+			next_commit = last_ck + interval;
 			t_loop = mono_us(); /* checkpoint time is its own */
 		}
 	}
