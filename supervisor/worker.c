@@ -155,6 +155,7 @@ typedef struct member {
 	sv_member_stats_t stats;
 	sv_join_input_t *join; /* a join's second input, or NULL */
 	bool join_eof; /* bounded: the join input is read to its end */
+	int held; /* hold_stream: rounds held with an empty join poll */
 	sv_partpos_t *jpos; /* its positions, under w->lock */
 	size_t njpos;
 	/* distributed bounded jobs (bounded_step) */
@@ -744,6 +745,19 @@ static void purge_committed(member_t *m)
 	}
 }
 
+/* With a memory budget, after each checkpoint: the allocator's free
+ * pages back to the kernel. A checkpoint's snapshot and write batch and
+ * a join's burst of answered rows are freed in the middle of the arenas,
+ * whose pages glibc keeps until the top of the heap is free; trimmed,
+ * the job's resident memory follows what it holds (docs/performance.md
+ * "The allocator"). It takes 1-3 ms (up to 13 ms on a loaded machine,
+ * bench/BASELINE.md) after the checkpoint's own time, once per checkpoint. */
+static void trim_after_checkpoint(member_t *m)
+{
+	if (sv_jobspec_memory_budget(m->w->conf.spec) > 0)
+		sv_alloc_trim();
+}
+
 /* Flush the side sinks (dead letters, late records: at-least-once), then
  * take the member's checkpoint through its main sink. */
 static sv_error_t *checkpoint(member_t *m, int64_t wm)
@@ -789,6 +803,7 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 		w->conf.done(w->conf.opaque, w);
 	if (m->purge)
 		purge_committed(m);
+	trim_after_checkpoint(m);
 	if (m->stage == 0 && w->nstages > 1)
 		sv_killpoint("stage0_committed");
 	double secs = (double)info.duration_ms / 1000.0;
@@ -1806,17 +1821,22 @@ static void gm_committed(member_t *m)
 }
 
 /* With a memory budget: whether this round leaves the stream unread
- * because the join input is behind (its poll returned rows and it has
- * more to read: a lookup table still being read from the start) and the
- * stream's rows waiting in the join for it already fill their share of
- * the budget (budget.h SV_BUDGET_JOIN_WAITING). Reading on would only
- * queue more rows behind the table's watermark, all answered at once
- * later into one big output batch; held, they wait in Kafka. Never in a
- * round whose join poll returned nothing, so an idle or caught-up join
- * input never holds the stream (docs/performance.md "Memory budget"). */
+ * because the join input is behind (it has more to read: a lookup table
+ * still being read from the start) and the stream's rows waiting in the
+ * join for it already fill their share of the budget (budget.h
+ * SV_BUDGET_JOIN_WAITING). Reading on would only queue more rows behind
+ * the table's watermark, all answered at once later into one big output
+ * batch; held, they wait in Kafka, and the next join poll waits a little
+ * (m->held). A join input that returns nothing for HOLD_EMPTY_ROUNDS
+ * rounds in a row (its end may be out of reach: a transaction marker
+ * after its last record) no longer holds the stream until it returns
+ * rows again (docs/performance.md "Memory budget"). */
+#define HOLD_EMPTY_ROUNDS 20
 static bool hold_stream(member_t *m, size_t jrows)
 {
-	if (!m->join || !jrows)
+	if (jrows)
+		m->held = 0;
+	if (!m->join || m->held >= HOLD_EMPTY_ROUNDS)
 		return false;
 	int64_t max = part_budget(m->w, SV_BUDGET_JOIN_WAITING);
 	if (max <= 0)
@@ -1826,8 +1846,10 @@ static bool hold_stream(member_t *m, size_t jrows)
 	int64_t lag = 0;
 	for (size_t i = 0; i < n; i++)
 		lag += sv_partpos_lag(&pos[i]);
-	if (!lag)
+	if (!lag) {
+		m->held = 0;
 		return false;
+	}
 	uint64_t bytes = 0, rows = 0;
 	for (size_t i = 0; i < m->ntasks; i++) {
 		sv_op_t *op = sv_pipeline_join(m->tasks[i].plan->pipeline);
@@ -1837,7 +1859,11 @@ static bool hold_stream(member_t *m, size_t jrows)
 		bytes += sides[0].bytes;
 		rows += sides[0].rows;
 	}
-	return rows && bytes >= (uint64_t)max;
+	if (!rows || bytes < (uint64_t)max)
+		return false;
+	if (!jrows)
+		m->held++;
+	return true;
 }
 
 static sv_error_t *run(member_t *m)
@@ -1868,7 +1894,11 @@ static sv_error_t *run(member_t *m)
 		if (m->join && !m->join_eof) {
 			/* the join input first, without waiting unless the
 			 * source has ended; the wait is split between both */
-			if ((err = poll_join(m, eof ? POLL_TIMEOUT_MS : 0,
+			if ((err = poll_join(m,
+					     eof ? POLL_TIMEOUT_MS
+						     : m->held
+						     ? POLL_TIMEOUT_MS / 10
+						     : 0,
 					     &jrows)))
 				return err;
 			timeout = jrows ? 0 : POLL_TIMEOUT_MS / 2;
