@@ -259,12 +259,13 @@ AUCTION_SCHEMA='[{"name":"id","type":"int64"},{"name":"seller","type":"int64"},
 PERSON_SCHEMA='[{"name":"pid","type":"int64"},{"name":"name","type":"string"},
  {"name":"city","type":"string"},{"name":"state","type":"string"},
  {"name":"pts","type":"timestamp_ms"}]'
-# spec_q3 NAME MODE DELIVERY IN TABLE OUT [PARALLELISM]
+# spec_q3 NAME MODE DELIVERY IN TABLE OUT [PARALLELISM [MEMORY_MB]]
 spec_q3() {
     jq -n --arg name "$1" --arg mode "$2" --arg d "$3" --arg in "$4" --arg table "$5" \
-        --arg out "$6" --argjson par "${7:-1}" \
+        --arg out "$6" --argjson par "${7:-1}" --argjson mem "${8:-0}" \
         --argjson schema "$AUCTION_SCHEMA" --argjson pschema "$PERSON_SCHEMA" '{
-        name: $name, mode: $mode, parallelism: $par,
+        name: $name, mode: $mode, parallelism: $par}
+        + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end) + {
         source: ({kind: "kafka", topic: $in, format: "json", start: "earliest"}
                  + (if $par > 1 then {partitioned_by: ["seller"]} else {} end)),
         schema: $schema,
@@ -375,7 +376,7 @@ run_sv() { # W D [PARALLELISM [rp|"" [MEMORY_MB]]]
     rm -rf "$dir"; mkdir -p "$dir"
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
     if [ "$w" = W4 ]; then
-        spec_q3 "bench-$w-$d-p$par" bounded "$d" "$in" "$TABLE" "$out" "$par" >"$dir/spec.json"
+        spec_q3 "bench-$w-$d-p$par" bounded "$d" "$in" "$TABLE" "$out" "$par" "$mem" >"$dir/spec.json"
     else
         spec "bench-$w-$d-p$par$rp" bounded "$w" "$d" "$in" "$out" "$par" "$rp" "$mem" >"$dir/spec.json"
     fi

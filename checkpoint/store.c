@@ -60,6 +60,7 @@
 #include "core/util.h"
 
 /* kTolerateCorruptedTailRecords in rocksdb::WALRecoveryMode */
+#define SV_CKSTORE_WRITE_BUFFER_BYTES (4 << 20)
 #define WAL_TOLERATE_CORRUPTED_TAIL 0
 
 struct sv_ckstore {
@@ -191,6 +192,18 @@ sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
 	rocksdb_options_set_keep_log_file_num(st->opts, 4);
 	rocksdb_options_set_enable_blob_files(st->opts, 1);
 	rocksdb_options_set_min_blob_size(st->opts, 4096);
+	/* RocksDB moves a large value into a blob file only when it flushes
+	 * the memtable, so until then the memtable holds every checkpoint's
+	 * state bytes: with the default 64 MiB write buffer (and a second,
+	 * immutable one being flushed) a job whose checkpoints are MBs each
+	 * kept up to 128 MiB of old checkpoints resident (W4's 8 MB table
+	 * snapshots: 75 MB of memtable at the peak, heaptrack). A small
+	 * buffer flushes about once per large checkpoint, in RocksDB's
+	 * background thread, writing the same bytes to the same blob files
+	 * (docs/performance.md "The checkpoint store's memory"). */
+	rocksdb_options_set_write_buffer_size(st->opts,
+					      SV_CKSTORE_WRITE_BUFFER_BYTES);
+	rocksdb_options_set_max_write_buffer_number(st->opts, 2);
 	st->wopts = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(st->wopts, 1);
 	st->ropts = rocksdb_readoptions_create();
@@ -544,6 +557,11 @@ sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 	uint8_t *buf = pack_meta(rec, &len);
 	char *k = ck_key(rec->job_id, rec->id);
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	/* the small record first: the batch's buffer grows geometrically,
+	 * so a large state appended last would make it copy that state once
+	 * more into a buffer twice its size (heaptrack: 16 MB for W4's 8 MB
+	 * state); appended first, a single state is copied once */
+	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
 	for (size_t i = 0; i < rec->n_operators; i++) {
 		const Streamvisor__OperatorState *os = rec->operators[i];
 		char *sk = cs_key(rec->job_id, rec->id, os->index);
@@ -552,7 +570,6 @@ sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 				       os->state.len);
 		free(sk);
 	}
-	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
 	char *rerr = NULL;
 	store_write(st, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);

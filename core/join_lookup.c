@@ -29,6 +29,7 @@
 #include <string.h>
 
 #define LOOKUP_SNAPSHOT_KIND 'L'
+#define LOOKUP_DELTA_KIND 'l'
 
 typedef struct tver {
 	int64_t t; /* effective time */
@@ -69,6 +70,12 @@ typedef struct lookupjoin {
 	int64_t wl, wr; /* watermarks of the last advance */
 	uint64_t seq;
 	struct lrun *run; /* left rows being answered (scratch) */
+	/* incremental checkpoints: the table's changed keys are its
+	 * statemap's dirty list; removed keys since the last confirmed
+	 * checkpoint are copied here (a row of the key's values) */
+	bool incr_base;
+	sv_jrow_t **removed;
+	size_t nremoved, rmcap;
 } lookupjoin_t;
 
 /* ---- heaps ---- */
@@ -199,12 +206,24 @@ static void prune_key(lookupjoin_t *op, tkey_t *k, int64_t h)
 		ver_free(op, &k->v[i]);
 	memmove(k->v, k->v + drop, (k->n - drop) * sizeof(tver_t));
 	k->n -= drop;
+	sv_statemap_touch(op->table, k);
 	if (k->n == 0)
 		op->live_keys--;
 }
 
 static void key_forget(lookupjoin_t *op, tkey_t *k)
 {
+	if (sv_statemap_tracking(op->table)) {
+		/* the statemap does not record removals: the next delta must
+		 * delete the key */
+		if (op->nremoved == op->rmcap) {
+			op->rmcap = op->rmcap ? op->rmcap * 2 : 16;
+			op->removed = sv_realloc(
+				op->removed, op->rmcap * sizeof(*op->removed));
+		}
+		op->removed[op->nremoved++] = sv_jrow_new(
+			sv_statemap_key(op->table, k), op->jb.nkeys);
+	}
 	op->table_bytes -= k->cap * sizeof(tver_t);
 	free(k->v);
 	sv_statemap_remove(op->table, k);
@@ -233,6 +252,8 @@ static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
 	tkey_t *k = sv_statemap_upsert(op->table, op->jb.keybuf, h, &created);
 	if (created)
 		k->queued = SV_WATERMARK_NONE;
+	else
+		sv_statemap_touch(op->table, k);
 	if (op->proc) {
 		/* the latest value only; a tombstone removes the key */
 		if (!created) {
@@ -502,6 +523,13 @@ static sv_error_t *lk_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 	return NULL;
 }
 
+static void removed_clear(lookupjoin_t *op)
+{
+	for (size_t i = 0; i < op->nremoved; i++)
+		free(op->removed[i]);
+	op->nremoved = 0;
+}
+
 static void lk_clear(lookupjoin_t *op)
 {
 	size_t it = 0;
@@ -512,6 +540,7 @@ static void lk_clear(lookupjoin_t *op)
 		free(k->v);
 	}
 	sv_statemap_clear(op->table);
+	removed_clear(op);
 	for (size_t i = 0; i < op->npending; i++)
 		free(op->pending[i].row);
 	op->npending = 0;
@@ -563,6 +592,34 @@ static void lk_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
 		*keys = sides[0].keys + sides[1].keys;
 }
 
+/* One key of the table: its values, u32 n, n times i64 time, u8 present,
+ * then (present) the row's values. */
+static void ser_key(lookupjoin_t *op, sv_buf_t *out, tkey_t *k)
+{
+	const sv_value_t *key = sv_statemap_key(op->table, k);
+	for (size_t c = 0; c < op->jb.nkeys; c++)
+		sv_ser_value(out, &key[c]);
+	sv_ser_u32(out, k->n);
+	for (uint32_t i = 0; i < k->n; i++) {
+		sv_ser_i64(out, k->v[i].t);
+		sv_ser_u8(out, k->v[i].row != NULL);
+		for (size_t c = 0; k->v[i].row && c < op->jb.nright; c++)
+			sv_ser_value(out, &k->v[i].row->vals[c]);
+	}
+}
+
+/* u64 npending, each: i64 time, u64 seq, the row's values. */
+static void ser_pending(lookupjoin_t *op, sv_buf_t *out)
+{
+	sv_ser_u64(out, op->npending);
+	for (size_t i = 0; i < op->npending; i++) {
+		sv_ser_i64(out, op->pending[i].t);
+		sv_ser_u64(out, op->pending[i].seq);
+		for (size_t c = 0; c < op->jb.nleft; c++)
+			sv_ser_value(out, &op->pending[i].row->vals[c]);
+	}
+}
+
 /* Snapshot: the join header ('L'), u8 processing time, i64 left and i64
  * table watermark, u64 sequence, u64 nkeys, each: the key's values, u32 n,
  * n times i64 time, u8 present, then (present) the row's values; u64
@@ -578,29 +635,30 @@ static sv_error_t *lk_snapshot(sv_op_t *base, sv_buf_t *out)
 	sv_ser_u64(out, op->live_keys);
 	size_t it = 0;
 	tkey_t *k;
-	while ((k = sv_statemap_next(op->table, &it))) {
-		if (!k->n)
-			continue;
-		const sv_value_t *key = sv_statemap_key(op->table, k);
-		for (size_t c = 0; c < op->jb.nkeys; c++)
-			sv_ser_value(out, &key[c]);
-		sv_ser_u32(out, k->n);
-		for (uint32_t i = 0; i < k->n; i++) {
-			sv_ser_i64(out, k->v[i].t);
-			sv_ser_u8(out, k->v[i].row != NULL);
-			for (size_t c = 0; k->v[i].row && c < op->jb.nright;
-			     c++)
-				sv_ser_value(out, &k->v[i].row->vals[c]);
-		}
-	}
-	sv_ser_u64(out, op->npending);
-	for (size_t i = 0; i < op->npending; i++) {
-		sv_ser_i64(out, op->pending[i].t);
-		sv_ser_u64(out, op->pending[i].seq);
-		for (size_t c = 0; c < op->jb.nleft; c++)
-			sv_ser_value(out, &op->pending[i].row->vals[c]);
-	}
+	while ((k = sv_statemap_next(op->table, &it)))
+		if (k->n)
+			ser_key(op, out, k);
+	ser_pending(op, out);
 	return NULL;
+}
+
+/* The waiting left rows of a snapshot or delta into the pending heap;
+ * row: scratch of the left width. */
+static void deser_pending(lookupjoin_t *op, sv_deser_t *d, sv_value_t *row)
+{
+	uint64_t np = sv_deser_u64(d);
+	for (uint64_t i = 0; i < np && !d->bad; i++) {
+		int64_t t = sv_deser_i64(d);
+		uint64_t s = sv_deser_u64(d);
+		for (size_t c = 0; c < op->jb.nleft; c++)
+			sv_deser_value(d, &row[c]);
+		if (d->bad)
+			break;
+		sv_jrow_t *jr = sv_jrow_new(row, op->jb.nleft);
+		jr->t = t;
+		op->pending_bytes += jr->bytes;
+		pending_push(op, (pitem_t){t, s, jr});
+	}
 }
 
 static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
@@ -643,19 +701,7 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 			table_put(op, present ? row : NULL, t);
 		}
 	}
-	uint64_t np = sv_deser_u64(&d);
-	for (uint64_t i = 0; i < np && !d.bad; i++) {
-		int64_t t = sv_deser_i64(&d);
-		uint64_t s = sv_deser_u64(&d);
-		for (size_t c = 0; c < op->jb.nleft; c++)
-			sv_deser_value(&d, &row[c]);
-		if (d.bad)
-			break;
-		sv_jrow_t *jr = sv_jrow_new(row, op->jb.nleft);
-		jr->t = t;
-		op->pending_bytes += jr->bytes;
-		pending_push(op, (pitem_t){t, s, jr});
-	}
+	deser_pending(op, &d, row);
 	free(row);
 	free(key);
 	if (d.bad || d.off != d.len) {
@@ -665,7 +711,133 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 	op->wl = wl;
 	op->wr = wr;
 	op->seq = seq;
+	op->incr_base = false;
+	sv_statemap_track(op->table, false);
 	return NULL;
+}
+
+/* Delta: the join header ('l'), u8 processing time, i64 left and i64
+ * table watermark, u64 sequence, u64 nremoved, each: a key's values (a
+ * key of the last checkpoint removed since), u64 nchanged, each a key
+ * changed since as in a snapshot (all its versions; none: it has no
+ * version left), then the waiting left rows whole, as in a snapshot
+ * (their number is bounded by the watermarks, the table's size is not). */
+static sv_error_t *lk_snapshot_delta(sv_op_t *base, sv_buf_t *out,
+				     bool *written)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	*written = false;
+	if (!op->incr_base)
+		return NULL;
+	sv_join_ser_header(&op->jb, out, LOOKUP_DELTA_KIND);
+	sv_ser_u8(out, op->proc);
+	sv_ser_i64(out, op->wl);
+	sv_ser_i64(out, op->wr);
+	sv_ser_u64(out, op->seq);
+	sv_ser_u64(out, op->nremoved);
+	for (size_t i = 0; i < op->nremoved; i++)
+		for (size_t c = 0; c < op->jb.nkeys; c++)
+			sv_ser_value(out, &op->removed[i]->vals[c]);
+	size_t n = sv_statemap_dirty_count(op->table);
+	sv_ser_u64(out, n);
+	for (size_t i = 0; i < n; i++)
+		ser_key(op, out, sv_statemap_dirty_at(op->table, i));
+	ser_pending(op, out);
+	*written = true;
+	return NULL;
+}
+
+/* Every version of the key in keybuf goes (the entry stays while the
+ * prune heap points at it, as when pruning empties a key). */
+static void key_drop(lookupjoin_t *op)
+{
+	uint64_t h = sv_statemap_hash(op->table, op->jb.keybuf);
+	tkey_t *k = sv_statemap_find(op->table, op->jb.keybuf, h);
+	if (!k)
+		return;
+	for (uint32_t i = 0; i < k->n; i++)
+		ver_free(op, &k->v[i]);
+	if (k->n)
+		op->live_keys--;
+	k->n = 0;
+	if (!k->nrefs)
+		key_forget(op, k);
+}
+
+static sv_error_t *lk_restore_delta(sv_op_t *base, const char *data, size_t len)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	sv_deser_t d = {.p = data, .len = len};
+	sv_error_t *err = sv_join_deser_header(&op->jb, &d, LOOKUP_DELTA_KIND);
+	if (err)
+		return err;
+	uint8_t proc = sv_deser_u8(&d);
+	if (!d.bad && proc != op->proc)
+		return sv_error_new(SV_ERR_CHECKPOINT,
+				    "lookup join state delta is of %s time "
+				    "and the operator of %s time",
+				    proc ? "processing" : "event",
+				    op->proc ? "processing" : "event");
+	sv_statemap_track(op->table, false);
+	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
+	uint64_t seq = sv_deser_u64(&d);
+	size_t width = op->jb.nleft > op->jb.nright ? op->jb.nleft
+						    : op->jb.nright;
+	sv_value_t *row = sv_calloc(width + 1, sizeof(sv_value_t));
+	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
+	uint64_t nrm = sv_deser_u64(&d);
+	for (uint64_t i = 0; i < nrm && !d.bad; i++) {
+		for (size_t c = 0; c < op->jb.nkeys; c++)
+			sv_deser_value(&d, &op->jb.keybuf[c]);
+		if (!d.bad)
+			key_drop(op);
+	}
+	uint64_t nk = sv_deser_u64(&d);
+	for (uint64_t i = 0; i < nk && !d.bad; i++) {
+		for (size_t c = 0; c < op->jb.nkeys; c++)
+			sv_deser_value(&d, &key[c]);
+		if (d.bad)
+			break;
+		memcpy(op->jb.keybuf, key, op->jb.nkeys * sizeof(sv_value_t));
+		key_drop(op);
+		uint32_t n = sv_deser_u32(&d);
+		for (uint32_t j = 0; j < n && !d.bad; j++) {
+			int64_t t = sv_deser_i64(&d);
+			bool present = sv_deser_u8(&d);
+			for (size_t c = 0; present && c < op->jb.nright; c++)
+				sv_deser_value(&d, &row[c]);
+			if (d.bad)
+				break;
+			memcpy(op->jb.keybuf, key,
+			       op->jb.nkeys * sizeof(sv_value_t));
+			table_put(op, present ? row : NULL, t);
+		}
+	}
+	for (size_t i = 0; i < op->npending; i++)
+		free(op->pending[i].row);
+	op->npending = 0;
+	op->pending_bytes = 0;
+	deser_pending(op, &d, row);
+	free(row);
+	free(key);
+	if (d.bad || d.off != d.len) {
+		lk_clear(op);
+		return sv_join_corrupt(&op->jb, &d);
+	}
+	op->wl = wl;
+	op->wr = wr;
+	op->seq = seq;
+	op->incr_base = false;
+	return NULL;
+}
+
+static void lk_checkpointed(sv_op_t *base)
+{
+	lookupjoin_t *op = (lookupjoin_t *)base;
+	sv_statemap_dirty_clear(op->table);
+	sv_statemap_track(op->table, true);
+	removed_clear(op);
+	op->incr_base = true;
 }
 
 static void lk_destroy(sv_op_t *base)
@@ -674,6 +846,7 @@ static void lk_destroy(sv_op_t *base)
 	if (!op)
 		return;
 	lk_clear(op);
+	free(op->removed);
 	sv_statemap_destroy(op->table);
 	free(op->prune);
 	free(op->pending);
@@ -690,6 +863,9 @@ static const sv_op_ops_t lookup_ops = {
 	.state_size = lk_state_size,
 	.snapshot = lk_snapshot,
 	.restore = lk_restore,
+	.snapshot_delta = lk_snapshot_delta,
+	.restore_delta = lk_restore_delta,
+	.checkpointed = lk_checkpointed,
 	.destroy = lk_destroy,
 	.process_right = lk_process_right,
 	.out_watermark = lk_out_watermark,

@@ -350,6 +350,11 @@ void sv_alloc_compact(void)
 	pthread_once(&once, alloc_compact_once);
 }
 
+void sv_alloc_trim(void)
+{
+	malloc_trim(0);
+}
+
 /* Code pages only the start touched. The kernel maps file pages in 64 KiB
  * batches around each fault ("fault-around"), so RocksDB's static
  * initialisers alone leave about 6 MB of its 11 MB of code resident in

@@ -71,6 +71,10 @@ char *sv_buf_detach(sv_buf_t *b);
  * first job with a memory budget asks; docs/performance.md "The
  * allocator"): at most 2 arenas, and a fixed mmap threshold of 256 KiB. */
 void sv_alloc_compact(void);
+/* Give the allocator's free pages back to the kernel (malloc_trim):
+ * free chunks in the middle of an arena otherwise stay resident. Takes
+ * each arena's lock in turn. thread: any. */
+void sv_alloc_trim(void);
 
 /* Unmap the pages of clean, read-only file mappings (the libraries' code,
  * most of it touched only by their start-up): they stay in the page cache

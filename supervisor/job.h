@@ -44,6 +44,7 @@ typedef struct sv_progress {
 	sv_counts_t n;
 	uint64_t state_bytes, state_keys;
 	uint64_t kafka_bytes; /* the Kafka clients' queues (worker.h) */
+	uint64_t result_bytes; /* a bounded job's kept result (worker.h) */
 	int64_t watermark_ms;
 	int64_t last_event_ms;
 } sv_progress_t;

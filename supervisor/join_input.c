@@ -138,6 +138,7 @@ sv_error_t *sv_join_input_open(const sv_join_input_conf_t *conf,
 		.seed = s->seed,
 		.tombstones = ji->lookup,
 		.tombstone_key_col = tomb_col,
+		.memory_budget = conf->memory_budget,
 	};
 	(void)js;
 	sv_batch_init(&ji->in, ji->schema);

@@ -40,6 +40,8 @@ typedef struct sv_join_input_conf {
 	/* the left topic's partition count (0: not a partitioned source);
 	 * at parallelism > 1 the right topic must have as many */
 	int32_t left_partitions;
+	/* its consumer's share of resources.memory_mb (budget.h), 0: none */
+	int64_t memory_budget;
 } sv_join_input_conf_t;
 
 /* The join step of a spec, or NULL. */

@@ -228,6 +228,7 @@ void sv_job_progress(sv_job_t *job, sv_progress_t *p)
 	p->state_bytes = atomic_load(&st->state_bytes);
 	p->state_keys = atomic_load(&st->state_keys);
 	p->kafka_bytes = atomic_load(&st->kafka_bytes);
+	p->result_bytes = atomic_load(&st->result_bytes);
 	int64_t w = atomic_load(&st->watermark_ms);
 	if (w != INT64_MIN)
 		p->watermark_ms = w;

@@ -92,16 +92,19 @@ static json_t *members_json(sv_job_t *job, int par, const char *node)
 
 /* The job's memory (docs/performance.md "Memory budget"): its budget
  * (resources.memory_mb, or null) and an estimate of what the running
- * attempt holds, operator state plus the Kafka clients' queues. */
+ * attempt holds, operator state plus the Kafka clients' queues plus a
+ * bounded job's kept result. */
 static json_t *memory_json(const sv_job_t *job, const sv_progress_t *pr)
 {
 	int64_t budget = sv_jobspec_memory_budget(job->spec);
-	return json_pack("{s:o, s:I, s:I, s:I}", "budget_bytes",
+	return json_pack("{s:o, s:I, s:I, s:I, s:I}", "budget_bytes",
 			 budget ? json_integer(budget) : json_null(),
 			 "estimate_bytes",
-			 (json_int_t)(pr->state_bytes + pr->kafka_bytes),
+			 (json_int_t)(pr->state_bytes + pr->kafka_bytes +
+				      pr->result_bytes),
 			 "state_bytes", (json_int_t)pr->state_bytes,
-			 "kafka_queued_bytes", (json_int_t)pr->kafka_bytes);
+			 "kafka_queued_bytes", (json_int_t)pr->kafka_bytes,
+			 "result_bytes", (json_int_t)pr->result_bytes);
 }
 
 static json_t *last_checkpoint_json(sv_job_t *job)
@@ -701,7 +704,8 @@ sv_error_t *sv_do_metrics(sv_supervisor_t *sv, cmd_t *c)
 		jv[F_LATE] = (double)pr.n.late;
 		jv[F_SBYTES] = (double)pr.state_bytes;
 		jv[F_SKEYS] = (double)pr.state_keys;
-		jv[F_MEM] = (double)(pr.state_bytes + pr.kafka_bytes);
+		jv[F_MEM] = (double)(pr.state_bytes + pr.kafka_bytes +
+				     pr.result_bytes);
 		int64_t budget = sv_jobspec_memory_budget(job->spec);
 		jv[F_MEMBUDGET] = budget ? (double)budget : NAN;
 		jv[F_WM] = wm == INT64_MIN ? NAN : (double)wm / 1000.0;

@@ -68,6 +68,7 @@
 #include "sinks/sink.h"
 #include "ingress/stages.h"
 #include "cluster/state.h"
+#include "supervisor/budget.h"
 #include "supervisor/ckpt.h"
 #include "supervisor/join_input.h"
 #include "supervisor/killpoint.h"
@@ -155,6 +156,7 @@ typedef struct member {
 	sv_join_input_t *join; /* a join's second input, or NULL */
 	bool join_eof; /* bounded: the join input is read to its end */
 	bool recovered; /* this attempt restored a checkpoint */
+	int held; /* hold_stream: rounds held with an empty join poll */
 	sv_partpos_t *jpos; /* its positions, under w->lock */
 	size_t njpos;
 	/* distributed bounded jobs (bounded_step) */
@@ -213,6 +215,8 @@ struct sv_worker {
 	sv_buf_t result; /* bounded jobs: collected output, JSON lines */
 	size_t result_rows;
 	bool result_truncated;
+	size_t result_max; /* its bytes with a memory budget, or 0 */
+	atomic_bool over_budget; /* the estimate went over it (warned) */
 };
 
 static void max64(_Atomic int64_t *a, int64_t v)
@@ -307,7 +311,8 @@ static void remember_output(sv_worker_t *w, const sv_batch_t *out)
 	pthread_mutex_lock(&w->lock);
 	if (bounded) {
 		for (size_t r = 0; r < out->nrows; r++) {
-			if (w->result_rows >= RESULT_MAX_ROWS) {
+			if (w->result_rows >= RESULT_MAX_ROWS ||
+			    (w->result_max && w->result.len >= w->result_max)) {
 				w->result_truncated = true;
 				break;
 			}
@@ -316,6 +321,7 @@ static void remember_output(sv_worker_t *w, const sv_batch_t *out)
 			sv_buf_putc(&w->result, '\n');
 			w->result_rows++;
 		}
+		atomic_store(&w->stats.result_bytes, w->result.len);
 	}
 	w->preview_schema = schema;
 	for (size_t r = first; r < out->nrows; r++) {
@@ -510,6 +516,35 @@ static void update_join_state(member_t *m)
 	}
 }
 
+/* Once per attempt, when the status estimate (operator state, the Kafka
+ * clients' queues, a bounded job's kept result) first goes over resources.memory_mb: a warning
+ * and the observation memory_over_budget. The budget sizes the buffers,
+ * not the state, so a job whose state alone outgrows it goes on running
+ * (docs/performance.md "Memory budget"), but not silently. */
+static void warn_over_budget(member_t *m)
+{
+	sv_worker_t *w = m->w;
+	int64_t budget = sv_jobspec_memory_budget(w->conf.spec);
+	uint64_t state = atomic_load(&w->stats.state_bytes);
+	uint64_t kafka = atomic_load(&w->stats.kafka_bytes);
+	uint64_t est = state + kafka + atomic_load(&w->stats.result_bytes);
+	if (budget <= 0 || est <= (uint64_t)budget ||
+	    atomic_exchange(&w->over_budget, true))
+		return;
+	sv_log(&m->log, SV_LOG_WARN, "worker",
+	       "memory estimate %.1f MiB is over resources.memory_mb %lld: "
+	       "operator state %.1f MiB, Kafka queues %.1f MiB; the budget "
+	       "bounds the Kafka clients' queues, not operator state: raise "
+	       "the budget or keep less state",
+	       (double)est / 1048576.0, (long long)(budget >> 20),
+	       (double)state / 1048576.0, (double)kafka / 1048576.0);
+	sv_obslog_add(w->conf.obs, w->conf.attempt, "memory_over_budget",
+		      json_pack("{s:I, s:I, s:I}", "budget_bytes",
+				(json_int_t)budget, "state_bytes",
+				(json_int_t)state, "kafka_queued_bytes",
+				(json_int_t)kafka));
+}
+
 /* What the member's Kafka clients hold now (their queues), summed over
  * the members into the job's figure (docs/performance.md "Memory
  * budget"). */
@@ -518,23 +553,35 @@ static void update_memory(member_t *m)
 	uint64_t bytes = sv_source_memory_bytes(m->src) +
 		sv_sink_memory_bytes(m->snk) + sv_sink_memory_bytes(m->dlq) +
 		sv_sink_memory_bytes(m->late);
+	if (m->join)
+		bytes += sv_source_memory_bytes(sv_join_input_source(m->join));
 	atomic_store(&m->stats.kafka_bytes, bytes);
 	sv_worker_t *w = m->w;
 	bytes = 0;
 	for (int k = 0; k < w->nmembers; k++)
 		bytes += atomic_load(&w->members[k].stats.kafka_bytes);
 	atomic_store(&w->stats.kafka_bytes, bytes);
+	warn_over_budget(m);
 }
 
-/* A member's share of resources.memory_mb for one of its Kafka clients:
- * 3/8 for the consumer and 3/8 for the main sink's producer, 1/32 for
- * each side sink (dead letters, late records); the rest is left to state
- * and batches. 0: the job sets no budget. */
+/* A member's share of resources.memory_mb for one part (budget.h: 3/8
+ * for the consumer, or 3/16 for it and 3/16 for a join's input, 3/8 for
+ * the main sink's producer, 1/32 for each side sink); the rest is left to
+ * state and batches. 0: the job sets no budget. */
+static int64_t part_budget(const sv_worker_t *w, sv_budget_part_t part)
+{
+	return sv_budget_share(sv_jobspec_memory_budget(w->conf.spec),
+			       w->nmembers, sv_join_of(w->conf.spec) != NULL,
+			       part);
+}
+
 static int64_t client_budget(const sv_worker_t *w, bool consumer,
 			     bool main_sink)
 {
-	int64_t per = sv_jobspec_memory_budget(w->conf.spec) / w->nmembers;
-	return consumer || main_sink ? per / 8 * 3 : per / 32;
+	return part_budget(w,
+			   consumer            ? SV_BUDGET_CONSUMER
+				   : main_sink ? SV_BUDGET_SINK
+					       : SV_BUDGET_SIDE_SINK);
 }
 
 static void update_state_size(member_t *m)
@@ -699,6 +746,19 @@ static void purge_committed(member_t *m)
 	}
 }
 
+/* With a memory budget, after each checkpoint: the allocator's free
+ * pages back to the kernel. A checkpoint's snapshot and write batch and
+ * a join's burst of answered rows are freed in the middle of the arenas,
+ * whose pages glibc keeps until the top of the heap is free; trimmed,
+ * the job's resident memory follows what it holds (docs/performance.md
+ * "The allocator"). It takes 1-3 ms (up to 13 ms on a loaded machine,
+ * bench/BASELINE.md) after the checkpoint's own time, once per checkpoint. */
+static void trim_after_checkpoint(member_t *m)
+{
+	if (sv_jobspec_memory_budget(m->w->conf.spec) > 0)
+		sv_alloc_trim();
+}
+
 /* Flush the side sinks (dead letters, late records: at-least-once), then
  * take the member's checkpoint through its main sink. */
 static sv_error_t *checkpoint(member_t *m, int64_t wm)
@@ -744,6 +804,7 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 		w->conf.done(w->conf.opaque, w);
 	if (m->purge)
 		purge_committed(m);
+	trim_after_checkpoint(m);
 	if (m->stage == 0 && w->nstages > 1)
 		sv_killpoint("stage0_committed");
 	double secs = (double)info.duration_ms / 1000.0;
@@ -1790,6 +1851,52 @@ static void gm_committed(member_t *m)
 	}
 }
 
+/* With a memory budget: whether this round leaves the stream unread
+ * because the join input is behind (it has more to read: a lookup table
+ * still being read from the start) and the stream's rows waiting in the
+ * join for it already fill their share of the budget (budget.h
+ * SV_BUDGET_JOIN_WAITING). Reading on would only queue more rows behind
+ * the table's watermark, all answered at once later into one big output
+ * batch; held, they wait in Kafka, and the next join poll waits a little
+ * (m->held). A join input that returns nothing for HOLD_EMPTY_ROUNDS
+ * rounds in a row (its end may be out of reach: a transaction marker
+ * after its last record) no longer holds the stream until it returns
+ * rows again (docs/performance.md "Memory budget"). */
+#define HOLD_EMPTY_ROUNDS 20
+static bool hold_stream(member_t *m, size_t jrows)
+{
+	if (jrows)
+		m->held = 0;
+	if (!m->join || m->held >= HOLD_EMPTY_ROUNDS)
+		return false;
+	int64_t max = part_budget(m->w, SV_BUDGET_JOIN_WAITING);
+	if (max <= 0)
+		return false;
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(sv_join_input_source(m->join), &pos);
+	int64_t lag = 0;
+	for (size_t i = 0; i < n; i++)
+		lag += sv_partpos_lag(&pos[i]);
+	if (!lag) {
+		m->held = 0;
+		return false;
+	}
+	uint64_t bytes = 0, rows = 0;
+	for (size_t i = 0; i < m->ntasks; i++) {
+		sv_op_t *op = sv_pipeline_join(m->tasks[i].plan->pipeline);
+		sv_op_side_state_t sides[2] = {{0}};
+		if (op && op->ops->state_sides)
+			op->ops->state_sides(op, sides);
+		bytes += sides[0].bytes;
+		rows += sides[0].rows;
+	}
+	if (!rows || bytes < (uint64_t)max)
+		return false;
+	if (!jrows)
+		m->held++;
+	return true;
+}
+
 static sv_error_t *run(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -1819,12 +1926,17 @@ static sv_error_t *run(member_t *m)
 		if (m->join && !m->join_eof) {
 			/* the join input first, without waiting unless the
 			 * source has ended; the wait is split between both */
-			if ((err = poll_join(m, eof ? POLL_TIMEOUT_MS : 0,
+			if ((err = poll_join(m,
+					     eof ? POLL_TIMEOUT_MS
+						     : m->held
+						     ? POLL_TIMEOUT_MS / 10
+						     : 0,
 					     &jrows)))
 				return err;
 			timeout = jrows ? 0 : POLL_TIMEOUT_MS / 2;
 		}
-		if ((err = sv_source_poll(m->src, &m->in, BATCH_ROWS, timeout,
+		if (!hold_stream(m, jrows) &&
+		    (err = sv_source_poll(m->src, &m->in, BATCH_ROWS, timeout,
 					  &eof)))
 			return err;
 		if (m->grouped && (err = gm_sync(m)))
@@ -2142,6 +2254,7 @@ static sv_error_t *open_join(member_t *m, const char *group)
 		.member = m->index,
 		.members = w->nmembers,
 		.left_partitions = m->topic_nparts,
+		.memory_budget = part_budget(w, SV_BUDGET_JOIN_CONSUMER),
 	};
 	sv_error_t *err = sv_join_input_open(&jc, &m->join);
 	if (err || !m->join)
@@ -2523,6 +2636,7 @@ sv_error_t *sv_worker_start(const sv_worker_conf_t *conf, sv_worker_t **out)
 	w->nmembers = sv_jobspec_parallelism(conf->spec);
 	if (sv_jobspec_memory_budget(conf->spec) > 0)
 		sv_alloc_compact();
+	w->result_max = (size_t)part_budget(w, SV_BUDGET_RESULT);
 	w->nstages = 1;
 	sv_error_t *serr = split_stages(w);
 	if (serr) {

@@ -72,6 +72,8 @@ typedef struct sv_worker_stats {
 	/* bytes held in the Kafka clients' queues (prefetched input, output
 	 * not yet acknowledged), an estimate (docs/performance.md) */
 	_Atomic uint64_t kafka_bytes;
+	/* bytes of a bounded job's kept result (JSON lines) */
+	_Atomic uint64_t result_bytes;
 	_Atomic int64_t last_commit_ms;
 	/* records_out at the last commit point (a checkpoint, or flushed
 	 * output with positions committed): what the attempt wrote beyond it
