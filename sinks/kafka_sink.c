@@ -5,20 +5,20 @@
  * retries). write() encodes a batch's rows as JSON, one after the other,
  * into one reused buffer (each row's key, the key column rendered as text,
  * just before its value) and hands them to librdkafka in one
- * rd_kafka_produce_batch call with RD_KAFKA_MSG_F_COPY, so the only
- * per-record copy is librdkafka's own, and its clock reads, topic lock and
- * transaction check are paid once per batch instead of once per record
- * (the records' CreateTime is the batch's produce time). Partitioning is
- * unchanged: the call takes RD_KAFKA_PARTITION_UA, so every message goes
- * through the topic's partitioner (murmur2_random on the key) exactly as
- * rd_kafka_producev sends it. When librdkafka's queue is full the call
- * refuses that message and every one after it (librdkafka stops enqueueing
- * at the first QUEUE_FULL), so the accepted ones are a prefix; we serve
- * delivery reports and hand in the rest, in order. Any other refusal of a
- * message is the sink's sticky error (below); messages after it in the
- * batch may already be queued, which the job's recovery covers as it covers
- * any failed write. Delivery reports run on the calling thread (inside
- * write, flush):
+ * rd_kafka_produce_batch call per ~1 MB of encoded rows, with
+ * RD_KAFKA_MSG_F_COPY, so the only per-record copy is librdkafka's own, and
+ * its clock reads, topic lock and transaction check are paid once per call
+ * instead of once per record (the records' CreateTime is the call's time).
+ * Partitioning is unchanged: the call takes RD_KAFKA_PARTITION_UA, so every
+ * message goes through the topic's partitioner (murmur2_random on the key)
+ * exactly as rd_kafka_producev sends it. When librdkafka's queue is full
+ * the call refuses that message and every one after it (librdkafka stops
+ * enqueueing at the first QUEUE_FULL), so the accepted ones are a prefix;
+ * we serve delivery reports and hand in the rest, in order. Any other
+ * refusal of a message is the sink's sticky error (below); messages after
+ * it in the batch may already be queued, which the job's recovery covers as
+ * it covers any failed write. Delivery reports run on the calling thread
+ * (inside write, flush):
  * acknowledged records are counted into records_out, and the first failure
  * is kept and returned by every later write/flush — the sink is broken from
  * then on and the job goes through recovery.
@@ -97,6 +97,9 @@
  * long as the one before, up to KSNK_TXN_CALL_TIMEOUT_MS */
 #define KSNK_TXN_FIRST_CALL_MS 20
 #define KSNK_CK_META_PREFIX "streamvisor:ck="
+/* write(): rows are encoded and produced in runs of about this many bytes
+ * (a whole batch of W1's ~100-byte rows is one run) */
+#define KSNK_BATCH_BYTES (1024 * 1024)
 
 typedef enum ksnk_txn_state {
 	KTXN_IDLE = 0, /* no transaction open (or not transactional) */
@@ -628,21 +631,26 @@ static sv_error_t *ksnk_txn_check_open(kafka_sink_t *ks, const char *what)
 #define KSNK_KEY_PENDING ((void *)&ksnk_key_pending_tag)
 static const char ksnk_key_pending_tag = 'k';
 
-/* Encode the rows of b into ks->buf and ks->msgs[0..nrows): each row's key
- * text (when it has one), then its value. */
-static void ksnk_encode_batch(kafka_sink_t *ks, const sv_batch_t *b)
+/* Encode rows first.. of b into ks->buf and ks->msgs[0..): each row's key
+ * text (when it has one), then its value; stops after the row that takes
+ * the buffer to KSNK_BATCH_BYTES (so a batch of large rows does not hold
+ * all of them at once beside librdkafka's copies). Returns the row after
+ * the last one encoded. */
+static size_t ksnk_encode_batch(kafka_sink_t *ks, const sv_batch_t *b,
+				size_t first)
 {
 	char keytmp[64];
+	size_t r, n = 0;
 
-	if (ks->msgs_cap < b->nrows) {
-		ks->msgs_cap = b->nrows;
+	if (ks->msgs_cap < b->nrows - first) {
+		ks->msgs_cap = b->nrows - first;
 		ks->msgs = sv_realloc(ks->msgs,
 				      ks->msgs_cap * sizeof(*ks->msgs));
 	}
 	sv_buf_reset(&ks->buf);
-	for (size_t r = 0; r < b->nrows; r++) {
+	for (r = first; r < b->nrows && ks->buf.len < KSNK_BATCH_BYTES; r++) {
 		const sv_value_t *row = sv_batch_row(b, r);
-		rd_kafka_message_t *m = &ks->msgs[r];
+		rd_kafka_message_t *m = &ks->msgs[n++];
 		size_t keylen;
 		const char *key = ksnk_key(ks, row, keytmp, sizeof(keytmp),
 					   &keylen);
@@ -661,13 +669,14 @@ static void ksnk_encode_batch(kafka_sink_t *ks, const sv_batch_t *b)
 			sv_json_encode_row(ks->schema, row, &ks->buf);
 		m->len = ks->buf.len - start;
 	}
-	for (size_t r = 0; r < b->nrows; r++) {
-		rd_kafka_message_t *m = &ks->msgs[r];
+	for (size_t i = 0; i < n; i++) {
+		rd_kafka_message_t *m = &ks->msgs[i];
 		char *at = ks->buf.data + m->offset;
 		if (m->key)
 			m->key = at;
 		m->payload = at + m->key_len;
 	}
+	return r;
 }
 
 /* Produce ks->msgs[0..n) in order with rd_kafka_produce_batch. librdkafka
@@ -728,10 +737,11 @@ static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 				  "dead-letter sink of topic '%s' takes raw "
 				  "payloads only",
 				  ks->id.topic);
-	if (b->nrows > 0) {
-		ksnk_encode_batch(ks, b);
-		if ((err = ksnk_produce_batch(ks, b->nrows)))
+	for (size_t r = 0; r < b->nrows;) {
+		size_t end = ksnk_encode_batch(ks, b, r);
+		if ((err = ksnk_produce_batch(ks, end - r)))
 			return err;
+		r = end;
 	}
 	/* Serve delivery reports of earlier batches without waiting. */
 	rd_kafka_poll(ks->rk, 0);

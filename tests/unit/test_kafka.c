@@ -743,6 +743,7 @@ typedef struct rawmsg {
 	bool has_key;
 	char key[32];
 	size_t keylen;
+	size_t len; /* of the payload */
 } rawmsg_t;
 
 /* Read n messages of topic (NPARTS partitions, from the start) with a
@@ -779,11 +780,13 @@ static void read_raw(fx_t *fx, const char *topic, rawmsg_t *out, size_t n)
 		if (!m->err) {
 			rawmsg_t *r = &out[got++];
 			long long id = -1;
-			assert_true(m->len < 200);
-			char text[200];
-			memcpy(text, m->payload, m->len);
-			text[m->len] = 0;
+			char text[64]; /* {"id":N, ... */
+			size_t n = m->len < sizeof(text) - 1 ? m->len
+							     : sizeof(text) - 1;
+			memcpy(text, m->payload, n);
+			text[n] = 0;
 			assert_int_equal(sscanf(text, "{\"id\":%lld", &id), 1);
+			r->len = m->len;
 			r->partition = m->partition;
 			r->offset = m->offset;
 			r->id = id;
@@ -834,7 +837,9 @@ static void check_raw(const rawmsg_t *msgs, size_t n)
  * until every row is queued; all arrive once, in order per partition,
  * keyed by the int64 id rendered as text (the key buffer path). Then rows
  * keyed by a nullable string column: a null key stays null (the
- * partitioner's choice), an empty string stays an empty key. */
+ * partitioner's choice), an empty string stays an empty key. Then one
+ * write of 1,200 rows of 2 KB, which the sink produces in ~1 MB runs: all
+ * arrive once, in order per partition, whole. */
 static void test_sink_batch_queue_full(void **state)
 {
 	fx_t *fx = *state;
@@ -920,6 +925,36 @@ static void test_sink_batch_queue_full(void **state)
 			assert_memory_equal(msgs[i].key, r, strlen(r));
 		}
 	}
+
+	/* large rows: one write of ~2.4 MB is produced in ~1 MB runs */
+	enum {
+		N3 = 1200,
+		BIG = 2000
+	};
+	char *big = malloc(BIG);
+	memset(big, 'x', BIG);
+	sc = sink_conf(fx, "t_qfull_big", F_ID);
+	sc.cluster = &small;
+	new_topic(fx, "t_qfull_big", NPARTS);
+	ok(sv_sink_open(&sc, &snk));
+	sv_batch_reset(&b);
+	for (int64_t id = 0; id < N3; id++) {
+		sv_rowmeta_t *m;
+		sv_value_t *row = sv_batch_add_row(&b, &m);
+		row[F_ID] = sv_int(id);
+		row[F_REGION] = sv_str(big, BIG);
+		row[F_AMOUNT] = sv_null();
+		row[F_TS] = sv_null();
+	}
+	ok(sv_sink_write(snk, &b));
+	ok(sv_sink_flush(snk, DEADLINE_MS));
+	assert_int_equal(snk->records_out, N3);
+	sv_sink_close(snk);
+	read_raw(fx, "t_qfull_big", msgs, N3);
+	check_raw(msgs, N3);
+	for (size_t i = 0; i < N3; i++)
+		assert_true(msgs[i].len > BIG);
+	free(big);
 	free(msgs);
 	sv_batch_release(&b);
 }
