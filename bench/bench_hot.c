@@ -33,14 +33,25 @@
  *             173b80a (tests/unit/codec_ref.h: sv_buf call by call, the
  *             old float printer): the whole per-row encode cost.
  *   produce   librdkafka's own cost per produced message on the calling
- *             thread (what the Kafka sink's ksnk_write pays per row after
- *             encoding), into the embedded development cluster, three
- *             ways: rd_kafka_producev as the sink calls it (no partition,
- *             no timestamp: librdkafka reads its clocks per message, one
- *             of them gettimeofday for the CreateTime), the same with
- *             RD_KAFKA_V_TIMESTAMP read once per batch, and
- *             rd_kafka_produce_batch per batch of 2048 (one clock read and
- *             one lock per batch). For the sink, not a change of it.
+ *             thread (what the Kafka sink pays per row after encoding),
+ *             into the embedded development cluster, four ways:
+ *             rd_kafka_producev as the sink called it (no partition, no
+ *             timestamp: librdkafka reads its clocks per message, one of
+ *             them gettimeofday for the CreateTime), the same with
+ *             RD_KAFKA_V_TIMESTAMP read once per batch,
+ *             rd_kafka_produce_batch per batch of 2048 with
+ *             RD_KAFKA_PARTITION_UA (clocks and topic lock once per batch,
+ *             the partitioner still per message: what the sink does now),
+ *             and produce_batch into one fixed partition per batch (no
+ *             partitioner at all).
+ *   sink_w1   the Kafka sink as W1 uses it: W1's output rows (seq,
+ *             auction, bidder, price_eur, ts; the encode case's rows) in
+ *             2048-row batches, unkeyed, into the embedded development
+ *             cluster, CPU of the writing thread (encode + produce), against
+ *             encoding the same rows alone into a buffer; the difference is
+ *             the sink's produce cost per record. Built from this file
+ *             against an older tree's sink, it measures that sink the same
+ *             way (the case uses the sink's public interface only).
  *
  * usage: bench_hot [--case NAME]... [--records N] [--rounds R]
  * Reproduce: bench/README.md ("bench_hot"). */
@@ -419,6 +430,81 @@ static run_t encode_run(bool fast, int64_t n)
 	return r;
 }
 
+/* ---- sink_w1 ---- */
+
+/* The W1 output rows of encode_run, n of them in 2048-row batches, into
+ * the Kafka sink (unkeyed), or (sink == false) encoded alone. */
+static run_t sink_w1_run(bool sink, int64_t n)
+{
+	const double *fv = f64_values();
+	sv_schema_t *s = sv_schema_new();
+	sv_schema_add(s, "seq", SV_T_INT64, true);
+	sv_schema_add(s, "auction", SV_T_INT64, true);
+	sv_schema_add(s, "bidder", SV_T_INT64, true);
+	sv_schema_add(s, "price_eur", SV_T_FLOAT64, true);
+	sv_schema_add(s, "ts", SV_T_TIMESTAMP, true);
+	sv_batch_t b;
+	sv_batch_init(&b, s);
+	for (int64_t i = 0; i < BATCH; i++) {
+		sv_value_t *row = sv_batch_add_row(&b, NULL);
+		row[0] = sv_int(i * 3 / 2);
+		row[1] = sv_int(1000 + i % 20);
+		row[2] = sv_int(1000 + i % 17);
+		row[3] = sv_float(fv[i & (F64_VALUES - 1)]);
+		row[4] = sv_ts(1796150616745LL + i / 8);
+	}
+	sv_devcluster_t *dc = NULL;
+	sv_sink_t *snk = NULL;
+	sv_cluster_t cl = {0};
+	sv_error_t *err;
+	if (sink) {
+		char *boot = NULL;
+		if ((err = sv_devcluster_start(1, &boot, &dc)))
+			die("development cluster", err);
+		if ((err = sv_devcluster_create_topic(dc, "bench-w1", 8)))
+			die("topic", err);
+		cl = (sv_cluster_t){
+			.name = "dev", .bootstrap = boot, .dev_embedded = true};
+		sv_sink_conf_t kc = {.kind = "kafka",
+				     .job_id = "bench",
+				     .attempt = 1,
+				     .cluster = &cl,
+				     .topic = "bench-w1",
+				     .format = SV_FMT_JSON,
+				     .schema = s,
+				     .key_column = -1};
+		if ((err = sv_sink_open(&kc, &snk)))
+			die("kafka sink", err);
+	}
+	sv_buf_t out;
+	sv_buf_init(&out);
+	double c0 = thread_cpu_s(), t0 = mono_s();
+	int64_t rows = 0;
+	for (; rows < n; rows += BATCH) {
+		if (sink) {
+			if ((err = sv_sink_write(snk, &b)))
+				die("write", err);
+			continue;
+		}
+		sv_buf_reset(&out);
+		for (size_t r = 0; r < b.nrows; r++)
+			sv_json_encode_row(s, sv_batch_row(&b, r), &out);
+		key_sink += out.len;
+	}
+	run_t res = {thread_cpu_s() - c0, mono_s() - t0, rows};
+	if (sink) {
+		if ((err = sv_sink_flush(snk, 60000)))
+			die("flush", err);
+		sv_sink_close(snk);
+		sv_devcluster_stop(dc);
+		free(cl.bootstrap);
+	}
+	sv_buf_release(&out);
+	sv_batch_release(&b);
+	sv_schema_destroy(s);
+	return res;
+}
+
 /* ---- produce ---- */
 
 typedef struct prod {
@@ -476,7 +562,9 @@ static void prod_close(prod_t *p)
 	sv_devcluster_stop(p->dc);
 }
 
-/* how: 0 producev as the sink, 1 with a per-batch timestamp, 2 batch */
+/* how: 0 producev as the sink, 1 with a per-batch timestamp, 2 batch
+ * (RD_KAFKA_PARTITION_UA: the partitioner per message, as the sink now),
+ * 3 batch into one partition per batch (no partitioner) */
 static run_t prod_run(prod_t *p, int how, int64_t n)
 {
 	rd_kafka_message_t *msgs = sv_calloc(BATCH, sizeof(*msgs));
@@ -484,14 +572,16 @@ static run_t prod_run(prod_t *p, int how, int64_t n)
 	int64_t sent = 0;
 	while (sent < n) {
 		int64_t ts = sv_now_ms();
-		if (how == 2) {
+		if (how >= 2) {
 			for (int i = 0; i < BATCH; i++) {
 				msgs[i].payload = p->payload;
 				msgs[i].len = p->len;
 			}
-			rd_kafka_produce_batch(p->rkt, RD_KAFKA_PARTITION_UA,
-					       RD_KAFKA_MSG_F_COPY, msgs,
-					       BATCH);
+			rd_kafka_produce_batch(
+				p->rkt,
+				how == 2 ? RD_KAFKA_PARTITION_UA
+					 : (int32_t)(sent / BATCH % 8),
+				RD_KAFKA_MSG_F_COPY, msgs, BATCH);
 		} else {
 			for (int i = 0; i < BATCH; i++) {
 				if (how == 1)
@@ -617,7 +707,8 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: bench_hot [--case worker|kafka_key|"
-				"key_text|cast|f64_text|encode|produce]... "
+				"key_text|cast|f64_text|encode|sink_w1|produce]"
+				"... "
 				"[--records N] "
 				"[--rounds "
 				"R]\n");
@@ -704,28 +795,46 @@ int main(int argc, char **argv)
 		report("encode", "encoder at 173b80a", "sv_json_encode_row", a,
 		       b, o.rounds);
 	}
+	if (wanted(&o, "sink_w1")) {
+		int64_t n = o.records / 4;
+		for (int i = 0; i < o.rounds; i++) {
+			if (i % 2) {
+				b[i] = sink_w1_run(false, n);
+				a[i] = sink_w1_run(true, n);
+			} else {
+				a[i] = sink_w1_run(true, n);
+				b[i] = sink_w1_run(false, n);
+			}
+		}
+		report("sink_w1", "Kafka sink (W1)", "encode only", a, b,
+		       o.rounds);
+	}
 	if (wanted(&o, "produce")) {
 		prod_t p;
 		prod_open(&p);
 		int64_t n = o.records / 8; /* ~0.5-1 us a message */
-		run_t c[64];
+		run_t c[64], d[64];
 		for (int i = 0; i < o.rounds; i++) {
-			int first = i % 3;
-			for (int j = 0; j < 3; j++) {
-				int how = (first + j) % 3;
+			int first = i % 4;
+			for (int j = 0; j < 4; j++) {
+				int how = (first + j) % 4;
 				run_t r = prod_run(&p, how, n);
 				if (how == 0)
 					a[i] = r;
 				else if (how == 1)
 					b[i] = r;
-				else
+				else if (how == 2)
 					c[i] = r;
+				else
+					d[i] = r;
 			}
 		}
 		prod_close(&p);
 		report("produce", "producev (the sink)", "+ batch timestamp", a,
 		       b, o.rounds);
 		report("", "producev (the sink)", "produce_batch", a, c,
+		       o.rounds);
+		report("", "producev (the sink)", "batch, one partition", a, d,
 		       o.rounds);
 	}
 	return 0;

@@ -2,11 +2,23 @@
  *
  * One idempotent librdkafka producer per sink (acks=all,
  * enable.idempotence=true: no duplicates or reordering from internal
- * retries). write() encodes each row as JSON into one reused buffer and
- * hands it to rd_kafka_producev with RD_KAFKA_MSG_F_COPY, so the only
- * per-record copy is librdkafka's own; the key is the key column rendered
- * as text. When librdkafka's queue is full we serve delivery reports and
- * retry. Delivery reports run on the calling thread (inside write, flush):
+ * retries). write() encodes a batch's rows as JSON, one after the other,
+ * into one reused buffer (each row's key, the key column rendered as text,
+ * just before its value) and hands them to librdkafka in one
+ * rd_kafka_produce_batch call per ~1 MB of encoded rows, with
+ * RD_KAFKA_MSG_F_COPY, so the only per-record copy is librdkafka's own, and
+ * its clock reads, topic lock and transaction check are paid once per call
+ * instead of once per record (the records' CreateTime is the call's time).
+ * Partitioning is unchanged: the call takes RD_KAFKA_PARTITION_UA, so every
+ * message goes through the topic's partitioner (murmur2_random on the key)
+ * exactly as rd_kafka_producev sends it. When librdkafka's queue is full
+ * the call refuses that message and every one after it (librdkafka stops
+ * enqueueing at the first QUEUE_FULL), so the accepted ones are a prefix;
+ * we serve delivery reports and hand in the rest, in order. Any other
+ * refusal of a message is the sink's sticky error (below); messages after
+ * it in the batch may already be queued, which the job's recovery covers as
+ * it covers any failed write. Delivery reports run on the calling thread
+ * (inside write, flush):
  * acknowledged records are counted into records_out, and the first failure
  * is kept and returned by every later write/flush — the sink is broken from
  * then on and the job goes through recovery.
@@ -85,6 +97,9 @@
  * long as the one before, up to KSNK_TXN_CALL_TIMEOUT_MS */
 #define KSNK_TXN_FIRST_CALL_MS 20
 #define KSNK_CK_META_PREFIX "streamvisor:ck="
+/* write(): rows are encoded and produced in runs of about this many bytes
+ * (a whole batch of W1's ~100-byte rows is one run) */
+#define KSNK_BATCH_BYTES (1024 * 1024)
 
 typedef enum ksnk_txn_state {
 	KTXN_IDLE = 0, /* no transaction open (or not transactional) */
@@ -112,7 +127,9 @@ typedef struct kafka_sink {
 
 	rd_kafka_t *rk;
 	rd_kafka_topic_t *rkt;
-	sv_buf_t buf; /* encoded value, reused */
+	sv_buf_t buf; /* encoded value, reused; write(): a batch's keys+values */
+	rd_kafka_message_t *msgs; /* write(): one per row, reused */
+	size_t msgs_cap;
 	sv_error_t *err; /* first delivery failure (sticky) */
 	uint64_t produced, produced_bytes; /* for the average message size */
 } kafka_sink_t;
@@ -549,30 +566,22 @@ static const char *ksnk_key(const kafka_sink_t *ks, const sv_value_t *row,
 	return sv_key_text(&row[ks->key_column], tmp, tmplen, len);
 }
 
-/* Produce one message, serving delivery reports while the local queue is
- * full. Returns NULL, or an error (also kept as the sticky error). */
-static sv_error_t *ksnk_produce(kafka_sink_t *ks, const char *val, size_t len,
-				const char *key, size_t keylen,
-				const char *reason)
+/* Produce one dead letter (write_raw: no key, the reason in a header),
+ * serving delivery reports while the local queue is full. Returns NULL, or
+ * an error (also kept as the sticky error). */
+static sv_error_t *ksnk_produce_dlq(kafka_sink_t *ks, const char *val,
+				    size_t len, const char *reason)
 {
 	rd_kafka_resp_err_t e;
 
 	for (;;) {
-		if (reason)
-			e = rd_kafka_producev(
-				ks->rk, RD_KAFKA_V_RKT(ks->rkt),
-				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-				RD_KAFKA_V_VALUE((void *)val, len),
-				RD_KAFKA_V_KEY(key, keylen),
-				RD_KAFKA_V_HEADER(KSNK_DLQ_HEADER, reason,
-						  (ssize_t)strlen(reason)),
-				RD_KAFKA_V_END);
-		else
-			e = rd_kafka_producev(
-				ks->rk, RD_KAFKA_V_RKT(ks->rkt),
-				RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-				RD_KAFKA_V_VALUE((void *)val, len),
-				RD_KAFKA_V_KEY(key, keylen), RD_KAFKA_V_END);
+		e = rd_kafka_producev(
+			ks->rk, RD_KAFKA_V_RKT(ks->rkt),
+			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+			RD_KAFKA_V_VALUE((void *)val, len),
+			RD_KAFKA_V_HEADER(KSNK_DLQ_HEADER, reason,
+					  (ssize_t)strlen(reason)),
+			RD_KAFKA_V_END);
 		if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
 			break;
 		/* Let the brokers drain the queue; delivery reports (and a
@@ -587,7 +596,7 @@ static sv_error_t *ksnk_produce(kafka_sink_t *ks, const char *val, size_t len,
 		return sv_error_copy(ks->err);
 	}
 	ks->produced++;
-	ks->produced_bytes += len + keylen;
+	ks->produced_bytes += len;
 	return NULL;
 }
 
@@ -617,10 +626,106 @@ static sv_error_t *ksnk_txn_check_open(kafka_sink_t *ks, const char *what)
 			  ks->txn == KTXN_IDLE ? "" : ", transaction failed");
 }
 
+/* A key's bytes are in ks->buf (write's encode step); the pointer is set
+ * once the whole batch is encoded (the buffer may move until then). */
+#define KSNK_KEY_PENDING ((void *)&ksnk_key_pending_tag)
+static const char ksnk_key_pending_tag = 'k';
+
+/* Encode rows first.. of b into ks->buf and ks->msgs[0..): each row's key
+ * text (when it has one), then its value; stops after the row that takes
+ * the buffer to KSNK_BATCH_BYTES (so a batch of large rows does not hold
+ * all of them at once beside librdkafka's copies). Returns the row after
+ * the last one encoded. */
+static size_t ksnk_encode_batch(kafka_sink_t *ks, const sv_batch_t *b,
+				size_t first)
+{
+	char keytmp[64];
+	size_t r, n = 0;
+
+	if (ks->msgs_cap < b->nrows - first) {
+		ks->msgs_cap = b->nrows - first;
+		ks->msgs = sv_realloc(ks->msgs,
+				      ks->msgs_cap * sizeof(*ks->msgs));
+	}
+	sv_buf_reset(&ks->buf);
+	for (r = first; r < b->nrows && ks->buf.len < KSNK_BATCH_BYTES; r++) {
+		const sv_value_t *row = sv_batch_row(b, r);
+		rd_kafka_message_t *m = &ks->msgs[n++];
+		size_t keylen;
+		const char *key = ksnk_key(ks, row, keytmp, sizeof(keytmp),
+					   &keylen);
+		memset(m, 0, sizeof(*m));
+		/* offset: where the row's bytes start in ks->buf */
+		m->offset = (int64_t)ks->buf.len;
+		if (key) {
+			sv_buf_append(&ks->buf, key, keylen);
+			m->key = KSNK_KEY_PENDING; /* non-NULL: has a key */
+			m->key_len = keylen;
+		}
+		size_t start = ks->buf.len;
+		if (ks->row_format)
+			sv_rowcodec_encode(ks->schema, row, &ks->buf);
+		else
+			sv_json_encode_row(ks->schema, row, &ks->buf);
+		m->len = ks->buf.len - start;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rd_kafka_message_t *m = &ks->msgs[i];
+		char *at = ks->buf.data + m->offset;
+		if (m->key)
+			m->key = at;
+		m->payload = at + m->key_len;
+	}
+	return r;
+}
+
+/* Produce ks->msgs[0..n) in order with rd_kafka_produce_batch. librdkafka
+ * refuses a message with QUEUE_FULL and then every later one of the call,
+ * so what it accepted before is a prefix of the rest: serve delivery
+ * reports (the queue drains only as they are served) and hand in the rest
+ * again. Any other refusal becomes the sticky error. Returns NULL, or the
+ * error (a copy of the sticky one). */
+static sv_error_t *ksnk_produce_batch(kafka_sink_t *ks, size_t n)
+{
+	size_t next = 0;
+
+	while (next < n) {
+		size_t i;
+		rd_kafka_produce_batch(ks->rkt, RD_KAFKA_PARTITION_UA,
+				       RD_KAFKA_MSG_F_COPY, ks->msgs + next,
+				       (int)(n - next));
+		for (i = next; i < n; i++) {
+			const rd_kafka_message_t *m = &ks->msgs[i];
+			if (m->err == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+				break; /* this one and the rest: not queued */
+			if (m->err) {
+				if (!ks->err)
+					ks->err = ksnk_delivery_error(ks,
+								      m->err);
+				continue;
+			}
+			ks->produced++;
+			ks->produced_bytes += m->len + m->key_len;
+			ks->base.bytes_out += m->len;
+		}
+		if (ks->err)
+			return sv_error_copy(ks->err);
+		next = i;
+		if (next < n) {
+			/* Let the brokers drain the queue; delivery reports
+			 * (and a failure that would never let it drain)
+			 * arrive here. */
+			rd_kafka_poll(ks->rk, 10);
+			if (ks->err)
+				return sv_error_copy(ks->err);
+		}
+	}
+	return NULL;
+}
+
 static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 {
 	kafka_sink_t *ks = (kafka_sink_t *)snk;
-	char keytmp[64];
 	sv_error_t *err;
 
 	if (ks->err)
@@ -632,21 +737,11 @@ static sv_error_t *ksnk_write(sv_sink_t *snk, const sv_batch_t *b)
 				  "dead-letter sink of topic '%s' takes raw "
 				  "payloads only",
 				  ks->id.topic);
-	for (size_t r = 0; r < b->nrows; r++) {
-		const sv_value_t *row = sv_batch_row(b, r);
-		size_t keylen;
-		const char *key = ksnk_key(ks, row, keytmp, sizeof(keytmp),
-					   &keylen);
-
-		sv_buf_reset(&ks->buf);
-		if (ks->row_format)
-			sv_rowcodec_encode(ks->schema, row, &ks->buf);
-		else
-			sv_json_encode_row(ks->schema, row, &ks->buf);
-		if ((err = ksnk_produce(ks, ks->buf.data, ks->buf.len, key,
-					keylen, NULL)))
+	for (size_t r = 0; r < b->nrows;) {
+		size_t end = ksnk_encode_batch(ks, b, r);
+		if ((err = ksnk_produce_batch(ks, end - r)))
 			return err;
-		ks->base.bytes_out += ks->buf.len;
+		r = end;
 	}
 	/* Serve delivery reports of earlier batches without waiting. */
 	rd_kafka_poll(ks->rk, 0);
@@ -663,8 +758,8 @@ static sv_error_t *ksnk_write_raw(sv_sink_t *snk, const char *payload,
 		return sv_error_copy(ks->err);
 	if ((err = ksnk_txn_check_open(ks, "write")))
 		return err;
-	if ((err = ksnk_produce(ks, payload ? payload : "", len, NULL, 0,
-				reason ? reason : "")))
+	if ((err = ksnk_produce_dlq(ks, payload ? payload : "", len,
+				    reason ? reason : "")))
 		return err;
 	rd_kafka_poll(ks->rk, 0);
 	return ks->err ? sv_error_copy(ks->err) : NULL;
@@ -1002,6 +1097,7 @@ static void ksnk_close(sv_sink_t *snk)
 		sv_kafka_client_destroy(ks->rk);
 	sv_error_destroy(ks->err);
 	sv_buf_release(&ks->buf);
+	free(ks->msgs);
 	sv_kafka_ident_release(&ks->id);
 	free(ks->txn_id);
 	free(ks->group_id);

@@ -12,7 +12,12 @@
  *  - zombie fencing: sink A writes in an open transaction; sink B opens
  *    with the same transactional id (init_transactions fences A and aborts
  *    its transaction) and commits its own. A's commit fails fatally; a
- *    read_committed reader sees only B's rows, read_uncommitted both. */
+ *    read_committed reader sees only B's rows, read_uncommitted both.
+ *  - queue full inside a transaction: with queue.buffering.max.messages
+ *    at 32, one write of 2,000 rows (the sink's batched produce hands the
+ *    refused tail in again as deliveries drain the queue) commits all of
+ *    them, in order on a one-partition topic; a second transaction whose
+ *    write also meets the full queue is aborted and stays invisible. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,14 +82,16 @@ static void ok(sv_error_t *err, const char *what)
 			 err->cause ? err->cause : "-");
 }
 
-static sv_sink_t *open_txn_sink(fixture_t *f, const char *topic,
-				const char *txn_id, const char *group)
+/* cluster: NULL for the fixture's */
+static sv_sink_t *open_txn_sink_on(fixture_t *f, const sv_cluster_t *cluster,
+				   const char *topic, const char *txn_id,
+				   const char *group)
 {
 	sv_sink_conf_t c = {
 		.kind = "kafka",
 		.job_id = "it-sink-txn",
 		.attempt = 1,
-		.cluster = &f->cluster,
+		.cluster = cluster ? cluster : &f->cluster,
 		.topic = topic,
 		.format = SV_FMT_JSON,
 		.schema = f->schema,
@@ -98,6 +105,12 @@ static sv_sink_t *open_txn_sink(fixture_t *f, const char *topic,
 	ok(sv_sink_open(&c, &snk), "open transactional sink");
 	assert_true(sv_sink_transactional(snk));
 	return snk;
+}
+
+static sv_sink_t *open_txn_sink(fixture_t *f, const char *topic,
+				const char *txn_id, const char *group)
+{
+	return open_txn_sink_on(f, NULL, topic, txn_id, group);
 }
 
 static sv_source_t *open_source(fixture_t *f, const char *group)
@@ -416,12 +429,62 @@ static void test_pending_offsets_need_fencing(void **state)
 	free(out);
 }
 
+/* Queue full inside a transaction (see the file comment). */
+static void test_txn_queue_full(void **state)
+{
+	fixture_t *f = *state;
+	enum {
+		N = 2000,
+		N_ABORTED = 300
+	};
+	char *out = tk_unique("it-txn-qfull");
+	char *txn_id = tk_unique("streamvisor-it-q");
+	char *group = tk_unique("streamvisor-it-qgroup");
+	sv_kv_t props[] = {
+		{"queue.buffering.max.messages", "32"},
+		{"linger.ms", "0"},
+	};
+	sv_cluster_t small = f->cluster;
+	small.props = props;
+	small.nprops = sizeof(props) / sizeof(props[0]);
+	sv_buf_t st;
+
+	tk_create_topic(out, 1);
+	sv_buf_init(&st);
+	sv_sink_t *snk = open_txn_sink_on(f, &small, out, txn_id, group);
+	ok(sv_sink_txn_begin(snk), "begin 1");
+	write_rows(f, snk, 0, N, "q"); /* 2,000 rows, a 32-message queue */
+	ok(sv_sink_txn_prepare(snk, 1, &st), "prepare 1");
+	ok(sv_sink_txn_commit(snk), "commit 1");
+	assert_int_equal(snk->records_out, N);
+	ok(sv_sink_txn_begin(snk), "begin 2");
+	write_rows(f, snk, N, N + N_ABORTED, "aborted");
+	ok(sv_sink_txn_abort(snk), "abort 2");
+	assert_int_equal(snk->records_out, N);
+	sv_sink_close(snk);
+	char **lines;
+	size_t n = tk_consume(out, N, 30000, true, &lines);
+
+	assert_int_equal(n, N);
+	for (size_t i = 0; i < n; i++) { /* one partition: in write order */
+		char want[64];
+		snprintf(want, sizeof(want), "{\"id\":%zu,\"v\":\"q\"}", i);
+		assert_string_equal(lines[i], want);
+	}
+	tk_free_lines(lines, n);
+	sv_buf_release(&st);
+	free(group);
+	free(txn_id);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_commit_abort_offsets),
 		cmocka_unit_test(test_zombie_fenced),
 		cmocka_unit_test(test_pending_offsets_need_fencing),
+		cmocka_unit_test(test_txn_queue_full),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

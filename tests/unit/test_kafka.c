@@ -19,7 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "core/codec.h"
+#include "core/partition.h"
 #include "core/util.h"
 #include "sinks/sink.h"
 #include "kafka/devcluster.h"
@@ -730,6 +733,232 @@ static void test_sink_delivery_error(void **state)
 	sv_batch_release(&b);
 }
 
+/* ---- the sink's batched produce, read back message by message ---- */
+
+/* One message as the broker has it. */
+typedef struct rawmsg {
+	int32_t partition;
+	int64_t offset;
+	int64_t id; /* the payload's "id" */
+	bool has_key;
+	char key[32];
+	size_t keylen;
+	size_t len; /* of the payload */
+} rawmsg_t;
+
+/* Read n messages of topic (NPARTS partitions, from the start) with a
+ * plain librdkafka consumer: partition, offset, key bytes and the id. */
+static void read_raw(fx_t *fx, const char *topic, rawmsg_t *out, size_t n)
+{
+	char errstr[256];
+	rd_kafka_conf_t *conf = rd_kafka_conf_new();
+	assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers",
+					   fx->bootstrap, errstr,
+					   sizeof(errstr)),
+			 RD_KAFKA_CONF_OK);
+	assert_int_equal(rd_kafka_conf_set(conf, "group.id", "raw-reader",
+					   errstr, sizeof(errstr)),
+			 RD_KAFKA_CONF_OK);
+	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr,
+				      sizeof(errstr));
+	assert_non_null(rk);
+	rd_kafka_topic_partition_list_t *parts =
+		rd_kafka_topic_partition_list_new(NPARTS);
+	for (int p = 0; p < NPARTS; p++)
+		rd_kafka_topic_partition_list_add(parts, topic, p)->offset =
+			RD_KAFKA_OFFSET_BEGINNING;
+	assert_int_equal(rd_kafka_assign(rk, parts), 0);
+	rd_kafka_topic_partition_list_destroy(parts);
+	int64_t deadline = sv_mono_ms() + DEADLINE_MS;
+	size_t got = 0;
+	while (got < n) {
+		if (sv_mono_ms() > deadline)
+			fail_msg("timed out: %zu of %zu messages", got, n);
+		rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+		if (!m)
+			continue;
+		if (!m->err) {
+			rawmsg_t *r = &out[got++];
+			long long id = -1;
+			char text[64]; /* {"id":N, ... */
+			size_t n = m->len < sizeof(text) - 1 ? m->len
+							     : sizeof(text) - 1;
+			memcpy(text, m->payload, n);
+			text[n] = 0;
+			assert_int_equal(sscanf(text, "{\"id\":%lld", &id), 1);
+			r->len = m->len;
+			r->partition = m->partition;
+			r->offset = m->offset;
+			r->id = id;
+			r->has_key = m->key != NULL;
+			assert_true(m->key_len < sizeof(r->key));
+			r->keylen = m->key_len;
+			if (m->key_len)
+				memcpy(r->key, m->key, m->key_len);
+		}
+		rd_kafka_message_destroy(m);
+	}
+	rd_kafka_consumer_close(rk);
+	rd_kafka_destroy(rk);
+}
+
+/* Every id of [0, n) once; within each partition the ids come in the order
+ * they were written (offsets consecutive); a keyed message sits in the
+ * partition Kafka's murmur2 gives its key (core/partition.h), so the
+ * partitioning is that of the Java client, as with one producev per row. */
+static void check_raw(const rawmsg_t *msgs, size_t n)
+{
+	uint8_t *seen = calloc(n, 1);
+	int64_t last_id[NPARTS], next_off[NPARTS];
+	for (int p = 0; p < NPARTS; p++) {
+		last_id[p] = -1;
+		next_off[p] = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const rawmsg_t *m = &msgs[i];
+		assert_true(m->id >= 0 && (size_t)m->id < n);
+		assert_int_equal(seen[m->id], 0);
+		seen[m->id] = 1;
+		assert_true(m->partition >= 0 && m->partition < NPARTS);
+		assert_int_equal(m->offset, next_off[m->partition]++);
+		assert_true(m->id > last_id[m->partition]);
+		last_id[m->partition] = m->id;
+		if (m->has_key)
+			assert_int_equal(
+				m->partition,
+				sv_partition_of(m->key, m->keylen, NPARTS));
+	}
+	free(seen);
+}
+
+/* One write of more rows than librdkafka's queue holds
+ * (queue.buffering.max.messages from the cluster's properties): the batch's
+ * refused tail is handed in again as delivery reports drain the queue,
+ * until every row is queued; all arrive once, in order per partition,
+ * keyed by the int64 id rendered as text (the key buffer path). Then rows
+ * keyed by a nullable string column: a null key stays null (the
+ * partitioner's choice), an empty string stays an empty key. Then one
+ * write of 1,200 rows of 2 KB, which the sink produces in ~1 MB runs: all
+ * arrive once, in order per partition, whole. */
+static void test_sink_batch_queue_full(void **state)
+{
+	fx_t *fx = *state;
+	enum {
+		N = 3000,
+		N2 = 200
+	};
+	sv_kv_t props[] = {
+		{"queue.buffering.max.messages", "64"},
+		{"linger.ms", "0"},
+	};
+	sv_cluster_t small = fx->cluster;
+	small.props = props;
+	small.nprops = SV_ARRAY_LEN(props);
+	sv_sink_conf_t sc = sink_conf(fx, "t_qfull", F_ID);
+	sc.cluster = &small;
+	sv_sink_t *snk;
+	sv_batch_t b;
+
+	new_topic(fx, "t_qfull", NPARTS);
+	ok(sv_sink_open(&sc, &snk));
+	sv_batch_init(&b, fx->schema);
+	for (int64_t id = 0; id < N; id++) {
+		sv_rowmeta_t *m;
+		sv_value_t *row = sv_batch_add_row(&b, &m);
+		const char *r = regions[id % 5];
+		row[F_ID] = sv_int(id);
+		row[F_REGION] = sv_str(r, (uint32_t)strlen(r));
+		row[F_AMOUNT] = sv_float(amount_of(id));
+		row[F_TS] = sv_ts(1700000000000 + id);
+	}
+	ok(sv_sink_write(snk, &b)); /* 3000 rows through a 64-message queue */
+	ok(sv_sink_flush(snk, DEADLINE_MS));
+	assert_int_equal(snk->records_out, N);
+	sv_sink_close(snk);
+
+	rawmsg_t *msgs = calloc(N, sizeof(*msgs));
+	read_raw(fx, "t_qfull", msgs, N);
+	check_raw(msgs, N);
+	for (size_t i = 0; i < N; i++) {
+		char want[24];
+		int len = snprintf(want, sizeof(want), "%lld",
+				   (long long)msgs[i].id);
+		assert_true(msgs[i].has_key);
+		assert_int_equal(msgs[i].keylen, (size_t)len);
+		assert_memory_equal(msgs[i].key, want, (size_t)len);
+	}
+
+	/* string keys: "", null, and region names */
+	sc = sink_conf(fx, "t_qfull_keys", F_REGION);
+	sc.cluster = &small;
+	new_topic(fx, "t_qfull_keys", NPARTS);
+	ok(sv_sink_open(&sc, &snk));
+	sv_batch_reset(&b);
+	for (int64_t id = 0; id < N2; id++) {
+		sv_rowmeta_t *m;
+		sv_value_t *row = sv_batch_add_row(&b, &m);
+		const char *r = regions[id % 5];
+		row[F_ID] = sv_int(id);
+		row[F_REGION] = id % 3 == 1 ? sv_null()
+			: id % 3 == 2       ? sv_str("", 0)
+					    : sv_str(r, (uint32_t)strlen(r));
+		row[F_AMOUNT] = sv_null();
+		row[F_TS] = sv_ts(1700000000000 + id);
+	}
+	ok(sv_sink_write(snk, &b));
+	ok(sv_sink_flush(snk, DEADLINE_MS));
+	assert_int_equal(snk->records_out, N2);
+	sv_sink_close(snk);
+	read_raw(fx, "t_qfull_keys", msgs, N2);
+	check_raw(msgs, N2);
+	for (size_t i = 0; i < N2; i++) {
+		int64_t id = msgs[i].id;
+		const char *r = regions[id % 5];
+		if (id % 3 == 1) {
+			assert_false(msgs[i].has_key);
+		} else if (id % 3 == 2) {
+			assert_true(msgs[i].has_key);
+			assert_int_equal(msgs[i].keylen, 0);
+		} else {
+			assert_true(msgs[i].has_key);
+			assert_int_equal(msgs[i].keylen, strlen(r));
+			assert_memory_equal(msgs[i].key, r, strlen(r));
+		}
+	}
+
+	/* large rows: one write of ~2.4 MB is produced in ~1 MB runs */
+	enum {
+		N3 = 1200,
+		BIG = 2000
+	};
+	char *big = malloc(BIG);
+	memset(big, 'x', BIG);
+	sc = sink_conf(fx, "t_qfull_big", F_ID);
+	sc.cluster = &small;
+	new_topic(fx, "t_qfull_big", NPARTS);
+	ok(sv_sink_open(&sc, &snk));
+	sv_batch_reset(&b);
+	for (int64_t id = 0; id < N3; id++) {
+		sv_rowmeta_t *m;
+		sv_value_t *row = sv_batch_add_row(&b, &m);
+		row[F_ID] = sv_int(id);
+		row[F_REGION] = sv_str(big, BIG);
+		row[F_AMOUNT] = sv_null();
+		row[F_TS] = sv_null();
+	}
+	ok(sv_sink_write(snk, &b));
+	ok(sv_sink_flush(snk, DEADLINE_MS));
+	assert_int_equal(snk->records_out, N3);
+	sv_sink_close(snk);
+	read_raw(fx, "t_qfull_big", msgs, N3);
+	check_raw(msgs, N3);
+	for (size_t i = 0; i < N3; i++)
+		assert_true(msgs[i].len > BIG);
+	free(big);
+	free(msgs);
+	sv_batch_release(&b);
+}
+
 /* err: the refused commit (GROUP_AUTHORIZATION_FAILED) of group on topic,
  * a commit error that names both; destroyed. */
 static void expect_refused(sv_error_t *err, const char *group,
@@ -855,6 +1084,7 @@ int main(void)
 		cmocka_unit_test(test_seek),
 		cmocka_unit_test(test_sink_bad_key_column),
 		cmocka_unit_test(test_sink_delivery_error),
+		cmocka_unit_test(test_sink_batch_queue_full),
 		cmocka_unit_test(test_source_commit_error),
 		cmocka_unit_test(test_source_commit_async),
 		cmocka_unit_test(test_fetch_transient_errors),
