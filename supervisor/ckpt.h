@@ -99,14 +99,20 @@ typedef struct sv_ckpt_parts {
 } sv_ckpt_parts_t;
 
 /* The steps of a checkpoint, timed (docs/exactly-once.md numbers them):
+ * the checkpoint id's allocation (a synced write of the job's sequence),
  * the sink's flush or prepare (2), the operators' snapshot and the synced
  * PREPARED write (3; the write with a distributed member's state-topic
  * records), the offsets (5), the commit point (7), the COMMITTED mark and
- * retention (9). */
+ * retention (9). When the PREPARED write runs on its own thread beside the
+ * flush and the offsets (Kafka exactly-once, docs/exactly-once.md), WRITE
+ * is the write's own time and WRITE_WAIT the part of it the worker still
+ * waited for after the offsets were sent (0 otherwise). */
 enum {
+	SV_CKPT_STEP_ID,
 	SV_CKPT_STEP_FLUSH,
 	SV_CKPT_STEP_SNAPSHOT,
 	SV_CKPT_STEP_WRITE,
+	SV_CKPT_STEP_WRITE_WAIT,
 	SV_CKPT_STEP_OFFSETS,
 	SV_CKPT_STEP_COMMIT,
 	SV_CKPT_STEP_MARK,
