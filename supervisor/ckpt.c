@@ -16,7 +16,19 @@
  * flush or the staged files must come first), and so does distributed
  * mode, whose state-topic records join the transaction after the write;
  * STREAMVISOR_SERIAL_CHECKPOINT=1 keeps it everywhere (a measurement's
- * control). */
+ * control).
+ *
+ * After the commit, the COMMITTED mark and retention run on a thread of
+ * their own too (sv_ckpt_tail_t, standalone): recovery never needs the
+ * mark, which only says early what recovery would decide (a kill at
+ * after_commit leaves the same state). The next checkpoint waits for it
+ * before anything else, so the store's writes of one member stay in
+ * order; the worker waits for it (sv_ckpt_settle) before saying a
+ * checkpoint committed to anyone who asked, and at the end.
+ *
+ * The id's sequence write and retention's deletes are not synced
+ * themselves: the next synced write (the PREPARED record) syncs the WAL
+ * with them, before anything outside the process refers to the id. */
 #define _GNU_SOURCE
 #include "supervisor/ckpt.h"
 
@@ -309,11 +321,16 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		return take_tasks(conf, p, wm, info);
 	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
 	int64_t us = sv_mono_us();
-	int64_t id;
-	sv_error_t *err = new_id(conf, p, &id);
+	sv_error_t *err = sv_ckpt_settle(conf); /* the last one's mark */
 	if (err)
 		return err;
+	int64_t settle_us = sv_mono_us() - us;
+	us += settle_us;
+	int64_t id;
+	if ((err = new_id(conf, p, &id)))
+		return err;
 	memset(info, 0, sizeof(*info));
+	info->step_us[SV_CKPT_STEP_SETTLE] = settle_us;
 	step_done(info, SV_CKPT_STEP_ID, &us);
 	info->id = id;
 	info->started_ms = t0;
@@ -395,6 +412,82 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	return err;
 }
 
+/* Step 9: checkpoint id COMMITTED (its duration_ms), then retention (per
+ * task when tasks is not NULL). */
+static sv_error_t *mark_and_retain(sv_ckstore_t *st, const char *job_id,
+				   int64_t id, int64_t duration_ms,
+				   const int32_t *tasks, size_t ntasks,
+				   int retain)
+{
+	sv_error_t *err = sv_ckstore_mark(
+		st, job_id, id,
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, duration_ms);
+	if (!err)
+		sv_killpoint("after_mark_committed");
+	if (!err)
+		err = tasks ? sv_ckstore_retain_tasks(st, job_id, tasks, ntasks,
+						      retain)
+			    : sv_ckstore_retain(st, job_id, retain);
+	return err;
+}
+
+static void tail_run(sv_ckpt_tail_t *t)
+{
+	t->err = mark_and_retain(t->store, t->job_id, t->id, t->duration_ms,
+				 t->tasks, t->ntasks, t->retain);
+}
+
+static void *tail_main(void *opaque)
+{
+	pthread_setname_np(pthread_self(), "sv-ckmark");
+	tail_run(opaque);
+	return NULL;
+}
+
+/* Step 9 of checkpoint id on conf->tail's thread (settled before). */
+static void tail_start(const sv_ckpt_conf_t *conf, int64_t id,
+		       int64_t duration_ms, const int32_t *tasks, size_t ntasks)
+{
+	sv_ckpt_tail_t *t = conf->tail;
+	t->store = conf->store;
+	t->job_id = conf->job_id;
+	t->id = id;
+	t->duration_ms = duration_ms;
+	t->retain = conf->retain;
+	t->tasks = NULL;
+	t->ntasks = ntasks;
+	if (tasks) {
+		t->tasks = sv_calloc(ntasks ? ntasks : 1, sizeof(*t->tasks));
+		memcpy(t->tasks, tasks, ntasks * sizeof(*t->tasks));
+	}
+	t->err = NULL;
+	t->running = true;
+	/* no thread to be had: written by the settle */
+	t->threaded = pthread_create(&t->th, NULL, tail_main, t) == 0;
+}
+
+sv_error_t *sv_ckpt_settle(const sv_ckpt_conf_t *conf)
+{
+	sv_ckpt_tail_t *t = conf->tail;
+	if (!t || !t->running)
+		return NULL;
+	if (t->threaded)
+		pthread_join(t->th, NULL);
+	else
+		tail_run(t);
+	t->running = false;
+	free(t->tasks);
+	t->tasks = NULL;
+	sv_error_t *err = t->err;
+	t->err = NULL;
+	if (!err)
+		return NULL;
+	char what[96];
+	snprintf(what, sizeof(what), "the COMMITTED mark of checkpoint %lld",
+		 (long long)t->id);
+	return ck_error(conf, err, what);
+}
+
 /* The positions of both inputs to the job's group (at-least-once). */
 static sv_error_t *commit_sources(sv_ckpt_parts_t *p)
 {
@@ -467,20 +560,13 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err)
 		sv_killpoint("after_commit");
 
-	/* 5. mark committed, retention */
-	if (!err)
-		err = sv_ckstore_mark(
-			conf->store, conf->job_id, id,
-			STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
-			sv_mono_ms() - m0);
-	if (!err)
-		sv_killpoint("after_mark_committed");
-	if (!err)
-		err = tasks
-			? sv_ckstore_retain_tasks(conf->store, conf->job_id,
-						  tasks, ntasks, conf->retain)
-			: sv_ckstore_retain(conf->store, conf->job_id,
-					    conf->retain);
+	/* 5. mark committed, retention (on their own thread with a tail) */
+	if (!err && conf->tail && !p->grouped && !serial_forced())
+		tail_start(conf, id, sv_mono_ms() - m0, tasks, ntasks);
+	else if (!err)
+		err = mark_and_retain(conf->store, conf->job_id, id,
+				      sv_mono_ms() - m0, tasks, ntasks,
+				      conf->retain);
 	step_done(info, SV_CKPT_STEP_MARK, &us);
 	info->duration_ms = sv_mono_ms() - m0;
 	json_t *o;
@@ -494,20 +580,26 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed", o);
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
-	o = json_pack(
-		"{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, "
-		"s:I, s:I}}",
-		"checkpoint_id", (json_int_t)id, "duration_ms",
-		(json_int_t)info->duration_ms, "bytes", (json_int_t)info->bytes,
-		"watermark_ms", (json_int_t)wm, "steps_us", "id",
-		(json_int_t)info->step_us[SV_CKPT_STEP_ID], "flush",
-		(json_int_t)info->step_us[SV_CKPT_STEP_FLUSH], "snapshot",
-		(json_int_t)info->step_us[SV_CKPT_STEP_SNAPSHOT], "write",
-		(json_int_t)info->step_us[SV_CKPT_STEP_WRITE], "write_wait",
-		(json_int_t)info->step_us[SV_CKPT_STEP_WRITE_WAIT], "offsets",
-		(json_int_t)info->step_us[SV_CKPT_STEP_OFFSETS], "commit",
-		(json_int_t)info->step_us[SV_CKPT_STEP_COMMIT], "mark",
-		(json_int_t)info->step_us[SV_CKPT_STEP_MARK]);
+	static const char *const step_names[SV_CKPT_STEPS] = {
+		[SV_CKPT_STEP_SETTLE] = "settle",
+		[SV_CKPT_STEP_ID] = "id",
+		[SV_CKPT_STEP_FLUSH] = "flush",
+		[SV_CKPT_STEP_SNAPSHOT] = "snapshot",
+		[SV_CKPT_STEP_WRITE] = "write",
+		[SV_CKPT_STEP_WRITE_WAIT] = "write_wait",
+		[SV_CKPT_STEP_OFFSETS] = "offsets",
+		[SV_CKPT_STEP_COMMIT] = "commit",
+		[SV_CKPT_STEP_MARK] = "mark",
+	};
+	json_t *steps = json_object();
+	for (int k = 0; k < SV_CKPT_STEPS; k++)
+		json_object_set_new(steps, step_names[k],
+				    json_integer((json_int_t)info->step_us[k]));
+	o = json_pack("{s:I, s:I, s:I, s:I, s:o}", "checkpoint_id",
+		      (json_int_t)id, "duration_ms",
+		      (json_int_t)info->duration_ms, "bytes",
+		      (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm,
+		      "steps_us", steps);
 	if (member >= 0)
 		json_object_set_new(o, "member", json_integer(member));
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed", o);
@@ -635,11 +727,16 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 {
 	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
 	int64_t us = sv_mono_us();
-	int64_t id;
-	sv_error_t *err = new_id(conf, p, &id);
+	sv_error_t *err = sv_ckpt_settle(conf); /* the last one's mark */
 	if (err)
 		return err;
+	int64_t settle_us = sv_mono_us() - us;
+	us += settle_us;
+	int64_t id;
+	if ((err = new_id(conf, p, &id)))
+		return err;
 	memset(info, 0, sizeof(*info));
+	info->step_us[SV_CKPT_STEP_SETTLE] = settle_us;
 	step_done(info, SV_CKPT_STEP_ID, &us);
 	info->id = id;
 	info->started_ms = t0;
