@@ -187,6 +187,10 @@ typedef struct ck_writer {
 
 static void ck_writer_run(ck_writer_t *w)
 {
+	/* a test holds the write back until the offsets were sent, and kills
+	 * there: offsets in the open transaction, no PREPARED record yet */
+	sv_delaypoint("prepared_write");
+	sv_killpoint("prepared_write");
 	int64_t t = sv_mono_us();
 	w->err = w->trecs
 		? sv_ckstore_put_tasks(w->store, w->rec, w->trecs, w->ntrecs)
