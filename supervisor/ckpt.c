@@ -5,11 +5,11 @@
  * producer's acknowledgements, for the disk's sync of the PREPARED record,
  * for the transaction coordinator. The protocol needs only one order among
  * them: the PREPARED record durable before the commit (DESIGN.md §4). So
- * the operators are snapshotted first (the producer's records in flight
- * are acknowledged meanwhile), the record goes to the store on a thread of
- * its own (ck_writer_t), and the worker flushes the producer and sends the
- * offsets to the transaction while it is written; it commits once both
- * are done. Offsets in an open transaction are invisible until the commit,
+ * the operators' snapshot and the record's synced write run on a thread of
+ * their own (ck_writer_t), while the worker flushes the producer and sends
+ * the offsets to the transaction (it touches nothing but the sink
+ * meanwhile, so the operators are the thread's until the join); it
+ * commits once both are done. Offsets in an open transaction are invisible until the commit,
  * so a crash anywhere before it leaves a transaction the next producer
  * aborts, exactly as before. At-least-once and the file sink keep the
  * serial order (their recovery takes a PREPARED record as complete: the
@@ -181,12 +181,25 @@ typedef struct ck_writer {
 	const ckrec_t *rec;
 	const ckrec_t *const *trecs;
 	size_t ntrecs;
+	/* run first on the thread, or NULL: the snapshot into rec (the
+	 * worker meanwhile only flushes the sink and sends the offsets, so
+	 * the operators are the thread's until the join) */
+	sv_error_t *(*build)(void *opaque);
+	void *build_arg;
+	int64_t build_us; /* build's time */
 	sv_error_t *err;
 	int64_t us; /* the write's own time */
 } ck_writer_t;
 
 static void ck_writer_run(ck_writer_t *w)
 {
+	if (w->build) {
+		int64_t b = sv_mono_us();
+		w->err = w->build(w->build_arg);
+		w->build_us = sv_mono_us() - b;
+		if (w->err)
+			return;
+	}
 	/* a test holds the write back until the offsets were sent, and kills
 	 * there: offsets in the open transaction, no PREPARED record yet */
 	sv_delaypoint("prepared_write");
@@ -284,6 +297,8 @@ static sv_error_t *overlap_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_error_t *werr = ck_writer_join(w);
 	step_done(info, SV_CKPT_STEP_WRITE_WAIT, us);
 	info->step_us[SV_CKPT_STEP_WRITE] = w->us;
+	if (w->build)
+		info->step_us[SV_CKPT_STEP_SNAPSHOT] = w->build_us;
 	if (!err)
 		return werr;
 	sv_error_destroy(werr);
@@ -317,6 +332,32 @@ static void chain_moved(sv_ckpt_incr_t *in, sv_pipeline_t *pl, int64_t id,
 
 static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			      int64_t wm, sv_ckpt_info_t *info);
+
+/* build_record's arguments, for the writer's thread. */
+typedef struct p1_build {
+	const sv_ckpt_conf_t *conf;
+	sv_ckpt_parts_t *p;
+	const sv_partpos_t *pos, *pos2;
+	size_t npos, npos2;
+	int64_t id, wm, t0;
+	const sv_buf_t *sink_state;
+	ckrec_t *rec;
+	Streamvisor__PartitionOffset *offs;
+	Streamvisor__OperatorState *ops;
+	sv_buf_t *opbufs;
+	size_t nops;
+} p1_build_t;
+
+static sv_error_t *p1_build(void *opaque)
+{
+	p1_build_t *b = opaque;
+	sv_error_t *err = build_record(
+		b->conf, b->p, b->pos, b->npos, b->pos2, b->npos2, b->id, b->wm,
+		b->sink_state, b->rec, b->offs, b->ops, b->opbufs, &b->nops);
+	b->rec->started_at_ms = b->t0;
+	b->rec->bytes += (int64_t)b->sink_state->len;
+	return err;
+}
 
 sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			 int64_t wm, sv_ckpt_info_t *info)
@@ -366,10 +407,22 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	Streamvisor__OperatorState *ops = sv_calloc(nmax ? nmax : 1,
 						    sizeof(*ops));
 	sv_buf_t *opbufs = sv_calloc(nmax ? nmax : 1, sizeof(*opbufs));
-	size_t nops = 0;
-	if (!err)
-		err = build_record(conf, p, pos, npos, pos2, npos2, id, wm,
-				   &sink_state, &rec, offs, ops, opbufs, &nops);
+	p1_build_t b = {.conf = conf,
+			.p = p,
+			.pos = pos,
+			.pos2 = pos2,
+			.npos = npos,
+			.npos2 = npos2,
+			.id = id,
+			.wm = wm,
+			.t0 = t0,
+			.sink_state = &sink_state,
+			.rec = &rec,
+			.offs = offs,
+			.ops = ops,
+			.opbufs = opbufs};
+	if (!err && !overlap) /* overlapped: on the writer's thread */
+		err = p1_build(&b);
 	step_done(info, SV_CKPT_STEP_SNAPSHOT, &us);
 	size_t nall = npos + npos2;
 	int32_t *parts = sv_calloc(nall ? nall : 1, sizeof(int32_t));
@@ -383,10 +436,11 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		{conf->topic, parts, next, npos},
 		{p->topic2, parts + npos, next + npos, npos2},
 	};
-	rec.started_at_ms = t0;
-	rec.bytes += (int64_t)sink_state.len;
 	if (overlap && !err) {
-		ck_writer_t w = {.store = conf->store, .rec = &rec};
+		ck_writer_t w = {.store = conf->store,
+				 .rec = &rec,
+				 .build = p1_build,
+				 .build_arg = &b};
 		ck_writer_start(&w);
 		err = overlap_steps(conf, p, id, toffs, &w, err, info, &us);
 	} else if (!err) {
@@ -405,7 +459,7 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	free(rec.operators);
 	free(offs);
 	free(ops);
-	for (size_t i = 0; i < nops; i++)
+	for (size_t i = 0; i < b.nops; i++)
 		sv_buf_release(&opbufs[i]);
 	free(opbufs);
 	sv_buf_release(&sink_state);

@@ -126,9 +126,10 @@ typedef struct sv_ckpt_parts {
  * PREPARED write (3; the write with a distributed member's state-topic
  * records), the offsets (5), the commit point (7), the COMMITTED mark and
  * retention (9). When the PREPARED write runs on its own thread beside the
- * flush and the offsets (Kafka exactly-once, docs/exactly-once.md), WRITE
- * is the write's own time and WRITE_WAIT the part of it the worker still
- * waited for after the offsets were sent (0 otherwise). SETTLE: the wait
+ * flush and the offsets (Kafka exactly-once, docs/exactly-once.md; at
+ * parallelism 1 the snapshot before it there too), WRITE (and SNAPSHOT)
+ * are their own times and WRITE_WAIT what the worker still waited for
+ * after the offsets were sent (0 otherwise). SETTLE: the wait
  * for the previous checkpoint's mark (conf->tail) before this one starts;
  * MARK: the mark's time on the pause (only starting its thread when
  * conf->tail). */
