@@ -67,6 +67,7 @@ struct sv_ckstore {
 	rocksdb_t *db;
 	rocksdb_options_t *opts;
 	rocksdb_writeoptions_t *wopts;
+	rocksdb_writeoptions_t *wopts_lazy; /* not synced: lazy ids, retention */
 	rocksdb_readoptions_t *ropts;
 	pthread_mutex_t seq_lock;
 	/* Writes go only with SV_CKSTORE_RESERVE_BYTES free on the disk;
@@ -206,6 +207,8 @@ sv_error_t *sv_ckstore_open(const char *dir, sv_ckstore_t **out)
 	rocksdb_options_set_max_write_buffer_number(st->opts, 2);
 	st->wopts = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(st->wopts, 1);
+	st->wopts_lazy = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(st->wopts_lazy, 0);
 	st->ropts = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_verify_checksums(st->ropts, 1);
 	pthread_mutex_init(&st->seq_lock, NULL);
@@ -244,6 +247,7 @@ void sv_ckstore_close(sv_ckstore_t *st)
 		rocksdb_close(st->db); /* broken: see struct sv_ckstore */
 	rocksdb_readoptions_destroy(st->ropts);
 	rocksdb_writeoptions_destroy(st->wopts);
+	rocksdb_writeoptions_destroy(st->wopts_lazy);
 	rocksdb_options_destroy(st->opts);
 	pthread_mutex_destroy(&st->seq_lock);
 	pthread_mutex_destroy(&st->write_lock);
@@ -264,9 +268,19 @@ void sv_ckstore_close(sv_ckstore_t *st)
  * once there is room again. */
 #define SV_CKSTORE_RESERVE_BYTES (16 << 20)
 
+static void store_write_with(sv_ckstore_t *st, rocksdb_writebatch_t *wb,
+			     const rocksdb_writeoptions_t *wo, char **rerr);
+
 /* Every write of the store (see struct sv_ckstore); *rerr as rocksdb_write
- * sets it, freed by db_error. */
+ * sets it, freed by db_error. Synced. */
 static void store_write(sv_ckstore_t *st, rocksdb_writebatch_t *wb, char **rerr)
+{
+	store_write_with(st, wb, st->wopts, rerr);
+}
+
+/* store_write with the write options wo. */
+static void store_write_with(sv_ckstore_t *st, rocksdb_writebatch_t *wb,
+			     const rocksdb_writeoptions_t *wo, char **rerr)
 {
 	struct statvfs vfs;
 	size_t need = 0;
@@ -297,7 +311,7 @@ static void store_write(sv_ckstore_t *st, rocksdb_writebatch_t *wb, char **rerr)
 	if (r)
 		return;
 	/* concurrent writes stay concurrent (RocksDB groups their syncs) */
-	rocksdb_write(st->db, st->wopts, wb, rerr);
+	rocksdb_write(st->db, (rocksdb_writeoptions_t *)wo, wb, rerr);
 	if (*rerr) {
 		pthread_mutex_lock(&st->write_lock);
 		if (!st->broken) {
@@ -376,15 +390,22 @@ static char *ts_key(const char *job, int32_t p, int64_t id)
 	return k;
 }
 
-static sv_error_t *put_raw(sv_ckstore_t *st, const char *key, const char *v,
-			   size_t len)
+static sv_error_t *put_raw_with(sv_ckstore_t *st, const char *key,
+				const char *v, size_t len,
+				const rocksdb_writeoptions_t *wo)
 {
 	char *rerr = NULL;
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	rocksdb_writebatch_put(wb, key, strlen(key), v, len);
-	store_write(st, wb, &rerr);
+	store_write_with(st, wb, wo, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	return rerr ? db_error(st, rerr, key) : NULL;
+}
+
+static sv_error_t *put_raw(sv_ckstore_t *st, const char *key, const char *v,
+			   size_t len)
+{
+	return put_raw_with(st, key, v, len, st->wopts);
 }
 
 /* ---- jobs ---- */
@@ -494,8 +515,23 @@ sv_error_t *sv_ckstore_each_job(sv_ckstore_t *st, sv_ckstore_job_fn *fn,
 
 /* ---- checkpoints ---- */
 
+static sv_error_t *next_id_with(sv_ckstore_t *st, const char *job_id,
+				const rocksdb_writeoptions_t *wo, int64_t *id);
+
 sv_error_t *sv_ckstore_next_id(sv_ckstore_t *st, const char *job_id,
 			       int64_t *id)
+{
+	return next_id_with(st, job_id, st->wopts, id);
+}
+
+sv_error_t *sv_ckstore_next_id_lazy(sv_ckstore_t *st, const char *job_id,
+				    int64_t *id)
+{
+	return next_id_with(st, job_id, st->wopts_lazy, id);
+}
+
+static sv_error_t *next_id_with(sv_ckstore_t *st, const char *job_id,
+				const rocksdb_writeoptions_t *wo, int64_t *id)
 {
 	char *k = seq_key(job_id);
 	pthread_mutex_lock(&st->seq_lock);
@@ -521,7 +557,7 @@ sv_error_t *sv_ckstore_next_id(sv_ckstore_t *st, const char *job_id,
 		uint64_t next = last + 1;
 		for (int i = 7; i >= 0; i--, next >>= 8)
 			buf[i] = (char)(next & 0xff);
-		err = put_raw(st, k, buf, 8);
+		err = put_raw_with(st, k, buf, 8, wo);
 		*id = (int64_t)last + 1;
 	}
 	pthread_mutex_unlock(&st->seq_lock);
@@ -890,7 +926,7 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain)
 		}
 		char *rerr = NULL;
 		if (!err)
-			store_write(st, wb, &rerr);
+			store_write_with(st, wb, st->wopts_lazy, &rerr);
 		rocksdb_writebatch_destroy(wb);
 		if (rerr)
 			err = db_error(st, rerr, "retention");
@@ -1167,7 +1203,7 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 	}
 	char *rerr = NULL;
 	if (!err && ngone)
-		rocksdb_write(st->db, st->wopts, wb, &rerr);
+		rocksdb_write(st->db, st->wopts_lazy, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	if (rerr)
 		err = db_error(st, rerr, "retention");
@@ -1191,7 +1227,7 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 		any = true;
 	}
 	if (!err && any)
-		rocksdb_write(st->db, st->wopts, wb, &rerr);
+		rocksdb_write(st->db, st->wopts_lazy, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	if (rerr)
 		err = db_error(st, rerr, "retention");

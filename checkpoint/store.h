@@ -49,6 +49,15 @@ sv_error_t *sv_ckstore_each_job(sv_ckstore_t *st, sv_ckstore_job_fn *fn,
  * restarts and after retention). */
 sv_error_t *sv_ckstore_next_id(sv_ckstore_t *st, const char *job_id,
 			       int64_t *id);
+/* The same, but the sequence's write is not synced: it survives kill -9
+ * at once (the WAL is written, not synced), and a power loss once the
+ * store's next synced write returned (RocksDB syncs the whole WAL, earlier
+ * writes included). For a caller whose first durable use of the id is
+ * such a write (the checkpoint's PREPARED record, docs/checkpoints.md):
+ * an id lost to a power loss before it was never referred to by anything
+ * that outlived the loss. */
+sv_error_t *sv_ckstore_next_id_lazy(sv_ckstore_t *st, const char *job_id,
+				    int64_t *id);
 /* Write rec (its job_id and id name it) in one synced WriteBatch. */
 sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec);
 /* Set the status of a stored record (and its duration when >= 0). */
@@ -71,7 +80,10 @@ sv_error_t *sv_ckstore_list(sv_ckstore_t *st, const char *job_id, size_t limit,
 /* Keep the newest `retain` COMMITTED records and every record newer than
  * the oldest of them (pending ones), and, below them, the chain of records
  * the oldest kept delta builds on (delta_of), down to a full one; delete
- * the older ones in one batch. */
+ * the older ones in one batch. Not synced (nor are sv_ckstore_retain_tasks'
+ * deletes): a kill -9 keeps them; a power loss before the store's next
+ * synced write may bring the deleted records back, which the next
+ * retention deletes again. */
 sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain);
 /* ---- per-task snapshots (parallelism > 1, docs/checkpoints.md) ----
  * A member's checkpoint is its record under ck/ (offsets of its

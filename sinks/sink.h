@@ -12,6 +12,10 @@
  *   [store: checkpoint n PREPARED, sync] → txn_offsets(n, positions) →
  *   txn_commit → [store: n COMMITTED] → txn_begin …
  *
+ * (a sink with txn_offsets, whose prepare leaves no state: the store's
+ * write runs beside txn_prepare and txn_offsets, and txn_commit waits for
+ * it; docs/exactly-once.md)
+ *
  * and on recovery, for the latest checkpoint n still PREPARED, either
  * txn_recover(n's sink_state) completes its commit (file sink: the staged
  * files are durable, rename them into place) or n is abandoned (Kafka: the

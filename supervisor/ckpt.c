@@ -1,8 +1,38 @@
 /* ckpt.c — one checkpoint and one recovery (see ckpt.h and
- * docs/exactly-once.md for the order of the steps and why). */
+ * docs/exactly-once.md for the order of the steps and why).
+ *
+ * The pause of a Kafka exactly-once checkpoint is mostly waiting: for the
+ * producer's acknowledgements, for the disk's sync of the PREPARED record,
+ * for the transaction coordinator. The protocol needs only one order among
+ * them: the PREPARED record durable before the commit (DESIGN.md §4). So
+ * the operators' snapshot and the record's synced write run on a thread of
+ * their own (ck_writer_t), while the worker flushes the producer and sends
+ * the offsets to the transaction (it touches nothing but the sink
+ * meanwhile, so the operators are the thread's until the join); it
+ * commits once both are done. Offsets in an open transaction are invisible until the commit,
+ * so a crash anywhere before it leaves a transaction the next producer
+ * aborts, exactly as before. At-least-once and the file sink keep the
+ * serial order (their recovery takes a PREPARED record as complete: the
+ * flush or the staged files must come first), and so does distributed
+ * mode, whose state-topic records join the transaction after the write;
+ * STREAMVISOR_SERIAL_CHECKPOINT=1 keeps it everywhere (a measurement's
+ * control).
+ *
+ * After the commit, the COMMITTED mark and retention run on a thread of
+ * their own too (sv_ckpt_tail_t, standalone): recovery never needs the
+ * mark, which only says early what recovery would decide (a kill at
+ * after_commit leaves the same state). The next checkpoint waits for it
+ * before anything else, so the store's writes of one member stay in
+ * order; the worker waits for it (sv_ckpt_settle) before saying a
+ * checkpoint committed to anyone who asked, and at the end.
+ *
+ * The id's sequence write and retention's deletes are not synced
+ * themselves: the next synced write (the PREPARED record) syncs the WAL
+ * with them, before anything outside the process refers to the id. */
 #define _GNU_SOURCE
 #include "supervisor/ckpt.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +160,150 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				int64_t id, int64_t wm, int64_t m0,
 				const sv_topic_offsets_t *offsets,
 				const int32_t *tasks, size_t ntasks, int member,
-				sv_error_t *err, sv_ckpt_info_t *info);
+				bool offsets_sent, sv_error_t *err,
+				sv_ckpt_info_t *info);
+
+/* Step k of the checkpoint ended now: its time since *us, which moves on. */
+static void step_done(sv_ckpt_info_t *info, int k, int64_t *us)
+{
+	int64_t now = sv_mono_us();
+	info->step_us[k] += now - *us;
+	*us = now;
+}
+
+/* The synced PREPARED write of one checkpoint on a thread of its own:
+ * rec (and trecs, ntrecs task records at parallelism > 1) borrowed until
+ * ck_writer_join. */
+typedef struct ck_writer {
+	pthread_t th;
+	bool started; /* on its thread; false: written by join */
+	sv_ckstore_t *store;
+	const ckrec_t *rec;
+	const ckrec_t *const *trecs;
+	size_t ntrecs;
+	/* run first on the thread, or NULL: the snapshot into rec (the
+	 * worker meanwhile only flushes the sink and sends the offsets, so
+	 * the operators are the thread's until the join) */
+	sv_error_t *(*build)(void *opaque);
+	void *build_arg;
+	int64_t build_us; /* build's time */
+	sv_error_t *err;
+	int64_t us; /* the write's own time */
+} ck_writer_t;
+
+static void ck_writer_run(ck_writer_t *w)
+{
+	if (w->build) {
+		int64_t b = sv_mono_us();
+		w->err = w->build(w->build_arg);
+		w->build_us = sv_mono_us() - b;
+		if (w->err)
+			return;
+	}
+	/* a test holds the write back until the offsets were sent, and kills
+	 * there: offsets in the open transaction, no PREPARED record yet */
+	sv_delaypoint("prepared_write");
+	sv_killpoint("prepared_write");
+	int64_t t = sv_mono_us();
+	w->err = w->trecs
+		? sv_ckstore_put_tasks(w->store, w->rec, w->trecs, w->ntrecs)
+		: sv_ckstore_put(w->store, w->rec);
+	w->us = sv_mono_us() - t;
+}
+
+static void *ck_writer_main(void *opaque)
+{
+	ck_writer_t *w = opaque;
+	pthread_setname_np(pthread_self(), "sv-ckwrite");
+	ck_writer_run(w);
+	return NULL;
+}
+
+static void ck_writer_start(ck_writer_t *w)
+{
+	/* no thread to be had: the write happens at the join instead */
+	w->started = pthread_create(&w->th, NULL, ck_writer_main, w) == 0;
+}
+
+/* The write's outcome, once it is durable. */
+static sv_error_t *ck_writer_join(ck_writer_t *w)
+{
+	if (w->started)
+		pthread_join(w->th, NULL);
+	else
+		ck_writer_run(w);
+	return w->err;
+}
+
+/* STREAMVISOR_SERIAL_CHECKPOINT=1: every step in the serial order, the
+ * id synced (the control of bench/BASELINE.md's paired runs). */
+static bool serial_forced(void)
+{
+	const char *e = getenv("STREAMVISOR_SERIAL_CHECKPOINT");
+	return e && *e && strcmp(e, "0");
+}
+
+/* The PREPARED write may run beside the flush and the offsets: the sink
+ * carries the offsets in its transaction (Kafka: the commit is the atomic
+ * point and its prepare leaves no state for the record), standalone. */
+static bool overlap_write(const sv_ckpt_conf_t *conf, const sv_ckpt_parts_t *p)
+{
+	if (!conf->transactional || !p->snk->ops->txn_offsets || p->grouped ||
+	    p->on_tasks)
+		return false;
+	return !serial_forced();
+}
+
+/* The checkpoint's id. Its sequence write need not be synced itself when
+ * nothing outside this process can refer to the id before the synced
+ * PREPARED write, which makes it durable too (sv_ckstore_next_id_lazy):
+ * Kafka exactly-once (offsets naming it commit only after that write) and
+ * at-least-once (its group commit follows it). The file sink stages files
+ * under the id before the record, and distributed mode names it in its
+ * tags: synced as before. */
+static sv_error_t *new_id(const sv_ckpt_conf_t *conf, const sv_ckpt_parts_t *p,
+			  int64_t *id)
+{
+	bool lazy = !p->grouped && !p->on_tasks && !serial_forced() &&
+		(!conf->transactional || p->snk->ops->txn_offsets);
+	return lazy ? sv_ckstore_next_id_lazy(conf->store, conf->job_id, id)
+		    : sv_ckstore_next_id(conf->store, conf->job_id, id);
+}
+
+/* Overlapped steps 2 and 5 while w writes the record: the sink's prepare
+ * (the producer's flush), then the offsets into the transaction, then the
+ * wait for the write. err: what came before (then only the wait). */
+static sv_error_t *overlap_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
+				 int64_t id, const sv_topic_offsets_t *offsets,
+				 ck_writer_t *w, sv_error_t *err,
+				 sv_ckpt_info_t *info, int64_t *us)
+{
+	if (!err) {
+		sv_buf_t none;
+		sv_buf_init(&none);
+		err = sv_sink_txn_prepare(p->snk, id, &none);
+		if (!err && none.len)
+			err = ck_error(conf, NULL,
+				       "the sink left state for recovery; its "
+				       "record cannot be written beside the "
+				       "prepare");
+		sv_buf_release(&none);
+	}
+	step_done(info, SV_CKPT_STEP_FLUSH, us);
+	if (!err)
+		err = sv_sink_txn_offsets_topics(p->snk, id, offsets,
+						 p->src2 ? 2 : 1);
+	step_done(info, SV_CKPT_STEP_OFFSETS, us);
+	sv_error_t *werr = ck_writer_join(w);
+	step_done(info, SV_CKPT_STEP_WRITE_WAIT, us);
+	info->step_us[SV_CKPT_STEP_WRITE] = w->us;
+	if (w->build)
+		info->step_us[SV_CKPT_STEP_SNAPSHOT] = w->build_us;
+	if (!err)
+		return werr;
+	sv_error_destroy(werr);
+	return err;
+}
 
 /* Checkpoint id, holding pl's operator states (deltas when delta, opbytes
  * bytes of them), is durable: the operators' changes count from here and
@@ -156,16 +329,35 @@ static void chain_moved(sv_ckpt_incr_t *in, sv_pipeline_t *pl, int64_t id,
 	in->prev = id;
 }
 
-/* Step k of the checkpoint ended now: its time since *us, which moves on. */
-static void step_done(sv_ckpt_info_t *info, int k, int64_t *us)
-{
-	int64_t now = sv_mono_us();
-	info->step_us[k] += now - *us;
-	*us = now;
-}
 
 static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			      int64_t wm, sv_ckpt_info_t *info);
+
+/* build_record's arguments, for the writer's thread. */
+typedef struct p1_build {
+	const sv_ckpt_conf_t *conf;
+	sv_ckpt_parts_t *p;
+	const sv_partpos_t *pos, *pos2;
+	size_t npos, npos2;
+	int64_t id, wm, t0;
+	const sv_buf_t *sink_state;
+	ckrec_t *rec;
+	Streamvisor__PartitionOffset *offs;
+	Streamvisor__OperatorState *ops;
+	sv_buf_t *opbufs;
+	size_t nops;
+} p1_build_t;
+
+static sv_error_t *p1_build(void *opaque)
+{
+	p1_build_t *b = opaque;
+	sv_error_t *err = build_record(
+		b->conf, b->p, b->pos, b->npos, b->pos2, b->npos2, b->id, b->wm,
+		b->sink_state, b->rec, b->offs, b->ops, b->opbufs, &b->nops);
+	b->rec->started_at_ms = b->t0;
+	b->rec->bytes += (int64_t)b->sink_state->len;
+	return err;
+}
 
 sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			 int64_t wm, sv_ckpt_info_t *info)
@@ -173,25 +365,34 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (p->ntasks || p->grouped)
 		return take_tasks(conf, p, wm, info);
 	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
-	int64_t id;
-	sv_error_t *err = sv_ckstore_next_id(conf->store, conf->job_id, &id);
+	int64_t us = sv_mono_us();
+	sv_error_t *err = sv_ckpt_settle(conf); /* the last one's mark */
 	if (err)
 		return err;
+	int64_t settle_us = sv_mono_us() - us;
+	us += settle_us;
+	int64_t id;
+	if ((err = new_id(conf, p, &id)))
+		return err;
 	memset(info, 0, sizeof(*info));
+	info->step_us[SV_CKPT_STEP_SETTLE] = settle_us;
+	step_done(info, SV_CKPT_STEP_ID, &us);
 	info->id = id;
 	info->started_ms = t0;
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_started",
 		      json_pack("{s:I}", "checkpoint_id", (json_int_t)id));
 	sv_killpoint("before_prepare");
 	sv_delaypoint("before_prepare");
+	bool overlap = overlap_write(conf, p);
 
-	/* 1. everything written so far: durable, not yet visible */
-	int64_t us = sv_mono_us();
+	/* 1. everything written so far: durable, not yet visible (when
+	 * overlapped: after the snapshot, beside the write) */
+	us = sv_mono_us();
 	sv_buf_t sink_state;
 	sv_buf_init(&sink_state);
-	if (conf->transactional)
+	if (!overlap && conf->transactional)
 		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
-	else
+	else if (!overlap)
 		err = sv_sink_flush(p->snk, 30000);
 	step_done(info, SV_CKPT_STEP_FLUSH, &us);
 
@@ -206,25 +407,23 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	Streamvisor__OperatorState *ops = sv_calloc(nmax ? nmax : 1,
 						    sizeof(*ops));
 	sv_buf_t *opbufs = sv_calloc(nmax ? nmax : 1, sizeof(*opbufs));
-	size_t nops = 0;
-	if (!err)
-		err = build_record(conf, p, pos, npos, pos2, npos2, id, wm,
-				   &sink_state, &rec, offs, ops, opbufs, &nops);
+	p1_build_t b = {.conf = conf,
+			.p = p,
+			.pos = pos,
+			.pos2 = pos2,
+			.npos = npos,
+			.npos2 = npos2,
+			.id = id,
+			.wm = wm,
+			.t0 = t0,
+			.sink_state = &sink_state,
+			.rec = &rec,
+			.offs = offs,
+			.ops = ops,
+			.opbufs = opbufs};
+	if (!err && !overlap) /* overlapped: on the writer's thread */
+		err = p1_build(&b);
 	step_done(info, SV_CKPT_STEP_SNAPSHOT, &us);
-	if (!err) {
-		rec.started_at_ms = t0;
-		rec.bytes += (int64_t)sink_state.len;
-		err = sv_ckstore_put(conf->store, &rec);
-	}
-	step_done(info, SV_CKPT_STEP_WRITE, &us);
-	if (!err && conf->incr) {
-		/* the state is durable: the next delta counts from here */
-		int64_t opbytes = 0;
-		for (size_t i = 0; i < rec.n_operators; i++)
-			opbytes += (int64_t)rec.operators[i]->state.len;
-		chain_moved(conf->incr, p->pl, id, rec.delta_of > 0, opbytes);
-	}
-	info->bytes = rec.bytes;
 	size_t nall = npos + npos2;
 	int32_t *parts = sv_calloc(nall ? nall : 1, sizeof(int32_t));
 	int64_t *next = sv_calloc(nall ? nall : 1, sizeof(int64_t));
@@ -237,18 +436,114 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		{conf->topic, parts, next, npos},
 		{p->topic2, parts + npos, next + npos, npos2},
 	};
+	if (overlap && !err) {
+		ck_writer_t w = {.store = conf->store,
+				 .rec = &rec,
+				 .build = p1_build,
+				 .build_arg = &b};
+		ck_writer_start(&w);
+		err = overlap_steps(conf, p, id, toffs, &w, err, info, &us);
+	} else if (!err) {
+		err = sv_ckstore_put(conf->store, &rec);
+		step_done(info, SV_CKPT_STEP_WRITE, &us);
+	}
+	if (!err && conf->incr) {
+		/* the state is durable: the next delta counts from here */
+		int64_t opbytes = 0;
+		for (size_t i = 0; i < rec.n_operators; i++)
+			opbytes += (int64_t)rec.operators[i]->state.len;
+		chain_moved(conf->incr, p->pl, id, rec.delta_of > 0, opbytes);
+	}
+	info->bytes = rec.bytes;
 	free(rec.offsets);
 	free(rec.operators);
 	free(offs);
 	free(ops);
-	for (size_t i = 0; i < nops; i++)
+	for (size_t i = 0; i < b.nops; i++)
 		sv_buf_release(&opbufs[i]);
 	free(opbufs);
 	sv_buf_release(&sink_state);
-	err = commit_steps(conf, p, id, wm, m0, toffs, NULL, 0, -1, err, info);
+	err = commit_steps(conf, p, id, wm, m0, toffs, NULL, 0, -1, overlap,
+			   err, info);
 	free(parts);
 	free(next);
 	return err;
+}
+
+/* Step 9: checkpoint id COMMITTED (its duration_ms), then retention (per
+ * task when tasks is not NULL). */
+static sv_error_t *mark_and_retain(sv_ckstore_t *st, const char *job_id,
+				   int64_t id, int64_t duration_ms,
+				   const int32_t *tasks, size_t ntasks,
+				   int retain)
+{
+	sv_error_t *err = sv_ckstore_mark(
+		st, job_id, id,
+		STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED, duration_ms);
+	if (!err)
+		sv_killpoint("after_mark_committed");
+	if (!err)
+		err = tasks ? sv_ckstore_retain_tasks(st, job_id, tasks, ntasks,
+						      retain)
+			    : sv_ckstore_retain(st, job_id, retain);
+	return err;
+}
+
+static void tail_run(sv_ckpt_tail_t *t)
+{
+	t->err = mark_and_retain(t->store, t->job_id, t->id, t->duration_ms,
+				 t->tasks, t->ntasks, t->retain);
+}
+
+static void *tail_main(void *opaque)
+{
+	pthread_setname_np(pthread_self(), "sv-ckmark");
+	tail_run(opaque);
+	return NULL;
+}
+
+/* Step 9 of checkpoint id on conf->tail's thread (settled before). */
+static void tail_start(const sv_ckpt_conf_t *conf, int64_t id,
+		       int64_t duration_ms, const int32_t *tasks, size_t ntasks)
+{
+	sv_ckpt_tail_t *t = conf->tail;
+	t->store = conf->store;
+	t->job_id = conf->job_id;
+	t->id = id;
+	t->duration_ms = duration_ms;
+	t->retain = conf->retain;
+	t->tasks = NULL;
+	t->ntasks = ntasks;
+	if (tasks) {
+		t->tasks = sv_calloc(ntasks ? ntasks : 1, sizeof(*t->tasks));
+		memcpy(t->tasks, tasks, ntasks * sizeof(*t->tasks));
+	}
+	t->err = NULL;
+	t->running = true;
+	/* no thread to be had: written by the settle */
+	t->threaded = pthread_create(&t->th, NULL, tail_main, t) == 0;
+}
+
+sv_error_t *sv_ckpt_settle(const sv_ckpt_conf_t *conf)
+{
+	sv_ckpt_tail_t *t = conf->tail;
+	if (!t || !t->running)
+		return NULL;
+	if (t->threaded)
+		pthread_join(t->th, NULL);
+	else
+		tail_run(t);
+	t->running = false;
+	free(t->tasks);
+	t->tasks = NULL;
+	sv_error_t *err = t->err;
+	t->err = NULL;
+	if (!err)
+		return NULL;
+	char what[96];
+	snprintf(what, sizeof(what), "the COMMITTED mark of checkpoint %lld",
+		 (long long)t->id);
+	return ck_error(conf, err, what);
 }
 
 /* The positions of both inputs to the job's group (at-least-once). */
@@ -285,21 +580,23 @@ static void member_killpoint(const char *point, int member)
  * the file sink, commits them to the group afterwards, for lag tooling
  * only: recovery reads positions from the store); marked committed;
  * retention (per task when tasks is not NULL); the observations (with the
- * member at parallelism > 1). err is what the earlier steps returned. */
+ * member at parallelism > 1). err is what the earlier steps returned;
+ * offsets_sent: the offsets went to the transaction beside the write. */
 static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 				int64_t id, int64_t wm, int64_t m0,
 				const sv_topic_offsets_t *offsets,
 				const int32_t *tasks, size_t ntasks, int member,
-				sv_error_t *err, sv_ckpt_info_t *info)
+				bool offsets_sent, sv_error_t *err,
+				sv_ckpt_info_t *info)
 {
 	if (!err)
 		sv_killpoint("after_prepare");
 	if (!err && member >= 0)
 		member_delaypoint("after_prepare", member);
 
-	/* 3. offsets */
+	/* 3. offsets (unless sent beside the write) */
 	int64_t us = sv_mono_us();
-	if (!err) {
+	if (!err && !offsets_sent) {
 		if (conf->transactional)
 			err = sv_sink_txn_offsets_topics(p->snk, id, offsets,
 							 p->src2 ? 2 : 1);
@@ -321,20 +618,13 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (!err)
 		sv_killpoint("after_commit");
 
-	/* 5. mark committed, retention */
-	if (!err)
-		err = sv_ckstore_mark(
-			conf->store, conf->job_id, id,
-			STREAMVISOR__CHECKPOINT_RECORD__STATUS__COMMITTED,
-			sv_mono_ms() - m0);
-	if (!err)
-		sv_killpoint("after_mark_committed");
-	if (!err)
-		err = tasks
-			? sv_ckstore_retain_tasks(conf->store, conf->job_id,
-						  tasks, ntasks, conf->retain)
-			: sv_ckstore_retain(conf->store, conf->job_id,
-					    conf->retain);
+	/* 5. mark committed, retention (on their own thread with a tail) */
+	if (!err && conf->tail && !p->grouped && !serial_forced())
+		tail_start(conf, id, sv_mono_ms() - m0, tasks, ntasks);
+	else if (!err)
+		err = mark_and_retain(conf->store, conf->job_id, id,
+				      sv_mono_ms() - m0, tasks, ntasks,
+				      conf->retain);
 	step_done(info, SV_CKPT_STEP_MARK, &us);
 	info->duration_ms = sv_mono_ms() - m0;
 	json_t *o;
@@ -348,17 +638,26 @@ static sv_error_t *commit_steps(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		sv_obslog_add(conf->obs, conf->attempt, "checkpoint_failed", o);
 		return sv_error_set_job(err, conf->job_id, conf->attempt);
 	}
-	o = json_pack("{s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
-		      "checkpoint_id", (json_int_t)id, "duration_ms",
+	static const char *const step_names[SV_CKPT_STEPS] = {
+		[SV_CKPT_STEP_SETTLE] = "settle",
+		[SV_CKPT_STEP_ID] = "id",
+		[SV_CKPT_STEP_FLUSH] = "flush",
+		[SV_CKPT_STEP_SNAPSHOT] = "snapshot",
+		[SV_CKPT_STEP_WRITE] = "write",
+		[SV_CKPT_STEP_WRITE_WAIT] = "write_wait",
+		[SV_CKPT_STEP_OFFSETS] = "offsets",
+		[SV_CKPT_STEP_COMMIT] = "commit",
+		[SV_CKPT_STEP_MARK] = "mark",
+	};
+	json_t *steps = json_object();
+	for (int k = 0; k < SV_CKPT_STEPS; k++)
+		json_object_set_new(steps, step_names[k],
+				    json_integer((json_int_t)info->step_us[k]));
+	o = json_pack("{s:I, s:I, s:I, s:I, s:o}", "checkpoint_id",
+		      (json_int_t)id, "duration_ms",
 		      (json_int_t)info->duration_ms, "bytes",
 		      (json_int_t)info->bytes, "watermark_ms", (json_int_t)wm,
-		      "steps_us", "flush",
-		      (json_int_t)info->step_us[SV_CKPT_STEP_FLUSH], "snapshot",
-		      (json_int_t)info->step_us[SV_CKPT_STEP_SNAPSHOT], "write",
-		      (json_int_t)info->step_us[SV_CKPT_STEP_WRITE], "offsets",
-		      (json_int_t)info->step_us[SV_CKPT_STEP_OFFSETS], "commit",
-		      (json_int_t)info->step_us[SV_CKPT_STEP_COMMIT], "mark",
-		      (json_int_t)info->step_us[SV_CKPT_STEP_MARK]);
+		      "steps_us", steps);
 	if (member >= 0)
 		json_object_set_new(o, "member", json_integer(member));
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_completed", o);
@@ -485,11 +784,18 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			      int64_t wm, sv_ckpt_info_t *info)
 {
 	int64_t t0 = sv_now_ms(), m0 = sv_mono_ms();
-	int64_t id;
-	sv_error_t *err = sv_ckstore_next_id(conf->store, conf->job_id, &id);
+	int64_t us = sv_mono_us();
+	sv_error_t *err = sv_ckpt_settle(conf); /* the last one's mark */
 	if (err)
 		return err;
+	int64_t settle_us = sv_mono_us() - us;
+	us += settle_us;
+	int64_t id;
+	if ((err = new_id(conf, p, &id)))
+		return err;
 	memset(info, 0, sizeof(*info));
+	info->step_us[SV_CKPT_STEP_SETTLE] = settle_us;
+	step_done(info, SV_CKPT_STEP_ID, &us);
 	info->id = id;
 	info->started_ms = t0;
 	sv_obslog_add(conf->obs, conf->attempt, "checkpoint_started",
@@ -498,12 +804,13 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	sv_killpoint("before_prepare");
 	sv_delaypoint("before_prepare");
 
-	int64_t us = sv_mono_us();
+	bool overlap = overlap_write(conf, p);
+	us = sv_mono_us();
 	sv_buf_t sink_state;
 	sv_buf_init(&sink_state);
-	if (conf->transactional)
+	if (!overlap && conf->transactional)
 		err = sv_sink_txn_prepare(p->snk, id, &sink_state);
-	else
+	else if (!overlap)
 		err = sv_sink_flush(p->snk, 30000);
 	step_done(info, SV_CKPT_STEP_FLUSH, &us);
 
@@ -580,11 +887,23 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	rec.offsets = offp;
 	rec.n_offsets = nt * nin;
 	step_done(info, SV_CKPT_STEP_SNAPSHOT, &us);
-	if (!err)
+	sv_topic_offsets_t toffs[2] = {
+		{conf->topic, parts, next, nt},
+		{p->topic2, parts + nt, next + nt, nin == 2 ? nt : 0},
+	};
+	if (overlap && !err) {
+		ck_writer_t w = {.store = conf->store,
+				 .rec = &rec,
+				 .trecs = trecp,
+				 .ntrecs = nt};
+		ck_writer_start(&w);
+		err = overlap_steps(conf, p, id, toffs, &w, err, info, &us);
+	} else if (!err) {
 		err = sv_ckstore_put_tasks(conf->store, &rec, trecp, nt);
-	if (!err && p->on_tasks)
-		err = p->on_tasks(p->tasks_opaque, id, trecp, nt);
-	step_done(info, SV_CKPT_STEP_WRITE, &us);
+		if (!err && p->on_tasks)
+			err = p->on_tasks(p->tasks_opaque, id, trecp, nt);
+		step_done(info, SV_CKPT_STEP_WRITE, &us);
+	}
 	info->bytes = rec.bytes;
 	for (size_t i = 0; i < nt; i++) {
 		for (size_t j = 0; j < nops[i]; j++)
@@ -607,12 +926,8 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	int32_t *tp = sv_calloc(nt ? nt : 1, sizeof(*tp));
 	for (size_t i = 0; i < nt; i++)
 		tp[i] = p->tasks[i].partition;
-	sv_topic_offsets_t toffs[2] = {
-		{conf->topic, parts, next, nt},
-		{p->topic2, parts + nt, next + nt, nin == 2 ? nt : 0},
-	};
-	err = commit_steps(conf, p, id, wm, m0, toffs, tp, nt, p->member, err,
-			   info);
+	err = commit_steps(conf, p, id, wm, m0, toffs, tp, nt, p->member,
+			   overlap, err, info);
 	for (size_t i = 0; !err && i < nt; i++)
 		task_committed(conf, &p->tasks[i], id, tdelta[i], tbytes[i]);
 	free(tdelta);

@@ -8,6 +8,7 @@
 #ifndef SV_CKPT_H
 #define SV_CKPT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,6 +35,26 @@ typedef struct sv_ckpt_incr {
 	int64_t fulls, deltas; /* checkpoints written each way (counters) */
 } sv_ckpt_incr_t;
 
+/* The COMMITTED mark and retention of a committed checkpoint, written on
+ * a thread of its own while the worker reads on (docs/exactly-once.md,
+ * step 9): recovery never needs the mark (a PREPARED record is resolved
+ * from the sink, or restored as complete at at-least-once), so it need not
+ * be on the pause. Owned by the worker, zeroed at the start; the next
+ * checkpoint waits for it first, and sv_ckpt_settle at the end. */
+typedef struct sv_ckpt_tail {
+	pthread_t th;
+	bool running; /* a mark to settle */
+	bool threaded; /* on th; false: written at the settle */
+	sv_ckstore_t *store;
+	const char *job_id;
+	int64_t id;
+	int64_t duration_ms;
+	int retain;
+	int32_t *tasks; /* owned copy; NULL: the parallelism-1 record */
+	size_t ntasks;
+	sv_error_t *err;
+} sv_ckpt_tail_t;
+
 typedef struct sv_ckpt_conf {
 	sv_ckstore_t *store; /* shared, thread-safe */
 	const char *job_id;
@@ -47,6 +68,7 @@ typedef struct sv_ckpt_conf {
 				  * recovery rule */
 	bool ignore_state; /* restart: positions only, empty state */
 	sv_ckpt_incr_t *incr; /* borrowed, NULL: every checkpoint is full */
+	sv_ckpt_tail_t *tail; /* borrowed, NULL: the mark on the pause */
 } sv_ckpt_conf_t;
 
 /* One task of a member at parallelism > 1: one source partition with its
@@ -99,14 +121,25 @@ typedef struct sv_ckpt_parts {
 } sv_ckpt_parts_t;
 
 /* The steps of a checkpoint, timed (docs/exactly-once.md numbers them):
+ * the checkpoint id's allocation (a synced write of the job's sequence),
  * the sink's flush or prepare (2), the operators' snapshot and the synced
  * PREPARED write (3; the write with a distributed member's state-topic
  * records), the offsets (5), the commit point (7), the COMMITTED mark and
- * retention (9). */
+ * retention (9). When the PREPARED write runs on its own thread beside the
+ * flush and the offsets (Kafka exactly-once, docs/exactly-once.md; at
+ * parallelism 1 the snapshot before it there too), WRITE (and SNAPSHOT)
+ * are their own times and WRITE_WAIT what the worker still waited for
+ * after the offsets were sent (0 otherwise). SETTLE: the wait
+ * for the previous checkpoint's mark (conf->tail) before this one starts;
+ * MARK: the mark's time on the pause (only starting its thread when
+ * conf->tail). */
 enum {
+	SV_CKPT_STEP_SETTLE,
+	SV_CKPT_STEP_ID,
 	SV_CKPT_STEP_FLUSH,
 	SV_CKPT_STEP_SNAPSHOT,
 	SV_CKPT_STEP_WRITE,
+	SV_CKPT_STEP_WRITE_WAIT,
 	SV_CKPT_STEP_OFFSETS,
 	SV_CKPT_STEP_COMMIT,
 	SV_CKPT_STEP_MARK,
@@ -153,5 +186,11 @@ sv_error_t *sv_ckpt_restore_task_chain(const sv_ckpt_conf_t *conf,
  * transaction is open again on success. */
 sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 			 int64_t watermark_ms, sv_ckpt_info_t *info);
+
+/* Wait until the last checkpoint's COMMITTED mark and retention are
+ * written (conf->tail; nothing to do without one): before an answer that
+ * says "committed" (an asked checkpoint, the final one) and at the end of
+ * the attempt. Its error, if the mark failed (a checkpoint error). */
+sv_error_t *sv_ckpt_settle(const sv_ckpt_conf_t *conf);
 
 #endif

@@ -145,6 +145,7 @@ typedef struct member {
 	sv_batch_t late_rows;
 	sv_ckpt_conf_t ck;
 	sv_ckpt_incr_t incr; /* incremental checkpoint chain (ck.incr) */
+	sv_ckpt_tail_t cktail; /* the last checkpoint's mark (ck.tail) */
 	int64_t wm; /* the watermark its windows see (scope job), clamped */
 	int key_col; /* source.partitioned_by column, or -1 */
 	int32_t topic_nparts;
@@ -776,7 +777,10 @@ static sv_error_t *checkpoint(member_t *m, int64_t wm)
 		return err;
 	sv_ckpt_parts_t parts = parts_of(m);
 	sv_ckpt_info_t info;
-	if ((err = sv_ckpt_take(&m->ck, &parts, wm, &info))) {
+	/* an asked checkpoint is answered as committed: its mark written */
+	if ((err = sv_ckpt_take(&m->ck, &parts, wm, &info)) ||
+	    (asked != atomic_load(&m->stats.checkpoint_served) &&
+	     (err = sv_ckpt_settle(&m->ck)))) {
 		atomic_fetch_add(&w->stats.checkpoint_failures, 1);
 		return err;
 	}
@@ -2045,8 +2049,9 @@ static sv_error_t *run(member_t *m)
 		   (eof || drain || final_ck)) {
 		/* bounded end, drain or shutdown: a final checkpoint commits
 		 * the last output (and, drained or shut down, is where the
-		 * job continues) */
-		if ((err = checkpoint(m, m->wm)))
+		 * job continues), marked before the attempt ends */
+		if ((err = checkpoint(m, m->wm)) ||
+		    (err = sv_ckpt_settle(&m->ck)))
 			return err;
 		m->drained = drain && !eof;
 	} else if (w->checkpointing) {
@@ -2297,6 +2302,7 @@ static sv_error_t *open_member(member_t *m)
 		.obs = w->conf.obs,
 		.restore_from = w->conf.restore_from,
 		.ignore_state = w->conf.ignore_state,
+		.tail = &m->cktail,
 	};
 	/* incremental checkpoints: the parallelism-1 record's operators, and
 	 * the rule each task's own chain follows at parallelism > 1
@@ -2494,6 +2500,11 @@ static void *member_main(void *arg)
 
 static void close_member(member_t *m)
 {
+	sv_error_t *err = sv_ckpt_settle(&m->ck); /* the last mark */
+	if (err) {
+		sv_log(&m->log, SV_LOG_WARN, "worker", "%s", err->message);
+		sv_error_destroy(err);
+	}
 	/* the status reads the purge's offsets under the lock */
 	pthread_mutex_lock(&m->w->lock);
 	sv_stage_purge_t *pg = m->purge;

@@ -1,5 +1,5 @@
 /* test_checkpoint_store.c — the RocksDB checkpoint store: records survive a
- * reopen, ids are never reused, latest/latest-committed/list, retention
+ * reopen, ids are never reused (lazy ones too, across kill -9), latest/latest-committed/list, retention
  * keeps the newest committed (and pending) ones, job definitions, delete;
  * per-task snapshots (parallelism > 1) keyed by partition, with retention
  * per partition;
@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -142,6 +144,45 @@ static void test_many_ids_ordered(void **state)
 	assert_null(sv_ckstore_latest_committed(st, "j", 257, &rec));
 	assert_int_equal(rec->id, 256);
 	sv_ckstore_free_record(rec);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+/* Lazy ids (the sequence's write not synced) share the one sequence with
+ * synced ones, and one taken just before a kill -9 is not handed out again
+ * (the WAL was written, only not synced). */
+static void test_lazy_ids(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	int64_t id;
+	assert_null(sv_ckstore_open(dir, &st));
+	assert_null(sv_ckstore_next_id_lazy(st, "j", &id));
+	assert_int_equal(id, 1);
+	assert_null(sv_ckstore_next_id(st, "j", &id));
+	assert_int_equal(id, 2);
+	assert_null(sv_ckstore_next_id_lazy(st, "j", &id));
+	assert_int_equal(id, 3);
+	sv_ckstore_close(st);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sv_ckstore_t *cst;
+		int64_t cid = 0;
+		if (sv_ckstore_open(dir, &cst) ||
+		    sv_ckstore_next_id_lazy(cst, "j", &cid) || cid != 4)
+			_exit(1);
+		kill(getpid(), SIGKILL); /* no close, nothing synced */
+		_exit(2);
+	}
+	int ws;
+	assert_int_equal(waitpid(pid, &ws, 0), pid);
+	assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+	assert_null(sv_ckstore_open(dir, &st));
+	assert_null(sv_ckstore_next_id(st, "j", &id));
+	assert_int_equal(id, 5);
 	sv_ckstore_close(st);
 	rmtree(dir);
 	free(dir);
@@ -657,6 +698,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_records_and_reopen),
 		cmocka_unit_test(test_many_ids_ordered),
+		cmocka_unit_test(test_lazy_ids),
 		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_retention_keeps_delta_chain),
 		cmocka_unit_test(test_task_snapshots),
