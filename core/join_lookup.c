@@ -661,6 +661,59 @@ static void deser_pending(lookupjoin_t *op, sv_deser_t *d, sv_value_t *row)
 	}
 }
 
+/* The time domain of a snapshot or delta (what: its name) must be the
+ * operator's. */
+static sv_error_t *deser_proc(lookupjoin_t *op, sv_deser_t *d, const char *what)
+{
+	uint8_t proc = sv_deser_u8(d);
+	if (d->bad || proc == op->proc)
+		return NULL;
+	return sv_error_new(SV_ERR_CHECKPOINT,
+			    "lookup join state %s is of %s time and the "
+			    "operator of %s time",
+			    what, proc ? "processing" : "event",
+			    op->proc ? "processing" : "event");
+}
+
+/* One key's versions of a snapshot or delta into the table; row: scratch
+ * of the right width. */
+static void deser_versions(lookupjoin_t *op, sv_deser_t *d,
+			   const sv_value_t *key, sv_value_t *row)
+{
+	uint32_t n = sv_deser_u32(d);
+	for (uint32_t j = 0; j < n && !d->bad; j++) {
+		int64_t t = sv_deser_i64(d);
+		bool present = sv_deser_u8(d);
+		for (size_t c = 0; present && c < op->jb.nright; c++)
+			sv_deser_value(d, &row[c]);
+		if (d->bad)
+			break;
+		memcpy(op->jb.keybuf, key, op->jb.nkeys * sizeof(sv_value_t));
+		table_put(op, present ? row : NULL, t);
+	}
+}
+
+/* The end of a restore: the waiting rows, then the whole input must have
+ * been read (the operator is cleared otherwise), then the watermarks and
+ * sequence; frees the scratch row and key. */
+static sv_error_t *restore_end(lookupjoin_t *op, sv_deser_t *d, sv_value_t *row,
+			       sv_value_t *key, int64_t wl, int64_t wr,
+			       uint64_t seq)
+{
+	deser_pending(op, d, row);
+	free(row);
+	free(key);
+	if (d->bad || d->off != d->len) {
+		lk_clear(op);
+		return sv_join_corrupt(&op->jb, d);
+	}
+	op->wl = wl;
+	op->wr = wr;
+	op->seq = seq;
+	op->incr_base = false;
+	return NULL;
+}
+
 static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 {
 	lookupjoin_t *op = (lookupjoin_t *)base;
@@ -670,13 +723,8 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 					       LOOKUP_SNAPSHOT_KIND);
 	if (err)
 		return err;
-	uint8_t proc = sv_deser_u8(&d);
-	if (!d.bad && proc != op->proc)
-		return sv_error_new(SV_ERR_CHECKPOINT,
-				    "lookup join state snapshot is of %s time "
-				    "and the operator of %s time",
-				    proc ? "processing" : "event",
-				    op->proc ? "processing" : "event");
+	if ((err = deser_proc(op, &d, "snapshot")))
+		return err;
 	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
 	uint64_t seq = sv_deser_u64(&d);
 	uint64_t nkeys = sv_deser_u64(&d);
@@ -688,30 +736,10 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 	for (uint64_t i = 0; i < nkeys && !d.bad; i++) {
 		for (size_t c = 0; c < op->jb.nkeys; c++)
 			sv_deser_value(&d, &key[c]);
-		uint32_t n = sv_deser_u32(&d);
-		for (uint32_t j = 0; j < n && !d.bad; j++) {
-			int64_t t = sv_deser_i64(&d);
-			bool present = sv_deser_u8(&d);
-			for (size_t c = 0; present && c < op->jb.nright; c++)
-				sv_deser_value(&d, &row[c]);
-			if (d.bad)
-				break;
-			memcpy(op->jb.keybuf, key,
-			       op->jb.nkeys * sizeof(sv_value_t));
-			table_put(op, present ? row : NULL, t);
-		}
+		deser_versions(op, &d, key, row);
 	}
-	deser_pending(op, &d, row);
-	free(row);
-	free(key);
-	if (d.bad || d.off != d.len) {
-		lk_clear(op);
-		return sv_join_corrupt(&op->jb, &d);
-	}
-	op->wl = wl;
-	op->wr = wr;
-	op->seq = seq;
-	op->incr_base = false;
+	if ((err = restore_end(op, &d, row, key, wl, wr, seq)))
+		return err;
 	sv_statemap_track(op->table, false);
 	return NULL;
 }
@@ -771,13 +799,8 @@ static sv_error_t *lk_restore_delta(sv_op_t *base, const char *data, size_t len)
 	sv_error_t *err = sv_join_deser_header(&op->jb, &d, LOOKUP_DELTA_KIND);
 	if (err)
 		return err;
-	uint8_t proc = sv_deser_u8(&d);
-	if (!d.bad && proc != op->proc)
-		return sv_error_new(SV_ERR_CHECKPOINT,
-				    "lookup join state delta is of %s time "
-				    "and the operator of %s time",
-				    proc ? "processing" : "event",
-				    op->proc ? "processing" : "event");
+	if ((err = deser_proc(op, &d, "delta")))
+		return err;
 	sv_statemap_track(op->table, false);
 	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
 	uint64_t seq = sv_deser_u64(&d);
@@ -800,35 +823,13 @@ static sv_error_t *lk_restore_delta(sv_op_t *base, const char *data, size_t len)
 			break;
 		memcpy(op->jb.keybuf, key, op->jb.nkeys * sizeof(sv_value_t));
 		key_drop(op);
-		uint32_t n = sv_deser_u32(&d);
-		for (uint32_t j = 0; j < n && !d.bad; j++) {
-			int64_t t = sv_deser_i64(&d);
-			bool present = sv_deser_u8(&d);
-			for (size_t c = 0; present && c < op->jb.nright; c++)
-				sv_deser_value(&d, &row[c]);
-			if (d.bad)
-				break;
-			memcpy(op->jb.keybuf, key,
-			       op->jb.nkeys * sizeof(sv_value_t));
-			table_put(op, present ? row : NULL, t);
-		}
+		deser_versions(op, &d, key, row);
 	}
 	for (size_t i = 0; i < op->npending; i++)
 		free(op->pending[i].row);
 	op->npending = 0;
 	op->pending_bytes = 0;
-	deser_pending(op, &d, row);
-	free(row);
-	free(key);
-	if (d.bad || d.off != d.len) {
-		lk_clear(op);
-		return sv_join_corrupt(&op->jb, &d);
-	}
-	op->wl = wl;
-	op->wr = wr;
-	op->seq = seq;
-	op->incr_base = false;
-	return NULL;
+	return restore_end(op, &d, row, key, wl, wr, seq);
 }
 
 static void lk_checkpointed(sv_op_t *base)
