@@ -153,11 +153,16 @@ cleanup() {
     for p in "${PIDS[@]}"; do
         kill -KILL "$p" 2>/dev/null || true
     done
+    # this run's bench clients started in $(...) are not in PIDS: every
+    # one names this run's broker
+    pkill -KILL -f -- "bench_raw_kafka .* --bootstrap $BOOT( |$)" 2>/dev/null || true
     if [ "$KEEP_BROKER" = 0 ]; then
         deploy/kafka/kafka.sh stop >/dev/null 2>&1 || true
     fi
 }
 trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 proc_cpu() { # user+sys seconds of a live pid
     awk -v t="$TCK" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"
@@ -548,6 +553,9 @@ lat_run() {
         + (if .latency_p50_ms then {latency_p50_ms, latency_p99_ms} else {} end)
         + (if .recovery_s then {recovery_s} else {} end)' "$dir/latency.json")
     row_merge "$c" "$w" "$d" "$f"
+    # the live input and its output: ~4 GB a run at the full run's rates
+    "$RAWK" delete --bootstrap "$BOOT" --topic "$live,$out" >/dev/null 2>&1 ||
+        say "could not delete topics $live and $out"
 }
 
 # ---- main ----
