@@ -1067,7 +1067,7 @@ sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 	char *k = ck_key(rec->job_id, rec->id);
 	rocksdb_writebatch_put(wb, k, strlen(k), (const char *)buf, len);
 	char *rerr = NULL;
-	rocksdb_write(st->db, st->wopts, wb, &rerr);
+	store_write(st, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	sv_error_t *err = rerr ? db_error(st, rerr, k) : NULL;
 	free(k);
@@ -1203,7 +1203,7 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 	}
 	char *rerr = NULL;
 	if (!err && ngone)
-		rocksdb_write(st->db, st->wopts_lazy, wb, &rerr);
+		store_write_with(st, wb, st->wopts_lazy, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	if (rerr)
 		err = db_error(st, rerr, "retention");
@@ -1227,7 +1227,7 @@ sv_error_t *sv_ckstore_retain_tasks(sv_ckstore_t *st, const char *job_id,
 		any = true;
 	}
 	if (!err && any)
-		rocksdb_write(st->db, st->wopts_lazy, wb, &rerr);
+		store_write_with(st, wb, st->wopts_lazy, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	if (rerr)
 		err = db_error(st, rerr, "retention");
