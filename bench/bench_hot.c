@@ -693,6 +693,22 @@ static void report(const char *name, const char *a, const char *b,
 	fflush(stdout);
 }
 
+/* rounds of run(a_arg) into a against run(!a_arg) into b, alternating
+ * which of a pair runs first (the second runs warmer) */
+static void alternate(run_t (*run)(bool, int64_t), bool a_arg, int64_t n,
+		      int rounds, run_t *a, run_t *b)
+{
+	for (int i = 0; i < rounds; i++) {
+		if (i % 2) {
+			b[i] = run(!a_arg, n);
+			a[i] = run(a_arg, n);
+		} else {
+			a[i] = run(a_arg, n);
+			b[i] = run(!a_arg, n);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	opts_t o = {.records = 4000000, .rounds = 5};
@@ -756,56 +772,24 @@ int main(int argc, char **argv)
 		report("key_text", "snprintf", "sv_fmt_i64", a, b, o.rounds);
 	}
 	if (wanted(&o, "cast")) {
-		for (int i = 0; i < o.rounds; i++) {
-			if (i % 2) {
-				b[i] = cast_run(false, o.records);
-				a[i] = cast_run(true, o.records);
-			} else {
-				a[i] = cast_run(true, o.records);
-				b[i] = cast_run(false, o.records);
-			}
-		}
+		alternate(cast_run, true, o.records, o.rounds, a, b);
 		report("cast", "cast to string", "no cast", a, b, o.rounds);
 	}
 	if (wanted(&o, "f64_text")) {
 		int64_t n = o.records / 4; /* the old printer: ~1 us a value */
-		for (int i = 0; i < o.rounds; i++) {
-			if (i % 2) {
-				b[i] = f64_text_run(true, n);
-				a[i] = f64_text_run(false, n);
-			} else {
-				a[i] = f64_text_run(false, n);
-				b[i] = f64_text_run(true, n);
-			}
-		}
+		alternate(f64_text_run, false, n, o.rounds, a, b);
 		report("f64_text", "%.17g search", "sv_fmt_f64", a, b,
 		       o.rounds);
 	}
 	if (wanted(&o, "encode")) {
 		int64_t n = o.records / 2;
-		for (int i = 0; i < o.rounds; i++) {
-			if (i % 2) {
-				b[i] = encode_run(true, n);
-				a[i] = encode_run(false, n);
-			} else {
-				a[i] = encode_run(false, n);
-				b[i] = encode_run(true, n);
-			}
-		}
+		alternate(encode_run, false, n, o.rounds, a, b);
 		report("encode", "encoder at 173b80a", "sv_json_encode_row", a,
 		       b, o.rounds);
 	}
 	if (wanted(&o, "sink_w1")) {
 		int64_t n = o.records / 4;
-		for (int i = 0; i < o.rounds; i++) {
-			if (i % 2) {
-				b[i] = sink_w1_run(false, n);
-				a[i] = sink_w1_run(true, n);
-			} else {
-				a[i] = sink_w1_run(true, n);
-				b[i] = sink_w1_run(false, n);
-			}
-		}
+		alternate(sink_w1_run, true, n, o.rounds, a, b);
 		report("sink_w1", "Kafka sink (W1)", "encode only", a, b,
 		       o.rounds);
 	}

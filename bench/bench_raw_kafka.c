@@ -830,6 +830,20 @@ static int cmd_count(const opts_t *o)
 
 /* Create every topic of the comma-separated --topic list with --partitions
  * partitions (replication 1); an existing topic is fine. */
+/* Every topic of an admin result succeeded, or failed with ok (the topic
+ * already exists / is already gone); what: "create" or "delete". */
+static void check_topic_results(const rd_kafka_topic_result_t **tr, size_t cnt,
+				const char *what, rd_kafka_resp_err_t ok)
+{
+	for (size_t i = 0; i < cnt; i++) {
+		rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
+		if (e && e != ok)
+			fail("%s topic '%s': %s", what,
+			     rd_kafka_topic_result_name(tr[i]),
+			     rd_kafka_err2str(e));
+	}
+}
+
 static int cmd_delete(const opts_t *o)
 {
 	rd_kafka_conf_t *c = rd_kafka_conf_new();
@@ -846,18 +860,11 @@ static int cmd_delete(const opts_t *o)
 	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
 	if (!ev)
 		fail("delete topics: no answer");
-	const rd_kafka_DeleteTopics_result_t *res =
-		rd_kafka_event_DeleteTopics_result(ev);
 	size_t cnt;
-	const rd_kafka_topic_result_t **tr =
-		rd_kafka_DeleteTopics_result_topics(res, &cnt);
-	for (size_t i = 0; i < cnt; i++) {
-		rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
-		if (e && e != RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
-			fail("delete topic '%s': %s",
-			     rd_kafka_topic_result_name(tr[i]),
-			     rd_kafka_err2str(e));
-	}
+	const rd_kafka_topic_result_t **tr = rd_kafka_DeleteTopics_result_topics(
+		rd_kafka_event_DeleteTopics_result(ev), &cnt);
+	check_topic_results(tr, cnt, "delete",
+			    RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
 	rd_kafka_event_destroy(ev);
 	rd_kafka_DeleteTopic_destroy_array(dt, n);
 	rd_kafka_queue_destroy(q);
@@ -894,18 +901,11 @@ static int cmd_topics(const opts_t *o)
 	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
 	if (!ev)
 		fail("create topics: no answer");
-	const rd_kafka_CreateTopics_result_t *res =
-		rd_kafka_event_CreateTopics_result(ev);
 	size_t cnt;
-	const rd_kafka_topic_result_t **tr =
-		rd_kafka_CreateTopics_result_topics(res, &cnt);
-	for (size_t i = 0; i < cnt; i++) {
-		rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
-		if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-			fail("create topic '%s': %s",
-			     rd_kafka_topic_result_name(tr[i]),
-			     rd_kafka_err2str(e));
-	}
+	const rd_kafka_topic_result_t **tr = rd_kafka_CreateTopics_result_topics(
+		rd_kafka_event_CreateTopics_result(ev), &cnt);
+	check_topic_results(tr, cnt, "create",
+			    RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS);
 	rd_kafka_event_destroy(ev);
 	/* wait until every topic has leaders in the metadata */
 	for (size_t i = 0; i < n; i++) {

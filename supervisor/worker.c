@@ -156,7 +156,10 @@ typedef struct member {
 	sv_member_stats_t stats;
 	sv_join_input_t *join; /* a join's second input, or NULL */
 	bool join_eof; /* bounded: the join input is read to its end */
-	bool recovered; /* this attempt restored a checkpoint */
+	/* the catch-up cadence applies: this attempt restored a checkpoint
+	 * and STREAMVISOR_NO_CATCHUP_CADENCE is not set (read once here, not
+	 * at every round of the loop) */
+	bool catchup_cadence;
 	int held; /* hold_stream: rounds held with an empty join poll */
 	sv_partpos_t *jpos; /* its positions, under w->lock */
 	size_t njpos;
@@ -835,7 +838,7 @@ static sv_error_t *recover(member_t *m)
 		return err;
 	max64(&w->stats.restored_checkpoint, restored);
 	if (restored >= 0) {
-		m->recovered = true;
+		m->catchup_cadence = !getenv("STREAMVISOR_NO_CATCHUP_CADENCE");
 		max64(&w->stats.last_checkpoint, restored);
 		atomic_store(&m->stats.last_checkpoint, restored);
 		if (wm != SV_WATERMARK_NONE) {
@@ -1233,8 +1236,7 @@ static bool catchup_checkpoint_due(member_t *m, bool first_pending,
 				   const catchup_t *c, int64_t last_ck_ms,
 				   int64_t last_ck_took_ms)
 {
-	if (!first_pending || !m->w->transactional || !m->recovered ||
-	    getenv("STREAMVISOR_NO_CATCHUP_CADENCE"))
+	if (!first_pending || !m->w->transactional || !m->catchup_cadence)
 		return false;
 	int64_t cadence = CATCHUP_CADENCE_MS;
 	if (cadence < CATCHUP_COST_FACTOR * last_ck_took_ms)
