@@ -33,4 +33,16 @@ typedef enum sv_budget_part {
 int64_t sv_budget_share(int64_t job_bytes, int members, bool join,
 			sv_budget_part_t part);
 
+/* What a member's Kafka client of part (CONSUMER, JOIN_CONSUMER, SINK,
+ * SIDE_SINK) is sized for: its share of the job's budget, or without one
+ * (job_bytes <= 0) its share of SV_BUDGET_CLIENT_DEFAULT_BYTES as if that
+ * were the member's own budget, so an unbudgeted job's queues grow with
+ * its parallelism but not with librdkafka's maxima (docs/performance.md
+ * "Without a budget"). deep: the caller asked for librdkafka's deep fixed
+ * queues (STREAMVISOR_DEEP_QUEUES=1): 0 without a budget. Other parts: 0
+ * without a budget. */
+#define SV_BUDGET_CLIENT_DEFAULT_BYTES ((int64_t)64 << 20)
+int64_t sv_budget_client(int64_t job_bytes, int members, bool join,
+			 sv_budget_part_t part, bool deep);
+
 #endif

@@ -579,13 +579,25 @@ static int64_t part_budget(const sv_worker_t *w, sv_budget_part_t part)
 			       part);
 }
 
+/* What a Kafka client of part is sized for: its share of the budget, or
+ * without one the default client sizing (budget.h sv_budget_client);
+ * STREAMVISOR_DEEP_QUEUES=1 keeps librdkafka's deep fixed queues for an
+ * unbudgeted job (the control of paired runs). Read when a client opens. */
+static int64_t client_part_budget(const sv_worker_t *w, sv_budget_part_t part)
+{
+	const char *deep = getenv("STREAMVISOR_DEEP_QUEUES");
+	return sv_budget_client(sv_jobspec_memory_budget(w->conf.spec),
+				w->nmembers, sv_join_of(w->conf.spec) != NULL,
+				part, deep && !strcmp(deep, "1"));
+}
+
 static int64_t client_budget(const sv_worker_t *w, bool consumer,
 			     bool main_sink)
 {
-	return part_budget(w,
-			   consumer            ? SV_BUDGET_CONSUMER
-				   : main_sink ? SV_BUDGET_SINK
-					       : SV_BUDGET_SIDE_SINK);
+	return client_part_budget(w,
+				  consumer            ? SV_BUDGET_CONSUMER
+					  : main_sink ? SV_BUDGET_SINK
+						      : SV_BUDGET_SIDE_SINK);
 }
 
 static void update_state_size(member_t *m)
@@ -2261,7 +2273,7 @@ static sv_error_t *open_join(member_t *m, const char *group)
 		.member = m->index,
 		.members = w->nmembers,
 		.left_partitions = m->topic_nparts,
-		.memory_budget = part_budget(w, SV_BUDGET_JOIN_CONSUMER),
+		.memory_budget = client_part_budget(w, SV_BUDGET_JOIN_CONSUMER),
 	};
 	sv_error_t *err = sv_join_input_open(&jc, &m->join);
 	if (err || !m->join)

@@ -15,8 +15,12 @@
 # per round and delivery mode runs W1 (bench/run.sh's spec: bounded,
 # parallelism 1, a checkpoint a second) once with each binary, the order
 # alternating per round, and measures streamvisor's process CPU from submit
-# to completed, as bench/run.sh does. Prints one line per job, then per
-# delivery the median of the per-round ratios new/old.
+# to completed, as bench/run.sh does, and its peak RSS (VmHWM, idle
+# included). Prints one line per job, then per delivery the median of the
+# per-round ratios new/old and each binary's median peak RSS.
+#   env PAIR_OLD_ENV: assignments for the old binary's environment (e.g.
+#   PAIR_OLD_ENV=STREAMVISOR_DEEP_QUEUES=1 bench/lib/pair.sh . pairs one
+#   build against itself with a switch); PAIR_PARALLELISM (1).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -45,14 +49,17 @@ deploy/kafka/kafka.sh start >/dev/null
 IN=pair-bids-$$
 "$RAWK" topics --bootstrap "$BOOT" --topic "$IN" >/dev/null
 "$RAWK" load --bootstrap "$BOOT" --topic "$IN" --count "$N" >"$OUT/load.json"
+PAR=${PAIR_PARALLELISM:-1}
+hwm() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 cpu() { awk -v t="$TCK" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }
 k=0
 one() { # old|new DELIVERY ROUND
-    local which=$1 d=$2 r=$3 tree=$repo out id st c0 c1 t0 t1 l0
-    [ "$which" = old ] && tree=$OLD
+    local which=$1 d=$2 r=$3 tree=$repo out id st c0 c1 t0 t1 l0 rss
+    local -a envs=()
+    [ "$which" = old ] && tree=$OLD && read -r -a envs <<<"${PAIR_OLD_ENV:-}"
     k=$((k + 1)); out=pair-out-$$-$k
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    jq -n --arg in "$IN" --arg out "$out" --arg d "$d" '{name: "pair", mode: "bounded", parallelism: 1,
+    jq -n --arg in "$IN" --arg out "$out" --arg d "$d" --argjson par "$PAR" '{name: "pair", mode: "bounded", parallelism: $par,
       source: {kind: "kafka", topic: $in, format: "json", start: "earliest"},
       schema: [{name:"seq",type:"int64"},{name:"key",type:"int64"},{name:"auction",type:"int64"},
                {name:"bidder",type:"int64"},{name:"price",type:"int64"},{name:"channel",type:"string"},
@@ -64,7 +71,7 @@ one() { # old|new DELIVERY ROUND
       sink: {kind: "kafka", topic: $out, format: "json"}, delivery: $d,
       checkpoint: {interval_ms: 1000, retain: 100000}}' >"$OUT/spec.json"
     rm -rf "$OUT/data"
-    "$tree/build/bench/sv/streamvisor" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" \
+    env "${envs[@]}" "$tree/build/bench/sv/streamvisor" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" \
         --bootstrap-servers "$BOOT" >>"$OUT/server-$which.log" 2>&1 &
     SV_PID=$!
     local i
@@ -77,13 +84,13 @@ one() { # old|new DELIVERY ROUND
         case "$st" in completed|failed|cancelled) break ;; esac
         sleep 0.05
     done
-    t1=$(date +%s%3N); c1=$(cpu "$SV_PID")
+    t1=$(date +%s%3N); c1=$(cpu "$SV_PID"); rss=$(hwm "$SV_PID")
     kill -TERM "$SV_PID"; wait "$SV_PID" 2>/dev/null || true; SV_PID=""
     echo "$r $which $d $st $(awk -v a="$c0" -v b="$c1" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }') \
-$(( N * 1000 / (t1 - t0) )) $l0" | tee -a "$OUT/jobs.txt"
+$(( N * 1000 / (t1 - t0) )) $l0 $rss" | tee -a "$OUT/jobs.txt"
 }
 : >"$OUT/jobs.txt"
-echo "# round binary delivery state cpu_s_per_M records_per_s load_average"
+echo "# round binary delivery state cpu_s_per_M records_per_s load_average peak_rss_mb"
 for r in $(seq 1 "$R"); do
     order="old new"; [ $((r % 2)) = 1 ] || order="new old"
     for d in at_least_once exactly_once; do
@@ -96,4 +103,9 @@ for d in at_least_once exactly_once; do
                   print c[k] / c[a[1] " old"] } }' "$OUT/jobs.txt" | sort -n |
         awk -v d="$d" '{ x[NR] = $1 } END { if (NR) printf "%s: median ratio new/old %.3f over %d rounds (%.3f-%.3f)\n",
             d, (NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2), NR, x[1], x[NR] }'
+    for b in old new; do
+        awk -v d="$d" -v b="$b" '$3 == d && $2 == b && $4 == "completed" { print $8 }' "$OUT/jobs.txt" | sort -n |
+            awk -v d="$d" -v b="$b" '{ x[NR] = $1 } END { if (NR) printf "%s %s: median peak RSS %.1f MB (%.1f-%.1f)\n",
+                d, b, (NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2), x[1], x[NR] }'
+    done
 done

@@ -4,7 +4,10 @@
  * Kafka clients of a member leave a sixth of its share to state (of
  * which the join's waiting rows may take a third), a join's two consumers
  * together get what one consumer gets without a join, and the kept result
- * is a sixteenth of the job's budget whatever the parallelism. */
+ * is a sixteenth of the job's budget whatever the parallelism. Without a
+ * budget the Kafka clients are sized as a member with 64 MiB of its own
+ * (at any parallelism), nothing else is, and the deep-queue switch leaves
+ * them unsized; with a budget the client sizing is the budget's share. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,12 +105,54 @@ static void test_parts_within_share(void **state)
 		}
 }
 
+static void test_client_default(void **state)
+{
+	SV_UNUSED(state);
+	for (int n = 1; n <= 8; n *= 2) {
+		assert_int_equal(sv_budget_client(0, n, false,
+						  SV_BUDGET_CONSUMER, false),
+				 24 * MIB);
+		assert_int_equal(
+			sv_budget_client(0, n, false, SV_BUDGET_SINK, false),
+			24 * MIB);
+		assert_int_equal(sv_budget_client(0, n, false,
+						  SV_BUDGET_SIDE_SINK, false),
+				 2 * MIB);
+		assert_int_equal(
+			sv_budget_client(0, n, true, SV_BUDGET_CONSUMER, false),
+			12 * MIB);
+		assert_int_equal(sv_budget_client(0, n, true,
+						  SV_BUDGET_JOIN_CONSUMER,
+						  false),
+				 12 * MIB);
+		/* no budget bounds nothing but the clients */
+		assert_int_equal(sv_budget_client(0, n, true,
+						  SV_BUDGET_JOIN_WAITING,
+						  false),
+				 0);
+		assert_int_equal(
+			sv_budget_client(0, n, false, SV_BUDGET_RESULT, false),
+			0);
+		/* STREAMVISOR_DEEP_QUEUES: librdkafka's own maxima */
+		for (int p = SV_BUDGET_CONSUMER; p <= SV_BUDGET_RESULT; p++)
+			assert_int_equal(sv_budget_client(0, n, true, p, true),
+					 0);
+	}
+	/* a budget decides, whatever the switch */
+	for (int p = SV_BUDGET_CONSUMER; p <= SV_BUDGET_RESULT; p++)
+		for (int d = 0; d <= 1; d++)
+			assert_int_equal(
+				sv_budget_client(256 * MIB, 2, true, p, d),
+				sv_budget_share(256 * MIB, 2, true, p));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_budget),
 		cmocka_unit_test(test_64_mib),
 		cmocka_unit_test(test_parts_within_share),
+		cmocka_unit_test(test_client_default),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
