@@ -449,12 +449,18 @@ static void produce_table(const char *topic)
 				 key, c, ver, (long long)t);
 			send1(rk, topic, p, key, v, t);
 		}
+	/* the table's sentinels come a second after the orders' (ts
+	 * J_SENTINEL), past their out-of-orderness, so the table's watermark
+	 * passes the orders' sentinels and those are answered too (as no
+	 * match): the two extra output rows tk_consume waits for, which say
+	 * every order before them is answered (at J_SENTINEL they waited
+	 * forever, and each consume waited out its whole timeout) */
 	for (int p = 0; p < 2; p++) {
 		sentinel_key(p, 2, key, sizeof(key));
 		snprintf(v, sizeof(v),
 			 "{\"cust\":\"%s\",\"name\":\"end\",\"cts\":%lld}", key,
-			 (long long)J_SENTINEL);
-		send1(rk, topic, p, key, v, J_SENTINEL);
+			 (long long)(J_SENTINEL + 1000));
+		send1(rk, topic, p, key, v, J_SENTINEL + 1000);
 	}
 	producer_done(rk);
 }
