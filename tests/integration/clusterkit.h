@@ -78,7 +78,8 @@ int cl_mutate(cluster_t *cl, int i, const char *method, const char *path,
 /* POST /v1/jobs to node i (again on 503 for up to 40 s); 201 or the test
  * fails. Returns the id (free). */
 char *cl_submit(cluster_t *cl, int i, const char *spec);
-/* Until node i has >= min records written in an open transaction. */
+/* Until node i has >= min records written in open transactions, still
+ * there (no commit) at a second read >= 30 ms later. */
 void cl_wait_uncommitted(cluster_t *cl, int i, const char *id, int64_t min);
 /* Wait until the job's group committed the input's end, then check the
  * output read_committed (returned) and read_uncommitted (*unc). */

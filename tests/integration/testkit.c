@@ -382,6 +382,13 @@ size_t tk_consume(const char *topic, size_t expect, int timeout_ms,
 		}
 		rd_kafka_message_destroy(m);
 	}
+	/* a test that waits out the whole timeout says so (an expected count
+	 * that never comes costs the suite its timeout every run) */
+	if (n < expect)
+		fprintf(stderr,
+			"tk_consume: %s: %zu of %zu lines after the whole "
+			"timeout of %d ms\n",
+			topic, n, expect, timeout_ms);
 	rd_kafka_consumer_close(rk);
 	rd_kafka_destroy(rk);
 	*out = lines;
