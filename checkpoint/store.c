@@ -589,6 +589,12 @@ static uint8_t *pack_meta(const sv_ckrec_t *rec, size_t *len)
 
 sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 {
+	return sv_ckstore_put_dropping(st, rec, NULL, NULL);
+}
+
+sv_error_t *sv_ckstore_put_dropping(sv_ckstore_t *st, const sv_ckrec_t *rec,
+				    sv_ckstore_drop_fn *drop, void *opaque)
+{
 	size_t len;
 	uint8_t *buf = pack_meta(rec, &len);
 	char *k = ck_key(rec->job_id, rec->id);
@@ -605,6 +611,8 @@ sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec)
 				       (const char *)os->state.data,
 				       os->state.len);
 		free(sk);
+		if (drop) /* in the batch: the caller's copy may go */
+			drop(opaque, 0, i);
 	}
 	char *rerr = NULL;
 	store_write(st, wb, &rerr);
@@ -1038,6 +1046,14 @@ static sv_error_t *task_base_of(sv_ckstore_t *st, const char *job_id, int32_t p,
 sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 				 const sv_ckrec_t *const *tasks, size_t ntasks)
 {
+	return sv_ckstore_put_tasks_dropping(st, rec, tasks, ntasks, NULL,
+					     NULL);
+}
+
+sv_error_t *sv_ckstore_put_tasks_dropping(
+	sv_ckstore_t *st, const sv_ckrec_t *rec, const sv_ckrec_t *const *tasks,
+	size_t ntasks, sv_ckstore_drop_fn *drop, void *opaque)
+{
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 	for (size_t i = 0; i < ntasks; i++) {
 		const sv_ckrec_t *t = tasks[i];
@@ -1053,6 +1069,8 @@ sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 					       (const char *)os->state.data,
 					       os->state.len);
 			free(vk);
+			if (drop) /* in the batch: the caller's copy may go */
+				drop(opaque, i, j);
 		}
 		size_t len;
 		uint8_t *buf = pack_meta(t, &len);

@@ -60,6 +60,17 @@ sv_error_t *sv_ckstore_next_id_lazy(sv_ckstore_t *st, const char *job_id,
 				    int64_t *id);
 /* Write rec (its job_id and id name it) in one synced WriteBatch. */
 sv_error_t *sv_ckstore_put(sv_ckstore_t *st, const sv_ckrec_t *rec);
+/* Called by the _dropping writes once the state bytes of operator op of
+ * record r (sv_ckstore_put: 0; sv_ckstore_put_tasks: the task's index)
+ * are copied into the write batch, before the write itself: the caller
+ * may free them there, so a large state is held twice during the write
+ * (batch and memtable), not three times (docs/performance.md
+ * "Checkpoints and the store's memory"). The record's state.len must
+ * stay as it was; its state.data is not read again. */
+typedef void(sv_ckstore_drop_fn)(void *opaque, size_t r, size_t op);
+/* sv_ckstore_put, calling drop (when not NULL) as above. */
+sv_error_t *sv_ckstore_put_dropping(sv_ckstore_t *st, const sv_ckrec_t *rec,
+				    sv_ckstore_drop_fn *drop, void *opaque);
 /* Set the status of a stored record (and its duration when >= 0). */
 sv_error_t *sv_ckstore_mark(sv_ckstore_t *st, const char *job_id, int64_t id,
 			    Streamvisor__CheckpointRecord__Status status,
@@ -98,6 +109,11 @@ sv_error_t *sv_ckstore_retain(sv_ckstore_t *st, const char *job_id, int retain);
  * one partition in offsets[0]) in one synced WriteBatch. */
 sv_error_t *sv_ckstore_put_tasks(sv_ckstore_t *st, const sv_ckrec_t *rec,
 				 const sv_ckrec_t *const *tasks, size_t ntasks);
+/* sv_ckstore_put_tasks, calling drop (when not NULL) for each task's
+ * operator states as sv_ckstore_put_dropping does. */
+sv_error_t *sv_ckstore_put_tasks_dropping(
+	sv_ckstore_t *st, const sv_ckrec_t *rec, const sv_ckrec_t *const *tasks,
+	size_t ntasks, sv_ckstore_drop_fn *drop, void *opaque);
 /* Ids of the task records of partition p, newest first; *ids is the
  * caller's to free. */
 sv_error_t *sv_ckstore_task_ids(sv_ckstore_t *st, const char *job_id, int32_t p,

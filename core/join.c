@@ -231,9 +231,11 @@ bool sv_join_key(sv_joinbase_t *jb, const sv_value_t *row, const int *cols)
 	return true;
 }
 
-void sv_join_emit(const sv_joinbase_t *jb, sv_batch_t *out,
-		  const sv_value_t *lrow, const sv_value_t *rrow,
-		  int64_t event_ms)
+/* The output row: lrow's cells, then take column i from rrow[src[i]]
+ * (src NULL: rrow[i]); none when rrow is NULL. */
+static void emit_cells(const sv_joinbase_t *jb, sv_batch_t *out,
+		       const sv_value_t *lrow, const sv_value_t *rrow,
+		       const int *src, int64_t event_ms)
 {
 	sv_rowmeta_t *m;
 	sv_value_t *o = sv_batch_add_row(out, &m);
@@ -245,10 +247,24 @@ void sv_join_emit(const sv_joinbase_t *jb, sv_batch_t *out,
 		o[c] = lrow[c];
 	if (rrow)
 		for (size_t i = 0; i < jb->ntake; i++)
-			o[c + i] = rrow[jb->take_src[i]];
+			o[c + i] = rrow[src ? (size_t)src[i] : i];
 	for (size_t i = 0; i < out->ncols; i++)
 		if (o[i].type == SV_T_STRING)
 			o[i].v.s = sv_batch_strdup(out, o[i].v.s, o[i].len);
+}
+
+void sv_join_emit(const sv_joinbase_t *jb, sv_batch_t *out,
+		  const sv_value_t *lrow, const sv_value_t *rrow,
+		  int64_t event_ms)
+{
+	emit_cells(jb, out, lrow, rrow, jb->take_src, event_ms);
+}
+
+void sv_join_emit_taken(const sv_joinbase_t *jb, sv_batch_t *out,
+			const sv_value_t *lrow, const sv_value_t *taken,
+			int64_t event_ms)
+{
+	emit_cells(jb, out, lrow, taken, NULL, event_ms);
 }
 
 sv_error_t *sv_join_check_cap(const sv_joinbase_t *jb, uint64_t lrows,

@@ -56,6 +56,12 @@ void sv_join_emit(const sv_joinbase_t *jb, sv_batch_t *out,
 		  const sv_value_t *lrow, const sv_value_t *rrow,
 		  int64_t event_ms);
 
+/* sv_join_emit with the right side already cut to the take columns:
+ * taken[i] is take column i (NULL: no match). */
+void sv_join_emit_taken(const sv_joinbase_t *jb, sv_batch_t *out,
+			const sv_value_t *lrow, const sv_value_t *taken,
+			int64_t event_ms);
+
 /* NULL, or the non-retriable runtime error of a state cap exceeded by
  * holding rows rows of bytes bytes (left/right rows for the message). */
 sv_error_t *sv_join_check_cap(const sv_joinbase_t *jb, uint64_t lrows,

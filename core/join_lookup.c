@@ -22,18 +22,34 @@
  *
  * Processing time (Kafka Streams' KStream-KTable join): the table is the
  * latest value per key in arrival order and a left row is answered at once.
+ *
+ * A version keeps only the join's take columns of its row (trow_t): the key
+ * is the statemap's, and nothing else of a table row is ever read, so the
+ * other columns would only cost memory (W4's persons table: the id and the
+ * time of every person) and snapshot bytes. Snapshots hold the same cut
+ * rows; those of the earlier format (every right column, kinds 'L'/'l')
+ * still restore, cut on the way in.
  * See docs/joins.md. */
 #include "core/join_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define LOOKUP_SNAPSHOT_KIND 'L'
-#define LOOKUP_DELTA_KIND 'l'
+#define LOOKUP_SNAPSHOT_KIND 'T' /* versions hold the take columns */
+#define LOOKUP_DELTA_KIND 't'
+#define LOOKUP_SNAPSHOT_KIND_ALL 'L' /* earlier: every right column */
+#define LOOKUP_DELTA_KIND_ALL 'l'
+
+/* A version's row: the take columns in take order (jb.take_src), one
+ * allocation, the cells then their string bytes. */
+typedef struct trow {
+	uint32_t bytes; /* size of the allocation */
+	sv_value_t vals[];
+} trow_t;
 
 typedef struct tver {
 	int64_t t; /* effective time */
-	sv_jrow_t *row; /* NULL: tombstone */
+	trow_t *row; /* NULL: tombstone */
 } tver_t;
 
 typedef struct tkey {
@@ -159,6 +175,33 @@ static pitem_t pending_pop(lookupjoin_t *op)
 
 /* ---- the table ---- */
 
+/* A version's row from row: take column i is row[src[i]] (src NULL:
+ * row[i], a row already cut). */
+static trow_t *trow_new(const lookupjoin_t *op, const sv_value_t *row,
+			const int *src)
+{
+	size_t n = op->jb.ntake, strbytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		const sv_value_t *v = &row[src ? (size_t)src[i] : i];
+		if (v->type == SV_T_STRING)
+			strbytes += v->len;
+	}
+	size_t size = sizeof(trow_t) + n * sizeof(sv_value_t) + strbytes;
+	trow_t *r = sv_malloc(size);
+	r->bytes = (uint32_t)size;
+	char *p = (char *)(r->vals + n);
+	for (size_t i = 0; i < n; i++) {
+		r->vals[i] = row[src ? (size_t)src[i] : i];
+		if (r->vals[i].type == SV_T_STRING) {
+			if (r->vals[i].len)
+				memcpy(p, r->vals[i].v.s, r->vals[i].len);
+			r->vals[i].v.s = p;
+			p += r->vals[i].len;
+		}
+	}
+	return r;
+}
+
 static void ver_free(lookupjoin_t *op, tver_t *v)
 {
 	if (v->row) {
@@ -244,8 +287,9 @@ static void prune_to(lookupjoin_t *op, int64_t h)
 	}
 }
 
-/* Set the key in keybuf to row (NULL: tombstone) from time t on. */
-static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
+/* Set the key in keybuf to jr (trow_new's, now the table's; NULL:
+ * tombstone) from time t on. */
+static void table_put(lookupjoin_t *op, trow_t *jr, int64_t t)
 {
 	uint64_t h = sv_statemap_hash(op->table, op->jb.keybuf);
 	bool created;
@@ -261,7 +305,7 @@ static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
 			k->n = 0;
 			op->live_keys--;
 		}
-		if (!row) {
+		if (!jr) {
 			key_forget(op, k);
 			return;
 		}
@@ -269,12 +313,8 @@ static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
 	uint32_t i = k->n;
 	while (i > 0 && k->v[i - 1].t > t)
 		i--;
-	sv_jrow_t *jr = row ? sv_jrow_new(row, op->jb.nright) : NULL;
-	if (jr) {
-		jr->t = t;
-		jr->key = k;
+	if (jr)
 		op->table_bytes += jr->bytes;
-	}
 	if (i > 0 && k->v[i - 1].t == t) {
 		/* the later arrival of one time wins */
 		ver_free(op, &k->v[i - 1]);
@@ -284,7 +324,9 @@ static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
 		return;
 	}
 	if (k->n == k->cap) {
-		uint32_t cap = k->cap ? k->cap * 2 : 2;
+		/* most keys keep one version: an array of one (a 32-byte
+		 * chunk, not 48; 1.6 MB of W4's 100,000 persons) */
+		uint32_t cap = k->cap ? k->cap * 2 : 1;
 		op->table_bytes += (cap - k->cap) * sizeof(tver_t);
 		k->v = sv_realloc(k->v, cap * sizeof(tver_t));
 		k->cap = cap;
@@ -297,7 +339,7 @@ static void table_put(lookupjoin_t *op, const sv_value_t *row, int64_t t)
 	schedule(op, k);
 }
 
-/* The value of the key in keybuf (hash h) at time t, or NULL. */
+/* The take columns of the key in keybuf (hash h) at time t, or NULL. */
 static const sv_value_t *table_get(lookupjoin_t *op, int64_t t, uint64_t h)
 {
 	tkey_t *k = sv_statemap_find(op->table, op->jb.keybuf, h);
@@ -387,7 +429,7 @@ static void answer_run(lookupjoin_t *op, lrun_t *run, sv_batch_t *out)
 			r = table_get(op, run->t[i], run->h[i]);
 		}
 		if (r || jb->kind == SV_JOIN_LEFT)
-			sv_join_emit(jb, out, run->rows[i], r, run->t[i]);
+			sv_join_emit_taken(jb, out, run->rows[i], r, run->t[i]);
 		if (run->own[i]) {
 			op->pending_bytes -= run->own[i]->bytes;
 			free(run->own[i]);
@@ -486,7 +528,8 @@ static sv_error_t *lk_process_right(sv_op_t *base, sv_op_ctx_t *ctx,
 		if (!sv_join_key(&op->jb, row, op->jb.rkeys))
 			continue; /* a null key is no table row */
 		bool del = in->meta[r].flags & SV_ROW_DELETE;
-		table_put(op, del ? NULL : row, t);
+		table_put(op, del ? NULL : trow_new(op, row, op->jb.take_src),
+			  t);
 	}
 	return lk_cap(op);
 }
@@ -593,7 +636,7 @@ static void lk_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
 }
 
 /* One key of the table: its values, u32 n, n times i64 time, u8 present,
- * then (present) the row's values. */
+ * then (present) the row's take columns. */
 static void ser_key(lookupjoin_t *op, sv_buf_t *out, tkey_t *k)
 {
 	const sv_value_t *key = sv_statemap_key(op->table, k);
@@ -603,7 +646,7 @@ static void ser_key(lookupjoin_t *op, sv_buf_t *out, tkey_t *k)
 	for (uint32_t i = 0; i < k->n; i++) {
 		sv_ser_i64(out, k->v[i].t);
 		sv_ser_u8(out, k->v[i].row != NULL);
-		for (size_t c = 0; k->v[i].row && c < op->jb.nright; c++)
+		for (size_t c = 0; k->v[i].row && c < op->jb.ntake; c++)
 			sv_ser_value(out, &k->v[i].row->vals[c]);
 	}
 }
@@ -620,10 +663,11 @@ static void ser_pending(lookupjoin_t *op, sv_buf_t *out)
 	}
 }
 
-/* Snapshot: the join header ('L'), u8 processing time, i64 left and i64
+/* Snapshot: the join header ('T'), u8 processing time, i64 left and i64
  * table watermark, u64 sequence, u64 nkeys, each: the key's values, u32 n,
- * n times i64 time, u8 present, then (present) the row's values; u64
- * npending, each: i64 time, u64 seq, the row's values. */
+ * n times i64 time, u8 present, then (present) the row's take columns;
+ * u64 npending, each: i64 time, u64 seq, the row's values. The earlier
+ * 'L' had every right column where 'T' has the take columns. */
 static sv_error_t *lk_snapshot(sv_op_t *base, sv_buf_t *out)
 {
 	lookupjoin_t *op = (lookupjoin_t *)base;
@@ -676,21 +720,42 @@ static sv_error_t *deser_proc(lookupjoin_t *op, sv_deser_t *d, const char *what)
 }
 
 /* One key's versions of a snapshot or delta into the table; row: scratch
- * of the right width. */
+ * of scratch_width(op). all: the earlier format, every right column (cut
+ * to the take columns here). */
 static void deser_versions(lookupjoin_t *op, sv_deser_t *d,
-			   const sv_value_t *key, sv_value_t *row)
+			   const sv_value_t *key, sv_value_t *row, bool all)
 {
 	uint32_t n = sv_deser_u32(d);
+	size_t ncols = all ? op->jb.nright : op->jb.ntake;
 	for (uint32_t j = 0; j < n && !d->bad; j++) {
 		int64_t t = sv_deser_i64(d);
 		bool present = sv_deser_u8(d);
-		for (size_t c = 0; present && c < op->jb.nright; c++)
+		for (size_t c = 0; present && c < ncols; c++)
 			sv_deser_value(d, &row[c]);
 		if (d->bad)
 			break;
 		memcpy(op->jb.keybuf, key, op->jb.nkeys * sizeof(sv_value_t));
-		table_put(op, present ? row : NULL, t);
+		table_put(op,
+			  present ? trow_new(op, row,
+					     all ? op->jb.take_src : NULL)
+				  : NULL,
+			  t);
 	}
+}
+
+/* Cells of a restore's scratch row: a left row, a right row of the
+ * earlier format or a cut one. */
+static size_t scratch_width(const lookupjoin_t *op)
+{
+	size_t w = op->jb.nleft > op->jb.nright ? op->jb.nleft : op->jb.nright;
+	return (w > op->jb.ntake ? w : op->jb.ntake) + 1;
+}
+
+/* The kind letter of a snapshot or delta: its second byte (the header's
+ * check reports anything else). */
+static char kind_of(const char *data, size_t len, char now, char all)
+{
+	return len >= 2 && data[1] == all ? all : now;
 }
 
 /* The end of a restore: the waiting rows, then the whole input must have
@@ -719,8 +784,9 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 	lookupjoin_t *op = (lookupjoin_t *)base;
 	sv_deser_t d = {.p = data, .len = len};
 	lk_clear(op);
-	sv_error_t *err = sv_join_deser_header(&op->jb, &d,
-					       LOOKUP_SNAPSHOT_KIND);
+	char kind = kind_of(data, len, LOOKUP_SNAPSHOT_KIND,
+			    LOOKUP_SNAPSHOT_KIND_ALL);
+	sv_error_t *err = sv_join_deser_header(&op->jb, &d, kind);
 	if (err)
 		return err;
 	if ((err = deser_proc(op, &d, "snapshot")))
@@ -728,15 +794,14 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
 	uint64_t seq = sv_deser_u64(&d);
 	uint64_t nkeys = sv_deser_u64(&d);
-	size_t width = op->jb.nleft > op->jb.nright ? op->jb.nleft
-						    : op->jb.nright;
-	sv_value_t *row = sv_calloc(width + 1, sizeof(sv_value_t));
+	sv_value_t *row = sv_calloc(scratch_width(op), sizeof(sv_value_t));
 	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
 	/* versions go in with the watermarks unset, so nothing is moved */
 	for (uint64_t i = 0; i < nkeys && !d.bad; i++) {
 		for (size_t c = 0; c < op->jb.nkeys; c++)
 			sv_deser_value(&d, &key[c]);
-		deser_versions(op, &d, key, row);
+		deser_versions(op, &d, key, row,
+			       kind == LOOKUP_SNAPSHOT_KIND_ALL);
 	}
 	if ((err = restore_end(op, &d, row, key, wl, wr, seq)))
 		return err;
@@ -744,7 +809,8 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 	return NULL;
 }
 
-/* Delta: the join header ('l'), u8 processing time, i64 left and i64
+/* Delta: the join header ('t'; the earlier 'l' with every right column),
+ * u8 processing time, i64 left and i64
  * table watermark, u64 sequence, u64 nremoved, each: a key's values (a
  * key of the last checkpoint removed since), u64 nchanged, each a key
  * changed since as in a snapshot (all its versions; none: it has no
@@ -796,7 +862,9 @@ static sv_error_t *lk_restore_delta(sv_op_t *base, const char *data, size_t len)
 {
 	lookupjoin_t *op = (lookupjoin_t *)base;
 	sv_deser_t d = {.p = data, .len = len};
-	sv_error_t *err = sv_join_deser_header(&op->jb, &d, LOOKUP_DELTA_KIND);
+	char kind = kind_of(data, len, LOOKUP_DELTA_KIND,
+			    LOOKUP_DELTA_KIND_ALL);
+	sv_error_t *err = sv_join_deser_header(&op->jb, &d, kind);
 	if (err)
 		return err;
 	if ((err = deser_proc(op, &d, "delta")))
@@ -804,9 +872,7 @@ static sv_error_t *lk_restore_delta(sv_op_t *base, const char *data, size_t len)
 	sv_statemap_track(op->table, false);
 	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
 	uint64_t seq = sv_deser_u64(&d);
-	size_t width = op->jb.nleft > op->jb.nright ? op->jb.nleft
-						    : op->jb.nright;
-	sv_value_t *row = sv_calloc(width + 1, sizeof(sv_value_t));
+	sv_value_t *row = sv_calloc(scratch_width(op), sizeof(sv_value_t));
 	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
 	uint64_t nrm = sv_deser_u64(&d);
 	for (uint64_t i = 0; i < nrm && !d.bad; i++) {
@@ -823,7 +889,7 @@ static sv_error_t *lk_restore_delta(sv_op_t *base, const char *data, size_t len)
 			break;
 		memcpy(op->jb.keybuf, key, op->jb.nkeys * sizeof(sv_value_t));
 		key_drop(op);
-		deser_versions(op, &d, key, row);
+		deser_versions(op, &d, key, row, kind == LOOKUP_DELTA_KIND_ALL);
 	}
 	for (size_t i = 0; i < op->npending; i++)
 		free(op->pending[i].row);

@@ -106,10 +106,25 @@ const sv_schema_t *sv_pipeline_out_schema(const sv_pipeline_t *pl)
 	return pl->n ? pl->ops[pl->n - 1]->out_schema : pl->in_schema;
 }
 
+/* A stage batch that took a burst (a lookup join answering the rows that
+ * waited for its table, a window firing many keys at once) gives its
+ * memory back at the next reset rather than keeping it for the rest of
+ * the job; one of at most this many rows (the worker's batches are 2,048)
+ * keeps it, so a steady pipeline still stops allocating. */
+#define STAGE_KEEP_ROWS 16384
+
 static void reset_stages(sv_pipeline_t *pl)
 {
-	for (size_t i = 0; i < pl->n; i++)
-		sv_batch_reset(pl->stages[i]);
+	for (size_t i = 0; i < pl->n; i++) {
+		sv_batch_t *b = pl->stages[i];
+		if (b->cap <= STAGE_KEEP_ROWS) {
+			sv_batch_reset(b);
+			continue;
+		}
+		const sv_schema_t *schema = b->schema;
+		sv_batch_release(b);
+		sv_batch_init(b, schema);
+	}
 }
 
 /* The context operator i sees: after a two-input operator, its output

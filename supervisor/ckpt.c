@@ -181,6 +181,10 @@ typedef struct ck_writer {
 	const ckrec_t *rec;
 	const ckrec_t *const *trecs;
 	size_t ntrecs;
+	/* frees an operator's snapshot buffer once the store copied it
+	 * into its write batch (sv_ckstore_drop_fn), or NULL */
+	sv_ckstore_drop_fn *drop;
+	void *drop_arg;
 	/* run first on the thread, or NULL: the snapshot into rec (the
 	 * worker meanwhile only flushes the sink and sends the offsets, so
 	 * the operators are the thread's until the join) */
@@ -206,9 +210,27 @@ static void ck_writer_run(ck_writer_t *w)
 	sv_killpoint("prepared_write");
 	int64_t t = sv_mono_us();
 	w->err = w->trecs
-		? sv_ckstore_put_tasks(w->store, w->rec, w->trecs, w->ntrecs)
-		: sv_ckstore_put(w->store, w->rec);
+		? sv_ckstore_put_tasks_dropping(w->store, w->rec, w->trecs,
+						w->ntrecs, w->drop, w->drop_arg)
+		: sv_ckstore_put_dropping(w->store, w->rec, w->drop,
+					  w->drop_arg);
 	w->us = sv_mono_us() - t;
+}
+
+/* sv_ckstore_drop_fn of a parallelism-1 record: opaque is its operators'
+ * snapshot buffers (rec->operators[k] points into opbufs[k]); the write
+ * batch holds a copy now, so a large state is not held a third time
+ * beside the batch and the memtable during the synced write. */
+static void drop_opbuf(void *opaque, size_t r, size_t op)
+{
+	SV_UNUSED(r);
+	sv_buf_release(&((sv_buf_t *)opaque)[op]);
+}
+
+/* The same for task records: opaque is the tasks' buffer arrays. */
+static void drop_task_opbuf(void *opaque, size_t r, size_t op)
+{
+	sv_buf_release(&((sv_buf_t **)opaque)[r][op]);
 }
 
 static void *ck_writer_main(void *opaque)
@@ -439,12 +461,15 @@ sv_error_t *sv_ckpt_take(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 	if (overlap && !err) {
 		ck_writer_t w = {.store = conf->store,
 				 .rec = &rec,
+				 .drop = drop_opbuf,
+				 .drop_arg = opbufs,
 				 .build = p1_build,
 				 .build_arg = &b};
 		ck_writer_start(&w);
 		err = overlap_steps(conf, p, id, toffs, &w, err, info, &us);
 	} else if (!err) {
-		err = sv_ckstore_put(conf->store, &rec);
+		err = sv_ckstore_put_dropping(conf->store, &rec, drop_opbuf,
+					      opbufs);
 		step_done(info, SV_CKPT_STEP_WRITE, &us);
 	}
 	if (!err && conf->incr) {
@@ -895,11 +920,17 @@ static sv_error_t *take_tasks(const sv_ckpt_conf_t *conf, sv_ckpt_parts_t *p,
 		ck_writer_t w = {.store = conf->store,
 				 .rec = &rec,
 				 .trecs = trecp,
-				 .ntrecs = nt};
+				 .ntrecs = nt,
+				 .drop = drop_task_opbuf,
+				 .drop_arg = opbufs};
 		ck_writer_start(&w);
 		err = overlap_steps(conf, p, id, toffs, &w, err, info, &us);
 	} else if (!err) {
-		err = sv_ckstore_put_tasks(conf->store, &rec, trecp, nt);
+		/* on_tasks reads the states after the write (distributed
+		 * mode's state topic): they stay until then */
+		err = sv_ckstore_put_tasks_dropping(
+			conf->store, &rec, trecp, nt,
+			p->on_tasks ? NULL : drop_task_opbuf, opbufs);
 		if (!err && p->on_tasks)
 			err = p->on_tasks(p->tasks_opaque, id, trecp, nt);
 		step_done(info, SV_CKPT_STEP_WRITE, &us);

@@ -2,7 +2,8 @@
  * reopen, ids are never reused (lazy ones too, across kill -9), latest/latest-committed/list, retention
  * keeps the newest committed (and pending) ones, job definitions, delete;
  * per-task snapshots (parallelism > 1) keyed by partition, with retention
- * per partition;
+ * per partition; the dropping writes let the caller free each state once
+ * it is in the batch;
  * a torn WAL tail (what kill -9 leaves) recovers silently, and corruption in
  * the middle of the log or a record that does not unpack is a loud
  * checkpoint error, never a silent fall-back to older state. */
@@ -279,6 +280,133 @@ static void test_retention_keeps_delta_chain(void **state)
 	assert_non_null(base);
 	assert_int_equal(base->operators[0]->state.len, 5);
 	sv_ckstore_free_record(base);
+	sv_ckstore_close(st);
+	rmtree(dir);
+	free(dir);
+}
+
+/* The dropping writes: drop is called once per state that is in the
+ * batch, and the caller may overwrite and free it there: what is read back
+ * is what was put (parallelism 1 and task records). */
+typedef struct drops {
+	uint8_t **bufs; /* [r * 2 + op] */
+	size_t len;
+	int calls;
+} drops_t;
+
+static void drop_poison(void *opaque, size_t r, size_t op)
+{
+	drops_t *d = opaque;
+	uint8_t **b = &d->bufs[r * 2 + op];
+	assert_non_null(*b); /* once each */
+	memset(*b, 0xAA, d->len);
+	free(*b);
+	*b = NULL;
+	d->calls++;
+}
+
+static uint8_t *state_bytes(size_t len, int seed)
+{
+	uint8_t *b = malloc(len);
+	assert_non_null(b);
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(i * 7 + (size_t)seed);
+	return b;
+}
+
+static void test_put_dropping(void **state)
+{
+	(void)state;
+	char *dir = tmpdir();
+	sv_ckstore_t *st;
+	assert_null(sv_ckstore_open(dir, &st));
+	const size_t len = 1 << 20; /* a large value: blob-file sized */
+	uint8_t *bufs[4] = {0};
+	drops_t d = {.bufs = bufs, .len = len};
+	Streamvisor__OperatorState os[4] = {STREAMVISOR__OPERATOR_STATE__INIT,
+					    STREAMVISOR__OPERATOR_STATE__INIT,
+					    STREAMVISOR__OPERATOR_STATE__INIT,
+					    STREAMVISOR__OPERATOR_STATE__INIT};
+	Streamvisor__OperatorState *osp[4] = {&os[0], &os[1], &os[2], &os[3]};
+	for (int i = 0; i < 4; i++) {
+		os[i].index = (uint32_t)(i % 2);
+		os[i].kind = "lookup";
+		bufs[i] = state_bytes(len, i);
+		os[i].state.data = bufs[i];
+		os[i].state.len = len;
+	}
+	/* parallelism 1: two operators */
+	int64_t id;
+	assert_null(sv_ckstore_next_id(st, "j", &id));
+	Streamvisor__CheckpointRecord rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	rec.id = id;
+	rec.job_id = "j";
+	rec.plan_id = "p";
+	rec.n_operators = 2;
+	rec.operators = osp;
+	assert_null(sv_ckstore_put_dropping(st, &rec, drop_poison, &d));
+	assert_int_equal(d.calls, 2);
+	sv_ckrec_t *got;
+	assert_null(sv_ckstore_get(st, "j", id, &got));
+	assert_non_null(got);
+	assert_int_equal(got->n_operators, 2);
+	for (int i = 0; i < 2; i++) {
+		uint8_t *want = state_bytes(len, i);
+		assert_int_equal(got->operators[i]->state.len, len);
+		assert_memory_equal(got->operators[i]->state.data, want, len);
+		free(want);
+	}
+	sv_ckstore_free_record(got);
+
+	/* task records: two tasks of one operator each */
+	for (int i = 2; i < 4; i++) {
+		bufs[i] = state_bytes(len, i);
+		os[i].state.data = bufs[i];
+	}
+	d.calls = 0;
+	assert_null(sv_ckstore_next_id(st, "j", &id));
+	Streamvisor__PartitionOffset po[2] = {
+		STREAMVISOR__PARTITION_OFFSET__INIT,
+		STREAMVISOR__PARTITION_OFFSET__INIT};
+	Streamvisor__PartitionOffset *pos[2] = {&po[0], &po[1]};
+	po[1].partition = 1;
+	Streamvisor__CheckpointRecord m = STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	m.id = id;
+	m.job_id = "j";
+	m.plan_id = "p";
+	m.n_offsets = 2;
+	m.offsets = pos;
+	m.parallelism = 2;
+	Streamvisor__CheckpointRecord t[2] = {
+		STREAMVISOR__CHECKPOINT_RECORD__INIT,
+		STREAMVISOR__CHECKPOINT_RECORD__INIT};
+	const Streamvisor__CheckpointRecord *tp[2] = {&t[0], &t[1]};
+	for (int i = 0; i < 2; i++) {
+		t[i].id = id;
+		t[i].job_id = "j";
+		t[i].n_offsets = 1;
+		t[i].offsets = &pos[i];
+		t[i].n_operators = 1;
+		t[i].operators = &osp[2 + i];
+	}
+	/* task i's operator 0 is bufs[i * 2 + 0]: give them those slots */
+	bufs[0] = bufs[2];
+	bufs[2] = bufs[3];
+	bufs[3] = NULL;
+	assert_null(
+		sv_ckstore_put_tasks_dropping(st, &m, tp, 2, drop_poison, &d));
+	assert_int_equal(d.calls, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_null(sv_ckstore_get_task(st, "j", i, id, &got));
+		assert_non_null(got);
+		uint8_t *want = state_bytes(len, 2 + i);
+		assert_int_equal(got->operators[0]->state.len, len);
+		assert_memory_equal(got->operators[0]->state.data, want, len);
+		free(want);
+		sv_ckstore_free_record(got);
+	}
+	for (int i = 0; i < 4; i++)
+		free(bufs[i]);
 	sv_ckstore_close(st);
 	rmtree(dir);
 	free(dir);
@@ -701,6 +829,7 @@ int main(void)
 		cmocka_unit_test(test_lazy_ids),
 		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_retention_keeps_delta_chain),
+		cmocka_unit_test(test_put_dropping),
 		cmocka_unit_test(test_task_snapshots),
 		cmocka_unit_test(test_task_state_apart),
 		cmocka_unit_test(test_jobs),

@@ -358,6 +358,98 @@ static void test_snapshot_checks(void **state)
 	sv_buf_release(&snap);
 }
 
+/* A right row of the earlier lookup snapshot format: cust, x, rts. */
+static void ser_right3(sv_buf_t *b, const char *cust, const char *x, int64_t t)
+{
+	sv_value_t v = sv_str(cust, (uint32_t)strlen(cust));
+	sv_ser_value(b, &v);
+	v = sv_str(x, (uint32_t)strlen(x));
+	sv_ser_value(b, &v);
+	v = sv_ts(t);
+	sv_ser_value(b, &v);
+}
+
+static void ser_str(sv_buf_t *b, const char *s)
+{
+	sv_value_t v = sv_str(s, (uint32_t)strlen(s));
+	sv_ser_value(b, &v);
+}
+
+/* The lookup table keeps only the take columns; a snapshot and a delta of
+ * the earlier format (kinds 'L'/'l', every right column) restore to the
+ * same answers, and the next snapshot is of the cut format ('T'). */
+static void test_lookup_earlier_format(void **state)
+{
+	fix_t *f = *state;
+	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP, .kind = SV_JOIN_LEFT};
+	assert_null(make(f, &spec));
+	const sv_joinbase_t *jb = (const sv_joinbase_t *)f->op;
+	sv_buf_t b;
+	sv_buf_init(&b);
+	sv_join_ser_header(jb, &b, 'L');
+	sv_ser_u8(&b, 0); /* event time */
+	sv_ser_i64(&b, NONE);
+	sv_ser_i64(&b, 5000);
+	sv_ser_u64(&b, 8);
+	sv_ser_u64(&b, 2);
+	ser_str(&b, "c1"); /* Ada from 0 */
+	sv_ser_u32(&b, 1);
+	sv_ser_i64(&b, 0);
+	sv_ser_u8(&b, 1);
+	ser_right3(&b, "c1", "Ada", 0);
+	ser_str(&b, "c2"); /* Bob from 0, deleted at 4000 */
+	sv_ser_u32(&b, 2);
+	sv_ser_i64(&b, 0);
+	sv_ser_u8(&b, 1);
+	ser_right3(&b, "c2", "Bob", 0);
+	sv_ser_i64(&b, 4000);
+	sv_ser_u8(&b, 0);
+	sv_ser_u64(&b, 1); /* o1 waiting */
+	sv_ser_i64(&b, 3000);
+	sv_ser_u64(&b, 7);
+	sv_value_t o1[3] = {sv_str("o1", 2), sv_str("c1", 2), sv_ts(3000)};
+	for (int c = 0; c < 3; c++)
+		sv_ser_value(&b, &o1[c]);
+	assert_null(f->op->ops->restore(f->op, b.data, b.len));
+	sv_buf_release(&b);
+	advance(f, 3000, 5000);
+	assert_string_equal(drain(f), "o1/Ada@3000");
+	assert_null(left(f, "o3", "c2", 3500));
+	assert_null(left(f, "o4", "c2", 4500));
+	assert_string_equal(drain(f), "o3/Bob@3500 o4/~@4500");
+
+	/* an earlier-format delta on it: c2 removed, c1 is Ada L. from 6000 */
+	sv_buf_init(&b);
+	sv_join_ser_header(jb, &b, 'l');
+	sv_ser_u8(&b, 0);
+	sv_ser_i64(&b, 3000);
+	sv_ser_i64(&b, 7000);
+	sv_ser_u64(&b, 9);
+	sv_ser_u64(&b, 1);
+	ser_str(&b, "c2");
+	sv_ser_u64(&b, 1);
+	ser_str(&b, "c1");
+	sv_ser_u32(&b, 1);
+	sv_ser_i64(&b, 6000);
+	sv_ser_u8(&b, 1);
+	ser_right3(&b, "c1", "Ada L.", 6000);
+	sv_ser_u64(&b, 0);
+	assert_null(f->op->ops->restore_delta(f->op, b.data, b.len));
+	sv_buf_release(&b);
+	assert_null(left(f, "o5", "c1", 6500));
+	assert_null(left(f, "o6", "c2", 6600));
+	assert_string_equal(drain(f), "o5/Ada L.@6500 o6/~@6600");
+
+	/* the next snapshot has the take columns only, and restores */
+	sv_buf_init(&b);
+	assert_null(f->op->ops->snapshot(f->op, &b));
+	assert_int_equal(b.data[1], 'T');
+	assert_null(f->op->ops->restore(f->op, b.data, b.len));
+	sv_buf_release(&b);
+	assert_null(left(f, "o7", "c1", 6700));
+	assert_string_equal(drain(f), "o7/Ada L.@6700");
+}
+
 static void test_spec_errors(void **state)
 {
 	fix_t *f = *state;
@@ -472,6 +564,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_state_cap_bytes, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_earlier_format,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_checks, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_spec_errors, setup,

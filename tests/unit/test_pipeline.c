@@ -6,7 +6,7 @@
  * in the order given, with the declared types and nullability, carries the
  * meta over and puts computed strings in its output batch. The pipeline
  * runs a batch through filter → select (→ filter), reuses its stage
- * batches across pushes, and is a no-op for advance/finish when every
+ * batches across pushes (a stage that took a burst gives its memory back), and is a no-op for advance/finish when every
  * operator is stateless. Errors from building operators name the
  * expression, the position and the reason. */
 #include <setjmp.h>
@@ -489,6 +489,47 @@ static sv_pipeline_t *build_chain(fx_t *f, bool second_filter)
 	return pl;
 }
 
+/* n rows that pass build_chain's filter into f->b (reset first). */
+static void passing_rows(fx_t *f, int n)
+{
+	sv_batch_reset(&f->b);
+	for (int i = 0; i < n; i++)
+		rec(f, i, "eu", 1.0, false, "completed");
+}
+
+/* A stage that took a burst gives its memory back at the next call; one
+ * of a steady size keeps it (reused, no allocation). */
+static void test_pipeline_burst_released(void **state)
+{
+	fx_t *f = *state;
+	sv_pipeline_t *pl = build_chain(f, false);
+	sv_batch_t *out;
+	passing_rows(f, 20000);
+	assert_null(sv_pipeline_push(pl, &f->ctx, &f->b, &out));
+	assert_int_equal(out->nrows, 20000);
+	assert_true(out->cap > 16384);
+	passing_rows(f, 1);
+	assert_null(sv_pipeline_push(pl, &f->ctx, &f->b, &out));
+	assert_int_equal(out->nrows, 1);
+	expect_str(&sv_batch_row(out, 0)[0], "EU");
+	assert_true(out->cap <= 256); /* released, grown anew */
+	passing_rows(f, 10000);
+	assert_null(sv_pipeline_push(pl, &f->ctx, &f->b, &out));
+	size_t cap = out->cap;
+	assert_true(cap <= 16384);
+	passing_rows(f, 1);
+	assert_null(sv_pipeline_push(pl, &f->ctx, &f->b, &out));
+	assert_int_equal(out->nrows, 1);
+	assert_int_equal(out->cap, cap); /* kept */
+	/* advance resets the stages the same way */
+	passing_rows(f, 20000);
+	assert_null(sv_pipeline_push(pl, &f->ctx, &f->b, &out));
+	assert_null(sv_pipeline_advance(pl, &f->ctx, &out));
+	assert_int_equal(out->nrows, 0);
+	assert_true(out->cap <= 256);
+	sv_pipeline_destroy(pl);
+}
+
 static void test_pipeline_filter_select(void **state)
 {
 	fx_t *f = *state;
@@ -629,6 +670,8 @@ int main(void)
 			test_select_passthrough_and_nulls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_select_errors, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline_burst_released,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_filter_select,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_three_stages,
