@@ -26,8 +26,8 @@ typedef enum sv_budget_part {
 
 /* The bytes of part out of a job's budget of job_bytes shared by members
  * members (>= 1); join: the job has a join step with its own input. A
- * member's share is job_bytes / members: its consumer(s) 3/8 (with a join
- * the stream and the join input 3/16 each), its sink 3/8, each side sink
+ * member's share is job_bytes / members: its consumer 1/4 (with a join
+ * the stream and the join input 3/16 each), its sink 1/4, each side sink
  * 1/32, its waiting join rows 1/16; the result 1/16 of the job's budget.
  * Returns 0 when job_bytes <= 0 (no budget: no limit). */
 int64_t sv_budget_share(int64_t job_bytes, int members, bool join,
@@ -41,7 +41,7 @@ int64_t sv_budget_share(int64_t job_bytes, int members, bool join,
  * "Without a budget"). deep: the caller asked for librdkafka's deep fixed
  * queues (STREAMVISOR_DEEP_QUEUES=1): 0 without a budget. Other parts: 0
  * without a budget. */
-#define SV_BUDGET_CLIENT_DEFAULT_BYTES ((int64_t)64 << 20)
+#define SV_BUDGET_CLIENT_DEFAULT_BYTES ((int64_t)96 << 20)
 int64_t sv_budget_client(int64_t job_bytes, int members, bool join,
 			 sv_budget_part_t part, bool deep);
 

@@ -571,8 +571,8 @@ static void update_memory(member_t *m)
 	warn_over_budget(m);
 }
 
-/* A member's share of resources.memory_mb for one part (budget.h: 3/8
- * for the consumer, or 3/16 for it and 3/16 for a join's input, 3/8 for
+/* A member's share of resources.memory_mb for one part (budget.h: 1/4
+ * for the consumer, or 3/16 for it and 3/16 for a join's input, 1/4 for
  * the main sink's producer, 1/32 for each side sink); the rest is left to
  * state and batches. 0: the job sets no budget. */
 static int64_t part_budget(const sv_worker_t *w, sv_budget_part_t part)

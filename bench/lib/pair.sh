@@ -20,7 +20,8 @@
 # per-round ratios new/old and each binary's median peak RSS.
 #   env PAIR_OLD_ENV: assignments for the old binary's environment (e.g.
 #   PAIR_OLD_ENV=STREAMVISOR_DEEP_QUEUES=1 bench/lib/pair.sh . pairs one
-#   build against itself with a switch); PAIR_PARALLELISM (1).
+#   build against itself with a switch); PAIR_PARALLELISM (1);
+#   PAIR_MEMORY_MB (0: no resources.memory_mb in the spec).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -50,6 +51,7 @@ IN=pair-bids-$$
 "$RAWK" topics --bootstrap "$BOOT" --topic "$IN" >/dev/null
 "$RAWK" load --bootstrap "$BOOT" --topic "$IN" --count "$N" >"$OUT/load.json"
 PAR=${PAIR_PARALLELISM:-1}
+MEM=${PAIR_MEMORY_MB:-0}
 hwm() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 cpu() { awk -v t="$TCK" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }
 k=0
@@ -59,7 +61,7 @@ one() { # old|new DELIVERY ROUND
     [ "$which" = old ] && tree=$OLD && read -r -a envs <<<"${PAIR_OLD_ENV:-}"
     k=$((k + 1)); out=pair-out-$$-$k
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    jq -n --arg in "$IN" --arg out "$out" --arg d "$d" --argjson par "$PAR" '{name: "pair", mode: "bounded", parallelism: $par,
+    jq -n --arg in "$IN" --arg out "$out" --arg d "$d" --argjson par "$PAR" --argjson mem "$MEM" '{name: "pair", mode: "bounded", parallelism: $par,
       source: {kind: "kafka", topic: $in, format: "json", start: "earliest"},
       schema: [{name:"seq",type:"int64"},{name:"key",type:"int64"},{name:"auction",type:"int64"},
                {name:"bidder",type:"int64"},{name:"price",type:"int64"},{name:"channel",type:"string"},
@@ -69,7 +71,8 @@ one() { # old|new DELIVERY ROUND
                  {select: {seq: "seq", auction: "auction", bidder: "bidder",
                            price_eur: "price * 0.908", ts: "ts"}}],
       sink: {kind: "kafka", topic: $out, format: "json"}, delivery: $d,
-      checkpoint: {interval_ms: 1000, retain: 100000}}' >"$OUT/spec.json"
+      checkpoint: {interval_ms: 1000, retain: 100000}}
+      + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end)' >"$OUT/spec.json"
     rm -rf "$OUT/data"
     env "${envs[@]}" "$tree/build/bench/sv/streamvisor" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" \
         --bootstrap-servers "$BOOT" >>"$OUT/server-$which.log" 2>&1 &
