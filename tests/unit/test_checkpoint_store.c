@@ -358,8 +358,10 @@ static void test_put_dropping(void **state)
 	}
 	sv_ckstore_free_record(got);
 
-	/* task records: two tasks of one operator each */
+	/* task records: two tasks of one operator each (fresh states: the
+	 * first ones of slots 2 and 3 were not in the p1 record) */
 	for (int i = 2; i < 4; i++) {
+		free(bufs[i]);
 		bufs[i] = state_bytes(len, i);
 		os[i].state.data = bufs[i];
 	}
