@@ -53,18 +53,8 @@ int64_t sv_budget_client(int64_t job_bytes, int members, bool join,
 {
 	if (job_bytes > 0)
 		return sv_budget_share(job_bytes, members, join, part);
-	if (deep)
+	/* only the clients are sized without a budget */
+	if (deep || part == SV_BUDGET_JOIN_WAITING || part == SV_BUDGET_RESULT)
 		return 0;
-	switch (part) {
-	case SV_BUDGET_CONSUMER:
-	case SV_BUDGET_JOIN_CONSUMER:
-	case SV_BUDGET_SINK:
-	case SV_BUDGET_SIDE_SINK:
-		return sv_budget_share(SV_BUDGET_CLIENT_DEFAULT_BYTES, 1, join,
-				       part);
-	case SV_BUDGET_JOIN_WAITING:
-	case SV_BUDGET_RESULT:
-		break;
-	}
-	return 0;
+	return sv_budget_share(SV_BUDGET_CLIENT_DEFAULT_BYTES, 1, join, part);
 }
