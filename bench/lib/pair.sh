@@ -21,7 +21,10 @@
 #   env PAIR_OLD_ENV: assignments for the old binary's environment (e.g.
 #   PAIR_OLD_ENV=STREAMVISOR_DEEP_QUEUES=1 bench/lib/pair.sh . pairs one
 #   build against itself with a switch); PAIR_PARALLELISM (1);
-#   PAIR_MEMORY_MB (0: no resources.memory_mb in the spec).
+#   PAIR_MEMORY_MB (0: no resources.memory_mb in the spec); PAIR_WORKLOAD
+#   (W1; W2 and W3 are bench/run.sh's windows over the same topic, as at
+#   parallelism 1). Each job line also has the server's minor page faults
+#   per record (allocator churn, independent of the machine's load).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -54,22 +57,27 @@ PAR=${PAIR_PARALLELISM:-1}
 MEM=${PAIR_MEMORY_MB:-0}
 hwm() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 cpu() { awk -v t="$TCK" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }
+minflt() { awk '{ sub(/^.*\) /, ""); print $8 }' "/proc/$1/stat"; }
+case "${PAIR_WORKLOAD:-W1}" in
+    W1) PL='[{"filter":"price % 3 != 0"},{"select":{"seq":"seq","auction":"auction","bidder":"bidder","price_eur":"price * 0.908","ts":"ts"}}]' ;;
+    W2) PL='[{"window":{"type":"tumbling","size_ms":10000,"key":["key"],"aggregates":{"n":"count()","total":"sum(price)"}}}]' ;;
+    W3) PL='[{"window":{"type":"sliding","size_ms":10000,"slide_ms":2000,"key":["auction"],"aggregates":{"bids":"count()"}}}]' ;;
+    *) echo "PAIR_WORKLOAD: W1, W2 or W3" >&2; exit 2 ;;
+esac
 k=0
 one() { # old|new DELIVERY ROUND
-    local which=$1 d=$2 r=$3 tree=$repo out id st c0 c1 t0 t1 l0 rss
+    local which=$1 d=$2 r=$3 tree=$repo out id st c0 c1 t0 t1 l0 rss f0 f1
     local -a envs=()
     [ "$which" = old ] && tree=$OLD && read -r -a envs <<<"${PAIR_OLD_ENV:-}"
     k=$((k + 1)); out=pair-out-$$-$k
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    jq -n --arg in "$IN" --arg out "$out" --arg d "$d" --argjson par "$PAR" --argjson mem "$MEM" '{name: "pair", mode: "bounded", parallelism: $par,
+    jq -n --arg in "$IN" --arg out "$out" --arg d "$d" --argjson par "$PAR" --argjson mem "$MEM" --argjson pl "$PL" '{name: "pair", mode: "bounded", parallelism: $par,
       source: {kind: "kafka", topic: $in, format: "json", start: "earliest"},
       schema: [{name:"seq",type:"int64"},{name:"key",type:"int64"},{name:"auction",type:"int64"},
                {name:"bidder",type:"int64"},{name:"price",type:"int64"},{name:"channel",type:"string"},
                {name:"url",type:"string"},{name:"ts",type:"timestamp_ms"},{name:"extra",type:"string"}],
       event_time: {field: "ts", max_out_of_orderness_ms: 0},
-      pipeline: [{filter: "price % 3 != 0"},
-                 {select: {seq: "seq", auction: "auction", bidder: "bidder",
-                           price_eur: "price * 0.908", ts: "ts"}}],
+      pipeline: $pl,
       sink: {kind: "kafka", topic: $out, format: "json"}, delivery: $d,
       checkpoint: {interval_ms: 1000, retain: 100000}}
       + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end)' >"$OUT/spec.json"
@@ -79,7 +87,7 @@ one() { # old|new DELIVERY ROUND
     SV_PID=$!
     local i
     for i in $(seq 200); do curl -sf "127.0.0.1:$PORT/v1/info" >/dev/null 2>&1 && break; sleep 0.05; done
-    l0=$(cut -d' ' -f1 /proc/loadavg); c0=$(cpu "$SV_PID"); t0=$(date +%s%3N)
+    l0=$(cut -d' ' -f1 /proc/loadavg); c0=$(cpu "$SV_PID"); f0=$(minflt "$SV_PID"); t0=$(date +%s%3N)
     id=$(curl -s -XPOST -H 'Content-Type: application/json' "127.0.0.1:$PORT/v1/jobs" \
         --data-binary @"$OUT/spec.json" | jq -r .id)
     while :; do
@@ -87,13 +95,13 @@ one() { # old|new DELIVERY ROUND
         case "$st" in completed|failed|cancelled) break ;; esac
         sleep 0.05
     done
-    t1=$(date +%s%3N); c1=$(cpu "$SV_PID"); rss=$(hwm "$SV_PID")
+    t1=$(date +%s%3N); c1=$(cpu "$SV_PID"); f1=$(minflt "$SV_PID"); rss=$(hwm "$SV_PID")
     kill -TERM "$SV_PID"; wait "$SV_PID" 2>/dev/null || true; SV_PID=""
     echo "$r $which $d $st $(awk -v a="$c0" -v b="$c1" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }') \
-$(( N * 1000 / (t1 - t0) )) $l0 $rss" | tee -a "$OUT/jobs.txt"
+$(( N * 1000 / (t1 - t0) )) $l0 $rss $(awk -v a="$f0" -v b="$f1" -v n="$N" 'BEGIN { printf "%.4f", (b - a) / n }')" | tee -a "$OUT/jobs.txt"
 }
 : >"$OUT/jobs.txt"
-echo "# round binary delivery state cpu_s_per_M records_per_s load_average peak_rss_mb"
+echo "# round binary delivery state cpu_s_per_M records_per_s load_average peak_rss_mb minflt_per_record"
 for r in $(seq 1 "$R"); do
     order="old new"; [ $((r % 2)) = 1 ] || order="new old"
     for d in at_least_once exactly_once; do
@@ -109,6 +117,9 @@ for d in at_least_once exactly_once; do
     for b in old new; do
         awk -v d="$d" -v b="$b" '$3 == d && $2 == b && $4 == "completed" { print $8 }' "$OUT/jobs.txt" | sort -n |
             awk -v d="$d" -v b="$b" '{ x[NR] = $1 } END { if (NR) printf "%s %s: median peak RSS %.1f MB (%.1f-%.1f)\n",
+                d, b, (NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2), x[1], x[NR] }'
+        awk -v d="$d" -v b="$b" '$3 == d && $2 == b && $4 == "completed" { print $9 }' "$OUT/jobs.txt" | sort -n |
+            awk -v d="$d" -v b="$b" '{ x[NR] = $1 } END { if (NR) printf "%s %s: median minor faults per record %.4f (%.4f-%.4f)\n",
                 d, b, (NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2), x[1], x[NR] }'
     done
 done
