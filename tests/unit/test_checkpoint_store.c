@@ -285,6 +285,48 @@ static void test_retention_keeps_delta_chain(void **state)
 	free(dir);
 }
 
+/* A member's checkpoint at parallelism 2 as put_tasks takes it: the
+ * member record over partitions (a, b), task i over partition i's offset
+ * with the operator states ops[i] (one operator each). */
+typedef struct member_rec {
+	Streamvisor__PartitionOffset po[2];
+	Streamvisor__PartitionOffset *pos[2];
+	Streamvisor__CheckpointRecord rec;
+	Streamvisor__CheckpointRecord t[2];
+	const Streamvisor__CheckpointRecord *tp[2];
+} member_rec_t;
+
+static void member_rec(member_rec_t *mr, int64_t id, int32_t a, int32_t b,
+		       Streamvisor__OperatorState **ops[2])
+{
+	for (int i = 0; i < 2; i++) {
+		mr->po[i] = (Streamvisor__PartitionOffset)
+			STREAMVISOR__PARTITION_OFFSET__INIT;
+		mr->pos[i] = &mr->po[i];
+		mr->t[i] = (Streamvisor__CheckpointRecord)
+			STREAMVISOR__CHECKPOINT_RECORD__INIT;
+		mr->t[i].id = id;
+		mr->t[i].job_id = "j";
+		mr->t[i].n_offsets = 1;
+		mr->t[i].offsets = &mr->pos[i];
+		mr->t[i].n_operators = 1;
+		mr->t[i].operators = ops[i];
+		mr->tp[i] = &mr->t[i];
+	}
+	mr->po[0].partition = a;
+	mr->po[0].next_offset = 100 + id;
+	mr->po[1].partition = b;
+	mr->po[1].next_offset = 200 + id;
+	mr->rec = (Streamvisor__CheckpointRecord)
+		STREAMVISOR__CHECKPOINT_RECORD__INIT;
+	mr->rec.id = id;
+	mr->rec.job_id = "j";
+	mr->rec.plan_id = "p";
+	mr->rec.n_offsets = 2;
+	mr->rec.offsets = mr->pos;
+	mr->rec.parallelism = 2;
+}
+
 /* The dropping writes: drop is called once per state that is in the
  * batch, and the caller may overwrite and free it there: what is read back
  * is what was put (parallelism 1 and task records). */
@@ -367,36 +409,15 @@ static void test_put_dropping(void **state)
 	}
 	d.calls = 0;
 	assert_null(sv_ckstore_next_id(st, "j", &id));
-	Streamvisor__PartitionOffset po[2] = {
-		STREAMVISOR__PARTITION_OFFSET__INIT,
-		STREAMVISOR__PARTITION_OFFSET__INIT};
-	Streamvisor__PartitionOffset *pos[2] = {&po[0], &po[1]};
-	po[1].partition = 1;
-	Streamvisor__CheckpointRecord m = STREAMVISOR__CHECKPOINT_RECORD__INIT;
-	m.id = id;
-	m.job_id = "j";
-	m.plan_id = "p";
-	m.n_offsets = 2;
-	m.offsets = pos;
-	m.parallelism = 2;
-	Streamvisor__CheckpointRecord t[2] = {
-		STREAMVISOR__CHECKPOINT_RECORD__INIT,
-		STREAMVISOR__CHECKPOINT_RECORD__INIT};
-	const Streamvisor__CheckpointRecord *tp[2] = {&t[0], &t[1]};
-	for (int i = 0; i < 2; i++) {
-		t[i].id = id;
-		t[i].job_id = "j";
-		t[i].n_offsets = 1;
-		t[i].offsets = &pos[i];
-		t[i].n_operators = 1;
-		t[i].operators = &osp[2 + i];
-	}
+	member_rec_t mr;
+	member_rec(&mr, id, 0, 1,
+		   (Streamvisor__OperatorState * *[2]){&osp[2], &osp[3]});
 	/* task i's operator 0 is bufs[i * 2 + 0]: give them those slots */
 	bufs[0] = bufs[2];
 	bufs[2] = bufs[3];
 	bufs[3] = NULL;
-	assert_null(
-		sv_ckstore_put_tasks_dropping(st, &m, tp, 2, drop_poison, &d));
+	assert_null(sv_ckstore_put_tasks_dropping(st, &mr.rec, mr.tp, 2,
+						  drop_poison, &d));
 	assert_int_equal(d.calls, 2);
 	for (int i = 0; i < 2; i++) {
 		assert_null(sv_ckstore_get_task(st, "j", i, id, &got));
@@ -421,24 +442,6 @@ static int64_t put_member(sv_ckstore_t *st, int32_t a, int32_t b,
 {
 	int64_t id;
 	assert_null(sv_ckstore_next_id(st, "j", &id));
-	Streamvisor__PartitionOffset po[2] = {
-		STREAMVISOR__PARTITION_OFFSET__INIT,
-		STREAMVISOR__PARTITION_OFFSET__INIT};
-	Streamvisor__PartitionOffset *pos[2] = {&po[0], &po[1]};
-	po[0].partition = a;
-	po[0].next_offset = 100 + id;
-	po[1].partition = b;
-	po[1].next_offset = 200 + id;
-	Streamvisor__CheckpointRecord rec = STREAMVISOR__CHECKPOINT_RECORD__INIT;
-	rec.id = id;
-	rec.job_id = "j";
-	rec.plan_id = "p";
-	rec.n_offsets = 2;
-	rec.offsets = pos;
-	rec.parallelism = 2;
-	Streamvisor__CheckpointRecord t[2] = {
-		STREAMVISOR__CHECKPOINT_RECORD__INIT,
-		STREAMVISOR__CHECKPOINT_RECORD__INIT};
 	Streamvisor__OperatorState os = STREAMVISOR__OPERATOR_STATE__INIT;
 	Streamvisor__OperatorState *osp[1] = {&os};
 	char bytes[16];
@@ -446,16 +449,10 @@ static int64_t put_member(sv_ckstore_t *st, int32_t a, int32_t b,
 	os.kind = "window";
 	os.state.data = (uint8_t *)bytes;
 	os.state.len = strlen(bytes);
-	const Streamvisor__CheckpointRecord *tp[2] = {&t[0], &t[1]};
-	for (int i = 0; i < 2; i++) {
-		t[i].id = id;
-		t[i].job_id = "j";
-		t[i].n_offsets = 1;
-		t[i].offsets = &pos[i];
-		t[i].n_operators = 1;
-		t[i].operators = osp;
-	}
-	assert_null(sv_ckstore_put_tasks(st, &rec, tp, 2));
+	member_rec_t mr;
+	member_rec(&mr, id, a, b,
+		   (Streamvisor__OperatorState * *[2]){osp, osp});
+	assert_null(sv_ckstore_put_tasks(st, &mr.rec, mr.tp, 2));
 	if (status != STREAMVISOR__CHECKPOINT_RECORD__STATUS__PREPARED)
 		assert_null(sv_ckstore_mark(st, "j", id, status, 1));
 	return id;
