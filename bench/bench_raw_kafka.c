@@ -140,6 +140,29 @@ static void fail(const char *fmt, ...)
 	exit(1);
 }
 
+/* Every subcommand prints its result before it closes its clients
+ * (result_out). Once the result is out, a teardown that does not finish
+ * ends the process after TEARDOWN_S: seen once, rd_kafka_destroy of the
+ * latency checker waiting for a broker thread that never left, which hung
+ * bench/run.sh's wait on it with the result still in stdout's buffer. */
+#define TEARDOWN_S 20
+static void on_teardown_alarm(int s)
+{
+	(void)s;
+	static const char msg[] = "bench_raw_kafka: client teardown did not "
+				  "finish; exiting (the result is out)\n";
+	ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+	(void)w;
+	_exit(0);
+}
+
+static void result_out(void)
+{
+	fflush(stdout);
+	signal(SIGALRM, on_teardown_alarm);
+	alarm(TEARDOWN_S);
+}
+
 static void conf_set(rd_kafka_conf_t *c, const char *k, const char *v)
 {
 	char err[512];
@@ -368,6 +391,7 @@ done:
 	       ",\"avg_bytes\":%.1f,\"seconds\":%.3f,\"partitions\":%d}\n",
 	       seq, bytes, seq ? (double)bytes / seq : 0.0, secs, nparts);
 	sv_batch_release(&b);
+	result_out();
 	sv_source_close(src);
 	sv_schema_destroy(schema);
 	rd_kafka_topic_destroy(rkt);
@@ -524,6 +548,7 @@ static int cmd_load_q3(const opts_t *o)
 	       ",\"partitions\":%d}\n",
 	       np, tparts, pbytes, psecs, o->count, abytes,
 	       o->count ? (double)abytes / o->count : 0.0, asecs, aparts);
+	result_out();
 	rd_kafka_topic_destroy(tt);
 	rd_kafka_topic_destroy(at);
 	rd_kafka_destroy(rk);
@@ -750,6 +775,7 @@ static int cmd_copy(const opts_t *o)
 	       "\"peak_rss_mb\":%.1f,\"commits\":%" PRId64
 	       ",\"fetcher_wakes\":%" PRId64 "}\n",
 	       records, secs, cpu, peak_rss_mb(), commits, fw.wakes);
+	result_out();
 	rd_kafka_consumer_group_metadata_destroy(cgmd);
 	rd_kafka_topic_destroy(out);
 	rd_kafka_destroy(prod);
@@ -820,6 +846,7 @@ static int cmd_count(const opts_t *o)
 	if (o->join_check)
 		printf(",\"wrong\":%" PRId64, wrong);
 	printf("}\n");
+	result_out();
 	rd_kafka_consumer_close(cons);
 	rd_kafka_topic_partition_list_destroy(tp);
 	rd_kafka_destroy(cons);
@@ -1051,6 +1078,7 @@ static int cmd_latency(const opts_t *o)
 	else if (kill_ms >= 0) /* no output after the kill within --seconds */
 		printf(",\"kill_ms\":%" PRId64 ",\"recovery_s\":null", kill_ms);
 	printf("}\n");
+	result_out();
 	free(lat);
 	rd_kafka_consumer_close(cons);
 	rd_kafka_topic_partition_list_destroy(tp);
