@@ -17,7 +17,12 @@
  * expired through one min-heap per side. A row at or behind its own
  * input's watermark is late: dropped and counted, because a row it should
  * match may already be freed. See docs/joins.md for the proof that no
- * match is lost, the output time and watermark, and the state bound. */
+ * match is lost, the output time and watermark, and the state bound.
+ *
+ * Incremental checkpoints (docs/checkpoints.md): each input's state map
+ * tracks the keys whose rows changed (a row stored or freed, a left row
+ * matched); keys of the last checkpoint whose rows all went are recorded
+ * as tombstones. A delta writes those keys whole. */
 #include "core/join_int.h"
 
 #include <stdio.h>
@@ -25,6 +30,7 @@
 #include <string.h>
 
 #define SYM_SNAPSHOT_KIND 'J'
+#define SYM_DELTA_KIND 'j'
 
 const char *sv_jointype_name(sv_jointype_t t)
 {
@@ -340,6 +346,7 @@ sv_error_t *sv_join_corrupt(const sv_joinbase_t *jb, const sv_deser_t *d)
 typedef struct jkey {
 	sv_jrow_t **rows;
 	uint32_t n, cap;
+	uint64_t born; /* the checkpoint epoch it was created in */
 } jkey_t;
 
 typedef struct jitem {
@@ -348,12 +355,15 @@ typedef struct jitem {
 } jitem_t;
 
 typedef struct jside {
-	sv_statemap_t *map; /* key -> jkey_t */
+	sv_statemap_t *map; /* key -> jkey_t; its dirty list: keys changed */
 	jitem_t *heap; /* interval: by expire */
 	size_t nheap, hcap;
 	uint64_t rows;
 	uint64_t row_bytes; /* rows and the keys' row lists */
 	int64_t wm; /* this input's watermark of the last advance */
+	/* keys of the last checkpoint removed since (their values) */
+	sv_jrow_t **removed;
+	size_t nremoved, rmcap;
 } jside_t;
 
 typedef struct symjoin {
@@ -361,6 +371,11 @@ typedef struct symjoin {
 	int64_t lower, upper;
 	jside_t side[2]; /* 0 left, 1 right */
 	uint64_t seq;
+	/* incremental checkpoints: a confirmed base to write deltas against,
+	 * and the epoch checkpointed() bumps (a key born before the current
+	 * one is in the last checkpoint) */
+	bool incr_base;
+	uint64_t epoch;
 } symjoin_t;
 
 #define LEFT 0
@@ -407,7 +422,12 @@ static sv_jrow_t *store(symjoin_t *op, int s, const sv_value_t *row,
 {
 	jside_t *sd = &op->side[s];
 	uint64_t h = sv_statemap_hash(sd->map, op->jb.keybuf);
-	jkey_t *k = sv_statemap_upsert(sd->map, op->jb.keybuf, h, NULL);
+	bool created;
+	jkey_t *k = sv_statemap_upsert(sd->map, op->jb.keybuf, h, &created);
+	if (created)
+		k->born = op->epoch;
+	else
+		sv_statemap_touch(sd->map, k);
 	if (k->n == k->cap) {
 		uint32_t cap = k->cap ? k->cap * 2 : 2;
 		sd->row_bytes += (cap - k->cap) * sizeof(sv_jrow_t *);
@@ -428,6 +448,25 @@ static sv_jrow_t *store(symjoin_t *op, int s, const sv_value_t *row,
 	return r;
 }
 
+/* Remove key k (its rows already freed) from side s; a key the last
+ * checkpoint holds is recorded for the next delta. */
+static void key_remove(symjoin_t *op, int s, jkey_t *k)
+{
+	jside_t *sd = &op->side[s];
+	if (sv_statemap_tracking(sd->map) && k->born < op->epoch) {
+		if (sd->nremoved == sd->rmcap) {
+			sd->rmcap = sd->rmcap ? sd->rmcap * 2 : 16;
+			sd->removed = sv_realloc(
+				sd->removed, sd->rmcap * sizeof(*sd->removed));
+		}
+		sd->removed[sd->nremoved++] = sv_jrow_new(
+			sv_statemap_key(sd->map, k), op->jb.nkeys);
+	}
+	sd->row_bytes -= k->cap * sizeof(sv_jrow_t *);
+	free(k->rows);
+	sv_statemap_remove(sd->map, k);
+}
+
 /* Unlink and free a stored row; its key goes when it was the last. */
 static void drop_row(symjoin_t *op, int s, sv_jrow_t *r)
 {
@@ -437,11 +476,10 @@ static void drop_row(symjoin_t *op, int s, sv_jrow_t *r)
 	k->rows[r->pos]->pos = r->pos;
 	sd->rows--;
 	sd->row_bytes -= r->bytes;
-	if (k->n == 0) {
-		sd->row_bytes -= k->cap * sizeof(sv_jrow_t *);
-		free(k->rows);
-		sv_statemap_remove(sd->map, k);
-	}
+	if (k->n == 0)
+		key_remove(op, s, k);
+	else
+		sv_statemap_touch(sd->map, k);
 	free(r);
 }
 
@@ -500,7 +538,10 @@ static sv_error_t *sym_process_side(symjoin_t *op, int s, sv_op_ctx_t *ctx,
 				sv_join_emit(jb, out, row, o->vals, et);
 			} else {
 				sv_join_emit(jb, out, o->vals, row, et);
-				o->matched = 1;
+				if (!o->matched) {
+					o->matched = 1;
+					sv_statemap_touch(other->map, k);
+				}
 			}
 			matched = true;
 		}
@@ -566,6 +607,13 @@ static sv_error_t *sym_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 	return NULL;
 }
 
+static void removed_clear(jside_t *sd)
+{
+	for (size_t i = 0; i < sd->nremoved; i++)
+		free(sd->removed[i]);
+	sd->nremoved = 0;
+}
+
 static void sym_clear(symjoin_t *op)
 {
 	for (int s = 0; s < 2; s++) {
@@ -578,11 +626,15 @@ static void sym_clear(symjoin_t *op)
 			free(k->rows);
 		}
 		sv_statemap_clear(sd->map);
+		sv_statemap_track(sd->map, false);
+		removed_clear(sd);
 		sd->nheap = 0;
 		sd->rows = 0;
 		sd->row_bytes = 0;
 		sd->wm = SV_WATERMARK_NONE;
 	}
+	/* the removals are not recorded: the next checkpoint is full */
+	op->incr_base = false;
 }
 
 static sv_error_t *sym_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
@@ -639,9 +691,38 @@ static void sym_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
 		*keys = sides[0].keys + sides[1].keys;
 }
 
+/* A stored row as snapshots and deltas hold it: i64 time, u8 matched,
+ * the row's values. */
+static void ser_row(const symjoin_t *op, int s, sv_buf_t *out,
+		    const sv_jrow_t *r)
+{
+	size_t ncols = s == LEFT ? op->jb.nleft : op->jb.nright;
+	sv_ser_i64(out, r->t);
+	sv_ser_u8(out, r->matched);
+	for (size_t c = 0; c < ncols; c++)
+		sv_ser_value(out, &r->vals[c]);
+}
+
+/* Read a row written by ser_row into row (scratch) and store it on side
+ * s; false when it is corrupt. */
+static bool deser_row(symjoin_t *op, int s, sv_deser_t *d, sv_value_t *row)
+{
+	size_t ncols = s == LEFT ? op->jb.nleft : op->jb.nright;
+	const int *cols = s == LEFT ? op->jb.lkeys : op->jb.rkeys;
+	int64_t t = sv_deser_i64(d);
+	uint8_t matched = sv_deser_u8(d);
+	for (size_t c = 0; c < ncols; c++)
+		sv_deser_value(d, &row[c]);
+	if (d->bad || !sv_join_key(&op->jb, row, cols))
+		return false;
+	int64_t expire = s == LEFT ? t + op->upper : t - op->lower;
+	store(op, s, row, ncols, t, expire)->matched = matched;
+	return true;
+}
+
 /* Snapshot: the join header ('J'), i64 lower, i64 upper, i64 left
- * watermark, i64 right watermark, then for each side u64 n and n times:
- * i64 time, u8 matched, the row's values. */
+ * watermark, i64 right watermark, then for each side u64 n and n rows
+ * (ser_row). */
 static sv_error_t *sym_snapshot(sv_op_t *base, sv_buf_t *out)
 {
 	symjoin_t *op = (symjoin_t *)base;
@@ -651,17 +732,12 @@ static sv_error_t *sym_snapshot(sv_op_t *base, sv_buf_t *out)
 	sv_ser_i64(out, op->side[LEFT].wm);
 	sv_ser_i64(out, op->side[RIGHT].wm);
 	for (int s = 0; s < 2; s++) {
-		size_t ncols = s == LEFT ? op->jb.nleft : op->jb.nright;
 		sv_ser_u64(out, op->side[s].rows);
 		size_t it = 0;
 		jkey_t *k;
 		while ((k = sv_statemap_next(op->side[s].map, &it)))
-			for (uint32_t i = 0; i < k->n; i++) {
-				sv_ser_i64(out, k->rows[i]->t);
-				sv_ser_u8(out, k->rows[i]->matched);
-				for (size_t c = 0; c < ncols; c++)
-					sv_ser_value(out, &k->rows[i]->vals[c]);
-			}
+			for (uint32_t i = 0; i < k->n; i++)
+				ser_row(op, s, out, k->rows[i]);
 	}
 	return NULL;
 }
@@ -682,22 +758,10 @@ static sv_error_t *sym_restore(sv_op_t *base, const char *data, size_t len)
 	sv_value_t *row = sv_calloc(op->jb.nleft + op->jb.nright + 1,
 				    sizeof(sv_value_t));
 	for (int s = 0; s < 2 && !d.bad; s++) {
-		size_t ncols = s == LEFT ? op->jb.nleft : op->jb.nright;
-		const int *cols = s == LEFT ? op->jb.lkeys : op->jb.rkeys;
 		uint64_t n = sv_deser_u64(&d);
-		for (uint64_t i = 0; i < n && !d.bad; i++) {
-			int64_t t = sv_deser_i64(&d);
-			uint8_t matched = sv_deser_u8(&d);
-			for (size_t c = 0; c < ncols; c++)
-				sv_deser_value(&d, &row[c]);
-			if (d.bad || !sv_join_key(&op->jb, row, cols)) {
+		for (uint64_t i = 0; i < n && !d.bad; i++)
+			if (!deser_row(op, s, &d, row))
 				d.bad = true;
-				break;
-			}
-			int64_t expire = s == LEFT ? t + op->upper
-						   : t - op->lower;
-			store(op, s, row, ncols, t, expire)->matched = matched;
-		}
 	}
 	free(row);
 	if (d.bad || d.off != d.len) {
@@ -709,6 +773,152 @@ static sv_error_t *sym_restore(sv_op_t *base, const char *data, size_t len)
 	return NULL;
 }
 
+/* Delta: the join header ('j'), i64 lower, i64 upper, i64 left and i64
+ * right watermark, then for each side u64 nremoved, each a key's values
+ * (a key of the last checkpoint removed since: its rows all expired),
+ * u64 nchanged, each a key changed since (a row stored or freed, a left
+ * row matched): its values, u32 n and its n rows (ser_row). Rows are
+ * freed by the watermarks, so a key's rows change only while it is in
+ * the interval: a delta holds the rows of about one checkpoint interval,
+ * not the whole state. */
+static sv_error_t *sym_snapshot_delta(sv_op_t *base, sv_buf_t *out,
+				      bool *written)
+{
+	symjoin_t *op = (symjoin_t *)base;
+	*written = false;
+	if (!op->incr_base)
+		return NULL;
+	sv_join_ser_header(&op->jb, out, SYM_DELTA_KIND);
+	sv_ser_i64(out, op->lower);
+	sv_ser_i64(out, op->upper);
+	sv_ser_i64(out, op->side[LEFT].wm);
+	sv_ser_i64(out, op->side[RIGHT].wm);
+	for (int s = 0; s < 2; s++) {
+		jside_t *sd = &op->side[s];
+		sv_ser_u64(out, sd->nremoved);
+		for (size_t i = 0; i < sd->nremoved; i++)
+			for (size_t c = 0; c < op->jb.nkeys; c++)
+				sv_ser_value(out, &sd->removed[i]->vals[c]);
+		size_t n = sv_statemap_dirty_count(sd->map);
+		sv_ser_u64(out, n);
+		for (size_t i = 0; i < n; i++) {
+			const jkey_t *k = sv_statemap_dirty_at(sd->map, i);
+			const sv_value_t *key = sv_statemap_key(sd->map, k);
+			for (size_t c = 0; c < op->jb.nkeys; c++)
+				sv_ser_value(out, &key[c]);
+			sv_ser_u32(out, k->n);
+			for (uint32_t r = 0; r < k->n; r++)
+				ser_row(op, s, out, k->rows[r]);
+		}
+	}
+	*written = true;
+	return NULL;
+}
+
+/* Free every row of the key in keybuf on side s, and the key (restore:
+ * the heap is rebuilt afterwards). */
+static void key_forget(symjoin_t *op, int s)
+{
+	jside_t *sd = &op->side[s];
+	uint64_t h = sv_statemap_hash(sd->map, op->jb.keybuf);
+	jkey_t *k = sv_statemap_find(sd->map, op->jb.keybuf, h);
+	if (!k)
+		return;
+	for (uint32_t i = 0; i < k->n; i++) {
+		sd->rows--;
+		sd->row_bytes -= k->rows[i]->bytes;
+		free(k->rows[i]);
+	}
+	k->n = 0;
+	key_remove(op, s, k);
+}
+
+/* The expiry heaps again from the rows held (after a delta freed rows
+ * that they pointed at). */
+static void heaps_rebuild(symjoin_t *op)
+{
+	if (op->jb.type != SV_JOIN_INTERVAL)
+		return;
+	for (int s = 0; s < 2; s++) {
+		jside_t *sd = &op->side[s];
+		sd->nheap = 0;
+		size_t it = 0;
+		jkey_t *k;
+		while ((k = sv_statemap_next(sd->map, &it)))
+			for (uint32_t i = 0; i < k->n; i++)
+				heap_push(sd, k->rows[i]->expire, k->rows[i]);
+	}
+}
+
+static sv_error_t *sym_restore_delta(sv_op_t *base, const char *data,
+				     size_t len)
+{
+	symjoin_t *op = (symjoin_t *)base;
+	sv_deser_t d = {.p = data, .len = len};
+	sv_error_t *err = sv_join_deser_header(&op->jb, &d, SYM_DELTA_KIND);
+	if (err)
+		return err;
+	(void)sv_deser_i64(&d); /* changed bounds apply from now on */
+	(void)sv_deser_i64(&d);
+	int64_t wm[2];
+	wm[LEFT] = sv_deser_i64(&d);
+	wm[RIGHT] = sv_deser_i64(&d);
+	for (int s = 0; s < 2; s++)
+		sv_statemap_track(op->side[s].map, false);
+	sv_value_t *row = sv_calloc(op->jb.nleft + op->jb.nright + 1,
+				    sizeof(sv_value_t));
+	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
+	for (int s = 0; s < 2 && !d.bad; s++) {
+		uint64_t nrm = sv_deser_u64(&d);
+		for (uint64_t i = 0; i < nrm && !d.bad; i++) {
+			for (size_t c = 0; c < op->jb.nkeys; c++)
+				sv_deser_value(&d, &op->jb.keybuf[c]);
+			if (!d.bad)
+				key_forget(op, s);
+		}
+		uint64_t nk = sv_deser_u64(&d);
+		for (uint64_t i = 0; i < nk && !d.bad; i++) {
+			for (size_t c = 0; c < op->jb.nkeys; c++)
+				sv_deser_value(&d, &key[c]);
+			uint32_t n = sv_deser_u32(&d);
+			if (d.bad || n == 0) {
+				d.bad = true; /* a changed key holds rows */
+				break;
+			}
+			memcpy(op->jb.keybuf, key,
+			       op->jb.nkeys * sizeof(sv_value_t));
+			key_forget(op, s);
+			for (uint32_t r = 0; r < n && !d.bad; r++)
+				if (!deser_row(op, s, &d, row))
+					d.bad = true;
+		}
+	}
+	free(key);
+	free(row);
+	if (d.bad || d.off != d.len) {
+		sym_clear(op);
+		return sv_join_corrupt(&op->jb, &d);
+	}
+	heaps_rebuild(op);
+	op->side[LEFT].wm = wm[LEFT];
+	op->side[RIGHT].wm = wm[RIGHT];
+	op->incr_base = false;
+	return NULL;
+}
+
+/* The last snapshot or delta is durable: changes count from here. */
+static void sym_checkpointed(sv_op_t *base)
+{
+	symjoin_t *op = (symjoin_t *)base;
+	op->epoch++;
+	for (int s = 0; s < 2; s++) {
+		sv_statemap_dirty_clear(op->side[s].map);
+		sv_statemap_track(op->side[s].map, true);
+		removed_clear(&op->side[s]);
+	}
+	op->incr_base = true;
+}
+
 static void sym_destroy(sv_op_t *base)
 {
 	symjoin_t *op = (symjoin_t *)base;
@@ -718,6 +928,7 @@ static void sym_destroy(sv_op_t *base)
 	for (int s = 0; s < 2; s++) {
 		sv_statemap_destroy(op->side[s].map);
 		free(op->side[s].heap);
+		free(op->side[s].removed);
 	}
 	sv_joinbase_release(&op->jb);
 	free(op);
@@ -731,6 +942,9 @@ static const sv_op_ops_t sym_ops = {
 	.state_size = sym_state_size,
 	.snapshot = sym_snapshot,
 	.restore = sym_restore,
+	.snapshot_delta = sym_snapshot_delta,
+	.restore_delta = sym_restore_delta,
+	.checkpointed = sym_checkpointed,
 	.destroy = sym_destroy,
 	.process_right = sym_process_right,
 	.out_watermark = sym_out_watermark,
