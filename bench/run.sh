@@ -518,6 +518,10 @@ lat_run() {
     # job and recovers it from its last checkpoint; Flink: a new MiniCluster
     # from the newest retained checkpoint)
     if [ "$c" = streamvisor ]; then
+        # the interval checkpoints of the steady state (~one a second over
+        # LATENCY_S), before the kill: the checkpoint p99 of a bounded run
+        # is over the 2-6 it retains, its final ones among them
+        curl -s "http://127.0.0.1:$SV_PORT/v1/jobs/$id/checkpoints" >"$dir/checkpoints.json" || true
         now_ms >"$dir/kill.tmp"; kill -KILL "$SV_PID"; mv "$dir/kill.tmp" "$dir/kill"
         wait "$SV_PID" 2>/dev/null || true
         sleep "$DOWNTIME_S"
@@ -545,13 +549,17 @@ lat_run() {
     if [ "$c" = streamvisor ]; then sv_stop; else
         [ -n "$pid" ] && { kill -TERM "$pid" 2>/dev/null || true; sleep 1; kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
     fi
-    local f
+    local f ck='{"n":0}'
     local achieved
     achieved=$(jq '.records / .seconds | floor' "$dir/load.json")
-    f=$(jq -c --argjson rate "$rate" --argjson ach "$achieved" '
+    [ -s "$dir/checkpoints.json" ] &&
+        ck=$(jq -r '.checkpoints[]? | select(.status == "committed") | .duration_ms' "$dir/checkpoints.json" | percentiles)
+    f=$(jq -c --argjson rate "$rate" --argjson ach "$achieved" --argjson ck "$ck" '
         {latency_rate_per_s: $rate, latency_rate_achieved: $ach, latency_records: .measured}
         + (if .latency_p50_ms then {latency_p50_ms, latency_p99_ms} else {} end)
-        + (if .recovery_s then {recovery_s} else {} end)' "$dir/latency.json")
+        + (if .recovery_s then {recovery_s} else {} end)
+        + (if $ck.n > 0 then {stream_checkpoints: $ck.n, stream_checkpoint_p50_ms: $ck.p50,
+                              stream_checkpoint_p99_ms: $ck.p99} else {} end)' "$dir/latency.json")
     row_merge "$c" "$w" "$d" "$f"
     # the live input and its output: ~4 GB a run at the full run's rates
     "$RAWK" delete --bootstrap "$BOOT" --topic "$live,$out" >/dev/null 2>&1 ||

@@ -105,9 +105,13 @@ def table(rows, meta):
         lat = pair(r, "latency_p50_ms", "latency_p99_ms")
         if r.get("latency_rate_per_s") and r.get("latency_p50_ms") is not None:
             lat += f" ({r['latency_rate_per_s']:,}/s)"
+        ck = pair(r, "checkpoint_p50_ms", "checkpoint_p99_ms")
+        if r.get("stream_checkpoints"):
+            ck += (f" (stream {r['stream_checkpoint_p50_ms']} / "
+                   f"{r['stream_checkpoint_p99_ms']}, n={r['stream_checkpoints']})")
         cells = [r["workload"], r["delivery"], r["contender"], fmt(r.get("records_per_s")),
                  fmt(r.get("cpu_s_per_million"), 2), fmt(r.get("peak_rss_mb"), 0),
-                 pair(r, "checkpoint_p50_ms", "checkpoint_p99_ms"), lat,
+                 ck, lat,
                  fmt(r.get("recovery_s"), 2), fmt(r.get("output_records"))]
         if is_sv(r["contender"]):
             raw = find(rows, "raw-librdkafka", r["workload"], r["delivery"]) or {}
