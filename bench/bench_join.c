@@ -276,7 +276,47 @@ static result_t ref_lookup(const opts_t *o)
 
 /* ---- interval ---- */
 
-static result_t run_interval(const sch_t *s, int64_t records)
+/* interval ckpt: every every_ms of event time, a full snapshot and a
+ * delta of the same state (each timed), then checkpointed(). */
+typedef struct ivck {
+	int64_t every_ms;
+	double full_s[4096], delta_s[4096];
+	size_t full_b[4096], delta_b[4096];
+	int n;
+	uint64_t rows; /* rows held at the last checkpoint */
+} ivck_t;
+
+static void ivck_take(sv_op_t *op, ivck_t *ck)
+{
+	if (ck->n == 4096)
+		return;
+	sv_buf_t b;
+	sv_buf_init(&b);
+	double t0 = mono_s();
+	sv_error_t *err = op->ops->snapshot(op, &b);
+	if (err)
+		die("snapshot", err);
+	ck->full_s[ck->n] = mono_s() - t0;
+	ck->full_b[ck->n] = b.len;
+	sv_buf_reset(&b);
+	bool written = false;
+	t0 = mono_s();
+	if ((err = op->ops->snapshot_delta(op, &b, &written)))
+		die("snapshot_delta", err);
+	ck->delta_s[ck->n] = mono_s() - t0;
+	ck->delta_b[ck->n] = b.len;
+	sv_buf_release(&b);
+	op->ops->checkpointed(op);
+	sv_op_side_state_t sides[2];
+	op->ops->state_sides(op, sides);
+	ck->rows = sides[0].rows + sides[1].rows;
+	/* the first has no base: its delta is not written */
+	if (written)
+		ck->n++;
+}
+
+static result_t run_interval(const sch_t *s, int64_t records, int64_t lower,
+			     int64_t upper, uint64_t nkeys, ivck_t *ck)
 {
 	static const char *const lk[] = {"seller"}, *const rk[] = {"pid"};
 	static const char *const names[] = {"name"};
@@ -287,8 +327,8 @@ static result_t run_interval(const sch_t *s, int64_t records)
 			       .ntake = 1,
 			       .take_names = names,
 			       .take_cols = names,
-			       .lower_ms = -100,
-			       .upper_ms = 200};
+			       .lower_ms = lower,
+			       .upper_ms = upper};
 	sv_op_t *op = NULL;
 	sv_error_t *err = sv_op_join_new(s->auctions, s->persons, &spec, &op);
 	if (err)
@@ -301,15 +341,15 @@ static result_t run_interval(const sch_t *s, int64_t records)
 			   .right_watermark_ms = SV_WATERMARK_NONE};
 	result_t res = {0};
 	double t0 = mono_s();
-	int64_t now = 0;
+	int64_t now = 0, next_ck = ck ? ck->every_ms : INT64_MAX;
 	for (int64_t n = 0; n < records; now++) {
-		/* 2 left rows and 1 right row per ms, 1000 keys */
+		/* 2 left rows and 1 right row per ms over nkeys keys */
 		for (int sd = 0; sd < 2; sd++)
 			for (int k = 0; k < 2 - sd; k++, n++) {
 				sv_rowmeta_t *m;
 				sv_value_t *r = sv_batch_add_row(&b[sd], &m);
 				int64_t key = (int64_t)(mix64((uint64_t)n) %
-							1000);
+							nkeys);
 				m->event_ms = now;
 				r[0] = sv_int(sd ? key : n);
 				r[1] = sd ? sv_str("p", 1) : sv_int(key);
@@ -333,6 +373,10 @@ static result_t run_interval(const sch_t *s, int64_t records)
 				die("advance", err);
 			res.rows += out.nrows;
 			sv_batch_reset(&out);
+			if (now >= next_ck) {
+				ivck_take(op, ck);
+				next_ck += ck->every_ms;
+			}
 		}
 	}
 	res.s = mono_s() - t0;
@@ -402,7 +446,7 @@ int main(int argc, char **argv)
 			(proc ? tp : te)[r] = got.s;
 		}
 		tr[r] = ref.s;
-		ti[r] = run_interval(&s, o.auctions).s;
+		ti[r] = run_interval(&s, o.auctions, -100, 200, 1000, NULL).s;
 	}
 	double mp = median(tp, o.reps), me = median(te, o.reps),
 	       mr = median(tr, o.reps), mi = median(ti, o.reps);
@@ -450,6 +494,37 @@ int main(int argc, char **argv)
 	       (long long)o.persons, (double)state_bytes / 1e6,
 	       (double)bytes / 1e6, median(ts, o.reps) * 1e3,
 	       median(tl, o.reps) * 1e3, median(tb, o.reps) * 1e3);
+
+	/* the interval join's checkpoints in its steady state: a 60 s join
+	 * interval holds 60 s of rows; a checkpoint every second of event
+	 * time adds and frees about a sixtieth of them. Deltas are per key:
+	 * with few keys every key changes every second */
+	static const uint64_t nk[] = {1000000, 1000};
+	for (size_t c = 0; c < 2; c++) {
+		ivck_t *ck = sv_calloc(1, sizeof(*ck));
+		ck->every_ms = 1000;
+		run_interval(&s, o.auctions, -30000, 30000, nk[c], ck);
+		if (ck->n < 10)
+			die("interval ckpt: too few checkpoints", NULL);
+		/* past the first 60 s (the state still filling) */
+		int skip = ck->n > 70 ? 60 : 0, m = ck->n - skip;
+		double fb[4096], db[4096];
+		for (int i = 0; i < m; i++) {
+			fb[i] = (double)ck->full_b[skip + i];
+			db[i] = (double)ck->delta_b[skip + i];
+		}
+		double mfb = median(fb, m), mdb = median(db, m);
+		printf("interval ckpt %llu keys, %llu rows held (lower -30000, "
+		       "upper 30000, 3 rows a ms, a checkpoint a second of "
+		       "event time, %d past the first %d): full %.2f MB in "
+		       "%.2f ms, delta %.3f MB in %.3f ms (%.1f%% of the "
+		       "full)\n",
+		       (unsigned long long)nk[c], (unsigned long long)ck->rows,
+		       m, skip, mfb / 1e6, median(ck->full_s + skip, m) * 1e3,
+		       mdb / 1e6, median(ck->delta_s + skip, m) * 1e3,
+		       100.0 * mdb / mfb);
+		free(ck);
+	}
 	sv_schema_destroy(s.auctions);
 	sv_schema_destroy(s.persons);
 	return 0;
