@@ -376,6 +376,9 @@ typedef struct symjoin {
 	 * one is in the last checkpoint) */
 	bool incr_base;
 	uint64_t epoch;
+	/* a delta was restored: the expiry heaps are rebuilt at the next
+	 * advance (once for a whole chain of deltas) */
+	bool heaps_stale;
 } symjoin_t;
 
 #define LEFT 0
@@ -443,7 +446,7 @@ static sv_jrow_t *store(symjoin_t *op, int s, const sv_value_t *row,
 	k->rows[k->n++] = r;
 	sd->rows++;
 	sd->row_bytes += r->bytes;
-	if (op->jb.type == SV_JOIN_INTERVAL)
+	if (op->jb.type == SV_JOIN_INTERVAL && !op->heaps_stale)
 		heap_push(sd, expire, r);
 	return r;
 }
@@ -595,11 +598,31 @@ static void move_wm(int64_t *wm, int64_t to)
 		*wm = to;
 }
 
+/* The expiry heaps again from the rows held (a restored delta freed rows
+ * that they pointed at). */
+static void heaps_rebuild(symjoin_t *op)
+{
+	op->heaps_stale = false;
+	if (op->jb.type != SV_JOIN_INTERVAL)
+		return;
+	for (int s = 0; s < 2; s++) {
+		jside_t *sd = &op->side[s];
+		sd->nheap = 0;
+		size_t it = 0;
+		jkey_t *k;
+		while ((k = sv_statemap_next(sd->map, &it)))
+			for (uint32_t i = 0; i < k->n; i++)
+				heap_push(sd, k->rows[i]->expire, k->rows[i]);
+	}
+}
+
 static sv_error_t *sym_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 {
 	symjoin_t *op = (symjoin_t *)base;
 	if (op->jb.type != SV_JOIN_INTERVAL)
 		return NULL;
+	if (op->heaps_stale)
+		heaps_rebuild(op);
 	move_wm(&op->side[LEFT].wm, ctx->watermark_ms);
 	move_wm(&op->side[RIGHT].wm, ctx->right_watermark_ms);
 	expire_side(op, LEFT, op->side[RIGHT].wm, out);
@@ -635,6 +658,7 @@ static void sym_clear(symjoin_t *op)
 	}
 	/* the removals are not recorded: the next checkpoint is full */
 	op->incr_base = false;
+	op->heaps_stale = false;
 }
 
 static sv_error_t *sym_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
@@ -833,23 +857,6 @@ static void key_forget(symjoin_t *op, int s)
 	key_remove(op, s, k);
 }
 
-/* The expiry heaps again from the rows held (after a delta freed rows
- * that they pointed at). */
-static void heaps_rebuild(symjoin_t *op)
-{
-	if (op->jb.type != SV_JOIN_INTERVAL)
-		return;
-	for (int s = 0; s < 2; s++) {
-		jside_t *sd = &op->side[s];
-		sd->nheap = 0;
-		size_t it = 0;
-		jkey_t *k;
-		while ((k = sv_statemap_next(sd->map, &it)))
-			for (uint32_t i = 0; i < k->n; i++)
-				heap_push(sd, k->rows[i]->expire, k->rows[i]);
-	}
-}
-
 static sv_error_t *sym_restore_delta(sv_op_t *base, const char *data,
 				     size_t len)
 {
@@ -865,6 +872,8 @@ static sv_error_t *sym_restore_delta(sv_op_t *base, const char *data,
 	wm[RIGHT] = sv_deser_i64(&d);
 	for (int s = 0; s < 2; s++)
 		sv_statemap_track(op->side[s].map, false);
+	/* the rows freed below leave the heaps pointing at them */
+	op->heaps_stale = true;
 	sv_value_t *row = sv_calloc(op->jb.nleft + op->jb.nright + 1,
 				    sizeof(sv_value_t));
 	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
@@ -899,7 +908,6 @@ static sv_error_t *sym_restore_delta(sv_op_t *base, const char *data,
 		sym_clear(op);
 		return sv_join_corrupt(&op->jb, &d);
 	}
-	heaps_rebuild(op);
 	op->side[LEFT].wm = wm[LEFT];
 	op->side[RIGHT].wm = wm[RIGHT];
 	op->incr_base = false;
