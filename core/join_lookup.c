@@ -20,6 +20,13 @@
  * lazy min-heap of (due, key), due being the time at which the key's
  * oldest version can go.
  *
+ * The rows one advance releases (all that waited for the table: on W4
+ * the auctions read before the whole table, up to the budget's share for
+ * waiting rows) go out in pieces when the pipeline asks
+ * (ctx->advance_rows, sv_pipeline_advance_each): release stops there and
+ * the next advance goes on; pruning waits for the last piece, and the
+ * output watermark stays below the rows still to come.
+ *
  * Processing time (Kafka Streams' KStream-KTable join): the table is the
  * latest value per key in arrival order and a left row is answered at once.
  *
@@ -86,6 +93,7 @@ typedef struct lookupjoin {
 	int64_t wl, wr; /* watermarks of the last advance */
 	uint64_t seq;
 	struct lrun *run; /* left rows being answered (scratch) */
+	bool more; /* the last advance stopped at its piece's rows */
 	/* incremental checkpoints: the table's changed keys are its
 	 * statemap's dirty list; removed keys since the last confirmed
 	 * checkpoint are copied here (a row of the key's values) */
@@ -534,17 +542,27 @@ static sv_error_t *lk_process_right(sv_op_t *base, sv_op_ctx_t *ctx,
 	return lk_cap(op);
 }
 
-static void release(lookupjoin_t *op, int64_t b, sv_batch_t *out)
+/* The first waiting row can be answered at bound b. */
+static bool top_ready(const lookupjoin_t *op, int64_t b)
 {
-	while (op->npending &&
-	       (b == INT64_MAX ||
-		(b != SV_WATERMARK_NONE && op->pending[0].t <= b))) {
+	return op->npending &&
+		(b == INT64_MAX ||
+		 (b != SV_WATERMARK_NONE && op->pending[0].t <= b));
+}
+
+/* Answer the waiting rows at or before b, in (time, seq) order; with
+ * rows > 0 at most that many output rows (a piece: op->more says whether
+ * some are left). */
+static void release(lookupjoin_t *op, int64_t b, size_t rows, sv_batch_t *out)
+{
+	while (top_ready(op, b) && (!rows || out->nrows + op->run->n < rows)) {
 		pitem_t it = pending_pop(op);
 		run_add(op->run, it.row->vals, it.t, it.row);
 		if (op->run->n == 1024)
 			answer_run(op, op->run, out);
 	}
 	answer_run(op, op->run, out);
+	op->more = top_ready(op, b);
 }
 
 static void move_wm(int64_t *wm, int64_t to)
@@ -560,7 +578,10 @@ static sv_error_t *lk_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 	move_wm(&op->wr, ctx->right_watermark_ms);
 	if (op->proc)
 		return NULL;
-	release(op, release_bound(op), out);
+	release(op, release_bound(op), ctx->advance_rows, out);
+	if (op->more)
+		return NULL; /* the rest first: they may need what pruning
+			      * takes */
 	if (op->wl != SV_WATERMARK_NONE && op->wr != SV_WATERMARK_NONE)
 		prune_to(op, op->wl < op->wr ? op->wl : op->wr);
 	return NULL;
@@ -591,6 +612,7 @@ static void lk_clear(lookupjoin_t *op)
 	op->live_keys = op->versions = 0;
 	op->table_bytes = op->pending_bytes = 0;
 	op->wl = op->wr = SV_WATERMARK_NONE;
+	op->more = false;
 }
 
 static sv_error_t *lk_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
@@ -598,7 +620,7 @@ static sv_error_t *lk_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 	SV_UNUSED(ctx);
 	lookupjoin_t *op = (lookupjoin_t *)base;
 	/* end of input: both inputs are complete */
-	release(op, INT64_MAX, out);
+	release(op, INT64_MAX, 0, out);
 	lk_clear(op);
 	op->wl = op->wr = INT64_MAX;
 	return NULL;
@@ -611,7 +633,16 @@ static int64_t lk_out_watermark(sv_op_t *base)
 		return op->wl;
 	if (op->wl == SV_WATERMARK_NONE || op->wr == SV_WATERMARK_NONE)
 		return SV_WATERMARK_NONE;
-	return op->wl < op->wr ? op->wl : op->wr;
+	int64_t w = op->wl < op->wr ? op->wl : op->wr;
+	/* rows of the next pieces are still to come */
+	if (op->more && op->pending[0].t - 1 < w)
+		w = op->pending[0].t - 1;
+	return w;
+}
+
+static bool lk_more(sv_op_t *base)
+{
+	return ((lookupjoin_t *)base)->more;
 }
 
 static void lk_state_sides(sv_op_t *base, sv_op_side_state_t sides[2])
@@ -934,6 +965,7 @@ static const sv_op_ops_t lookup_ops = {
 	.restore_delta = lk_restore_delta,
 	.checkpointed = lk_checkpointed,
 	.destroy = lk_destroy,
+	.more = lk_more,
 	.process_right = lk_process_right,
 	.out_watermark = lk_out_watermark,
 	.state_sides = lk_state_sides,
