@@ -30,10 +30,12 @@
  * Processing time (Kafka Streams' KStream-KTable join): the table is the
  * latest value per key in arrival order and a left row is answered at once.
  *
- * A version keeps only the join's take columns of its row (trow_t): the key
- * is the statemap's, and nothing else of a table row is ever read, so the
+ * A version keeps only the join's take columns of its row (trow_t), as the
+ * bytes a snapshot holds (a lookup reads them back as cells): the key is
+ * the statemap's, and nothing else of a table row is ever read, so the
  * other columns would only cost memory (W4's persons table: the id and the
- * time of every person) and snapshot bytes. Snapshots hold the same cut
+ * time of every person) and snapshot bytes. A key's single version sits in
+ * its map entry; a second moves them into an array. Snapshots hold the same cut
  * rows; those of the earlier format (every right column, kinds 'L'/'l')
  * still restore, cut on the way in.
  * See docs/joins.md. */
@@ -47,11 +49,15 @@
 #define LOOKUP_SNAPSHOT_KIND_ALL 'L' /* earlier: every right column */
 #define LOOKUP_DELTA_KIND_ALL 'l'
 
-/* A version's row: the take columns in take order (jb.take_src), one
- * allocation, the cells then their string bytes. */
+/* A version's row: the take columns in take order (jb.take_src), each as
+ * a snapshot writes it (sv_ser_value: a type byte, then 8 bytes, a u32
+ * length and the bytes, or nothing for a null), one allocation. W4's
+ * person (three strings): 50 bytes, not 83 as cells and bytes; a lookup
+ * reads the cells back (table_get), a snapshot copies the bytes. */
 typedef struct trow {
 	uint32_t bytes; /* size of the allocation */
-	sv_value_t vals[];
+	uint32_t len; /* of ser */
+	char ser[];
 } trow_t;
 
 typedef struct tver {
@@ -110,6 +116,8 @@ typedef struct lookupjoin {
 	int64_t wl, wr; /* watermarks of the last advance */
 	uint64_t seq;
 	struct lrun *run; /* left rows being answered (scratch) */
+	sv_buf_t rowbuf; /* trow_new's scratch */
+	sv_value_t *cells; /* trow_cells' scratch: ntake cells */
 	bool more; /* the last advance stopped at its piece's rows */
 	/* incremental checkpoints: the table's changed keys are its
 	 * statemap's dirty list; removed keys since the last confirmed
@@ -202,29 +210,29 @@ static pitem_t pending_pop(lookupjoin_t *op)
 
 /* A version's row from row: take column i is row[src[i]] (src NULL:
  * row[i], a row already cut). */
-static trow_t *trow_new(const lookupjoin_t *op, const sv_value_t *row,
-			const int *src)
+static trow_t *trow_new(lookupjoin_t *op, const sv_value_t *row, const int *src)
 {
-	size_t n = op->jb.ntake, strbytes = 0;
-	for (size_t i = 0; i < n; i++) {
-		const sv_value_t *v = &row[src ? (size_t)src[i] : i];
-		if (v->type == SV_T_STRING)
-			strbytes += v->len;
-	}
-	size_t size = sizeof(trow_t) + n * sizeof(sv_value_t) + strbytes;
+	sv_buf_t *b = &op->rowbuf;
+	sv_buf_reset(b);
+	for (size_t i = 0; i < op->jb.ntake; i++)
+		sv_ser_value(b, &row[src ? (size_t)src[i] : i]);
+	size_t size = sizeof(trow_t) + b->len;
 	trow_t *r = sv_malloc(size);
 	r->bytes = (uint32_t)size;
-	char *p = (char *)(r->vals + n);
-	for (size_t i = 0; i < n; i++) {
-		r->vals[i] = row[src ? (size_t)src[i] : i];
-		if (r->vals[i].type == SV_T_STRING) {
-			if (r->vals[i].len)
-				memcpy(p, r->vals[i].v.s, r->vals[i].len);
-			r->vals[i].v.s = p;
-			p += r->vals[i].len;
-		}
-	}
+	r->len = (uint32_t)b->len;
+	if (b->len)
+		memcpy(r->ser, b->data, b->len);
 	return r;
+}
+
+/* The take columns of r as cells (strings pointing into r), in the
+ * operator's scratch row: valid until the next call. */
+static const sv_value_t *trow_cells(lookupjoin_t *op, const trow_t *r)
+{
+	sv_deser_t d = {.p = r->ser, .len = r->len};
+	for (size_t i = 0; i < op->jb.ntake; i++)
+		sv_deser_value(&d, &op->cells[i]);
+	return op->cells;
 }
 
 static void ver_free(lookupjoin_t *op, tver_t *v)
@@ -388,7 +396,7 @@ static const sv_value_t *table_get(lookupjoin_t *op, int64_t t, uint64_t h)
 	if (!k || k->n == 0)
 		return NULL;
 	if (op->proc)
-		return kv(k)[0].row ? kv(k)[0].row->vals : NULL;
+		return kv(k)[0].row ? trow_cells(op, kv(k)[0].row) : NULL;
 	uint32_t lo = 0, hi = k->n; /* first version with t > t */
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
@@ -399,7 +407,7 @@ static const sv_value_t *table_get(lookupjoin_t *op, int64_t t, uint64_t h)
 	}
 	if (lo == 0 || !kv(k)[lo - 1].row)
 		return NULL;
-	return kv(k)[lo - 1].row->vals;
+	return trow_cells(op, kv(k)[lo - 1].row);
 }
 
 /* ---- the operator ---- */
@@ -712,8 +720,9 @@ static void ser_key(lookupjoin_t *op, sv_buf_t *out, tkey_t *k)
 	for (uint32_t i = 0; i < k->n; i++) {
 		sv_ser_i64(out, kv(k)[i].t);
 		sv_ser_u8(out, kv(k)[i].row != NULL);
-		for (size_t c = 0; kv(k)[i].row && c < op->jb.ntake; c++)
-			sv_ser_value(out, &kv(k)[i].row->vals[c]);
+		if (kv(k)[i].row)
+			sv_buf_append(out, kv(k)[i].row->ser,
+				      kv(k)[i].row->len);
 	}
 }
 
@@ -984,6 +993,8 @@ static void lk_destroy(sv_op_t *base)
 	free(op->prune);
 	free(op->pending);
 	run_destroy(op->run);
+	sv_buf_release(&op->rowbuf);
+	free(op->cells);
 	sv_joinbase_release(&op->jb);
 	free(op);
 }
@@ -1029,6 +1040,9 @@ sv_error_t *sv_op_lookup_join_new(const sv_schema_t *left,
 	op->retention = spec->retention_ms;
 	op->table = sv_statemap_new(op->jb.nkeys, sizeof(tkey_t));
 	op->run = sv_calloc(1, sizeof(*op->run));
+	sv_buf_init(&op->rowbuf);
+	op->cells = sv_calloc(op->jb.ntake ? op->jb.ntake : 1,
+			      sizeof(sv_value_t));
 	op->wl = op->wr = SV_WATERMARK_NONE;
 	*out = &op->jb.base;
 	return NULL;
