@@ -584,6 +584,9 @@ static sv_error_t *lk_process_right(sv_op_t *base, sv_op_ctx_t *ctx,
 	return lk_cap(op);
 }
 
+/* Waiting-row heap slots kept once it is empty (the rest is freed). */
+#define PENDING_KEEP 4096
+
 /* The first waiting row can be answered at bound b. */
 static bool top_ready(const lookupjoin_t *op, int64_t b)
 {
@@ -605,6 +608,13 @@ static void release(lookupjoin_t *op, int64_t b, size_t rows, sv_batch_t *out)
 	}
 	answer_run(op, op->run, out);
 	op->more = top_ready(op, b);
+	if (!op->npending && op->pcap > PENDING_KEEP) {
+		/* the heap of a burst (W4: the auctions that waited for the
+		 * table, 0.8 MB a member) goes with it */
+		free(op->pending);
+		op->pending = NULL;
+		op->pcap = 0;
+	}
 }
 
 static void move_wm(int64_t *wm, int64_t to)

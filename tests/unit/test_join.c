@@ -541,10 +541,11 @@ static sv_error_t *piece(void *opaque, sv_batch_t *out)
 	return NULL;
 }
 
-/* A lookup join's answered rows come out in pieces (advance_each): 3,000
- * rows that waited for the table, pieces of 500 through a window after
+/* A lookup join's answered rows come out in pieces (advance_each): 6,000
+ * rows that waited for the table, pieces of 1,000 through a window after
  * the join, which fires as the join's output watermark follows the
- * pieces and drops nothing as late. */
+ * pieces and drops nothing as late; the emptied heap of waiting rows is
+ * freed. */
 static void test_lookup_pieces(void **state)
 {
 	fix_t *f = *state;
@@ -572,27 +573,28 @@ static void test_lookup_pieces(void **state)
 	for (int c = 0; c < 3; c++)
 		row3(&f->rb, cust[c], "x", 0, 0);
 	assert_null(sv_pipeline_push_right(pl, &f->ctx, &f->rb, &out));
-	for (int64_t t = 0; t < 3000; t++)
+	for (int64_t t = 0; t < 6000; t++)
 		row3(&f->b, "o", cust[t % 3], t, 0);
 	assert_null(sv_pipeline_push(pl, &f->ctx, &f->b, &out));
 	assert_int_equal(out->nrows, 0); /* waiting for the table */
-	f->ctx.watermark_ms = 5000;
-	f->ctx.right_watermark_ms = 5000;
+	f->ctx.watermark_ms = 7000;
+	f->ctx.right_watermark_ms = 7000;
 	pieces_t p = {0};
-	assert_null(sv_pipeline_advance_each(pl, &f->ctx, 500, piece, &p));
+	assert_null(sv_pipeline_advance_each(pl, &f->ctx, 1000, piece, &p));
 	assert_int_equal(p.n, 6);
-	assert_int_equal(p.count, 3000);
-	assert_int_equal(p.windows, 30 * 3); /* [0, 100) .. [2900, 3000) */
+	assert_int_equal(p.count, 6000);
+	assert_int_equal(p.windows, 60 * 3); /* [0, 100) .. [5900, 6000) */
 	assert_int_equal(f->st.records_late, 0);
 	assert_int_equal(f->ctx.advance_rows, 0); /* ctx itself unchanged */
 	sv_op_side_state_t s[2];
 	sv_op_t *j = sv_pipeline_join(pl);
 	j->ops->state_sides(j, s);
 	assert_int_equal(s[0].rows, 0);
-	assert_int_equal(j->ops->out_watermark(j), 5000);
+	assert_int_equal(s[0].bytes, 0);
+	assert_int_equal(j->ops->out_watermark(j), 7000);
 	/* nothing left: one empty piece */
 	p = (pieces_t){0};
-	assert_null(sv_pipeline_advance_each(pl, &f->ctx, 500, piece, &p));
+	assert_null(sv_pipeline_advance_each(pl, &f->ctx, 1000, piece, &p));
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.windows, 0);
 	sv_pipeline_destroy(pl);
