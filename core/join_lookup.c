@@ -879,6 +879,11 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
 	uint64_t seq = sv_deser_u64(&d);
 	uint64_t nkeys = sv_deser_u64(&d);
+	/* the keys come in the order of the snapshotted table's slots: room
+	 * for them first (a key takes at least 5 bytes: a corrupt count
+	 * reserves no more than the snapshot could hold) */
+	sv_statemap_reserve(op->table,
+			    (size_t)(nkeys < len / 5 ? nkeys : len / 5));
 	sv_value_t *row = sv_calloc(scratch_width(op), sizeof(sv_value_t));
 	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
 	/* versions go in with the watermarks unset, so nothing is moved */

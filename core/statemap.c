@@ -170,6 +170,17 @@ static bool over_load(const sv_statemap_t *map)
 				     : n * 4 > map->cap * 3;
 }
 
+/* Room for n entries in all: at most n more live entries than now
+ * cause no rebuild. */
+void sv_statemap_reserve(sv_statemap_t *map, size_t n)
+{
+	size_t cap = map->cap;
+	while (cap >= LARGE_CAP ? n * 8 > cap * 7 : n * 4 > cap * 3)
+		cap *= 2;
+	if (cap > map->cap)
+		rebuild(map, cap);
+}
+
 static entry_t *entry_new(const sv_statemap_t *map, const sv_value_t *key,
 			  uint64_t hash)
 {

@@ -59,6 +59,10 @@ void *sv_statemap_next(const sv_statemap_t *map, size_t *it);
  * entry it holds. Changes nothing; a wrong guess only costs the load. */
 void sv_statemap_prefetch(const sv_statemap_t *map, uint64_t hash, int stage);
 
+/* Grow the slot array at once for n entries in all (a restore inserting
+ * a snapshot's keys in the order of another table's slots would otherwise
+ * fill a small table in long runs before it grows). */
+void sv_statemap_reserve(sv_statemap_t *map, size_t n);
 /* Number of entries. */
 size_t sv_statemap_count(const sv_statemap_t *map);
 /* Number of slots (a power of two; grows past 3/4 full, 7/8 from 8,192). */

@@ -3,7 +3,7 @@
  * 100,008-key lookup table at 131,072 slots, not 262,144), every key is
  * found after growth, removals and reinsertions, and a payload of a size
  * that is no multiple of 16 keeps the payload 16-byte and the key tuple
- * 8-byte aligned. The operators on top are tested through their own
+ * 8-byte aligned; reserve sizes the slot array once. The operators on top are tested through their own
  * tests (windows, dedup, joins). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,10 +97,36 @@ static void test_growth(void **state)
 	sv_statemap_destroy(map);
 }
 
+/* reserve grows the slot array once, to what n entries need, so the
+ * inserts after it rebuild nothing */
+static void test_reserve(void **state)
+{
+	(void)state;
+	sv_statemap_t *map = sv_statemap_new(2, sizeof(payload_t));
+	sv_statemap_reserve(map, 12);
+	assert_int_equal(sv_statemap_capacity(map), 16);
+	sv_statemap_reserve(map, 14336);
+	assert_int_equal(sv_statemap_capacity(map), 16384);
+	bool created;
+	for (int64_t k = 0; k < 14336; k++)
+		put(map, k, &created)->id = k;
+	assert_int_equal(sv_statemap_capacity(map), 16384);
+	for (int64_t k = 0; k < 14336; k++)
+		assert_int_equal(get(map, k)->id, k);
+	sv_statemap_reserve(map, 100); /* never shrinks */
+	assert_int_equal(sv_statemap_capacity(map), 16384);
+	sv_statemap_reserve(map, 14337);
+	assert_int_equal(sv_statemap_capacity(map), 32768);
+	for (int64_t k = 0; k < 14336; k++)
+		assert_int_equal(get(map, k)->id, k);
+	sv_statemap_destroy(map);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
