@@ -3,8 +3,8 @@
  * 100,008-key lookup table at 131,072 slots, not 262,144), every key is
  * found after growth, removals and reinsertions, and a payload of a size
  * that is no multiple of 16 keeps the payload 16-byte and the key tuple
- * 8-byte aligned; reserve sizes the slot array once. The operators on top are tested through their own
- * tests (windows, dedup, joins). */
+ * 8-byte aligned; reserve sizes the slot array once. The operators on
+ * top are tested through their own tests (windows, dedup, joins). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
