@@ -34,10 +34,10 @@
  * bytes a snapshot holds (a lookup reads them back as cells): the key is
  * the statemap's, and nothing else of a table row is ever read, so the
  * other columns would only cost memory (W4's persons table: the id and the
- * time of every person) and snapshot bytes. A key's single version sits in
- * its map entry; a second moves them into an array. Snapshots hold the same cut
- * rows; those of the earlier format (every right column, kinds 'L'/'l')
- * still restore, cut on the way in.
+ * time of every person) and snapshot bytes. A key's single version sits
+ * in its map entry; a second moves them into an array. Snapshots hold the
+ * same cut rows; those of the earlier format (every right column, kinds
+ * 'L'/'l') still restore, cut on the way in.
  * See docs/joins.md. */
 #include "core/join_int.h"
 
