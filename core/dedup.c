@@ -223,6 +223,10 @@ static sv_error_t *dedup_restore(sv_op_t *base, const char *data, size_t len)
 	int64_t wm = sv_deser_i64(&d);
 	uint64_t n = sv_deser_u64(&d);
 	op->wm = SV_WATERMARK_NONE;
+	/* keys in the order of the snapshotted table's slots: room first (a
+	 * key takes at least 8 bytes, so a corrupt count reserves no more
+	 * than the snapshot could hold) */
+	sv_statemap_reserve(op->map, (size_t)(n < len / 8 ? n : len / 8));
 	for (uint64_t i = 0; i < n && !d.bad; i++) {
 		for (size_t c = 0; c < op->nkeys; c++)
 			sv_deser_value(&d, &op->keybuf[c]);

@@ -20,15 +20,24 @@
  * lazy min-heap of (due, key), due being the time at which the key's
  * oldest version can go.
  *
+ * The rows one advance releases (all that waited for the table: on W4
+ * the auctions read before the whole table, up to the budget's share for
+ * waiting rows) go out in pieces when the pipeline asks
+ * (ctx->advance_rows, sv_pipeline_advance_each): release stops there and
+ * the next advance goes on; pruning waits for the last piece, and the
+ * output watermark stays below the rows still to come.
+ *
  * Processing time (Kafka Streams' KStream-KTable join): the table is the
  * latest value per key in arrival order and a left row is answered at once.
  *
- * A version keeps only the join's take columns of its row (trow_t): the key
- * is the statemap's, and nothing else of a table row is ever read, so the
+ * A version keeps only the join's take columns of its row (trow_t), as the
+ * bytes a snapshot holds (a lookup reads them back as cells): the key is
+ * the statemap's, and nothing else of a table row is ever read, so the
  * other columns would only cost memory (W4's persons table: the id and the
- * time of every person) and snapshot bytes. Snapshots hold the same cut
- * rows; those of the earlier format (every right column, kinds 'L'/'l')
- * still restore, cut on the way in.
+ * time of every person) and snapshot bytes. A key's single version sits
+ * in its map entry; a second moves them into an array. Snapshots hold the
+ * same cut rows; those of the earlier format (every right column, kinds
+ * 'L'/'l') still restore, cut on the way in.
  * See docs/joins.md. */
 #include "core/join_int.h"
 
@@ -40,11 +49,15 @@
 #define LOOKUP_SNAPSHOT_KIND_ALL 'L' /* earlier: every right column */
 #define LOOKUP_DELTA_KIND_ALL 'l'
 
-/* A version's row: the take columns in take order (jb.take_src), one
- * allocation, the cells then their string bytes. */
+/* A version's row: the take columns in take order (jb.take_src), each as
+ * a snapshot writes it (sv_ser_value: a type byte, then 8 bytes, a u32
+ * length and the bytes, or nothing for a null), one allocation. W4's
+ * person (three strings): 50 bytes, not 83 as cells and bytes; a lookup
+ * reads the cells back (table_get), a snapshot copies the bytes. */
 typedef struct trow {
 	uint32_t bytes; /* size of the allocation */
-	sv_value_t vals[];
+	uint32_t len; /* of ser */
+	char ser[];
 } trow_t;
 
 typedef struct tver {
@@ -52,12 +65,29 @@ typedef struct tver {
 	trow_t *row; /* NULL: tombstone */
 } tver_t;
 
+/* A key's versions, sorted by t, distinct t (kv()): while it has room
+ * for one (cap <= 1, most keys) the version is in place, in the map's
+ * entry, else an array of cap. */
 typedef struct tkey {
-	tver_t *v; /* sorted by t, distinct t */
+	union {
+		tver_t one; /* cap <= 1 */
+		tver_t *arr; /* cap >= 2 */
+	} u;
 	uint32_t n, cap;
 	uint32_t nrefs; /* prune heap items pointing here */
 	int64_t queued; /* smallest due queued, or NONE */
 } tkey_t;
+
+static inline tver_t *kv(const tkey_t *k)
+{
+	return k->cap <= 1 ? (tver_t *)&k->u.one : k->u.arr;
+}
+
+/* Bytes of k's own version array (none while in place). */
+static inline uint64_t kv_bytes(const tkey_t *k)
+{
+	return k->cap >= 2 ? (uint64_t)k->cap * sizeof(tver_t) : 0;
+}
 
 typedef struct titem {
 	int64_t due;
@@ -86,6 +116,9 @@ typedef struct lookupjoin {
 	int64_t wl, wr; /* watermarks of the last advance */
 	uint64_t seq;
 	struct lrun *run; /* left rows being answered (scratch) */
+	sv_buf_t rowbuf; /* trow_new's scratch */
+	sv_value_t *cells; /* trow_cells' scratch: ntake cells */
+	bool more; /* the last advance stopped at its piece's rows */
 	/* incremental checkpoints: the table's changed keys are its
 	 * statemap's dirty list; removed keys since the last confirmed
 	 * checkpoint are copied here (a row of the key's values) */
@@ -177,29 +210,29 @@ static pitem_t pending_pop(lookupjoin_t *op)
 
 /* A version's row from row: take column i is row[src[i]] (src NULL:
  * row[i], a row already cut). */
-static trow_t *trow_new(const lookupjoin_t *op, const sv_value_t *row,
-			const int *src)
+static trow_t *trow_new(lookupjoin_t *op, const sv_value_t *row, const int *src)
 {
-	size_t n = op->jb.ntake, strbytes = 0;
-	for (size_t i = 0; i < n; i++) {
-		const sv_value_t *v = &row[src ? (size_t)src[i] : i];
-		if (v->type == SV_T_STRING)
-			strbytes += v->len;
-	}
-	size_t size = sizeof(trow_t) + n * sizeof(sv_value_t) + strbytes;
+	sv_buf_t *b = &op->rowbuf;
+	sv_buf_reset(b);
+	for (size_t i = 0; i < op->jb.ntake; i++)
+		sv_ser_value(b, &row[src ? (size_t)src[i] : i]);
+	size_t size = sizeof(trow_t) + b->len;
 	trow_t *r = sv_malloc(size);
 	r->bytes = (uint32_t)size;
-	char *p = (char *)(r->vals + n);
-	for (size_t i = 0; i < n; i++) {
-		r->vals[i] = row[src ? (size_t)src[i] : i];
-		if (r->vals[i].type == SV_T_STRING) {
-			if (r->vals[i].len)
-				memcpy(p, r->vals[i].v.s, r->vals[i].len);
-			r->vals[i].v.s = p;
-			p += r->vals[i].len;
-		}
-	}
+	r->len = (uint32_t)b->len;
+	if (b->len)
+		memcpy(r->ser, b->data, b->len);
 	return r;
+}
+
+/* The take columns of r as cells (strings pointing into r), in the
+ * operator's scratch row: valid until the next call. */
+static const sv_value_t *trow_cells(lookupjoin_t *op, const trow_t *r)
+{
+	sv_deser_t d = {.p = r->ser, .len = r->len};
+	for (size_t i = 0; i < op->jb.ntake; i++)
+		sv_deser_value(&d, &op->cells[i]);
+	return op->cells;
 }
 
 static void ver_free(lookupjoin_t *op, tver_t *v)
@@ -217,9 +250,9 @@ static int64_t key_due(const tkey_t *k)
 {
 	if (k->n == 0)
 		return SV_WATERMARK_NONE;
-	if (!k->v[0].row)
-		return k->v[0].t;
-	return k->n >= 2 ? k->v[1].t : SV_WATERMARK_NONE;
+	if (!kv(k)[0].row)
+		return kv(k)[0].t;
+	return k->n >= 2 ? kv(k)[1].t : SV_WATERMARK_NONE;
 }
 
 static void schedule(lookupjoin_t *op, tkey_t *k)
@@ -239,15 +272,15 @@ static void schedule(lookupjoin_t *op, tkey_t *k)
 static void prune_key(lookupjoin_t *op, tkey_t *k, int64_t h)
 {
 	uint32_t drop = 0;
-	while (drop + 1 < k->n && k->v[drop + 1].t <= h)
+	while (drop + 1 < k->n && kv(k)[drop + 1].t <= h)
 		drop++;
-	if (drop < k->n && !k->v[drop].row && k->v[drop].t <= h)
+	if (drop < k->n && !kv(k)[drop].row && kv(k)[drop].t <= h)
 		drop++;
 	if (!drop)
 		return;
 	for (uint32_t i = 0; i < drop; i++)
-		ver_free(op, &k->v[i]);
-	memmove(k->v, k->v + drop, (k->n - drop) * sizeof(tver_t));
+		ver_free(op, &kv(k)[i]);
+	memmove(kv(k), kv(k) + drop, (k->n - drop) * sizeof(tver_t));
 	k->n -= drop;
 	sv_statemap_touch(op->table, k);
 	if (k->n == 0)
@@ -267,8 +300,9 @@ static void key_forget(lookupjoin_t *op, tkey_t *k)
 		op->removed[op->nremoved++] = sv_jrow_new(
 			sv_statemap_key(op->table, k), op->jb.nkeys);
 	}
-	op->table_bytes -= k->cap * sizeof(tver_t);
-	free(k->v);
+	op->table_bytes -= kv_bytes(k);
+	if (k->cap >= 2)
+		free(k->u.arr);
 	sv_statemap_remove(op->table, k);
 }
 
@@ -287,6 +321,28 @@ static void prune_to(lookupjoin_t *op, int64_t h)
 	}
 }
 
+/* Room for one more version: the first in place (most keys keep one: no
+ * allocation of its own, 3.2 MB of W4's 100,000 persons), then an array
+ * that doubles. */
+static void kv_grow(lookupjoin_t *op, tkey_t *k)
+{
+	if (k->cap == 0) {
+		k->cap = 1;
+		return;
+	}
+	uint32_t cap = k->cap * 2;
+	op->table_bytes -= kv_bytes(k);
+	if (k->cap == 1) {
+		tver_t one = k->u.one;
+		k->u.arr = sv_malloc(cap * sizeof(tver_t));
+		k->u.arr[0] = one;
+	} else {
+		k->u.arr = sv_realloc(k->u.arr, cap * sizeof(tver_t));
+	}
+	k->cap = cap;
+	op->table_bytes += kv_bytes(k);
+}
+
 /* Set the key in keybuf to jr (trow_new's, now the table's; NULL:
  * tombstone) from time t on. */
 static void table_put(lookupjoin_t *op, trow_t *jr, int64_t t)
@@ -301,7 +357,7 @@ static void table_put(lookupjoin_t *op, trow_t *jr, int64_t t)
 	if (op->proc) {
 		/* the latest value only; a tombstone removes the key */
 		if (!created) {
-			ver_free(op, &k->v[0]);
+			ver_free(op, &kv(k)[0]);
 			k->n = 0;
 			op->live_keys--;
 		}
@@ -311,28 +367,22 @@ static void table_put(lookupjoin_t *op, trow_t *jr, int64_t t)
 		}
 	}
 	uint32_t i = k->n;
-	while (i > 0 && k->v[i - 1].t > t)
+	while (i > 0 && kv(k)[i - 1].t > t)
 		i--;
 	if (jr)
 		op->table_bytes += jr->bytes;
-	if (i > 0 && k->v[i - 1].t == t) {
+	if (i > 0 && kv(k)[i - 1].t == t) {
 		/* the later arrival of one time wins */
-		ver_free(op, &k->v[i - 1]);
-		k->v[i - 1] = (tver_t){t, jr};
+		ver_free(op, &kv(k)[i - 1]);
+		kv(k)[i - 1] = (tver_t){t, jr};
 		op->versions++;
 		schedule(op, k);
 		return;
 	}
-	if (k->n == k->cap) {
-		/* most keys keep one version: an array of one (a 32-byte
-		 * chunk, not 48; 1.6 MB of W4's 100,000 persons) */
-		uint32_t cap = k->cap ? k->cap * 2 : 1;
-		op->table_bytes += (cap - k->cap) * sizeof(tver_t);
-		k->v = sv_realloc(k->v, cap * sizeof(tver_t));
-		k->cap = cap;
-	}
-	memmove(k->v + i + 1, k->v + i, (k->n - i) * sizeof(tver_t));
-	k->v[i] = (tver_t){t, jr};
+	if (k->n == k->cap)
+		kv_grow(op, k);
+	memmove(kv(k) + i + 1, kv(k) + i, (k->n - i) * sizeof(tver_t));
+	kv(k)[i] = (tver_t){t, jr};
 	if (k->n++ == 0)
 		op->live_keys++;
 	op->versions++;
@@ -346,18 +396,18 @@ static const sv_value_t *table_get(lookupjoin_t *op, int64_t t, uint64_t h)
 	if (!k || k->n == 0)
 		return NULL;
 	if (op->proc)
-		return k->v[0].row ? k->v[0].row->vals : NULL;
+		return kv(k)[0].row ? trow_cells(op, kv(k)[0].row) : NULL;
 	uint32_t lo = 0, hi = k->n; /* first version with t > t */
 	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
-		if (k->v[mid].t <= t)
+		if (kv(k)[mid].t <= t)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == 0 || !k->v[lo - 1].row)
+	if (lo == 0 || !kv(k)[lo - 1].row)
 		return NULL;
-	return k->v[lo - 1].row->vals;
+	return trow_cells(op, kv(k)[lo - 1].row);
 }
 
 /* ---- the operator ---- */
@@ -534,17 +584,37 @@ static sv_error_t *lk_process_right(sv_op_t *base, sv_op_ctx_t *ctx,
 	return lk_cap(op);
 }
 
-static void release(lookupjoin_t *op, int64_t b, sv_batch_t *out)
+/* Waiting-row heap slots kept once it is empty (the rest is freed). */
+#define PENDING_KEEP 4096
+
+/* The first waiting row can be answered at bound b. */
+static bool top_ready(const lookupjoin_t *op, int64_t b)
 {
-	while (op->npending &&
-	       (b == INT64_MAX ||
-		(b != SV_WATERMARK_NONE && op->pending[0].t <= b))) {
+	return op->npending &&
+		(b == INT64_MAX ||
+		 (b != SV_WATERMARK_NONE && op->pending[0].t <= b));
+}
+
+/* Answer the waiting rows at or before b, in (time, seq) order; with
+ * rows > 0 at most that many output rows (a piece: op->more says whether
+ * some are left). */
+static void release(lookupjoin_t *op, int64_t b, size_t rows, sv_batch_t *out)
+{
+	while (top_ready(op, b) && (!rows || out->nrows + op->run->n < rows)) {
 		pitem_t it = pending_pop(op);
 		run_add(op->run, it.row->vals, it.t, it.row);
 		if (op->run->n == 1024)
 			answer_run(op, op->run, out);
 	}
 	answer_run(op, op->run, out);
+	op->more = top_ready(op, b);
+	if (!op->npending && op->pcap > PENDING_KEEP) {
+		/* the heap of a burst (W4: the auctions that waited for the
+		 * table, 0.8 MB a member) goes with it */
+		free(op->pending);
+		op->pending = NULL;
+		op->pcap = 0;
+	}
 }
 
 static void move_wm(int64_t *wm, int64_t to)
@@ -560,7 +630,10 @@ static sv_error_t *lk_advance(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 	move_wm(&op->wr, ctx->right_watermark_ms);
 	if (op->proc)
 		return NULL;
-	release(op, release_bound(op), out);
+	release(op, release_bound(op), ctx->advance_rows, out);
+	if (op->more)
+		return NULL; /* the rest first: they may need what pruning
+			      * takes */
 	if (op->wl != SV_WATERMARK_NONE && op->wr != SV_WATERMARK_NONE)
 		prune_to(op, op->wl < op->wr ? op->wl : op->wr);
 	return NULL;
@@ -579,8 +652,9 @@ static void lk_clear(lookupjoin_t *op)
 	tkey_t *k;
 	while ((k = sv_statemap_next(op->table, &it))) {
 		for (uint32_t i = 0; i < k->n; i++)
-			free(k->v[i].row);
-		free(k->v);
+			free(kv(k)[i].row);
+		if (k->cap >= 2)
+			free(k->u.arr);
 	}
 	sv_statemap_clear(op->table);
 	removed_clear(op);
@@ -591,6 +665,7 @@ static void lk_clear(lookupjoin_t *op)
 	op->live_keys = op->versions = 0;
 	op->table_bytes = op->pending_bytes = 0;
 	op->wl = op->wr = SV_WATERMARK_NONE;
+	op->more = false;
 }
 
 static sv_error_t *lk_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
@@ -598,7 +673,7 @@ static sv_error_t *lk_finish(sv_op_t *base, sv_op_ctx_t *ctx, sv_batch_t *out)
 	SV_UNUSED(ctx);
 	lookupjoin_t *op = (lookupjoin_t *)base;
 	/* end of input: both inputs are complete */
-	release(op, INT64_MAX, out);
+	release(op, INT64_MAX, 0, out);
 	lk_clear(op);
 	op->wl = op->wr = INT64_MAX;
 	return NULL;
@@ -611,7 +686,16 @@ static int64_t lk_out_watermark(sv_op_t *base)
 		return op->wl;
 	if (op->wl == SV_WATERMARK_NONE || op->wr == SV_WATERMARK_NONE)
 		return SV_WATERMARK_NONE;
-	return op->wl < op->wr ? op->wl : op->wr;
+	int64_t w = op->wl < op->wr ? op->wl : op->wr;
+	/* rows of the next pieces are still to come */
+	if (op->more && op->pending[0].t - 1 < w)
+		w = op->pending[0].t - 1;
+	return w;
+}
+
+static bool lk_more(sv_op_t *base)
+{
+	return ((lookupjoin_t *)base)->more;
 }
 
 static void lk_state_sides(sv_op_t *base, sv_op_side_state_t sides[2])
@@ -644,10 +728,11 @@ static void ser_key(lookupjoin_t *op, sv_buf_t *out, tkey_t *k)
 		sv_ser_value(out, &key[c]);
 	sv_ser_u32(out, k->n);
 	for (uint32_t i = 0; i < k->n; i++) {
-		sv_ser_i64(out, k->v[i].t);
-		sv_ser_u8(out, k->v[i].row != NULL);
-		for (size_t c = 0; k->v[i].row && c < op->jb.ntake; c++)
-			sv_ser_value(out, &k->v[i].row->vals[c]);
+		sv_ser_i64(out, kv(k)[i].t);
+		sv_ser_u8(out, kv(k)[i].row != NULL);
+		if (kv(k)[i].row)
+			sv_buf_append(out, kv(k)[i].row->ser,
+				      kv(k)[i].row->len);
 	}
 }
 
@@ -794,6 +879,11 @@ static sv_error_t *lk_restore(sv_op_t *base, const char *data, size_t len)
 	int64_t wl = sv_deser_i64(&d), wr = sv_deser_i64(&d);
 	uint64_t seq = sv_deser_u64(&d);
 	uint64_t nkeys = sv_deser_u64(&d);
+	/* the keys come in the order of the snapshotted table's slots: room
+	 * for them first (a key takes at least 5 bytes: a corrupt count
+	 * reserves no more than the snapshot could hold) */
+	sv_statemap_reserve(op->table,
+			    (size_t)(nkeys < len / 5 ? nkeys : len / 5));
 	sv_value_t *row = sv_calloc(scratch_width(op), sizeof(sv_value_t));
 	sv_value_t *key = sv_calloc(op->jb.nkeys, sizeof(sv_value_t));
 	/* versions go in with the watermarks unset, so nothing is moved */
@@ -850,7 +940,7 @@ static void key_drop(lookupjoin_t *op)
 	if (!k)
 		return;
 	for (uint32_t i = 0; i < k->n; i++)
-		ver_free(op, &k->v[i]);
+		ver_free(op, &kv(k)[i]);
 	if (k->n)
 		op->live_keys--;
 	k->n = 0;
@@ -918,6 +1008,8 @@ static void lk_destroy(sv_op_t *base)
 	free(op->prune);
 	free(op->pending);
 	run_destroy(op->run);
+	sv_buf_release(&op->rowbuf);
+	free(op->cells);
 	sv_joinbase_release(&op->jb);
 	free(op);
 }
@@ -934,6 +1026,7 @@ static const sv_op_ops_t lookup_ops = {
 	.restore_delta = lk_restore_delta,
 	.checkpointed = lk_checkpointed,
 	.destroy = lk_destroy,
+	.more = lk_more,
 	.process_right = lk_process_right,
 	.out_watermark = lk_out_watermark,
 	.state_sides = lk_state_sides,
@@ -962,6 +1055,9 @@ sv_error_t *sv_op_lookup_join_new(const sv_schema_t *left,
 	op->retention = spec->retention_ms;
 	op->table = sv_statemap_new(op->jb.nkeys, sizeof(tkey_t));
 	op->run = sv_calloc(1, sizeof(*op->run));
+	sv_buf_init(&op->rowbuf);
+	op->cells = sv_calloc(op->jb.ntake ? op->jb.ntake : 1,
+			      sizeof(sv_value_t));
 	op->wl = op->wr = SV_WATERMARK_NONE;
 	*out = &op->jb.base;
 	return NULL;

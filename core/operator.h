@@ -44,6 +44,10 @@ typedef struct sv_op_ctx {
 	sv_batch_t *late; /* side output for late records (input schema
 				 * of the window), or NULL when policy is drop */
 	sv_opstats_t *stats;
+	/* advance only: 0, or the most output rows an operator with
+	 * ops->more may emit in one call, leaving the rest ready for the
+	 * next (sv_pipeline_advance_each sets it) */
+	size_t advance_rows;
 } sv_op_ctx_t;
 
 typedef struct sv_op sv_op_t;
@@ -85,6 +89,13 @@ typedef struct sv_op_ops {
 	sv_error_t *(*restore_delta)(sv_op_t *op, const char *data, size_t len);
 	void (*checkpointed)(sv_op_t *op);
 	void (*destroy)(sv_op_t *op);
+	/* Output in pieces (NULL: advance emits everything at once): true
+	 * when the last advance stopped at ctx->advance_rows with more output
+	 * ready, which the next advance at the same watermarks emits. Until
+	 * then an operator changes nothing else (pruning waits) and a
+	 * two-input operator's out_watermark stays below the rows still to
+	 * come. */
+	bool (*more)(sv_op_t *op);
 
 	/* ---- two-input operators only; NULL for the others ---- */
 	/* Append output rows for the rows of in, a batch of the second input
@@ -150,6 +161,16 @@ sv_error_t *sv_pipeline_push(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
  * its out_watermark as ctx->watermark_ms (ctx itself is not changed). */
 sv_error_t *sv_pipeline_advance(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
 				sv_batch_t **out);
+/* The same, the output in pieces of at most rows rows (0: no limit) where
+ * an operator can (ops->more: a lookup join answering the rows that waited
+ * for its table): each piece goes through the operators after it and to
+ * emit(opaque, out) before the next is made, so no stage holds the whole
+ * burst. Everything the watermarks release is emitted before it returns;
+ * it stops at the first error, of the pipeline or of emit. */
+typedef sv_error_t *(*sv_pipeline_emit_fn)(void *opaque, sv_batch_t *out);
+sv_error_t *sv_pipeline_advance_each(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+				     size_t rows, sv_pipeline_emit_fn emit,
+				     void *opaque);
 /* End of input: finish every operator in order, flowing output down. */
 sv_error_t *sv_pipeline_finish(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
 			       sv_batch_t **out);

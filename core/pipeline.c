@@ -17,7 +17,15 @@
  * enters there (push_right) and flows through the operators after it; in
  * advance and finish those operators see the join's out_watermark instead
  * of the source's, so a window after a join closes on the join's output
- * time. */
+ * time.
+ *
+ * sv_pipeline_advance_each asks for the output in pieces: operators that
+ * can (ops->more) stop at ctx->advance_rows rows and the pipeline advances
+ * again, each piece flowing through the rest and out before the next, so a
+ * burst (a lookup join answering the rows that waited for its table) never
+ * sits whole in a stage batch, the sink's encoding or the producer. The
+ * pieces are made within the one call, so no input, checkpoint or restore
+ * comes between them. */
 #include "core/operator.h"
 
 #include <assert.h>
@@ -216,6 +224,33 @@ sv_error_t *sv_pipeline_advance(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
 				sv_batch_t **out)
 {
 	return flow(pl, ctx, false, out);
+}
+
+/* Some operator has output ready beyond its last piece. */
+static bool more_ready(const sv_pipeline_t *pl)
+{
+	for (size_t i = 0; i < pl->n; i++) {
+		sv_op_t *op = pl->ops[i];
+		if (op->ops->more && op->ops->more(op))
+			return true;
+	}
+	return false;
+}
+
+sv_error_t *sv_pipeline_advance_each(sv_pipeline_t *pl, sv_op_ctx_t *ctx,
+				     size_t rows, sv_pipeline_emit_fn emit,
+				     void *opaque)
+{
+	sv_op_ctx_t c = *ctx;
+	c.advance_rows = rows;
+	for (;;) {
+		sv_batch_t *out;
+		sv_error_t *err = flow(pl, &c, false, &out);
+		if (!err)
+			err = emit(opaque, out);
+		if (err || !more_ready(pl))
+			return err;
+	}
 }
 
 sv_error_t *sv_pipeline_finish(sv_pipeline_t *pl, sv_op_ctx_t *ctx,

@@ -20,7 +20,7 @@
 typedef struct sv_statemap sv_statemap_t;
 
 /* A table of nkeys-value keys and payload_size-byte payloads (payloads are
- * 16-byte aligned). */
+ * 16-byte aligned; the key tuple after one is 8-byte aligned). */
 sv_statemap_t *sv_statemap_new(size_t nkeys, size_t payload_size);
 /* Free the table and every entry. Payload-owned resources are the caller's:
  * release them (iterate) first. NULL is a no-op. */
@@ -59,8 +59,14 @@ void *sv_statemap_next(const sv_statemap_t *map, size_t *it);
  * entry it holds. Changes nothing; a wrong guess only costs the load. */
 void sv_statemap_prefetch(const sv_statemap_t *map, uint64_t hash, int stage);
 
+/* Grow the slot array at once for n entries in all (a restore inserting
+ * a snapshot's keys in the order of another table's slots would otherwise
+ * fill a small table in long runs before it grows). */
+void sv_statemap_reserve(sv_statemap_t *map, size_t n);
 /* Number of entries. */
 size_t sv_statemap_count(const sv_statemap_t *map);
+/* Number of slots (a power of two; grows past 3/4 full, 7/8 from 8,192). */
+size_t sv_statemap_capacity(const sv_statemap_t *map);
 /* Bytes held: slot array, entries (payload, key copy, string bytes), the
  * dirty array. */
 uint64_t sv_statemap_bytes(const sv_statemap_t *map);

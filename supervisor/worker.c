@@ -929,6 +929,18 @@ static void publish_join_watermark(member_t *m)
 	max64(&w->stats.join_last_event_ms, sv_join_input_max_event(m->join));
 }
 
+static sv_error_t *emit_cb(void *opaque, sv_batch_t *out);
+
+/* One task's advance, its output written in pieces of a batch's rows (a
+ * lookup join's answered burst never whole in one batch, its encoding or
+ * the producer; docs/performance.md "Checkpoints and the store's
+ * memory"). */
+static sv_error_t *advance_task(member_t *m, task_t *t)
+{
+	return sv_pipeline_advance_each(t->plan->pipeline, &t->ctx, BATCH_ROWS,
+					emit_cb, m);
+}
+
 /* Move the watermarks and let the windows fire. Processing-time windows
  * read ctx->now_ms, so they are advanced on every pass. */
 static sv_error_t *advance(member_t *m, int64_t mono)
@@ -956,11 +968,7 @@ static sv_error_t *advance(member_t *m, int64_t mono)
 		if (!t->plan->has_windows ||
 		    (!moved && !t->plan->has_proc_windows))
 			continue;
-		sv_batch_t *out;
-		sv_error_t *err = sv_pipeline_advance(t->plan->pipeline,
-						      &t->ctx, &out);
-		if (!err)
-			err = emit(m, out);
+		sv_error_t *err = advance_task(m, t);
 		if (err)
 			return err;
 	}

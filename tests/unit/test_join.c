@@ -526,6 +526,80 @@ static void test_pipeline_window_after_join(void **state)
 	sv_pipeline_destroy(pl);
 }
 
+typedef struct pieces {
+	size_t n, rows, windows;
+	int64_t count;
+} pieces_t;
+
+static sv_error_t *piece(void *opaque, sv_batch_t *out)
+{
+	pieces_t *p = opaque;
+	p->n++;
+	p->windows += out->nrows;
+	for (size_t r = 0; r < out->nrows; r++)
+		p->count += sv_batch_row(out, r)[3].v.i;
+	return NULL;
+}
+
+/* A lookup join's answered rows come out in pieces (advance_each): 6,000
+ * rows that waited for the table, pieces of 1,000 through a window after
+ * the join, which fires as the join's output watermark follows the
+ * pieces and drops nothing as late; the emptied heap of waiting rows is
+ * freed. */
+static void test_lookup_pieces(void **state)
+{
+	fix_t *f = *state;
+	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP};
+	assert_null(make(f, &spec));
+	sv_pipeline_t *pl = sv_pipeline_new(f->ls);
+	sv_pipeline_add(pl, f->op);
+	static const char *const key[] = {"cust"};
+	static const char *const an[] = {"n"};
+	static const char *const ae[] = {"count()"};
+	sv_window_spec_t ws = {.type = SV_WIN_TUMBLING,
+			       .size_ms = 100,
+			       .nkeys = 1,
+			       .keys = key,
+			       .naggs = 1,
+			       .agg_names = an,
+			       .agg_exprs = ae};
+	sv_op_t *win = NULL;
+	assert_null(sv_op_window_new(f->op->out_schema, &ws, &win));
+	sv_pipeline_add(pl, win);
+	f->op = NULL; /* the pipeline's */
+	sv_batch_release(&f->out);
+	sv_batch_t *out;
+	static const char *const cust[] = {"c0", "c1", "c2"};
+	for (int c = 0; c < 3; c++)
+		row3(&f->rb, cust[c], "x", 0, 0);
+	assert_null(sv_pipeline_push_right(pl, &f->ctx, &f->rb, &out));
+	for (int64_t t = 0; t < 6000; t++)
+		row3(&f->b, "o", cust[t % 3], t, 0);
+	assert_null(sv_pipeline_push(pl, &f->ctx, &f->b, &out));
+	assert_int_equal(out->nrows, 0); /* waiting for the table */
+	f->ctx.watermark_ms = 7000;
+	f->ctx.right_watermark_ms = 7000;
+	pieces_t p = {0};
+	assert_null(sv_pipeline_advance_each(pl, &f->ctx, 1000, piece, &p));
+	assert_int_equal(p.n, 6);
+	assert_int_equal(p.count, 6000);
+	assert_int_equal(p.windows, 60 * 3); /* [0, 100) .. [5900, 6000) */
+	assert_int_equal(f->st.records_late, 0);
+	assert_int_equal(f->ctx.advance_rows, 0); /* ctx itself unchanged */
+	sv_op_side_state_t s[2];
+	sv_op_t *j = sv_pipeline_join(pl);
+	j->ops->state_sides(j, s);
+	assert_int_equal(s[0].rows, 0);
+	assert_int_equal(s[0].bytes, 0);
+	assert_int_equal(j->ops->out_watermark(j), 7000);
+	/* nothing left: one empty piece */
+	p = (pieces_t){0};
+	assert_null(sv_pipeline_advance_each(pl, &f->ctx, 1000, piece, &p));
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.windows, 0);
+	sv_pipeline_destroy(pl);
+}
+
 /* A row added to a reused batch is no tombstone (a stale flag once made
  * the table lose keys at random). */
 static void test_reused_row_has_no_flags(void **state)
@@ -569,6 +643,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snapshot_checks, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_spec_errors, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_pieces, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline_window_after_join,
 						setup, teardown),
