@@ -1203,6 +1203,22 @@ static bool backlog_pending(member_t *m, const catchup_t *c)
 	return !backlog_read(c, pos, n);
 }
 
+/* Records still to read up to the ends noted at the first poll (-1: not
+ * noted), for the recovery timeline in the log. */
+static int64_t backlog_left(member_t *m, const catchup_t *c)
+{
+	if (!c->taken || !c->n)
+		return -1;
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(m->src, &pos);
+	int64_t left = 0;
+	for (size_t i = 0; i < n && i < c->n; i++)
+		if (pos[i].partition == c->part[i] &&
+		    pos[i].next_offset < c->end[i])
+			left += c->end[i] - pos[i].next_offset;
+	return left;
+}
+
 static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
 				 catchup_t *c)
 {
@@ -1219,6 +1235,9 @@ static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
 			if (pos[i].end_offset < 0)
 				c->n = 0; /* an end unknown: the rule below */
 		}
+		sv_log(&m->log, SV_LOG_INFO, "worker",
+		       "member %d: first rows read; backlog %lld records",
+		       m->index, (long long)backlog_left(m, c));
 		return false;
 	}
 	if (backlog_read(c, pos, n))
@@ -2041,12 +2060,11 @@ static sv_error_t *run(member_t *m)
 				err = fenced(m, err);
 			if (err)
 				return err;
-			if (first_pending && w->transactional &&
-			    (first_due || !first_logged))
+			if (first_pending && w->transactional)
 				sv_log(&m->log, SV_LOG_INFO, "worker",
 				       "member %d: %s checkpoint %lld ms "
 				       "after reading started (%s), committed "
-				       "in %lld ms",
+				       "in %lld ms; backlog left %lld",
 				       m->index,
 				       first_logged ? "catch-up" : "first",
 				       (long long)(t_ck - t_started),
@@ -2054,7 +2072,8 @@ static sv_error_t *run(member_t *m)
 					       : catchup_due
 					       ? "catch-up cadence"
 					       : "interval",
-				       (long long)(sv_mono_ms() - t_ck));
+				       (long long)(sv_mono_ms() - t_ck),
+				       (long long)backlog_left(m, &catchup));
 			update_state_size(m);
 			first_logged = true;
 			if (first_due || !backlog_pending(m, &catchup))
@@ -2523,7 +2542,12 @@ static void *member_main(void *arg)
 {
 	member_t *m = arg;
 	sv_worker_t *w = m->w;
+	int64_t t_open = sv_mono_ms();
 	sv_error_t *err = open_member(m);
+	if (!err)
+		sv_log(&m->log, SV_LOG_INFO, "worker",
+		       "member %d: clients open in %lld ms", m->index,
+		       (long long)(sv_mono_ms() - t_open));
 	if (err) {
 		set_error(m, err);
 		atomic_store(&w->failing, true);
