@@ -706,12 +706,57 @@ static void ksrc_read_committed_ck(kafka_source_t *ks,
  * (KIP-447 require_stable): while a transaction that commits offsets for
  * the group is pending, the broker makes us wait instead of answering with
  * the offsets from before it. */
-static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
+/* Each partition's low and high watermark (lo[i], pos[i].end_offset;
+ * under read_committed the high one is the last stable offset). */
+static sv_error_t *ksrc_end_offsets(kafka_source_t *ks, int64_t *lo)
+{
+	for (size_t i = 0; i < ks->nparts; i++) {
+		sv_partpos_t *p = &ks->pos[i];
+		int64_t hi = -1;
+		lo[i] = -1;
+		rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+			ks->rk, ks->id.topic, p->partition, &lo[i], &hi,
+			KSRC_META_TIMEOUT_MS);
+		if (is_topic_missing(e))
+			return ksrc_topic_missing(ks, e);
+		if (e)
+			return ksrc_error(ks, SV_ERR_BINDING, e, NULL,
+					  "cannot read end offsets of topic "
+					  "'%s' partition %d on cluster '%s'",
+					  ks->id.topic, p->partition,
+					  ks->id.cluster_name);
+		p->end_offset = hi;
+	}
+	return NULL;
+}
+
+/* The positions at open: the group's committed offsets, else the start.
+ * An unbounded source's end offsets only say where it stands (lag, the
+ * worker's catch-up rule), so they are asked before conf->before_committed
+ * (beside the worker's fence); a bounded source stops at them, so they
+ * are asked after it (a killed attempt's open transaction holds an
+ * internal topic's last stable offset until the fence). */
+static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks,
+					  const sv_source_conf_t *conf)
 {
 	rd_kafka_topic_partition_list_t *list;
 	rd_kafka_resp_err_t e;
 	sv_error_t *err = NULL;
+	int64_t *lo = sv_calloc(ks->nparts ? ks->nparts : 1, sizeof(*lo));
 
+	if (!ks->bounded && (err = ksrc_end_offsets(ks, lo))) {
+		free(lo);
+		return err;
+	}
+	if (conf->before_committed &&
+	    (err = conf->before_committed(conf->before_committed_opaque))) {
+		free(lo);
+		return err;
+	}
+	if (ks->bounded && (err = ksrc_end_offsets(ks, lo))) {
+		free(lo);
+		return err;
+	}
 	list = rd_kafka_topic_partition_list_new((int)ks->nparts);
 	for (size_t i = 0; i < ks->nparts; i++)
 		rd_kafka_topic_partition_list_add(list, ks->id.topic,
@@ -728,7 +773,7 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 	for (size_t i = 0; i < ks->nparts; i++) {
 		sv_partpos_t *p = &ks->pos[i];
 		rd_kafka_topic_partition_t *tp = &list->elems[i];
-		int64_t lo = -1, hi = -1;
+		int64_t hi = p->end_offset;
 
 		if (tp->err) {
 			err = ksrc_error(
@@ -738,27 +783,11 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 				ks->group_id, ks->id.topic, p->partition);
 			goto out;
 		}
-		e = rd_kafka_query_watermark_offsets(ks->rk, ks->id.topic,
-						     p->partition, &lo, &hi,
-						     KSRC_META_TIMEOUT_MS);
-		if (is_topic_missing(e)) {
-			err = ksrc_topic_missing(ks, e);
-			goto out;
-		}
-		if (e) {
-			err = ksrc_error(
-				ks, SV_ERR_BINDING, e, NULL,
-				"cannot read end offsets of topic '%s' "
-				"partition %d on cluster '%s'",
-				ks->id.topic, p->partition,
-				ks->id.cluster_name);
-			goto out;
-		}
-		p->end_offset = hi;
 		if (tp->offset >= 0)
 			p->next_offset = tp->offset;
 		else
-			p->next_offset = start == SV_START_LATEST ? hi : lo;
+			p->next_offset = conf->start == SV_START_LATEST ? hi
+									: lo[i];
 		if (ks->bounded) {
 			ks->stop[i] = hi;
 			if (p->next_offset >= hi) {
@@ -769,6 +798,7 @@ static sv_error_t *ksrc_positions_at_open(kafka_source_t *ks, sv_start_t start)
 	}
 out:
 	rd_kafka_topic_partition_list_destroy(list);
+	free(lo);
 	return err;
 }
 
@@ -1049,7 +1079,7 @@ static sv_error_t *ksrc_open(const sv_source_conf_t *conf, sv_source_t **out)
 		ks->stop = sv_calloc(ks->nparts, sizeof(*ks->stop));
 		ks->done = sv_calloc(ks->nparts, sizeof(*ks->done));
 	}
-	if ((err = ksrc_positions_at_open(ks, conf->start)))
+	if ((err = ksrc_positions_at_open(ks, conf)))
 		goto fail;
 	if (ks->bounded && ks->ndone == ks->nparts)
 		ks->eof_pending = true;

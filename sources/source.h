@@ -70,6 +70,15 @@ typedef struct sv_source_conf {
 	 * tombstones a null value is an invalid record like any other. */
 	bool tombstones;
 	int tombstone_key_col;
+	/* kafka, standalone: called once at open, after the client, the
+	 * metadata and (unbounded) the end offsets, right before the group's
+	 * committed offsets are read; an error fails the open with it. The
+	 * worker opens the sink meanwhile and waits for it here: a
+	 * transactional sink's init_transactions fences a killed attempt,
+	 * whose open transaction keeps the offsets unreadable
+	 * (require_stable) until then. NULL: none. */
+	sv_error_t *(*before_committed)(void *opaque);
+	void *before_committed_opaque;
 } sv_source_conf_t;
 
 /* Position of one input partition. */

@@ -691,6 +691,39 @@ static sv_error_t *call(sv_supervisor_t *sv, cmd_t *c, char **json)
 	return c->err;
 }
 
+/* The first steps of a (re)start, for the recovery timeline
+ * (docs/performance.md "Exactly-once recovery"): how long ago the process
+ * started (/proc/self/stat's start time, 10 ms ticks), the store's open
+ * and the job table's load. */
+static void log_start(const sv_supervisor_t *sv, int64_t open_ms,
+		      int64_t load_ms)
+{
+	long long age = -1;
+	FILE *f = fopen("/proc/self/stat", "r");
+	char buf[1024];
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	unsigned long long start = 0;
+	struct timespec ts;
+	/* after the command name: state, then fields 4..22 (starttime) */
+	if (p &&
+	    sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+		   "%*d %*d %*d %*d %*d %*d %llu",
+		   &start) == 1 &&
+	    !clock_gettime(CLOCK_BOOTTIME, &ts))
+		age = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
+			(long long)(start * 1000 /
+				    (unsigned long long)sysconf(_SC_CLK_TCK));
+	sv_log(NULL, SV_LOG_INFO, "supervisor",
+	       "data dir opened in %lld ms, %zu job(s) loaded in %lld ms "
+	       "(process started %lld ms ago)",
+	       (long long)open_ms, sv->njobs, (long long)load_ms, age);
+}
+
 sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out)
 {
 	sv_supervisor_t *sv = sv_calloc(1, sizeof(*sv));
@@ -713,10 +746,14 @@ sv_error_t *sv_supervisor_new(const sv_svconf_t *conf, sv_supervisor_t **out)
 		char *dir;
 		if (asprintf(&dir, "%s/checkpoints", sv->conf.data_dir) < 0)
 			abort();
+		int64_t t0 = sv_mono_ms();
 		err = sv_ckstore_open(dir, &sv->store);
 		free(dir);
+		int64_t t1 = sv_mono_ms();
 		if (!err)
 			err = sv_persist_load(sv);
+		if (!err)
+			log_start(sv, t1 - t0, sv_mono_ms() - t1);
 	}
 	if (err) {
 		for (size_t i = 0; i < sv->njobs; i++)

@@ -1211,6 +1211,22 @@ static bool backlog_pending(member_t *m, const catchup_t *c)
 	return !backlog_read(c, pos, n);
 }
 
+/* Records still to read up to the ends noted at the first poll (-1: not
+ * noted), for the recovery timeline in the log. */
+static int64_t backlog_left(member_t *m, const catchup_t *c)
+{
+	if (!c->taken || !c->n)
+		return -1;
+	const sv_partpos_t *pos;
+	size_t n = sv_source_positions(m->src, &pos);
+	int64_t left = 0;
+	for (size_t i = 0; i < n && i < c->n; i++)
+		if (pos[i].partition == c->part[i] &&
+		    pos[i].next_offset < c->end[i])
+			left += c->end[i] - pos[i].next_offset;
+	return left;
+}
+
 static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
 				 catchup_t *c)
 {
@@ -1227,6 +1243,9 @@ static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
 			if (pos[i].end_offset < 0)
 				c->n = 0; /* an end unknown: the rule below */
 		}
+		sv_log(&m->log, SV_LOG_INFO, "worker",
+		       "member %d: first rows read; backlog %lld records",
+		       m->index, (long long)backlog_left(m, c));
 		return false;
 	}
 	if (backlog_read(c, pos, n))
@@ -1244,27 +1263,38 @@ static bool first_checkpoint_due(member_t *m, bool first_pending, size_t polled,
  * checkpoint. So during the catch-up of an attempt that recovered from a
  * checkpoint (a new job reading a topic's history keeps the interval) a
  * checkpoint is due every
- * CATCHUP_CADENCE_MS (as Kafka Streams commits every 100 ms under
- * exactly-once), but not before CATCHUP_COST_FACTOR times what the
- * previous checkpoint took has passed (at most a fifth of the catch-up
- * goes to checkpoints, so a large state does not spend it
- * checkpointing); the interval still applies. Records
- * that were read before the kill become readable in steps of the cadence
- * rather than all at the end of the backlog.
- * STREAMVISOR_NO_CATCHUP_CADENCE=1 turns the cadence off (for paired
- * measurements). */
-#define CATCHUP_CADENCE_MS 200
+ * CATCHUP_CADENCE_MS (Kafka Streams' commit interval under exactly-once),
+ * but not before CATCHUP_COST_FACTOR times what the shorter of the last
+ * two checkpoints took has passed (at most a fifth of the catch-up goes
+ * to checkpoints, so a large state, whose checkpoints are all long, does
+ * not spend it checkpointing; the shorter of two, so that one slow
+ * commit, e.g. a flush that waited on a loaded broker, does not stretch
+ * the next wait fourfold); the interval still applies. Records that were read before
+ * the kill become readable in steps of the cadence rather than all at the
+ * end of the backlog. STREAMVISOR_NO_CATCHUP_CADENCE=1 turns the cadence
+ * off (for paired measurements). */
+#define CATCHUP_CADENCE_MS 100
 #define CATCHUP_COST_FACTOR 4
 static bool catchup_checkpoint_due(member_t *m, bool first_pending,
 				   const catchup_t *c, int64_t last_ck_ms,
-				   int64_t last_ck_took_ms)
+				   int64_t ck_cost_ms)
 {
 	if (!first_pending || !m->w->transactional || !m->catchup_cadence)
 		return false;
 	int64_t cadence = CATCHUP_CADENCE_MS;
-	if (cadence < CATCHUP_COST_FACTOR * last_ck_took_ms)
-		cadence = CATCHUP_COST_FACTOR * last_ck_took_ms;
+	if (cadence < CATCHUP_COST_FACTOR * ck_cost_ms)
+		cadence = CATCHUP_COST_FACTOR * ck_cost_ms;
 	return sv_mono_ms() - last_ck_ms >= cadence && backlog_pending(m, c);
+}
+
+/* The cost the cadence is held to: the shorter of the last two
+ * checkpoints' times (took[0] the last, took[1] the one before; -1: none
+ * yet). */
+static int64_t catchup_cost(const int64_t took[2])
+{
+	if (took[1] < 0 || (took[0] >= 0 && took[0] < took[1]))
+		return took[0] > 0 ? took[0] : 0;
+	return took[1];
 }
 
 /* Distributed bounded jobs (docs/cluster.md): a member stays in the group
@@ -1971,7 +2001,7 @@ static sv_error_t *run(member_t *m)
 	bool first_logged = false; /* the attempt's first checkpoint */
 	catchup_t catchup = {0};
 	int64_t t_started = sv_mono_ms();
-	int64_t last_ck = t_started, last_ck_took = 0;
+	int64_t last_ck = t_started, ck_took[2] = {-1, -1};
 	bool eof = false;
 	int64_t t_loop = mono_us();
 
@@ -2037,7 +2067,7 @@ static sv_error_t *run(member_t *m)
 						      &catchup);
 		bool catchup_due = !first_due &&
 			catchup_checkpoint_due(m, first_pending, &catchup,
-					       last_ck, last_ck_took);
+					       last_ck, catchup_cost(ck_took));
 		if (sv_mono_ms() >= next_commit || asked || first_due ||
 		    catchup_due) {
 			int64_t t_ck = sv_mono_ms();
@@ -2049,12 +2079,11 @@ static sv_error_t *run(member_t *m)
 				err = fenced(m, err);
 			if (err)
 				return err;
-			if (first_pending && w->transactional &&
-			    (first_due || !first_logged))
+			if (first_pending && w->transactional)
 				sv_log(&m->log, SV_LOG_INFO, "worker",
 				       "member %d: %s checkpoint %lld ms "
 				       "after reading started (%s), committed "
-				       "in %lld ms",
+				       "in %lld ms; backlog left %lld",
 				       m->index,
 				       first_logged ? "catch-up" : "first",
 				       (long long)(t_ck - t_started),
@@ -2062,13 +2091,15 @@ static sv_error_t *run(member_t *m)
 					       : catchup_due
 					       ? "catch-up cadence"
 					       : "interval",
-				       (long long)(sv_mono_ms() - t_ck));
+				       (long long)(sv_mono_ms() - t_ck),
+				       (long long)backlog_left(m, &catchup));
 			update_state_size(m);
 			first_logged = true;
 			if (first_due || !backlog_pending(m, &catchup))
 				first_pending = false;
 			last_ck = sv_mono_ms();
-			last_ck_took = last_ck - t_ck;
+			ck_took[1] = ck_took[0];
+			ck_took[0] = last_ck - t_ck;
 			next_commit = next_checkpoint_at(m, last_ck, interval);
 			t_loop = mono_us(); /* checkpoint time is its own */
 		}
@@ -2334,6 +2365,74 @@ static sv_error_t *open_join(member_t *m, const char *group)
 	return NULL;
 }
 
+/* The member's sink opens on a thread of its own beside the source's
+ * open (client, metadata, end offsets), and the source waits for it only
+ * right before it reads the group's committed offsets
+ * (sv_source_conf_t.before_committed): a transactional sink's
+ * init_transactions aborts a crashed attempt's open transaction, which
+ * otherwise keeps those offsets unreadable (require_stable) until it
+ * times out, so they are still read after the fence, but the steps that
+ * do not depend on it no longer wait for it (docs/performance.md
+ * "Exactly-once recovery"). */
+typedef struct sink_open {
+	member_t *m;
+	pthread_t thread;
+	bool started, joined;
+	sv_error_t *err;
+} sink_open_t;
+
+static sv_error_t *open_main_sink(member_t *m)
+{
+	sv_worker_t *w = m->w;
+	const Streamvisor__JobSpec *js = m->spec->msg;
+	/* stage 0 writes the internal topic, on the source's cluster */
+	sv_error_t *err = open_sink(m, js->sink,
+				    m->stage == 0 && w->nstages > 1
+					    ? w->conf.source_cluster
+					    : w->conf.sink_cluster,
+				    sv_pipeline_out_schema(m->plan->pipeline),
+				    m->plan->sink_key_col, false,
+				    w->transactional, m->index, &m->snk);
+	if (!err && w->transactional && !sv_sink_transactional(m->snk))
+		err = sv_error_new(SV_ERR_COVERAGE,
+				   "sink kind '%s' has no "
+				   "transactions: exactly_once is not "
+				   "available with it",
+				   js->sink->kind);
+	return err;
+}
+
+static void *sink_open_main(void *arg)
+{
+	sink_open_t *so = arg;
+	so->err = open_main_sink(so->m);
+	return NULL;
+}
+
+static void sink_open_start(sink_open_t *so, member_t *m)
+{
+	*so = (sink_open_t){.m = m};
+	so->started = pthread_create(&so->thread, NULL, sink_open_main, so) ==
+		0;
+	if (!so->started) { /* no thread: open it here, as before */
+		so->err = open_main_sink(m);
+		so->joined = true;
+	}
+}
+
+/* Waits for the sink's open; its error once (NULL after). */
+static sv_error_t *sink_open_wait(void *opaque)
+{
+	sink_open_t *so = opaque;
+	if (!so->joined) {
+		pthread_join(so->thread, NULL);
+		so->joined = true;
+	}
+	sv_error_t *err = so->err;
+	so->err = NULL;
+	return err;
+}
+
 static sv_error_t *open_member(member_t *m)
 {
 	sv_worker_t *w = m->w;
@@ -2416,24 +2515,18 @@ static sv_error_t *open_member(member_t *m)
 		sc.nend_offsets = w->conf.nend_offsets;
 		m->bounded_group = sc.bounded;
 	}
-	/* The sink first: a transactional sink's init_transactions aborts a
-	 * crashed attempt's open transaction, which otherwise keeps the
-	 * group's offsets unreadable (require_stable) until it times out. */
-	/* stage 0 writes the internal topic, on the source's cluster */
-	err = open_sink(m, js->sink,
-			m->stage == 0 && w->nstages > 1 ? w->conf.source_cluster
-							: w->conf.sink_cluster,
-			sv_pipeline_out_schema(plan->pipeline),
-			plan->sink_key_col, false, w->transactional, m->index,
-			&m->snk);
-	if (!err && w->transactional && !sv_sink_transactional(m->snk))
-		err = sv_error_new(SV_ERR_COVERAGE,
-				   "sink kind '%s' has no "
-				   "transactions: exactly_once is not "
-				   "available with it",
-				   js->sink->kind);
-	if (!err)
-		err = sv_source_open(&sc, &m->src);
+	/* The sink beside the source, which reads the group's offsets only
+	 * once the sink (its fence) is open (sink_open_t above). */
+	sink_open_t so;
+	sink_open_start(&so, m);
+	sc.before_committed = sink_open_wait;
+	sc.before_committed_opaque = &so;
+	err = sv_source_open(&sc, &m->src);
+	sv_error_t *serr = sink_open_wait(&so);
+	if (serr) { /* the sink's error first, as when it opened first */
+		sv_error_destroy(err);
+		err = serr;
+	}
 	if (!err) {
 		m->topic_nparts = sv_source_topic_partitions(m->src);
 		err = gm_open(m);
@@ -2531,7 +2624,12 @@ static void *member_main(void *arg)
 {
 	member_t *m = arg;
 	sv_worker_t *w = m->w;
+	int64_t t_open = sv_mono_ms();
 	sv_error_t *err = open_member(m);
+	if (!err)
+		sv_log(&m->log, SV_LOG_INFO, "worker",
+		       "member %d: clients open in %lld ms", m->index,
+		       (long long)(sv_mono_ms() - t_open));
 	if (err) {
 		set_error(m, err);
 		atomic_store(&w->failing, true);

@@ -10,7 +10,7 @@
 # the supervisor is restarted on the same data dir. While the job is still
 # at least 1,000 records behind:
 #   - its last committed checkpoint moves on at least 3 times (a checkpoint
-#     every 200 ms, the interval being 60 s; each is a committed
+#     every 100 ms, the interval being 60 s; each is a committed
 #     transaction, so its output is readable);
 #   - the log names those checkpoints "(catch-up cadence)".
 # Once caught up, the read_committed output holds every input record once

@@ -576,6 +576,79 @@ static void test_commit_resume(void **state)
 	sv_source_close(src);
 }
 
+/* before_committed (the worker's fence runs beside the source's open):
+ * called once per open, after the end offsets of an unbounded source are
+ * known and before the group's committed offsets are read, so offsets
+ * the hook commits are the ones the source starts at; its error fails the
+ * open with it. */
+typedef struct hook {
+	fx_t *fx;
+	int calls;
+	bool fail;
+	int64_t committed[NPARTS]; /* what the hook's own source committed */
+} hook_t;
+
+static sv_error_t *hook_commit(void *opaque)
+{
+	hook_t *h = opaque;
+	h->calls++;
+	if (h->fail)
+		return sv_error_new(SV_ERR_BINDING, "the fence failed");
+	/* another reader of the group commits 40 records meanwhile */
+	sv_source_conf_t c = source_conf(h->fx, "t_hook", "g_hook", false);
+	sv_source_t *src;
+	const sv_partpos_t *pos;
+	got_t g;
+	ok(sv_source_open(&c, &src));
+	got_init(&g, h->fx);
+	poll_until(h->fx, src, &g, 40, 5);
+	ok(sv_source_commit(src));
+	assert_int_equal(sv_source_positions(src, &pos), NPARTS);
+	for (int p = 0; p < NPARTS; p++)
+		h->committed[p] = pos[p].next_offset;
+	sv_batch_release(&g.rows);
+	sv_source_close(src);
+	return NULL;
+}
+
+static void test_before_committed(void **state)
+{
+	fx_t *fx = *state;
+	sv_source_conf_t c = source_conf(fx, "t_hook", "g_hook", false);
+	hook_t h = {.fx = fx};
+	sv_source_t *src;
+	const sv_partpos_t *pos;
+	int64_t sum = 0;
+
+	new_topic(fx, "t_hook", NPARTS);
+	produce(fx, "t_hook", 0, 100);
+	c.before_committed = hook_commit;
+	c.before_committed_opaque = &h;
+	ok(sv_source_open(&c, &src));
+	assert_int_equal(h.calls, 1);
+	assert_int_equal(sv_source_positions(src, &pos), NPARTS);
+	for (int p = 0; p < NPARTS; p++) {
+		/* read after the hook: its commit, not the start */
+		assert_int_equal(pos[p].next_offset, h.committed[p]);
+		sum += h.committed[p];
+		assert_true(pos[p].end_offset >= pos[p].next_offset);
+	}
+	assert_int_equal(sum, 40);
+	sv_source_close(src);
+
+	/* the hook's error is the open's (bounded: called too) */
+	c.bounded = true;
+	h.fail = true;
+	h.calls = 0;
+	src = (sv_source_t *)1;
+	sv_error_t *err = sv_source_open(&c, &src);
+	assert_non_null(err);
+	assert_null(src);
+	assert_int_equal(h.calls, 1);
+	assert_string_equal(err->message, "the fence failed");
+	sv_error_destroy(err);
+}
+
 /* Start latest: nothing old is read, only what arrives after open. */
 static void test_start_latest(void **state)
 {
@@ -1080,6 +1153,7 @@ int main(void)
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_missing_topic),
 		cmocka_unit_test(test_commit_resume),
+		cmocka_unit_test(test_before_committed),
 		cmocka_unit_test(test_start_latest),
 		cmocka_unit_test(test_seek),
 		cmocka_unit_test(test_sink_bad_key_column),
