@@ -715,6 +715,30 @@ static void sym_state_size(sv_op_t *base, uint64_t *bytes, uint64_t *keys)
 		*keys = sides[0].keys + sides[1].keys;
 }
 
+/* What snapshots and deltas open with: the join header (kind), i64
+ * lower, i64 upper, i64 left and i64 right watermark. */
+static void ser_head(const symjoin_t *op, sv_buf_t *out, char kind)
+{
+	sv_join_ser_header(&op->jb, out, kind);
+	sv_ser_i64(out, op->lower);
+	sv_ser_i64(out, op->upper);
+	sv_ser_i64(out, op->side[LEFT].wm);
+	sv_ser_i64(out, op->side[RIGHT].wm);
+}
+
+static sv_error_t *deser_head(symjoin_t *op, sv_deser_t *d, char kind,
+			      int64_t wm[2])
+{
+	sv_error_t *err = sv_join_deser_header(&op->jb, d, kind);
+	if (err)
+		return err;
+	(void)sv_deser_i64(d); /* changed bounds apply from now on */
+	(void)sv_deser_i64(d);
+	wm[LEFT] = sv_deser_i64(d);
+	wm[RIGHT] = sv_deser_i64(d);
+	return NULL;
+}
+
 /* A stored row as snapshots and deltas hold it: i64 time, u8 matched,
  * the row's values. */
 static void ser_row(const symjoin_t *op, int s, sv_buf_t *out,
@@ -750,11 +774,7 @@ static bool deser_row(symjoin_t *op, int s, sv_deser_t *d, sv_value_t *row)
 static sv_error_t *sym_snapshot(sv_op_t *base, sv_buf_t *out)
 {
 	symjoin_t *op = (symjoin_t *)base;
-	sv_join_ser_header(&op->jb, out, SYM_SNAPSHOT_KIND);
-	sv_ser_i64(out, op->lower);
-	sv_ser_i64(out, op->upper);
-	sv_ser_i64(out, op->side[LEFT].wm);
-	sv_ser_i64(out, op->side[RIGHT].wm);
+	ser_head(op, out, SYM_SNAPSHOT_KIND);
 	for (int s = 0; s < 2; s++) {
 		sv_ser_u64(out, op->side[s].rows);
 		size_t it = 0;
@@ -771,14 +791,10 @@ static sv_error_t *sym_restore(sv_op_t *base, const char *data, size_t len)
 	symjoin_t *op = (symjoin_t *)base;
 	sv_deser_t d = {.p = data, .len = len};
 	sym_clear(op);
-	sv_error_t *err = sv_join_deser_header(&op->jb, &d, SYM_SNAPSHOT_KIND);
+	int64_t wm[2];
+	sv_error_t *err = deser_head(op, &d, SYM_SNAPSHOT_KIND, wm);
 	if (err)
 		return err;
-	(void)sv_deser_i64(&d); /* changed bounds apply from now on */
-	(void)sv_deser_i64(&d);
-	int64_t wm[2];
-	wm[LEFT] = sv_deser_i64(&d);
-	wm[RIGHT] = sv_deser_i64(&d);
 	sv_value_t *row = sv_calloc(op->jb.nleft + op->jb.nright + 1,
 				    sizeof(sv_value_t));
 	for (int s = 0; s < 2 && !d.bad; s++) {
@@ -812,11 +828,7 @@ static sv_error_t *sym_snapshot_delta(sv_op_t *base, sv_buf_t *out,
 	*written = false;
 	if (!op->incr_base)
 		return NULL;
-	sv_join_ser_header(&op->jb, out, SYM_DELTA_KIND);
-	sv_ser_i64(out, op->lower);
-	sv_ser_i64(out, op->upper);
-	sv_ser_i64(out, op->side[LEFT].wm);
-	sv_ser_i64(out, op->side[RIGHT].wm);
+	ser_head(op, out, SYM_DELTA_KIND);
 	for (int s = 0; s < 2; s++) {
 		jside_t *sd = &op->side[s];
 		sv_ser_u64(out, sd->nremoved);
@@ -862,14 +874,10 @@ static sv_error_t *sym_restore_delta(sv_op_t *base, const char *data,
 {
 	symjoin_t *op = (symjoin_t *)base;
 	sv_deser_t d = {.p = data, .len = len};
-	sv_error_t *err = sv_join_deser_header(&op->jb, &d, SYM_DELTA_KIND);
+	int64_t wm[2];
+	sv_error_t *err = deser_head(op, &d, SYM_DELTA_KIND, wm);
 	if (err)
 		return err;
-	(void)sv_deser_i64(&d); /* changed bounds apply from now on */
-	(void)sv_deser_i64(&d);
-	int64_t wm[2];
-	wm[LEFT] = sv_deser_i64(&d);
-	wm[RIGHT] = sv_deser_i64(&d);
 	for (int s = 0; s < 2; s++)
 		sv_statemap_track(op->side[s].map, false);
 	/* the rows freed below leave the heaps pointing at them */

@@ -478,12 +478,10 @@ static void test_spec_errors(void **state)
 	assert_string_equal(f->op->out_schema->fields[4].name, "rts");
 }
 
-/* A window after a join closes on the join's output watermark. */
-static void test_pipeline_window_after_join(void **state)
+/* The pipeline [join of spec, tumbling 100 ms count() by cust]. */
+static sv_pipeline_t *join_then_window(fix_t *f, sv_join_spec_t *spec)
 {
-	fix_t *f = *state;
-	sv_join_spec_t spec = {.type = SV_JOIN_INTERVAL, .upper_ms = 10};
-	assert_null(make(f, &spec));
+	assert_null(make(f, spec));
 	sv_pipeline_t *pl = sv_pipeline_new(f->ls);
 	sv_pipeline_add(pl, f->op);
 	static const char *const key[] = {"cust"};
@@ -499,6 +497,15 @@ static void test_pipeline_window_after_join(void **state)
 	sv_op_t *win = NULL;
 	assert_null(sv_op_window_new(f->op->out_schema, &ws, &win));
 	sv_pipeline_add(pl, win);
+	return pl;
+}
+
+/* A window after a join closes on the join's output watermark. */
+static void test_pipeline_window_after_join(void **state)
+{
+	fix_t *f = *state;
+	sv_join_spec_t spec = {.type = SV_JOIN_INTERVAL, .upper_ms = 10};
+	sv_pipeline_t *pl = join_then_window(f, &spec);
 	assert_ptr_equal(sv_pipeline_join(pl), f->op);
 	sv_batch_t *out;
 	row3(&f->b, "o1", "c1", 10, 0);
@@ -550,22 +557,7 @@ static void test_lookup_pieces(void **state)
 {
 	fix_t *f = *state;
 	sv_join_spec_t spec = {.type = SV_JOIN_LOOKUP};
-	assert_null(make(f, &spec));
-	sv_pipeline_t *pl = sv_pipeline_new(f->ls);
-	sv_pipeline_add(pl, f->op);
-	static const char *const key[] = {"cust"};
-	static const char *const an[] = {"n"};
-	static const char *const ae[] = {"count()"};
-	sv_window_spec_t ws = {.type = SV_WIN_TUMBLING,
-			       .size_ms = 100,
-			       .nkeys = 1,
-			       .keys = key,
-			       .naggs = 1,
-			       .agg_names = an,
-			       .agg_exprs = ae};
-	sv_op_t *win = NULL;
-	assert_null(sv_op_window_new(f->op->out_schema, &ws, &win));
-	sv_pipeline_add(pl, win);
+	sv_pipeline_t *pl = join_then_window(f, &spec);
 	f->op = NULL; /* the pipeline's */
 	sv_batch_release(&f->out);
 	sv_batch_t *out;
