@@ -49,6 +49,9 @@ cleanup() {
     deploy/kafka/kafka.sh stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+. "$here/specs.sh"
+W=${PAIR_WORKLOAD:-W1}
+case "$W" in W1|W2|W3) ;; *) echo "PAIR_WORKLOAD: W1, W2 or W3" >&2; exit 2 ;; esac
 deploy/kafka/kafka.sh start >/dev/null
 IN=pair-bids-$$
 "$RAWK" topics --bootstrap "$BOOT" --topic "$IN" >/dev/null
@@ -58,12 +61,6 @@ MEM=${PAIR_MEMORY_MB:-0}
 hwm() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 cpu() { awk -v t="$TCK" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"; }
 minflt() { awk '{ sub(/^.*\) /, ""); print $8 }' "/proc/$1/stat"; }
-case "${PAIR_WORKLOAD:-W1}" in
-    W1) PL='[{"filter":"price % 3 != 0"},{"select":{"seq":"seq","auction":"auction","bidder":"bidder","price_eur":"price * 0.908","ts":"ts"}}]' ;;
-    W2) PL='[{"window":{"type":"tumbling","size_ms":10000,"key":["key"],"aggregates":{"n":"count()","total":"sum(price)"}}}]' ;;
-    W3) PL='[{"window":{"type":"sliding","size_ms":10000,"slide_ms":2000,"key":["auction"],"aggregates":{"bids":"count()"}}}]' ;;
-    *) echo "PAIR_WORKLOAD: W1, W2 or W3" >&2; exit 2 ;;
-esac
 k=0
 one() { # old|new DELIVERY ROUND
     local which=$1 d=$2 r=$3 tree=$repo out id st c0 c1 t0 t1 l0 rss f0 f1
@@ -71,16 +68,8 @@ one() { # old|new DELIVERY ROUND
     [ "$which" = old ] && tree=$OLD && read -r -a envs <<<"${PAIR_OLD_ENV:-}"
     k=$((k + 1)); out=pair-out-$$-$k
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    jq -n --arg in "$IN" --arg out "$out" --arg d "$d" --argjson par "$PAR" --argjson mem "$MEM" --argjson pl "$PL" '{name: "pair", mode: "bounded", parallelism: $par,
-      source: {kind: "kafka", topic: $in, format: "json", start: "earliest"},
-      schema: [{name:"seq",type:"int64"},{name:"key",type:"int64"},{name:"auction",type:"int64"},
-               {name:"bidder",type:"int64"},{name:"price",type:"int64"},{name:"channel",type:"string"},
-               {name:"url",type:"string"},{name:"ts",type:"timestamp_ms"},{name:"extra",type:"string"}],
-      event_time: {field: "ts", max_out_of_orderness_ms: 0},
-      pipeline: $pl,
-      sink: {kind: "kafka", topic: $out, format: "json"}, delivery: $d,
-      checkpoint: {interval_ms: 1000, retain: 100000}}
-      + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end)' >"$OUT/spec.json"
+    # an unkeyed topic: at parallelism > 1 a window is repartitioned
+    spec pair bounded "$W" "$d" "$IN" "$out" "$PAR" rp "$MEM" >"$OUT/spec.json"
     rm -rf "$OUT/data"
     env "${envs[@]}" "$tree/build/bench/sv/streamvisor" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" \
         --bootstrap-servers "$BOOT" >>"$OUT/server-$which.log" 2>&1 &

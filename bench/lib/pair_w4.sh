@@ -57,29 +57,9 @@ TABLE=pair-persons-$$ IN=pair-auctions-$$
 "$RAWK" load-q3 --bootstrap "$BOOT" --table "$TABLE" --topic "$IN" \
     --persons "$P" --count "$N" >"$OUT/load.json"
 hwm() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
-# bench/run.sh's spec_q3
-spec() { # DELIVERY PARALLELISM OUT
-    jq -n --arg d "$1" --argjson par "$2" --arg out "$3" --arg in "$IN" --arg table "$TABLE" \
-        --argjson mem "$MEM" '{name: "pair-w4", mode: "bounded", parallelism: $par}
-        + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end) + {
-        source: ({kind: "kafka", topic: $in, format: "json", start: "earliest"}
-                 + (if $par > 1 then {partitioned_by: ["seller"]} else {} end)),
-        schema: [{name:"id",type:"int64"},{name:"seller",type:"int64"},
-                 {name:"category",type:"int64"},{name:"initial_bid",type:"int64"},
-                 {name:"ts",type:"timestamp_ms"}],
-        event_time: {field: "ts", max_out_of_orderness_ms: 0},
-        pipeline: [{join: {type: "lookup", time: "event",
-            source: ({kind: "kafka", topic: $table, format: "json", start: "earliest"}
-                     + (if $par > 1 then {partitioned_by: ["pid"]} else {} end)),
-            schema: [{name:"pid",type:"int64"},{name:"name",type:"string"},
-                     {name:"city",type:"string"},{name:"state",type:"string"},
-                     {name:"pts",type:"timestamp_ms"}],
-            event_time: {field: "pts", max_out_of_orderness_ms: 0},
-            on: {left: ["seller"], right: ["pid"]},
-            take: {name: "name", city: "city", state: "state"}}}],
-        sink: {kind: "kafka", topic: $out, format: "json"},
-        delivery: $d,
-        checkpoint: {interval_ms: 1000, retain: 100000}}'
+. "$here/specs.sh"
+w4_spec() { # DELIVERY PARALLELISM OUT: bench/run.sh's W4
+    spec_q3 pair-w4 bounded "$1" "$IN" "$TABLE" "$3" "$2" "$MEM"
 }
 k=0
 one() { # old|new DELIVERY PARALLELISM ROUND
@@ -87,7 +67,7 @@ one() { # old|new DELIVERY PARALLELISM ROUND
     [ "$which" = new ] && bin=$NEW
     k=$((k + 1)); out=pair-w4-out-$$-$k
     "$RAWK" topics --bootstrap "$BOOT" --topic "$out" >/dev/null
-    spec "$d" "$par" "$out" >"$OUT/spec.json"
+    w4_spec "$d" "$par" "$out" >"$OUT/spec.json"
     rm -rf "$OUT/data"
     ! curl -sf "127.0.0.1:$PORT/v1/info" >/dev/null 2>&1 || { echo "port $PORT in use" >&2; exit 1; }
     "${WRAP[@]//%k/$k}" "$bin" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/lib/peak_smaps.sh — what a job's peak RSS is made of: one bounded
-# job (bench/run.sh's spec of W1, W2 or W3 at parallelism 1) on the bench
+# job (bench/lib/specs.sh: W1, W2 or W3 at parallelism 1) on the bench
 # broker, the server's /proc/PID/smaps_rollup sampled every 30 ms; prints
 # the idle server's Rss / Anonymous, at the sampled peak Rss, Anonymous and
 # the file-backed rest (shared libraries' code faulted back in), VmHWM, and
@@ -25,12 +25,8 @@ RAWK=$repo/build/bench/sv/bench_raw_kafka
 SV=$repo/build/bench/sv/streamvisor
 OUT=$repo/build/bench/smaps
 [ -x "$SV" ] || { echo "no release build in build/bench/sv" >&2; exit 1; }
-case $W in
-    W1) PL='[{"filter":"price % 3 != 0"},{"select":{"seq":"seq","auction":"auction","bidder":"bidder","price_eur":"price * 0.908","ts":"ts"}}]' ;;
-    W2) PL='[{"window":{"type":"tumbling","size_ms":10000,"key":["key"],"aggregates":{"n":"count()","total":"sum(price)"}}}]' ;;
-    W3) PL='[{"window":{"type":"sliding","size_ms":10000,"slide_ms":2000,"key":["auction"],"aggregates":{"bids":"count()"}}}]' ;;
-    *) echo "workload: W1, W2 or W3" >&2; exit 2 ;;
-esac
+. "$here/specs.sh"
+case $W in W1|W2|W3) ;; *) echo "workload: W1, W2 or W3" >&2; exit 2 ;; esac
 SV_PID=""
 cleanup() {
     [ -z "$SV_PID" ] || kill -KILL "$SV_PID" 2>/dev/null || true
@@ -42,16 +38,7 @@ deploy/kafka/kafka.sh start >/dev/null
 IN=smaps-bids-$$ O=smaps-out-$$
 "$RAWK" topics --bootstrap "$BOOT" --topic "$IN,$O" >/dev/null
 "$RAWK" load --bootstrap "$BOOT" --topic "$IN" --count "$N" >/dev/null
-jq -n --arg in "$IN" --arg out "$O" --arg d "$D" --argjson mem "$MEM" --argjson pl "$PL" '{name: "smaps",
-  mode: "bounded", parallelism: 1,
-  source: {kind: "kafka", topic: $in, format: "json", start: "earliest"},
-  schema: [{name:"seq",type:"int64"},{name:"key",type:"int64"},{name:"auction",type:"int64"},
-           {name:"bidder",type:"int64"},{name:"price",type:"int64"},{name:"channel",type:"string"},
-           {name:"url",type:"string"},{name:"ts",type:"timestamp_ms"},{name:"extra",type:"string"}],
-  event_time: {field: "ts", max_out_of_orderness_ms: 0}, pipeline: $pl,
-  sink: {kind: "kafka", topic: $out, format: "json"}, delivery: $d,
-  checkpoint: {interval_ms: 1000, retain: 100000}}
-  + (if $mem > 0 then {resources: {memory_mb: $mem}} else {} end)' >"$OUT/spec.json"
+spec smaps bounded "$W" "$D" "$IN" "$O" 1 "" "$MEM" >"$OUT/spec.json"
 "$SV" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" --bootstrap-servers "$BOOT" >"$OUT/server.log" 2>&1 &
 SV_PID=$!
 for i in $(seq 400); do curl -sf "127.0.0.1:$PORT/v1/info" >/dev/null 2>&1 && break; sleep 0.05; done
