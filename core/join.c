@@ -786,6 +786,20 @@ static sv_error_t *sym_snapshot(sv_op_t *base, sv_buf_t *out)
 	return NULL;
 }
 
+/* After a snapshot's or a delta's rows: a corrupt one leaves the join
+ * empty (a checkpoint error), a whole one sets the watermarks. */
+static sv_error_t *restore_end(symjoin_t *op, const sv_deser_t *d,
+			       const int64_t wm[2])
+{
+	if (d->bad || d->off != d->len) {
+		sym_clear(op);
+		return sv_join_corrupt(&op->jb, d);
+	}
+	op->side[LEFT].wm = wm[LEFT];
+	op->side[RIGHT].wm = wm[RIGHT];
+	return NULL;
+}
+
 static sv_error_t *sym_restore(sv_op_t *base, const char *data, size_t len)
 {
 	symjoin_t *op = (symjoin_t *)base;
@@ -804,12 +818,8 @@ static sv_error_t *sym_restore(sv_op_t *base, const char *data, size_t len)
 				d.bad = true;
 	}
 	free(row);
-	if (d.bad || d.off != d.len) {
-		sym_clear(op);
-		return sv_join_corrupt(&op->jb, &d);
-	}
-	op->side[LEFT].wm = wm[LEFT];
-	op->side[RIGHT].wm = wm[RIGHT];
+	if ((err = restore_end(op, &d, wm)))
+		return err;
 	return NULL;
 }
 
@@ -912,12 +922,8 @@ static sv_error_t *sym_restore_delta(sv_op_t *base, const char *data,
 	}
 	free(key);
 	free(row);
-	if (d.bad || d.off != d.len) {
-		sym_clear(op);
-		return sv_join_corrupt(&op->jb, &d);
-	}
-	op->side[LEFT].wm = wm[LEFT];
-	op->side[RIGHT].wm = wm[RIGHT];
+	if ((err = restore_end(op, &d, wm)))
+		return err;
 	op->incr_base = false;
 	return NULL;
 }
