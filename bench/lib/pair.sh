@@ -74,16 +74,10 @@ one() { # old|new DELIVERY ROUND
     env "${envs[@]}" "$tree/build/bench/sv/streamvisor" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" \
         --bootstrap-servers "$BOOT" >>"$OUT/server-$which.log" 2>&1 &
     SV_PID=$!
-    local i
-    for i in $(seq 200); do curl -sf "127.0.0.1:$PORT/v1/info" >/dev/null 2>&1 && break; sleep 0.05; done
+    job_up "$PORT" || true
     l0=$(cut -d' ' -f1 /proc/loadavg); c0=$(cpu "$SV_PID"); f0=$(minflt "$SV_PID"); t0=$(date +%s%3N)
-    id=$(curl -s -XPOST -H 'Content-Type: application/json' "127.0.0.1:$PORT/v1/jobs" \
-        --data-binary @"$OUT/spec.json" | jq -r .id)
-    while :; do
-        st=$(curl -s "127.0.0.1:$PORT/v1/jobs/$id" | jq -r .state)
-        case "$st" in completed|failed|cancelled) break ;; esac
-        sleep 0.05
-    done
+    id=$(job_submit "$PORT" "$OUT/spec.json")
+    st=$(job_wait "$PORT" "$id")
     t1=$(date +%s%3N); c1=$(cpu "$SV_PID"); f1=$(minflt "$SV_PID"); rss=$(hwm "$SV_PID")
     kill -TERM "$SV_PID"; wait "$SV_PID" 2>/dev/null || true; SV_PID=""
     echo "$r $which $d $st $(awk -v a="$c0" -v b="$c1" -v n="$N" 'BEGIN { printf "%.3f", (b - a) * 1e6 / n }') \

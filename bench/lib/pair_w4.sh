@@ -73,20 +73,15 @@ one() { # old|new DELIVERY PARALLELISM ROUND
     "${WRAP[@]//%k/$k}" "$bin" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" \
         --bootstrap-servers "$BOOT" >>"$OUT/server-$which.log" 2>&1 &
     SV_PID=$!
-    local i pid
-    for i in $(seq 400); do curl -sf "127.0.0.1:$PORT/v1/info" >/dev/null 2>&1 && break; sleep 0.05; done
+    local pid
+    job_up "$PORT" || true
     # under a wrapper, the server is its child
     pid=$SV_PID
     [ ${#WRAP[@]} -eq 0 ] || pid=$(pgrep -n -x streamvisor -P "$SV_PID")
     SRV=$pid
     l0=$(cut -d' ' -f1 /proc/loadavg); h0=$(hwm "$pid"); t0=$(date +%s%3N)
-    id=$(curl -s -XPOST -H 'Content-Type: application/json' "127.0.0.1:$PORT/v1/jobs" \
-        --data-binary @"$OUT/spec.json" | jq -r .id)
-    while :; do
-        st=$(curl -s "127.0.0.1:$PORT/v1/jobs/$id" | jq -r .state)
-        case "$st" in completed|failed|cancelled) break ;; esac
-        sleep 0.05
-    done
+    id=$(job_submit "$PORT" "$OUT/spec.json")
+    st=$(job_wait "$PORT" "$id")
     t1=$(date +%s%3N); h1=$(hwm "$pid")
     kill -TERM "$pid"; wait "$SV_PID" 2>/dev/null || true; SV_PID="" SRV=""
     cnt=$("$RAWK" count --bootstrap "$BOOT" --topic "$out" --join-check | jq -r '"\(.records) \(.wrong)"')

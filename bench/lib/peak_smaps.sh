@@ -41,16 +41,16 @@ IN=smaps-bids-$$ O=smaps-out-$$
 spec smaps bounded "$W" "$D" "$IN" "$O" 1 "" "$MEM" >"$OUT/spec.json"
 "$SV" serve --listen "127.0.0.1:$PORT" --data-dir "$OUT/data" --bootstrap-servers "$BOOT" >"$OUT/server.log" 2>&1 &
 SV_PID=$!
-for i in $(seq 400); do curl -sf "127.0.0.1:$PORT/v1/info" >/dev/null 2>&1 && break; sleep 0.05; done
+job_up "$PORT" || true
 sleep 0.5
 roll() { awk '/^Rss:/ { r = $2 } /^Anonymous:/ { a = $2 } END { print r, a, r - a }' "/proc/$SV_PID/smaps_rollup"; }
 read -r r0 a0 f0 < <(roll)
-id=$(curl -s -XPOST -H 'Content-Type: application/json' "127.0.0.1:$PORT/v1/jobs" --data-binary @"$OUT/spec.json" | jq -r .id)
+id=$(job_submit "$PORT" "$OUT/spec.json")
 mr=0 ma=0 mf=0
 while :; do
     read -r r a f < <(roll)
     [ "$r" -gt "$mr" ] && { mr=$r; ma=$a; mf=$f; }
-    st=$(curl -s "127.0.0.1:$PORT/v1/jobs/$id" | jq -r .state)
+    st=$(job_state "$PORT" "$id")
     case "$st" in completed|failed|cancelled) break ;; esac
     sleep 0.03
 done

@@ -80,3 +80,27 @@ spec_q3() {
         delivery: $d,
         checkpoint: {interval_ms: 1000, retain: 100000}}'
 }
+
+# The scripts of bench/lib that run one job on a server of their own:
+#   job_up PORT          wait (up to 20 s) until the server answers
+#   job_submit PORT SPECFILE -> the job id
+#   job_state PORT ID    -> the job's state
+#   job_wait PORT ID     -> the state it ended in (polls every 50 ms)
+job_up() {
+    local i
+    for i in $(seq 400); do curl -sf "127.0.0.1:$1/v1/info" >/dev/null 2>&1 && return 0; sleep 0.05; done
+    return 1
+}
+job_submit() {
+    curl -s -XPOST -H 'Content-Type: application/json' "127.0.0.1:$1/v1/jobs" \
+        --data-binary @"$2" | jq -r .id
+}
+job_state() { curl -s "127.0.0.1:$1/v1/jobs/$2" | jq -r .state; }
+job_wait() {
+    local st
+    while :; do
+        st=$(job_state "$1" "$2")
+        case "$st" in completed|failed|cancelled) echo "$st"; return 0 ;; esac
+        sleep 0.05
+    done
+}
